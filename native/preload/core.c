@@ -1,0 +1,927 @@
+/*
+ * The recorder core: the part file, its records, the descriptor and path
+ * tables, and the accounting that every interface file calls.
+ */
+#include "core.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "iolens_schema.h"
+#include "redact.h"
+
+/* Our own mappings go straight to the kernel, not through the mmap hooks. */
+static void *sys_mmap(void *a, size_t n, int prot, int fl, int fd, off_t off)
+{
+    return (void *)syscall(SYS_mmap, a, n, prot, fl, fd, off);
+}
+static int sys_munmap(void *a, size_t n) { return (int)syscall(SYS_munmap, a, n); }
+
+#define IOLENS_X_DEF(ret, name, params) iolens_real_##name##_t iolens_real_##name;
+IOLENS_HOOKS(IOLENS_X_DEF)
+#undef IOLENS_X_DEF
+
+struct iolens_state iolens_g = {.part_fd = -1, .trace_fd = -1};
+IOLENS_TLS int iolens_guard;
+struct iolens_fdstate iolens_fds[IOLENS_FDMAX];
+static int fd_high; /* highest descriptor seen, bounds the scans after fork */
+
+const uint8_t iolens_op_cat[IOLENS_NOPS] = {
+#define IOLENS_X_OP(name, cat) IOLENS_CAT_##cat,
+    IOLENS_OPS(IOLENS_X_OP)
+#undef IOLENS_X_OP
+};
+
+#define PART_CHUNK (256u << 10)
+#define RESERVE_DEFAULT (1ull << 30)
+#define TRACE_BUF_EVENTS 1638 /* 64 KiB of events per thread */
+
+void *iolens_resolve(const char *name)
+{
+    void *p = dlsym(RTLD_NEXT, name);
+    if (!p) p = dlvsym(RTLD_NEXT, name, "GLIBC_2.2.5"); /* compat-only symbols (__xstat) */
+    return p;
+}
+
+/* ---- raw syscalls: the recorder's own I/O never re-enters the hooks ------ */
+
+long iolens_sys_write(int fd, const void *buf, unsigned long n)
+{
+    const char *p = buf;
+    unsigned long done = 0;
+    while (done < n) {
+        long r = syscall(SYS_write, fd, p + done, n - done);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return -1;
+        done += (unsigned long)r;
+    }
+    return (long)done;
+}
+
+static int sys_open(const char *path, int flags, int mode) { return (int)syscall(SYS_openat, AT_FDCWD, path, flags, mode); }
+static long sys_read(int fd, void *buf, unsigned long n) { return syscall(SYS_read, fd, buf, n); }
+static int sys_close(int fd) { return (int)syscall(SYS_close, fd); }
+
+static void lock(void)
+{
+    while (__atomic_exchange_n(&iolens_g.lock, 1, __ATOMIC_ACQUIRE))
+        while (__atomic_load_n(&iolens_g.lock, __ATOMIC_RELAXED)) __builtin_ia32_pause();
+}
+static void unlock(void) { __atomic_store_n(&iolens_g.lock, 0, __ATOMIC_RELEASE); }
+
+/* Move one of our descriptors high and mark it close-on-exec and ignored. */
+static int park_fd(int fd)
+{
+    struct rlimit rl;
+    int floor = 1000;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        long top = (long)rl.rlim_cur - 64;
+        if (top > 65000) top = 65000;
+        if (top > 10) floor = (int)top;
+    }
+    int hi = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, floor);
+    if (hi >= 0) {
+        sys_close(fd);
+        fd = hi;
+    }
+    if (fd >= 0 && fd < IOLENS_FDMAX) iolens_fds[fd].state = FD_IGNORED;
+    return fd;
+}
+
+/* ---- the part file ----------------------------------------------------------- */
+
+static int grow(uint64_t need)
+{
+    struct iolens_state *g = &iolens_g;
+    uint64_t want = g->mapped;
+    while (g->used + need + sizeof(struct iolens_rec_hdr) > want) want += want < (8u << 20) ? want : (8u << 20);
+    if (want > g->reserve) return -1;
+    if (syscall(SYS_ftruncate, g->part_fd, (long)want) != 0) return -1;
+    void *p = sys_mmap(g->base + g->mapped, want - g->mapped, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+                   g->part_fd, (off_t)g->mapped);
+    if (p == MAP_FAILED) return -1;
+    g->mapped = want;
+    return 0;
+}
+
+/* Reserve a record; the caller fills it and calls publish().  Lock held. */
+static void *rec_alloc(uint32_t size)
+{
+    struct iolens_state *g = &iolens_g;
+    size = (size + 7u) & ~7u;
+    uint64_t need = sizeof(struct iolens_rec_hdr) + size;
+    if (g->used + need + sizeof(struct iolens_rec_hdr) > g->mapped && grow(need) != 0) return 0;
+    struct iolens_rec_hdr *h = (struct iolens_rec_hdr *)(g->base + g->used);
+    h->size = size;
+    g->used += need;
+    return h + 1;
+}
+
+static void publish(void *payload, uint16_t kind, uint16_t version)
+{
+    struct iolens_rec_hdr *h = (struct iolens_rec_hdr *)payload - 1;
+    h->version = version;
+    __atomic_store_n(&h->kind, kind, __ATOMIC_RELEASE);
+}
+
+static void add_string(uint32_t what, const char *s, uint32_t len)
+{
+    struct iolens_string *r = rec_alloc(sizeof *r + len + 1);
+    if (!r) return;
+    r->what = what;
+    r->len = len;
+    memcpy(r + 1, s, len);
+    publish(r, IOLENS_KIND_STRING, IOLENS_VER_STRING);
+}
+
+static void read_proc_io(uint64_t v[7])
+{
+    static const char *keys[7] = {"rchar", "wchar", "syscr", "syscw", "read_bytes", "write_bytes",
+                                  "cancelled_write_bytes"};
+    char buf[512];
+    memset(v, 0, 7 * sizeof v[0]);
+    int fd = sys_open("/proc/self/io", O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0) return;
+    long n = sys_read(fd, buf, sizeof buf - 1);
+    sys_close(fd);
+    if (n <= 0) return;
+    buf[n] = 0;
+    for (char *line = buf; line && *line;) {
+        char *colon = strchr(line, ':');
+        char *nl = strchr(line, '\n');
+        if (!colon) break;
+        for (int k = 0; k < 7; k++) {
+            size_t kl = strlen(keys[k]);
+            if ((size_t)(colon - line) == kl && memcmp(line, keys[k], kl) == 0)
+                v[k] = strtoull(colon + 1, 0, 10);
+        }
+        line = nl ? nl + 1 : 0;
+    }
+}
+
+static uint64_t tv_ns(struct timeval tv) { return (uint64_t)tv.tv_sec * 1000000000ull + (uint64_t)tv.tv_usec * 1000ull; }
+
+/* Path table: absolute path -> FILE record, private to the process. */
+static struct {
+    struct iolens_file **slot;
+    uint64_t cap, n;
+} pt;
+
+static uint64_t hash_path(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    return h;
+}
+
+static const char *rec_path(const struct iolens_file *r) { return (const char *)(r + 1); }
+
+static int pt_resize(uint64_t cap)
+{
+    struct iolens_file **slot =
+        sys_mmap(0, cap * sizeof *slot, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (slot == MAP_FAILED) return -1;
+    for (uint64_t i = 0; i < pt.cap; i++) {
+        struct iolens_file *r = pt.slot[i];
+        if (!r) continue;
+        uint64_t j = hash_path(rec_path(r)) & (cap - 1);
+        while (slot[j]) j = (j + 1) & (cap - 1);
+        slot[j] = r;
+    }
+    if (pt.slot) sys_munmap(pt.slot, pt.cap * sizeof *pt.slot);
+    pt.slot = slot;
+    pt.cap = cap;
+    return 0;
+}
+
+static struct iolens_file *new_file(const char *path, size_t len, uint64_t flags)
+{
+    struct iolens_file *r = rec_alloc(sizeof *r + len + 1);
+    if (!r) return 0;
+    r->index = iolens_g.proc->nfiles++;
+    r->flags = flags;
+    r->path_len = len;
+    memcpy(r + 1, path, len + 1);
+    publish(r, IOLENS_KIND_FILE, IOLENS_VER_FILE);
+    return r;
+}
+
+static struct iolens_file *lookup_locked(const char *path, uint64_t flags)
+{
+    if (!pt.slot || (pt.n + 1) * 2 > pt.cap)
+        if (pt_resize(pt.cap ? pt.cap * 2 : 4096) != 0) return 0;
+    uint64_t j = hash_path(path) & (pt.cap - 1);
+    for (; pt.slot[j]; j = (j + 1) & (pt.cap - 1))
+        if (strcmp(rec_path(pt.slot[j]), path) == 0) return pt.slot[j];
+    struct iolens_file *r = 0;
+    size_t len = strlen(path);
+    if (iolens_g.proc->nfiles < iolens_g.max_files) r = new_file(path, len, flags);
+    if (!r) {
+        /* Past the limit (or out of room): aggregate by directory. */
+        iolens_g.proc->flags |= IOLENS_PF_OVERFLOW;
+        if (flags & IOLENS_FF_AGGREGATE) return 0;
+        char agg[PATH_MAX + 4];
+        const char *slash = strrchr(path, '/');
+        size_t dl = slash ? (size_t)(slash - path) : 0;
+        memcpy(agg, path, dl);
+        memcpy(agg + dl, "/*", 3);
+        iolens_g.max_files++; /* room for the one aggregate record */
+        r = lookup_locked(agg, IOLENS_FF_AGGREGATE);
+        iolens_g.max_files--;
+        return r;
+    }
+    pt.slot[j] = r;
+    pt.n++;
+    return r;
+}
+
+struct iolens_file *iolens_file_for(const char *abspath, uint64_t flags)
+{
+    lock();
+    struct iolens_file *r = lookup_locked(abspath, flags);
+    if (r) r->flags |= flags;
+    unlock();
+    return r;
+}
+
+void iolens_file_stat(struct iolens_file *rec, uint64_t dev, uint64_t ino, uint64_t mode)
+{
+    if (!rec || (rec->flags & IOLENS_FF_AGGREGATE)) return;
+    rec->dev = dev;
+    rec->ino = ino;
+    rec->mode = mode;
+    if (S_ISDIR(mode)) rec->flags |= IOLENS_FF_DIRECTORY;
+    else if (!S_ISREG(mode) && !S_ISBLK(mode)) rec->flags |= IOLENS_FF_NOT_A_FILE;
+}
+
+/* ---- paths ------------------------------------------------------------------- */
+
+int iolens_abspath(int dirfd, const char *path, char *out, size_t cap)
+{
+    char tmp[PATH_MAX * 2];
+    size_t n = 0;
+    if (!path) return -1;
+    if (path[0] != '/') {
+        long r;
+        if (dirfd == AT_FDCWD) {
+            r = syscall(SYS_getcwd, tmp, PATH_MAX);
+            if (r <= 0) return -1;
+            n = strlen(tmp);
+        } else {
+            char link[40];
+            snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd);
+            r = syscall(SYS_readlinkat, AT_FDCWD, link, tmp, PATH_MAX - 1);
+            if (r <= 0) return -1;
+            n = (size_t)r;
+        }
+        tmp[n++] = '/';
+    }
+    size_t pl = strlen(path);
+    if (n + pl + 1 > sizeof tmp) return -1;
+    memcpy(tmp + n, path, pl + 1);
+    /* lexical normalisation: //, /./ and /../ */
+    size_t o = 0;
+    const char *s = tmp;
+    while (*s) {
+        while (*s == '/') s++;
+        const char *e = s;
+        while (*e && *e != '/') e++;
+        size_t l = (size_t)(e - s);
+        if (l == 0) break;
+        if (l == 1 && s[0] == '.') {
+        } else if (l == 2 && s[0] == '.' && s[1] == '.') {
+            while (o > 0 && out[o - 1] != '/') o--;
+            if (o > 0) o--;
+        } else {
+            if (o + l + 2 > cap) return -1;
+            out[o++] = '/';
+            memcpy(out + o, s, l);
+            o += l;
+        }
+        s = e;
+    }
+    if (o == 0) out[o++] = '/';
+    out[o] = 0;
+    return (int)o;
+}
+
+/* ---- timeline ---------------------------------------------------------------- */
+
+static uint64_t tl_coarsen(uint64_t rel)
+{
+    struct iolens_timeline *tl = iolens_g.tl;
+    lock();
+    while ((rel >> tl->shift) >= IOLENS_TIMELINE_BINS) {
+        for (int i = 0; i < IOLENS_TIMELINE_BINS / 2; i++) {
+            for (int c = 0; c < IOLENS_NCAT; c++)
+                tl->count[i * IOLENS_NCAT + c] =
+                    tl->count[2 * i * IOLENS_NCAT + c] + tl->count[(2 * i + 1) * IOLENS_NCAT + c];
+            tl->bytes_read[i] = tl->bytes_read[2 * i] + tl->bytes_read[2 * i + 1];
+            tl->bytes_written[i] = tl->bytes_written[2 * i] + tl->bytes_written[2 * i + 1];
+        }
+        for (int i = IOLENS_TIMELINE_BINS / 2; i < IOLENS_TIMELINE_BINS; i++) {
+            for (int c = 0; c < IOLENS_NCAT; c++) tl->count[i * IOLENS_NCAT + c] = 0;
+            tl->bytes_read[i] = tl->bytes_written[i] = 0;
+        }
+        tl->shift++;
+    }
+    unlock();
+    return rel >> tl->shift;
+}
+
+static inline void tl_add(int cat, uint64_t t, uint64_t rbytes, uint64_t wbytes)
+{
+    struct iolens_timeline *tl = iolens_g.tl;
+    uint64_t rel = t > tl->t0_mono ? t - tl->t0_mono : 0;
+    uint64_t idx = rel >> tl->shift;
+    if (UNLIKELY(idx >= IOLENS_TIMELINE_BINS)) idx = tl_coarsen(rel);
+    iolens_add(&tl->count[idx * IOLENS_NCAT + (uint64_t)cat], 1);
+    if (rbytes) iolens_add(&tl->bytes_read[idx], rbytes);
+    if (wbytes) iolens_add(&tl->bytes_written[idx], wbytes);
+}
+
+/* ---- trace ------------------------------------------------------------------- */
+
+struct tbuf {
+    uint32_t n, tid;
+    struct iolens_event ev[TRACE_BUF_EVENTS];
+};
+static IOLENS_TLS struct tbuf *t_buf;
+static uint32_t next_tid;
+#define MAX_TBUFS 4096
+static struct tbuf *tbufs[MAX_TBUFS];
+
+static void tbuf_flush(struct tbuf *b)
+{
+    if (!b || !b->n) return;
+    if (iolens_g.trace_fd < 0 || iolens_sys_write(iolens_g.trace_fd, b->ev, b->n * sizeof b->ev[0]) < 0) {
+        iolens_add(&iolens_g.proc->trace_lost, b->n);
+        iolens_g.proc->flags |= IOLENS_PF_TRACE_LOST;
+    }
+    b->n = 0;
+}
+
+void iolens_trace_flush_all(void)
+{
+    for (int i = 0; i < MAX_TBUFS; i++) tbuf_flush(tbufs[i]);
+}
+
+static void trace_event(struct iolens_call *c, struct iolens_file *rec, uint64_t off, uint64_t size)
+{
+    struct tbuf *b = t_buf;
+    if (UNLIKELY(!b)) {
+        b = sys_mmap(0, sizeof *b, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (b == MAP_FAILED) return;
+        b->tid = __atomic_fetch_add(&next_tid, 1, __ATOMIC_RELAXED);
+        for (int i = 0; i < MAX_TBUFS; i++) {
+            struct tbuf *none = 0;
+            if (__atomic_compare_exchange_n(&tbufs[i], &none, b, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) break;
+        }
+        t_buf = b;
+    }
+    struct iolens_event *e = &b->ev[b->n++];
+    e->start_mono = c->t0;
+    e->dur_ns = (uint32_t)(c->t1 - c->t0 > 0xffffffffu ? 0xffffffffu : c->t1 - c->t0);
+    e->op = (uint32_t)c->op;
+    e->tid = b->tid;
+    e->file = rec ? (uint32_t)rec->index : 0xffffffffu;
+    e->offset = off;
+    e->size = size;
+    iolens_add(&iolens_g.proc->trace_events, 1);
+    if (b->n == TRACE_BUF_EVENTS) tbuf_flush(b);
+}
+
+/* ---- accounting -------------------------------------------------------------- */
+
+void iolens_wall_enter(int cat, uint64_t t0)
+{
+    struct iolens_state *g = &iolens_g;
+    if (__atomic_fetch_add(&g->inflight[cat], 1, __ATOMIC_ACQ_REL) == 0)
+        __atomic_store_n(&g->wall_start[cat], t0, __ATOMIC_RELEASE);
+    if (cat == IOLENS_CAT_STREAM) return; /* io_wall_ns is storage I/O only */
+    if (__atomic_fetch_add(&g->inflight[IOLENS_NCAT], 1, __ATOMIC_ACQ_REL) == 0)
+        __atomic_store_n(&g->wall_start[IOLENS_NCAT], t0, __ATOMIC_RELEASE);
+}
+
+void iolens_wall_leave(int cat, uint64_t t1)
+{
+    struct iolens_state *g = &iolens_g;
+    if (__atomic_sub_fetch(&g->inflight[cat], 1, __ATOMIC_ACQ_REL) == 0) {
+        uint64_t s = __atomic_load_n(&g->wall_start[cat], __ATOMIC_ACQUIRE);
+        if (t1 > s) __atomic_fetch_add(&g->proc->cat_wall_ns[cat], t1 - s, __ATOMIC_RELAXED);
+    }
+    if (cat == IOLENS_CAT_STREAM) return;
+    if (__atomic_sub_fetch(&g->inflight[IOLENS_NCAT], 1, __ATOMIC_ACQ_REL) == 0) {
+        uint64_t s = __atomic_load_n(&g->wall_start[IOLENS_NCAT], __ATOMIC_ACQUIRE);
+        if (t1 > s) __atomic_fetch_add(&g->proc->io_wall_ns, t1 - s, __ATOMIC_RELAXED);
+    }
+}
+
+static inline int hist_bin(uint64_t n)
+{
+    int i = 0;
+#define IOLENS_X_EDGE(v) \
+    if (n <= (uint64_t)(v)) return i; \
+    i++;
+    IOLENS_HIST_EDGES(IOLENS_X_EDGE)
+#undef IOLENS_X_EDGE
+    return i;
+}
+
+/* Process-level part of every call. */
+static inline void acct_proc(struct iolens_call *c, int cat, uint64_t rb, uint64_t wb)
+{
+    struct iolens_proc *p = iolens_g.proc;
+    uint64_t dt = c->t1 - c->t0;
+    iolens_add(&p->op_count[c->op], 1);
+    iolens_add(&p->cat_time_ns[cat], dt);
+    if (!iolens_g.mt) {
+        p->cat_wall_ns[cat] += dt;
+        if (cat != IOLENS_CAT_STREAM) p->io_wall_ns += dt; /* storage I/O only */
+    }
+    tl_add(cat, c->t0, rb, wb);
+}
+
+static inline void touch(struct iolens_file *r, int cat, struct iolens_call *c)
+{
+    iolens_add(&r->cat_time_ns[c->cat == IOLENS_CAT_STREAM ? IOLENS_CAT_STREAM : cat], c->t1 - c->t0);
+    if (!r->first_mono) r->first_mono = c->t0;
+    iolens_max(&r->last_mono, c->t1);
+}
+
+/* File-level part of a data call; off is the absolute offset. */
+static void acct_file_data(struct iolens_file *r, int cat, uint64_t off, int64_t n, struct iolens_call *c)
+{
+    uint64_t b = n > 0 ? (uint64_t)n : 0;
+    touch(r, cat, c);
+    if (cat == IOLENS_CAT_READ) {
+        uint64_t prior = r->reads;
+        iolens_add(&r->reads, 1);
+        if (n < 0) return;
+        iolens_add(&r->bytes_read, b);
+        iolens_add(&r->read_hist[hist_bin(b)], 1);
+        if (off != IOLENS_POS) {
+            if (prior) {
+                if (off == r->last_read_end) iolens_add(&r->consec_reads, 1);
+                if (off >= r->last_read_end) iolens_add(&r->seq_reads, 1);
+            }
+            r->last_read_end = off + b;
+            iolens_max(&r->max_read_end, off + b);
+        }
+        if (r->last_op == IOLENS_CAT_WRITE + 1) iolens_add(&r->rw_switches, 1);
+        r->last_op = IOLENS_CAT_READ + 1;
+    } else {
+        uint64_t prior = r->writes;
+        iolens_add(&r->writes, 1);
+        if (n < 0) return;
+        iolens_add(&r->bytes_written, b);
+        iolens_add(&r->write_hist[hist_bin(b)], 1);
+        if (off != IOLENS_POS) {
+            if (prior) {
+                if (off == r->last_write_end) iolens_add(&r->consec_writes, 1);
+                if (off >= r->last_write_end) iolens_add(&r->seq_writes, 1);
+            }
+            r->last_write_end = off + b;
+            iolens_max(&r->max_write_end, off + b);
+        }
+        if (r->last_op == IOLENS_CAT_READ + 1) iolens_add(&r->rw_switches, 1);
+        r->last_op = IOLENS_CAT_WRITE + 1;
+    }
+}
+
+void iolens_data(struct iolens_call *c, struct iolens_fdstate *f, uint64_t off, int64_t n)
+{
+    int cat = iolens_op_cat[c->op]; /* READ or WRITE: the direction */
+    uint64_t b = n > 0 ? (uint64_t)n : 0;
+    struct iolens_proc *p = iolens_g.proc;
+    acct_proc(c, c->cat, cat == IOLENS_CAT_READ ? b : 0, cat == IOLENS_CAT_WRITE ? b : 0);
+    iolens_add(cat == IOLENS_CAT_READ ? &p->bytes_read : &p->bytes_written, b);
+    struct iolens_file *r = f ? f->rec : 0;
+    uint64_t at = off;
+    if (f && off == IOLENS_POS) {
+        at = f->append && cat == IOLENS_CAT_WRITE ? (r ? r->max_write_end : f->pos) : f->pos;
+        f->pos = at + b;
+    }
+    if (r) acct_file_data(r, cat, at, n, c);
+    else iolens_add(&p->untracked_ops, 1);
+    if (UNLIKELY(iolens_g.trace)) trace_event(c, r, at, b);
+}
+
+/* The source side of sendfile and copy_file_range: a read of n bytes. */
+void iolens_xfer_in(struct iolens_call *c, struct iolens_fdstate *f, uint64_t off, int64_t n)
+{
+    uint64_t b = n > 0 ? (uint64_t)n : 0;
+    iolens_add(&iolens_g.proc->bytes_read, b);
+    if (!f || !f->rec) return;
+    uint64_t at = off;
+    if (off == IOLENS_POS) {
+        at = f->pos;
+        f->pos += b;
+    }
+    acct_file_data(f->rec, IOLENS_CAT_READ, at, n, c);
+}
+
+static void acct_file_meta(struct iolens_file *r, struct iolens_call *c)
+{
+    int cat = iolens_op_cat[c->op];
+    touch(r, cat, c);
+    switch (c->op) {
+    case IOLENS_OP_STAT: iolens_add(&r->stats, 1); break;
+    case IOLENS_OP_LSEEK:
+    case IOLENS_OP_FSEEK:
+    case IOLENS_OP_FTELL: iolens_add(&r->seeks, 1); break;
+    case IOLENS_OP_MMAP: iolens_add(&r->mmaps, 1); break;
+    case IOLENS_OP_OPEN:
+    case IOLENS_OP_FOPEN:
+    case IOLENS_OP_MKSTEMP:
+    case IOLENS_OP_OPENDIR: iolens_add(&r->opens, 1); break;
+    default:
+        if (cat == IOLENS_CAT_SYNC) iolens_add(&r->syncs, 1);
+        else if (cat == IOLENS_CAT_META) iolens_add(&r->metas, 1);
+        /* fflush: write time without a byte count */
+    }
+}
+
+void iolens_fdop(struct iolens_call *c, struct iolens_fdstate *f)
+{
+    acct_proc(c, c->cat, 0, 0);
+    struct iolens_file *r = f ? f->rec : 0;
+    if (r) acct_file_meta(r, c);
+    if (UNLIKELY(iolens_g.trace)) trace_event(c, r, 0, 0);
+}
+
+struct iolens_file *iolens_pathop(struct iolens_call *c, int dirfd, const char *path, uint64_t set_flags)
+{
+    acct_proc(c, c->cat, 0, 0);
+    struct iolens_file *r = 0;
+    char abs[PATH_MAX];
+    if (path && iolens_abspath(dirfd, path, abs, sizeof abs) > 0) r = iolens_file_for(abs, set_flags);
+    if (r) {
+        acct_file_meta(r, c);
+        if (set_flags & IOLENS_FF_DELETED) r->deleted_mono = c->t0;
+        if (set_flags & IOLENS_FF_CREATED) {
+            r->created_mono = c->t0;
+            r->flags &= ~(uint64_t)IOLENS_FF_DELETED;
+        }
+    }
+    if (UNLIKELY(iolens_g.trace)) trace_event(c, r, 0, 0);
+    return r;
+}
+
+struct iolens_file *iolens_pathmark(int dirfd, const char *path, uint64_t flags)
+{
+    char abs[PATH_MAX];
+    if (!path || iolens_abspath(dirfd, path, abs, sizeof abs) <= 0) return 0;
+    return iolens_file_for(abs, flags);
+}
+
+/* ---- descriptors ------------------------------------------------------------- */
+
+static void fd_set_rec(int fd, struct iolens_file *r, uint64_t pos, int append)
+{
+    if ((unsigned)fd >= IOLENS_FDMAX) return;
+    struct iolens_fdstate *f = &iolens_fds[fd];
+    f->rec = r;
+    f->pos = pos;
+    f->append = (uint32_t)append;
+    f->state = FD_TRACKED;
+    if (fd > fd_high) fd_high = fd;
+}
+
+struct iolens_fdstate *iolens_fd_slow(int fd)
+{
+    char link[40], target[PATH_MAX];
+    if (!iolens_g.active) return 0;
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    long n = syscall(SYS_readlinkat, AT_FDCWD, link, target, sizeof target - 1);
+    if (n <= 0) return 0;
+    target[n] = 0;
+    struct stat st;
+    uint64_t flags = IOLENS_FF_INHERITED;
+    int ok = syscall(SYS_fstat, fd, &st) == 0;
+    if (target[0] != '/' || (ok && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) && !S_ISBLK(st.st_mode)))
+        flags |= IOLENS_FF_NOT_A_FILE;
+    struct iolens_file *r = iolens_file_for(target, flags);
+    if (r && ok && !r->dev) iolens_file_stat(r, st.st_dev, st.st_ino, st.st_mode);
+    long pos = syscall(SYS_lseek, fd, 0L, SEEK_CUR);
+    int fl = (int)syscall(SYS_fcntl, fd, F_GETFL);
+    fd_set_rec(fd, r, pos > 0 ? (uint64_t)pos : 0, fl >= 0 && (fl & O_APPEND));
+    return &iolens_fds[fd];
+}
+
+void iolens_opened(struct iolens_call *c, int dirfd, const char *path, int fd, int oflags, int existed)
+{
+    if (fd < 0 || !path) {
+        acct_proc(c, c->cat, 0, 0);
+        return;
+    }
+    uint64_t fl = 0;
+    if ((oflags & O_CREAT) && !existed) fl |= IOLENS_FF_CREATED;
+    if (oflags & O_TRUNC) fl |= IOLENS_FF_TRUNCATED;
+    if (oflags & O_APPEND) fl |= IOLENS_FF_APPEND;
+    struct iolens_file *r = iolens_pathop(c, dirfd, path, fl);
+    if (r && !r->dev) {
+        struct stat st;
+        if (syscall(SYS_fstat, fd, &st) == 0) iolens_file_stat(r, st.st_dev, st.st_ino, st.st_mode);
+    }
+    fd_set_rec(fd, r, 0, (oflags & O_APPEND) != 0);
+}
+
+void iolens_closed(int fd)
+{
+    if ((unsigned)fd >= IOLENS_FDMAX || iolens_fds[fd].state == FD_IGNORED) return;
+    iolens_fds[fd].state = FD_UNKNOWN;
+    iolens_fds[fd].rec = 0;
+}
+
+void iolens_dup(int oldfd, int newfd)
+{
+    if ((unsigned)newfd >= IOLENS_FDMAX) return;
+    struct iolens_fdstate *f = iolens_fd(oldfd);
+    if (f) fd_set_rec(newfd, f->rec, f->pos, (int)f->append);
+    else iolens_closed(newfd);
+}
+
+int iolens_is_own_fd(int fd) { return fd >= 0 && (fd == iolens_g.part_fd || fd == iolens_g.trace_fd); }
+
+/* ---- process lifetime -------------------------------------------------------- */
+
+static void proc_strings(int argc, char **argv, char **envp)
+{
+    char buf[PATH_MAX];
+    long n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", buf, sizeof buf - 1);
+    if (n > 0) add_string(IOLENS_STR_EXE, buf, (uint32_t)n);
+    if (syscall(SYS_getcwd, buf, sizeof buf) > 0) add_string(IOLENS_STR_CWD, buf, (uint32_t)strlen(buf));
+    struct utsname u;
+    if (uname(&u) == 0) add_string(IOLENS_STR_HOST, u.nodename, (uint32_t)strlen(u.nodename));
+    static char text[65536];
+    size_t len = iolens_redact_argv(argc, argv, text, sizeof text);
+    add_string(IOLENS_STR_ARGV, text, (uint32_t)len);
+    len = iolens_capture_env(envp, text, sizeof text);
+    if (len) add_string(IOLENS_STR_ENV, text, (uint32_t)len);
+}
+
+/* Create this image's part file and map it.  Returns 0 on success. */
+static int start_part(uint64_t pflags)
+{
+    struct iolens_state *g = &iolens_g;
+    uint64_t t_real;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    t_real = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    uint64_t t_mono = iolens_now();
+    g->pid = (int)syscall(SYS_getpid);
+    snprintf(g->part_path, sizeof g->part_path, "%s/%d-%llu.part", g->dir, g->pid, (unsigned long long)t_mono);
+    int fd = sys_open(g->part_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return -1;
+    g->part_fd = park_fd(fd);
+    if (!g->base) {
+        g->reserve = RESERVE_DEFAULT;
+        g->base = sys_mmap(0, g->reserve, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (g->base == MAP_FAILED) {
+            g->base = 0;
+            return -1;
+        }
+    }
+    g->used = g->mapped = 0;
+    g->mapped = 0;
+    if (syscall(SYS_ftruncate, g->part_fd, (long)PART_CHUNK) != 0) return -1;
+    if (sys_mmap(g->base, PART_CHUNK, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, g->part_fd, 0) == MAP_FAILED)
+        return -1;
+    g->mapped = PART_CHUNK;
+
+    struct iolens_file_hdr *h = (struct iolens_file_hdr *)g->base;
+    memcpy(h->magic, IOLENS_MAGIC, IOLENS_MAGIC_LEN);
+    h->major = IOLENS_CONTAINER_MAJOR;
+    h->minor = IOLENS_CONTAINER_MINOR;
+    h->hdr_size = sizeof *h;
+    g->used = sizeof *h;
+
+    size_t ss = iolens_schema_size();
+    void *schema = rec_alloc((uint32_t)ss);
+    if (!schema) return -1;
+    iolens_schema_write(schema);
+    publish(schema, IOLENS_KIND_SCHEMA, IOLENS_VER_SCHEMA);
+
+    struct iolens_proc *p = rec_alloc(sizeof *p);
+    struct iolens_timeline *tl = rec_alloc(sizeof *tl);
+    if (!p || !tl) return -1;
+    g->proc = p;
+    g->tl = tl;
+    p->pid = (uint64_t)g->pid;
+    p->ppid = (uint64_t)syscall(SYS_getppid);
+    p->flags = pflags;
+    p->start_real = t_real;
+    p->start_mono = t_mono;
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0) {
+        p->utime_start_ns = tv_ns(ru.ru_utime);
+        p->stime_start_ns = tv_ns(ru.ru_stime);
+    }
+    uint64_t io[7];
+    read_proc_io(io);
+    p->k_rchar_start = io[0];
+    p->k_wchar_start = io[1];
+    p->k_syscr_start = io[2];
+    p->k_syscw_start = io[3];
+    p->k_read_bytes_start = io[4];
+    p->k_write_bytes_start = io[5];
+    tl->t0_mono = t_mono;
+    tl->shift = IOLENS_TIMELINE_SHIFT0;
+    tl->nbins = IOLENS_TIMELINE_BINS;
+    publish(p, IOLENS_KIND_PROC, IOLENS_VER_PROC);
+    publish(tl, IOLENS_KIND_TIMELINE, IOLENS_VER_TIMELINE);
+
+    if (g->trace) {
+        char tp[620];
+        snprintf(tp, sizeof tp, "%.*s.trace", (int)(strlen(g->part_path) - 5), g->part_path);
+        int tfd = sys_open(tp, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
+        g->trace_fd = tfd >= 0 ? park_fd(tfd) : -1;
+    }
+    return 0;
+}
+
+static void warn_once(const char *what)
+{
+    /* Only the top process warns, so a pipeline of thousands says it once. */
+    const char *parent = getenv("IOLENS_PARENT_PID");
+    if (parent && atoi(parent) != (int)syscall(SYS_getppid)) return;
+    char msg[900];
+    int n = snprintf(msg, sizeof msg, "iolens: warning: %s in %s (%s); the program runs unprofiled\n", what,
+                     iolens_g.dir, strerror(errno));
+    if (n > 0) iolens_sys_write(2, msg, (unsigned long)n);
+}
+
+void iolens_signals_install(void);
+
+__attribute__((constructor(101))) static void iolens_init(int argc, char **argv, char **envp)
+{
+    struct iolens_state *g = &iolens_g;
+    const char *dir = getenv("IOLENS_DIR");
+    if (!dir || !*dir || strlen(dir) >= sizeof g->dir) return;
+    iolens_guard = 1;
+    strcpy(g->dir, dir);
+    const char *t = getenv("IOLENS_TRACE");
+    g->trace = t && *t == '1';
+    const char *mf = getenv("IOLENS_MAX_FILES");
+    g->max_files = mf ? strtoull(mf, 0, 10) : 0;
+    if (!g->max_files) g->max_files = 1000000;
+    if (start_part(0) != 0) {
+        warn_once("cannot write the capture");
+        iolens_guard = 0;
+        return;
+    }
+    proc_strings(argc, argv, envp);
+    iolens_signals_install();
+    g->active = 1;
+    iolens_guard = 0;
+}
+
+static void fill_end(struct iolens_proc *p)
+{
+    p->end_mono = iolens_now();
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0) {
+        p->utime_ns = tv_ns(ru.ru_utime);
+        p->stime_ns = tv_ns(ru.ru_stime);
+        p->maxrss_kb = (uint64_t)ru.ru_maxrss;
+        p->majflt = (uint64_t)ru.ru_majflt;
+        p->minflt = (uint64_t)ru.ru_minflt;
+        p->nvcsw = (uint64_t)ru.ru_nvcsw;
+        p->nivcsw = (uint64_t)ru.ru_nivcsw;
+    }
+    uint64_t io[7];
+    read_proc_io(io);
+    p->k_rchar = io[0];
+    p->k_wchar = io[1];
+    p->k_syscr = io[2];
+    p->k_syscw = io[3];
+    p->k_read_bytes = io[4];
+    p->k_write_bytes = io[5];
+    p->k_cancelled_write_bytes = io[6];
+}
+
+/* Async-signal-safe: end fields are plain stores into the shared mapping. */
+void iolens_finalize(uint64_t flags, uint64_t status)
+{
+    struct iolens_state *g = &iolens_g;
+    if (!g->active || g->pid != (int)syscall(SYS_getpid)) return;
+    if (g->proc->flags & IOLENS_PF_FINALIZED) return;
+    int saved = errno;
+    int guard = iolens_guard;
+    iolens_guard = 1;
+    fill_end(g->proc);
+    g->proc->exit_status = status;
+    iolens_trace_flush_all();
+    __atomic_fetch_or(&g->proc->flags, IOLENS_PF_FINALIZED | flags, __ATOMIC_RELEASE);
+    iolens_guard = guard;
+    errno = saved;
+}
+
+/* exec failed: the image goes on. */
+void iolens_unfinalize(void)
+{
+    struct iolens_state *g = &iolens_g;
+    if (!g->active) return;
+    g->proc->flags &= ~(uint64_t)(IOLENS_PF_FINALIZED | IOLENS_PF_EXECED);
+    g->proc->end_mono = 0;
+}
+
+extern int iolens_exit_status;
+
+__attribute__((destructor(101))) static void iolens_fini(void)
+{
+    iolens_finalize(IOLENS_PF_EXITED, (uint64_t)iolens_exit_status);
+}
+
+void iolens_child_reaped(int pid, int status, const struct rusage *ru)
+{
+    if (!iolens_g.active || pid <= 0) return;
+    lock();
+    struct iolens_child *c = rec_alloc(sizeof *c);
+    if (c) {
+        c->pid = (uint64_t)pid;
+        c->status = WIFSIGNALED(status) ? 128u + (uint64_t)WTERMSIG(status) : (uint64_t)WEXITSTATUS(status);
+        c->end_mono = iolens_now();
+        if (ru) {
+            c->utime_ns = tv_ns(ru->ru_utime);
+            c->stime_ns = tv_ns(ru->ru_stime);
+            c->maxrss_kb = (uint64_t)ru->ru_maxrss;
+        }
+        publish(c, IOLENS_KIND_CHILD, IOLENS_VER_CHILD);
+    }
+    unlock();
+}
+
+/*
+ * In a fork child: the parent's part is shared memory, so start our own part
+ * at once, carry over the open descriptors' files and the strings, and unmap
+ * the parent's.
+ */
+void iolens_after_fork_child(void)
+{
+    struct iolens_state *g = &iolens_g;
+    if (!g->active) return;
+    g->active = 0;
+    iolens_guard = 1;
+    char *old_base = g->base;
+    uint64_t old_used = g->used;
+    int old_part = g->part_fd, old_trace = g->trace_fd;
+    g->lock = 0;
+    g->mt = 0;
+    memset(g->inflight, 0, sizeof g->inflight);
+    for (int i = 0; i < MAX_TBUFS; i++)
+        if (tbufs[i]) tbufs[i]->n = 0; /* the parent's unflushed events are the parent's */
+    /* a new address-space reservation: the old one stays mapped until copied */
+    g->base = 0;
+    g->trace_fd = -1;
+    if (old_part >= 0 && old_part < IOLENS_FDMAX) iolens_fds[old_part].state = FD_UNKNOWN;
+    if (old_trace >= 0 && old_trace < IOLENS_FDMAX) iolens_fds[old_trace].state = FD_UNKNOWN;
+    sys_close(old_part);
+    if (old_trace >= 0) sys_close(old_trace);
+    if (pt.slot) sys_munmap(pt.slot, pt.cap * sizeof *pt.slot);
+    pt.slot = 0;
+    pt.cap = pt.n = 0;
+    if (start_part(IOLENS_PF_FORKED) != 0) {
+        sys_munmap(old_base, g->reserve);
+        memset(iolens_fds, 0, sizeof iolens_fds);
+        iolens_guard = 0;
+        return;
+    }
+    /* copy the parent's strings */
+    uint64_t off = sizeof(struct iolens_file_hdr);
+    while (off + sizeof(struct iolens_rec_hdr) <= old_used) {
+        struct iolens_rec_hdr *h = (struct iolens_rec_hdr *)(old_base + off);
+        if (!h->kind) break;
+        if (h->kind == IOLENS_KIND_STRING) {
+            struct iolens_string *s = (struct iolens_string *)(h + 1);
+            add_string(s->what, (const char *)(s + 1), s->len);
+        }
+        off += sizeof *h + h->size;
+    }
+    for (int fd = 0; fd <= fd_high && fd < IOLENS_FDMAX; fd++) {
+        struct iolens_fdstate *f = &iolens_fds[fd];
+        if (f->state != FD_TRACKED || !f->rec) continue;
+        struct iolens_file *o = f->rec;
+        struct iolens_file *r = iolens_file_for(rec_path(o), o->flags & (IOLENS_FF_DIRECTORY | IOLENS_FF_NOT_A_FILE |
+                                                                     IOLENS_FF_AGGREGATE));
+        if (r) {
+            r->flags |= IOLENS_FF_INHERITED;
+            r->dev = o->dev;
+            r->ino = o->ino;
+            r->mode = o->mode;
+        }
+        f->rec = r;
+    }
+    sys_munmap(old_base, g->reserve);
+    g->active = 1;
+    iolens_guard = 0;
+}
+
+IOLENS_API const char *iolens_preload_version(void) { return "1"; }

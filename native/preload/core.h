@@ -1,0 +1,195 @@
+/*
+ * The recorder: state shared by the interface files and the hot-path helpers
+ * they call.  Counters live in a MAP_SHARED part file, so they survive a
+ * SIGKILL; the hot path takes no lock and allocates nothing.
+ *
+ * An interface file (posix.c, stdio.c, ...) follows one template:
+ *
+ *     ssize_t read(int fd, void *buf, size_t n)
+ *     {
+ *         if (!iolens_on()) return REAL(read)(fd, buf, n);     // off or nested
+ *         struct iolens_call c; iolens_begin(&c, IOLENS_OP_READ);
+ *         ssize_t r = REAL(read)(fd, buf, n);
+ *         iolens_end(&c);                                      // saves errno
+ *         iolens_data(&c, iolens_fd(fd), IOLENS_POS, r);
+ *         return iolens_ret(&c), r;                            // restores errno
+ *     }
+ */
+#ifndef IOLENS_CORE_H
+#define IOLENS_CORE_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <stdint.h>
+#include <time.h>
+#include "iolens_format.h"
+#include "hooks.h"
+
+#define IOLENS_API __attribute__((visibility("default")))
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define IOLENS_TLS __thread __attribute__((tls_model("initial-exec")))
+
+#define IOLENS_FDMAX 65536
+#define IOLENS_POS ((uint64_t)-1) /* "at the descriptor's current position" */
+
+enum { FD_UNKNOWN = 0, FD_TRACKED = 1, FD_IGNORED = 2 };
+
+struct iolens_fdstate {
+    struct iolens_file *rec;
+    uint64_t pos;
+    uint32_t state;
+    uint32_t append;
+};
+
+struct iolens_state {
+    volatile int active;  /* recording */
+    int mt;               /* threads exist: counters use atomics */
+    int trace;            /* --trace */
+    int pid;
+    struct iolens_proc *proc;
+    struct iolens_timeline *tl;
+    /* part file mapping */
+    char *base;
+    uint64_t used, mapped, reserve;
+    int part_fd, trace_fd;
+    uint64_t max_files;
+    int lock; /* spinlock for the rare paths: new records, growth, coarsening */
+    /* in-flight counters for honest wall time with threads */
+    int inflight[IOLENS_NCAT + 1];
+    uint64_t wall_start[IOLENS_NCAT + 1];
+    char dir[512];
+    char part_path[600];
+};
+
+extern struct iolens_state iolens_g;
+extern IOLENS_TLS int iolens_guard;
+extern struct iolens_fdstate iolens_fds[IOLENS_FDMAX];
+extern const uint8_t iolens_op_cat[IOLENS_NOPS];
+
+struct iolens_call {
+    uint64_t t0, t1;
+    int op, cat, err;
+};
+
+static inline uint64_t iolens_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* True when this call should be recorded; false when off or nested. */
+static inline int iolens_on(void) { return LIKELY(iolens_g.active) && !iolens_guard; }
+
+static inline void iolens_add(uint64_t *p, uint64_t v)
+{
+    if (iolens_g.mt)
+        __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+    else
+        *p += v;
+}
+
+static inline void iolens_max(uint64_t *p, uint64_t v)
+{
+    if (!iolens_g.mt) {
+        if (v > *p) *p = v;
+        return;
+    }
+    uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (v > cur && !__atomic_compare_exchange_n(p, &cur, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+
+void iolens_wall_enter(int cat, uint64_t t0);
+void iolens_wall_leave(int cat, uint64_t t1);
+
+static inline void iolens_begin_cat(struct iolens_call *c, int op, int cat)
+{
+    iolens_guard = 1;
+    c->op = op;
+    c->cat = cat;
+    c->t0 = iolens_now();
+    if (UNLIKELY(iolens_g.mt)) iolens_wall_enter(cat, c->t0);
+}
+static inline void iolens_begin(struct iolens_call *c, int op) { iolens_begin_cat(c, op, iolens_op_cat[op]); }
+
+static inline void iolens_end(struct iolens_call *c)
+{
+    c->err = errno;
+    c->t1 = iolens_now();
+    if (UNLIKELY(iolens_g.mt)) iolens_wall_leave(c->cat, c->t1);
+}
+
+static inline void iolens_ret(struct iolens_call *c)
+{
+    iolens_guard = 0;
+    errno = c->err;
+}
+
+/* Descriptor state; resolves descriptors we did not see opened on first use. */
+struct iolens_fdstate *iolens_fd_slow(int fd);
+static inline struct iolens_fdstate *iolens_fd(int fd)
+{
+    if (UNLIKELY((unsigned)fd >= IOLENS_FDMAX)) return 0;
+    struct iolens_fdstate *f = &iolens_fds[fd];
+    if (LIKELY(f->state == FD_TRACKED)) return f;
+    if (f->state == FD_IGNORED) return 0;
+    return iolens_fd_slow(fd);
+}
+
+/* Start a data call on descriptor state f: reads and writes on pipes,
+ * sockets and terminals are STREAM time, not storage time. */
+static inline void iolens_begin_data(struct iolens_call *c, int op, struct iolens_fdstate *f)
+{
+    int cat = iolens_op_cat[op];
+    if (f && f->rec && (f->rec->flags & IOLENS_FF_NOT_A_FILE)) cat = IOLENS_CAT_STREAM;
+    iolens_begin_cat(c, op, cat);
+}
+
+/* Account a finished call.  data: bytes moved (r < 0 means failed). */
+void iolens_data(struct iolens_call *c, struct iolens_fdstate *f, uint64_t off, int64_t r);
+/* Account a non-data call on a descriptor (or no file when f is 0). */
+void iolens_fdop(struct iolens_call *c, struct iolens_fdstate *f);
+/* Account a call on a path (resolved against dirfd when relative). */
+struct iolens_file *iolens_pathop(struct iolens_call *c, int dirfd, const char *path, uint64_t set_flags);
+
+/* Mark a path's record with flags, without counting a call (rename target). */
+struct iolens_file *iolens_pathmark(int dirfd, const char *path, uint64_t flags);
+
+/* Descriptor lifetime. */
+void iolens_opened(struct iolens_call *c, int dirfd, const char *path, int fd, int oflags, int existed);
+void iolens_closed(int fd);
+void iolens_dup(int oldfd, int newfd);
+
+/* Record a path-named file (rare path, takes the lock). */
+struct iolens_file *iolens_file_for(const char *abspath, uint64_t flags);
+/* Absolute, lexically normalised path into out (PATH_MAX). Returns length or -1. */
+int iolens_abspath(int dirfd, const char *path, char *out, size_t cap);
+
+void iolens_file_stat(struct iolens_file *rec, uint64_t dev, uint64_t ino, uint64_t mode);
+
+/* Process lifetime (process.c and core.c). */
+void iolens_finalize(uint64_t flags, uint64_t status);
+void iolens_unfinalize(void);
+void iolens_after_fork_child(void);
+void iolens_child_reaped(int pid, int status, const struct rusage *ru);
+void iolens_trace_flush_all(void);
+
+/* Raw syscalls that never re-enter the hooks. */
+long iolens_sys_write(int fd, const void *buf, unsigned long n);
+
+/* A call on a descriptor that moves no data (sync, fstat, truncate, ...). */
+#define FDCALL(op, type, call) \
+    if (!iolens_on()) return call; \
+    struct iolens_call c; \
+    iolens_begin(&c, op); \
+    type r = call; \
+    iolens_end(&c); \
+    iolens_fdop(&c, iolens_fd(fd)); \
+    iolens_ret(&c); \
+    return r;
+
+#endif

@@ -1,0 +1,3 @@
+from iolens.cli import main
+
+main()

@@ -1,0 +1,88 @@
+"""Merge the per-process parts of one run into a single capture file."""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from iolens import _format as F
+from iolens.capture.writer import file_header, meta_record, record
+
+_HDR = struct.Struct("<8sHHI")
+_REC = struct.Struct("<HHI")
+TRACE_CHUNK = 32 << 20  # raw event bytes per TRACE record
+
+
+@dataclass
+class MergeResult:
+    parts: int = 0
+    bytes_written: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+def _part_key(p: Path) -> tuple[int, int]:
+    pid, _, mono = p.stem.partition("-")
+    try:
+        return int(mono), int(pid)
+    except ValueError:
+        return (0, 0)
+
+
+def part_records(data: bytes, name: str, problems: list[str]) -> bytes:
+    """The records of one part, up to its end marker; damage is reported and the rest dropped."""
+    if len(data) < _HDR.size or data[:8] != F.MAGIC:
+        problems.append(f"{name}: not an iolens part (skipped)")
+        return b""
+    pos = _HDR.unpack_from(data, 0)[3]
+    start = pos
+    while pos + _REC.size <= len(data):
+        kid, _ver, size = _REC.unpack_from(data, pos)
+        if kid == 0:
+            break
+        if size % 8 or pos + _REC.size + size > len(data):
+            problems.append(f"{name}: damaged record at byte {pos} (rest of this process dropped)")
+            break
+        pos += _REC.size + size
+    return data[start:pos]
+
+
+def trace_records(path: Path) -> bytes:
+    import zstandard
+
+    ev_size = F.LAYOUTS["EVENT"][2]
+    raw = path.read_bytes()
+    raw = raw[: len(raw) - len(raw) % ev_size]
+    out = bytearray()
+    comp = zstandard.ZstdCompressor(level=3)
+    for i in range(0, len(raw), TRACE_CHUNK):
+        out += record("TRACE", comp.compress(raw[i : i + TRACE_CHUNK]))
+    return bytes(out)
+
+
+def merge_parts(part_dir: Path, out_path: Path, meta: dict[str, Any]) -> MergeResult:
+    """Write out_path (which must not exist) from every part in part_dir."""
+    res = MergeResult()
+    parts = sorted(part_dir.glob("*.part"), key=_part_key)
+    tmp = out_path.with_name(f".{out_path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as out:
+        out.write(file_header())
+        out.write(meta_record(dict(meta, parts=len(parts))))
+        for part in parts:
+            body = part_records(part.read_bytes(), part.name, res.problems)
+            if not body:
+                continue
+            out.write(body)
+            res.parts += 1
+            trace = part.with_suffix(".trace")
+            if trace.exists() and trace.stat().st_size:
+                out.write(trace_records(trace))
+        res.bytes_written = out.tell()
+    # never overwrite: link fails if the name was taken meanwhile
+    try:
+        os.link(tmp, out_path)
+    finally:
+        tmp.unlink()
+    return res

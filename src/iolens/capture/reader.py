@@ -1,0 +1,307 @@
+"""Read a capture: the container header, then records decoded by their embedded SCHEMA.
+
+Layouts come from the capture itself, so an older capture reads with its own
+layout and is upgraded by filling the fields it lacks with zero.  A capture
+from a newer container major version, or with a record kind newer than this
+reader, is refused with a message.  A truncated or damaged capture raises
+nothing by itself: the problem is kept in `Capture.problems` (file and byte
+offset) and everything before it stays readable; `read_capture(strict=True)`
+raises `CaptureTruncated` instead.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+from iolens import _format as F
+from iolens.errors import CaptureError, CaptureTruncated
+
+KIND_BY_ID = {kid: name for name, (kid, _ver, _doc) in F.KINDS.items()}
+KNOWN_VERSION = {name: ver for name, (_kid, ver, _doc) in F.KINDS.items()}
+_TYPECHAR = {"u8": "B", "u32": "I", "u64": "Q"}
+_TYPESIZE = {"u8": 1, "u32": 4, "u64": 8}
+_HDR = struct.Struct("<8sHHI")
+_REC = struct.Struct("<HHI")
+_SK = struct.Struct("<IIII")
+_SF = struct.Struct(f"<{F.SCHEMA_NAME_LEN}sIIII")
+MAX_RECORD = 1 << 31
+
+
+@dataclass
+class Layout:
+    """A fixed record layout: field name -> (type, count, offset)."""
+
+    kind: str
+    version: int
+    size: int
+    fields: list[tuple[str, str, int, int]]
+    _struct: struct.Struct | None = None
+    _names: list[tuple[str, int]] | None = None
+
+    def compile(self) -> None:
+        fmt, names, pos = ["<"], [], 0
+        for name, typ, count, off in sorted(self.fields, key=lambda f: f[3]):
+            if off > pos:
+                fmt.append(f"{off - pos}x")
+            fmt.append(f"{count}{_TYPECHAR[typ]}" if typ != "u8" else f"{count}s")
+            names.append((name, count if typ != "u8" else -1))
+            pos = off + count * _TYPESIZE[typ]
+        if self.size > pos:
+            fmt.append(f"{self.size - pos}x")
+        self._struct = struct.Struct("".join(fmt))
+        self._names = names
+
+    def decode(self, buf: bytes | memoryview, offset: int = 0) -> dict[str, Any]:
+        if self._struct is None:
+            self.compile()
+        vals = self._struct.unpack_from(buf, offset)
+        out: dict[str, Any] = {}
+        i = 0
+        for name, count in self._names:
+            if count == -1 or count == 1:
+                out[name] = vals[i]
+                i += 1
+            else:
+                out[name] = list(vals[i : i + count])
+                i += count
+        return out
+
+
+def current_layouts() -> dict[str, Layout]:
+    return {
+        name: Layout(name, ver, size, list(fields)) for name, (_kid, ver, size, fields) in F.LAYOUTS.items()
+    }
+
+
+_CURRENT = current_layouts()
+
+
+def _upgrade(kind: str, rec: dict[str, Any]) -> dict[str, Any]:
+    """Fill fields that an older layout lacks, so readers see every current key."""
+    cur = _CURRENT.get(kind)
+    if cur is None:
+        return rec
+    for name, _typ, count, _off in cur.fields:
+        if name not in rec:
+            rec[name] = 0 if count == 1 else [0] * count
+    return rec
+
+
+def parse_schema(payload: bytes | memoryview, where: str) -> dict[int, Layout]:
+    layouts: dict[int, Layout] = {}
+    pos = 0
+    while pos + _SK.size <= len(payload):
+        kid, ver, size, nfields = _SK.unpack_from(payload, pos)
+        pos += _SK.size
+        if pos + nfields * _SF.size > len(payload):
+            raise CaptureError(f"{where}: SCHEMA record is damaged")
+        fields = []
+        for _ in range(nfields):
+            raw, typ, count, off, _pad = _SF.unpack_from(payload, pos)
+            pos += _SF.size
+            name = raw.split(b"\0", 1)[0].decode("ascii", "replace")
+            fields.append((name, F.TYPES.get(typ, "u64"), count, off))
+        kname = KIND_BY_ID.get(kid, f"KIND{kid}")
+        layouts[kid] = Layout(kname, ver, size, fields)
+    return layouts
+
+
+@dataclass
+class RawRecord:
+    kind: str
+    version: int
+    offset: int
+    payload: memoryview
+
+
+def iter_records(data: bytes, path: str, problems: list[str]) -> Iterator[RawRecord]:
+    """Records after the container header; damage is appended to `problems` and ends the walk."""
+    if len(data) < _HDR.size:
+        raise CaptureError(f"{path}: not an iolens capture (only {len(data)} bytes)")
+    magic, major, minor, hdr_size = _HDR.unpack_from(data, 0)
+    if magic != F.MAGIC:
+        raise CaptureError(f"{path}: not an iolens capture (bad magic)")
+    if major > F.CONTAINER_MAJOR:
+        raise CaptureError(
+            f"{path}: written by a newer iolens (capture format {major}.{minor}, this iolens reads "
+            f"{F.CONTAINER_MAJOR}.x); upgrade iolens to read it"
+        )
+    pos = hdr_size
+    view = memoryview(data)
+    n = len(data)
+    while pos < n:
+        if pos + _REC.size > n:
+            problems.append(f"{path}: record header cut short at byte {pos}")
+            return
+        kid, ver, size = _REC.unpack_from(data, pos)
+        if kid == 0:
+            return
+        kind = KIND_BY_ID.get(kid)
+        if kind is None or size % 8 or size > MAX_RECORD:
+            problems.append(f"{path}: damaged record (kind {kid}, size {size}) at byte {pos}")
+            return
+        if pos + _REC.size + size > n:
+            problems.append(f"{path}: {kind} record cut short at byte {pos}")
+            return
+        if ver > KNOWN_VERSION[kind]:
+            raise CaptureError(
+                f"{path}: {kind} record version {ver} at byte {pos} is newer than this iolens reads "
+                f"(version {KNOWN_VERSION[kind]}); upgrade iolens to read it"
+            )
+        yield RawRecord(kind, ver, pos, view[pos + _REC.size : pos + _REC.size + size])
+        pos += _REC.size + size
+
+
+@dataclass
+class Process:
+    """One process image: its PROC fields plus what belongs to it."""
+
+    fields: dict[str, Any]
+    exe: str = ""
+    argv: list[str] = field(default_factory=list)
+    cwd: str = ""
+    host: str = ""
+    env: dict[str, str] = field(default_factory=dict)
+    files: list[dict[str, Any]] = field(default_factory=list)
+    timeline: dict[str, Any] | None = None
+    children: list[dict[str, Any]] = field(default_factory=list)
+    events: np.ndarray | None = None
+    offset: int = 0
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.__dict__["fields"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    @property
+    def finalized(self) -> bool:
+        return bool(self.fields["flags"] & F.PROC_FLAGS["FINALIZED"][0])
+
+
+@dataclass
+class Capture:
+    path: str
+    meta: dict[str, Any]
+    processes: list[Process]
+    problems: list[str]
+    version: tuple[int, int]
+
+    @property
+    def complete(self) -> bool:
+        return not self.problems
+
+
+EVENT_DTYPE = None
+
+
+def _event_dtype(layout: Layout) -> np.dtype:
+    names, formats, offsets = [], [], []
+    for name, typ, count, off in layout.fields:
+        names.append(name)
+        formats.append({"u8": "u1", "u32": "<u4", "u64": "<u8"}[typ])
+        offsets.append(off)
+    return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": layout.size})
+
+
+def decode(data: bytes, path: str = "<capture>") -> Capture:
+    problems: list[str] = []
+    major, minor = _HDR.unpack_from(data, 0)[1:3] if len(data) >= _HDR.size else (0, 0)
+    meta: dict[str, Any] = {}
+    procs: list[Process] = []
+    layouts: dict[int, Layout] = {}
+    byname: dict[str, Layout] = {}
+    cur: Process | None = None
+
+    def need(kind: str, off: int) -> Layout:
+        lay = byname.get(kind)
+        if lay is None:
+            raise CaptureError(f"{path}: {kind} record at byte {off} comes before any SCHEMA record")
+        return lay
+
+    for rec in iter_records(data, path, problems):
+        kind, payload = rec.kind, rec.payload
+        if kind == "SCHEMA":
+            layouts = parse_schema(payload, path)
+            byname = {lay.kind: lay for lay in layouts.values()}
+            for lay in layouts.values():
+                if lay.version > KNOWN_VERSION.get(lay.kind, lay.version):
+                    raise CaptureError(
+                        f"{path}: {lay.kind} layout version {lay.version} is newer than this iolens reads; "
+                        "upgrade iolens to read it"
+                    )
+        elif kind == "META":
+            try:
+                meta = json.loads(bytes(payload).rstrip(b"\0").decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError):
+                problems.append(f"{path}: META record at byte {rec.offset} is not valid JSON")
+        elif kind == "PROC":
+            lay = need("PROC", rec.offset)
+            cur = Process(fields=_upgrade("PROC", lay.decode(payload)), offset=rec.offset)
+            procs.append(cur)
+        elif cur is None:
+            problems.append(f"{path}: {kind} record at byte {rec.offset} has no PROC before it")
+        elif kind == "STRING":
+            lay = need("STRING", rec.offset)
+            s = lay.decode(payload)
+            text = bytes(payload[lay.size : lay.size + s["len"]]).decode("utf-8", "replace")
+            what = s["what"]
+            if what == F.STRING_KINDS["EXE"]:
+                cur.exe = text
+            elif what == F.STRING_KINDS["ARGV"]:
+                cur.argv = text.split("\0")[:-1] if text.endswith("\0") else text.split("\0")
+            elif what == F.STRING_KINDS["CWD"]:
+                cur.cwd = text
+            elif what == F.STRING_KINDS["HOST"]:
+                cur.host = text
+            elif what == F.STRING_KINDS["ENV"]:
+                for item in text.split("\0"):
+                    if "=" in item:
+                        k, v = item.split("=", 1)
+                        cur.env[k] = v
+        elif kind == "FILE":
+            lay = need("FILE", rec.offset)
+            f = _upgrade("FILE", lay.decode(payload))
+            f["path"] = bytes(payload[lay.size : lay.size + f["path_len"]]).decode("utf-8", "surrogateescape")
+            cur.files.append(f)
+        elif kind == "TIMELINE":
+            cur.timeline = _upgrade("TIMELINE", need("TIMELINE", rec.offset).decode(payload))
+        elif kind == "CHILD":
+            cur.children.append(_upgrade("CHILD", need("CHILD", rec.offset).decode(payload)))
+        elif kind == "TRACE":
+            lay = need("EVENT", rec.offset)
+            try:
+                import zstandard
+
+                raw = zstandard.ZstdDecompressor().decompress(bytes(payload))
+            except Exception as err:  # zstd raises its own error type
+                problems.append(f"{path}: TRACE record at byte {rec.offset} does not decompress ({err})")
+                continue
+            usable = len(raw) - len(raw) % lay.size
+            ev = np.frombuffer(raw[:usable], dtype=_event_dtype(lay))
+            cur.events = ev if cur.events is None else np.concatenate([cur.events, ev])
+    return Capture(path=path, meta=meta, processes=procs, problems=problems, version=(major, minor))
+
+
+def read_capture(path: str | Path, *, strict: bool = False) -> Capture:
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise CaptureError(f"{p}: no such capture file") from None
+    except IsADirectoryError:
+        raise CaptureError(f"{p}: is a directory, not a capture file") from None
+    except PermissionError:
+        raise CaptureError(f"{p}: permission denied") from None
+    cap = decode(data, str(p))
+    if strict and cap.problems:
+        first = cap.problems[0]
+        off = int(first.rsplit("byte ", 1)[1].split()[0]) if "byte " in first else 0
+        raise CaptureTruncated(str(p), off, first.split(": ", 1)[1].rsplit(" at byte", 1)[0])
+    return cap

@@ -1,0 +1,46 @@
+"""iolens data: make realistic genomics inputs locally (nothing is downloaded)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from iolens.errors import UsageError
+from iolens.render.units import human_bytes
+
+
+@click.group()
+def data():
+    """Generate test data for profiling, benchmarks and comparisons."""
+
+
+@data.command()
+@click.option("-o", "--outdir", type=click.Path(file_okay=False, path_type=Path), default=Path("synth"),
+              show_default=True, help="Directory to write ref.fa, reads_1.fq.gz and reads_2.fq.gz into.")
+@click.option("--ref-size", "ref_bases", type=click.IntRange(min=100_000), default=5_000_000, show_default=True,
+              help="Reference length in bases.")
+@click.option("--pairs", type=click.IntRange(min=1), default=100_000, show_default=True,
+              help="Read pairs to simulate.")
+@click.option("--read-length", type=click.IntRange(min=30, max=1000), default=150, show_default=True)
+@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--force", is_flag=True, help="Replace existing files of the same names.")
+def synth(outdir, ref_bases, pairs, read_length, seed, force):
+    """A synthetic reference and gzipped paired reads with binned qualities and a few % errors."""
+    from iolens.synth import synth as make
+
+    names = ["ref.fa", "reads_1.fq.gz", "reads_2.fq.gz"]
+    existing = [n for n in names if (outdir / n).exists()]
+    if existing and not force:
+        raise UsageError(f"{outdir}/{existing[0]} already exists; use --force to replace it or choose another -o")
+    if outdir.exists() and not os.access(outdir, os.W_OK):
+        raise UsageError(f"{outdir} is not writable; choose another directory with -o")
+    try:
+        res = make(outdir, ref_bases=ref_bases, pairs=pairs, read_len=read_length, seed=seed)
+    except OSError as err:
+        raise UsageError(f"cannot write to {outdir}: {err.strerror}") from None
+    for p in (res.reference, res.reads1, res.reads2):
+        click.echo(f"{p}  {human_bytes(p.stat().st_size)}")
+    click.echo(f"{res.ref_bases:,} reference bases, {res.pairs:,} pairs, substitution error rate "
+               f"{100 * res.error_rate:.2f}%")

@@ -1,0 +1,120 @@
+"""iolens parse: dump every record of a capture, as text or JSON."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from iolens import _format as F
+from iolens.capture.reader import Capture, Process, read_capture
+from iolens.errors import CaptureError
+
+SCHEMA_TAG = "iolens-parse"
+SCHEMA_VERSION = [1, 0]
+
+
+def _flags(value: int, table: dict[str, tuple[int, str]]) -> list[str]:
+    return [name for name, (bit, _doc) in table.items() if value & bit]
+
+
+def process_dict(p: Process) -> dict[str, Any]:
+    fields = dict(p.fields)
+    fields["flag_names"] = _flags(fields["flags"], F.PROC_FLAGS)
+    fields["op_count"] = {name: fields["op_count"][i] for i, (name, _c) in enumerate(F.OPS)}
+    files = []
+    for f in p.files:
+        f = dict(f)
+        f["flag_names"] = _flags(f["flags"], F.FILE_FLAGS)
+        files.append(f)
+    events = None
+    if p.events is not None:
+        ops = [name for name, _cat in F.OPS]
+        events = [
+            {name: (ops[int(e[name])] if name == "op" and int(e[name]) < len(ops) else int(e[name]))
+             for name in p.events.dtype.names}
+            for e in p.events
+        ]
+    return {
+        "proc": fields,
+        "exe": p.exe,
+        "argv": p.argv,
+        "cwd": p.cwd,
+        "host": p.host,
+        "env": p.env,
+        "files": files,
+        "timeline": p.timeline,
+        "children": p.children,
+        "events": events,
+    }
+
+
+def capture_dict(cap: Capture) -> dict[str, Any]:
+    return {
+        "tag": SCHEMA_TAG,
+        "schema_version": SCHEMA_VERSION,
+        "capture_version": list(cap.version),
+        "path": cap.path,
+        "complete": cap.complete,
+        "problems": cap.problems,
+        "meta": cap.meta,
+        "processes": [process_dict(p) for p in cap.processes],
+    }
+
+
+def _nonzero(d: dict[str, Any]) -> str:
+    parts = []
+    for k, v in d.items():
+        if isinstance(v, list):
+            if any(v):
+                parts.append(f"{k}={v}")
+        elif v and k not in ("path_len",):
+            parts.append(f"{k}={v}")
+    return " ".join(parts)
+
+
+def print_text(cap: Capture) -> None:
+    w = click.echo
+    w(f"capture {cap.path} format {cap.version[0]}.{cap.version[1]}, {len(cap.processes)} process image(s)")
+    for k, v in cap.meta.items():
+        if k != "mounts":
+            w(f"META {k}: {v}")
+    for p in cap.processes:
+        d = process_dict(p)
+        proc = dict(d["proc"])
+        ops = {k: v for k, v in proc.pop("op_count").items() if v}
+        w(f"PROC @{p.offset} {_nonzero(proc)}")
+        w(f"  ops {ops}")
+        w(f"  exe {p.exe!r} argv {p.argv!r} cwd {p.cwd!r} host {p.host!r} env {p.env!r}")
+        for f in d["files"]:
+            w(f"  FILE {f['path']!r} {_nonzero({k: v for k, v in f.items() if k != 'path'})}")
+        for c in p.children:
+            w(f"  CHILD {_nonzero(c)}")
+        if p.timeline:
+            t = p.timeline
+            w(f"  TIMELINE shift={t['shift']} bins with activity={sum(1 for i in range(t['nbins']) if any(t['count'][i * len(F.CATEGORIES):(i + 1) * len(F.CATEGORIES)]))}")
+        if d["events"]:
+            w(f"  TRACE {len(d['events'])} events")
+            for e in d["events"]:
+                w(f"    EVENT {_nonzero(e)}")
+
+
+@click.command()
+@click.argument("capture", type=click.Path(dir_okay=False, path_type=str))
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (tag iolens-parse, schema [1, 0]).")
+def parse(capture, as_json):
+    """Dump every record of CAPTURE.
+
+    A damaged or truncated capture prints what could be read, then a one-line
+    error naming the file and byte offset, and exits with status 3.
+    """
+    cap = read_capture(capture)
+    if as_json:
+        json.dump(capture_dict(cap), sys.stdout, indent=1, default=str)
+        sys.stdout.write("\n")
+    else:
+        print_text(cap)
+    if cap.problems:
+        raise CaptureError(cap.problems[0] + (f" (+{len(cap.problems) - 1} more)" if len(cap.problems) > 1 else ""))

@@ -1,0 +1,51 @@
+"""Typed errors: each carries a one-line message a user can act on, and an exit code."""
+
+from __future__ import annotations
+
+
+class IolensError(Exception):
+    """A user-facing failure: printed as one line, never as a traceback."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, exit_code: int | None = None):
+        super().__init__(message)
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+
+class UsageError(IolensError):
+    """The command line asks for something that cannot work."""
+
+    exit_code = 2
+
+
+class CaptureError(IolensError):
+    """A capture file cannot be read (missing, not a capture, newer format)."""
+
+    exit_code = 3
+
+
+class CaptureTruncated(CaptureError):
+    """A capture ends early or is damaged at `offset`; what came before it is readable."""
+
+    def __init__(self, path: str, offset: int, what: str):
+        super().__init__(f"{path}: {what} at byte {offset}; the records before it were read")
+        self.path = path
+        self.offset = offset
+
+
+class NativeMissing(IolensError):
+    """The compiled parts of iolens are not where the package expects them."""
+
+    exit_code = 4
+
+
+class CommandNotFound(IolensError):
+    exit_code = 127
+
+
+class TargetError(IolensError):
+    """A storage target is missing, read-only, full or unsafe to write to."""
+
+    exit_code = 5

@@ -1,0 +1,83 @@
+"""Terminal rendering of the end-of-run summary (RunSummary -> text)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from iolens.analysis.summary import RunSummary
+from iolens.render.units import human_bytes, human_seconds, pct
+
+
+def summary_console() -> Console:
+    """stderr, at least 120 columns wide even when it is not a terminal."""
+    import shutil
+
+    width = max(120, shutil.get_terminal_size((120, 24)).columns)
+    return Console(stderr=True, highlight=False, width=width, soft_wrap=False)
+
+
+def render_summary(s: RunSummary, console: Console, *, max_tree: int = 25) -> None:
+    cmd = " ".join(s.command)
+    status = "?" if s.exit_status is None else str(s.exit_status)
+    console.print(Text(f"iolens: {cmd}", style="bold"))
+    console.print(
+        f"  wall {human_seconds(s.wall_s)}, exit {status}, {s.processes} process image(s), "
+        f"{s.files} file(s)"
+    )
+    if s.own_s:
+        t = Table(title="Where the time went (summed over processes, excluding waits for children)",
+                  title_justify="left", show_edge=False, pad_edge=False)
+        t.add_column("category")
+        t.add_column("time", justify="right")
+        t.add_column("share", justify="right")
+        for cat, v in s.cat_wall_s.items():
+            if v > 0:
+                t.add_row(f"I/O {cat}", human_seconds(v), pct(v, s.own_s))
+        if s.stream_s > 0:
+            t.add_row("waiting on pipes/sockets", human_seconds(s.stream_s), pct(s.stream_s, s.own_s))
+        t.add_row("compute and other", human_seconds(s.compute_s), pct(s.compute_s, s.own_s))
+        t.add_row(Text("process time", style="bold"), human_seconds(s.own_s), "100%")
+        console.print(t)
+    cov = "unknown (no kernel counters)" if s.coverage is None else f"{100 * s.coverage:.1f}%"
+    console.print(
+        f"  read {human_bytes(s.bytes_read)}, written {human_bytes(s.bytes_written)}; "
+        f"attributed coverage {cov} of the kernel's {human_bytes(s.kernel_read)} read + "
+        f"{human_bytes(s.kernel_written)} written"
+    )
+    if s.coverage is not None and s.coverage < 0.9:
+        console.print(
+            "  [yellow]warning:[/] part of the I/O was not seen (static binary, raw syscalls or mmap); "
+            "the breakdown covers only what was attributed"
+        )
+    if s.top_files:
+        t = Table(title="Top files by I/O time", title_justify="left", show_edge=False, pad_edge=False)
+        for col, just in (("file", "left"), ("fs", "left"), ("read", "right"), ("written", "right"),
+                          ("ops", "right"), ("time", "right")):
+            t.add_column(col, justify=just, overflow="fold")
+        for f in s.top_files:
+            t.add_row(Text(f.path), f"{f.fstype} {f.mount}", human_bytes(f.bytes_read),
+                      human_bytes(f.bytes_written), str(f.reads + f.writes), human_seconds(f.time_s))
+        console.print(t)
+    if s.temp_files:
+        total = sum(f.bytes_written for f in s.temp_files)
+        console.print(f"  temp files: {len(s.temp_files)} created and deleted, {human_bytes(total)} written")
+        for f in s.temp_files[:5]:
+            console.print(Text(f"    {f.path} ({human_bytes(f.bytes_written)}, lived "
+                               f"{human_seconds(f.lifetime_s)}, {f.fstype})"))
+    if s.tree:
+        t = Table(title="Processes", title_justify="left", show_edge=False, pad_edge=False)
+        for col, just in (("process", "left"), ("start", "right"), ("wall", "right"), ("cpu", "right"),
+                          ("I/O wall", "right"), ("read", "right"), ("written", "right"), ("exit", "right")):
+            t.add_column(col, justify=just)
+        for p in s.tree[:max_tree]:
+            t.add_row(Text("  " * p.depth + f"{p.name} [{p.pid}]"), human_seconds(p.start_s),
+                      human_seconds(p.wall_s), human_seconds(p.cpu_s), human_seconds(p.io_wall_s),
+                      human_bytes(p.bytes_read), human_bytes(p.bytes_written),
+                      "-" if p.exit_status is None else str(p.exit_status))
+        console.print(t)
+        if len(s.tree) > max_tree:
+            console.print(f"  … and {len(s.tree) - max_tree} more process images (iolens parse shows all)")
+    for prob in s.problems:
+        console.print(Text(f"  warning: {prob}", style="yellow"))

@@ -1,0 +1,80 @@
+"""Facts about this machine that results carry: mounts, host, kernel, CPU, memory."""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+from pathlib import Path
+from typing import Any
+
+
+def _unescape(s: str) -> str:
+    # mountinfo escapes space, tab, newline and backslash as octal
+    out, i = [], 0
+    while i < len(s):
+        if s[i] == "\\" and i + 3 < len(s) and s[i + 1 : i + 4].isdigit():
+            out.append(chr(int(s[i + 1 : i + 4], 8)))
+            i += 4
+        else:
+            out.append(s[i])
+            i += 1
+    return "".join(out)
+
+
+def mounts(path: str = "/proc/self/mountinfo") -> list[dict[str, Any]]:
+    """Mounts as dicts: mountpoint, dev ("maj:min"), fstype, source, options."""
+    out: list[dict[str, Any]] = []
+    try:
+        text = Path(path).read_text()
+    except OSError:
+        return out
+    for line in text.splitlines():
+        left, _, right = line.partition(" - ")
+        a, b = left.split(), right.split()
+        if len(a) < 6 or len(b) < 2:
+            continue
+        out.append(
+            {
+                "mountpoint": _unescape(a[4]),
+                "dev": a[2],
+                "root": _unescape(a[3]),
+                "options": a[5],
+                "fstype": b[0],
+                "source": _unescape(b[1]),
+                "super_options": b[2] if len(b) > 2 else "",
+            }
+        )
+    return out
+
+
+def dev_string(dev: int) -> str:
+    """Linux dev_t as "major:minor"."""
+    major = ((dev >> 8) & 0xFFF) | ((dev >> 32) & ~0xFFF)
+    minor = (dev & 0xFF) | ((dev >> 12) & ~0xFF)
+    return f"{major}:{minor}"
+
+
+def host_facts() -> dict[str, Any]:
+    mem = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                mem = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    cpu = platform.processor() or ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "host": socket.gethostname(),
+        "kernel": platform.release(),
+        "cpu_model": cpu,
+        "cpus": os.cpu_count(),
+        "mem_bytes": mem,
+    }
