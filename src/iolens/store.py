@@ -1,0 +1,187 @@
+"""The results store: one SQLite file for every command that keeps results (bench, compare, ...).
+
+- Location: `--db`, else `IOLENS_DB`, else `$XDG_DATA_HOME/iolens/results.sqlite`
+  (`~/.local/share/iolens/results.sqlite`).
+- Versioned schema (`PRAGMA user_version`) with forward-only migrations listed
+  in MIGRATIONS; a store written by a newer iolens is refused with a message.
+- Safe for concurrent writers: WAL journal and a busy timeout.
+
+A *run* is one invocation (its job and provenance: host, kernel, CPU, RAM,
+iolens version, time); a *result* is one measured thing inside it (a target
+and pattern for bench, a configuration for compare) with its metrics as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+from iolens.errors import IolensError
+
+# Each entry: (version it produces, SQL statements).  Append only.
+MIGRATIONS: list[tuple[int, list[str]]] = [
+    (
+        1,
+        [
+            """CREATE TABLE runs (
+                id INTEGER PRIMARY KEY,
+                kind TEXT NOT NULL,
+                created TEXT NOT NULL,
+                label TEXT,
+                iolens_version TEXT,
+                host TEXT,
+                job TEXT NOT NULL,
+                provenance TEXT NOT NULL
+            )""",
+            """CREATE TABLE results (
+                id INTEGER PRIMARY KEY,
+                run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+                target TEXT,
+                name TEXT NOT NULL,
+                cache_state TEXT,
+                metrics TEXT NOT NULL,
+                provenance TEXT NOT NULL
+            )""",
+            "CREATE INDEX results_run ON results(run_id)",
+        ],
+    ),
+    (
+        2,
+        [
+            "ALTER TABLE runs ADD COLUMN status TEXT NOT NULL DEFAULT 'complete'",
+            "CREATE INDEX runs_kind ON runs(kind, created)",
+        ],
+    ),
+]
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+class StoreError(IolensError):
+    exit_code = 6
+
+
+def default_db_path() -> Path:
+    env = os.environ.get("IOLENS_DB")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "iolens" / "results.sqlite"
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+class ResultsStore:
+    def __init__(self, path: str | Path | None = None):
+        self.path = Path(path) if path else default_db_path()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        except (OSError, sqlite3.Error) as err:
+            raise StoreError(f"cannot open the results store {self.path}: {err}; set --db or IOLENS_DB") from None
+        self.db.row_factory = sqlite3.Row
+        try:
+            self.db.execute("PRAGMA busy_timeout = 30000")
+            self.db.execute("PRAGMA journal_mode = WAL")
+            self.db.execute("PRAGMA foreign_keys = ON")
+            self.migrate()
+        except sqlite3.DatabaseError as err:
+            self.db.close()
+            raise StoreError(f"{self.path} is not a usable iolens results store ({err})") from None
+
+    # -- schema ---------------------------------------------------------------
+    @property
+    def version(self) -> int:
+        return int(self.db.execute("PRAGMA user_version").fetchone()[0])
+
+    def migrate(self) -> None:
+        have = self.version
+        if have > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path} was written by a newer iolens (store schema {have}, this iolens knows "
+                f"{SCHEMA_VERSION}); upgrade iolens or use another --db"
+            )
+        if have == SCHEMA_VERSION:
+            return
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            have = self.version  # another writer may have migrated meanwhile
+            for ver, statements in MIGRATIONS:
+                if ver <= have:
+                    continue
+                for sql in statements:
+                    self.db.execute(sql)
+                self.db.execute(f"PRAGMA user_version = {ver}")
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    # -- writing --------------------------------------------------------------
+    def add_run(self, kind: str, job: dict[str, Any], provenance: dict[str, Any], *, label: str | None = None,
+                status: str = "complete") -> int:
+        cur = self.db.execute(
+            "INSERT INTO runs (kind, created, label, iolens_version, host, job, provenance, status) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (kind, _now(), label, provenance.get("iolens_version"), provenance.get("host"),
+             json.dumps(job, sort_keys=True, default=str), json.dumps(provenance, sort_keys=True, default=str),
+             status),
+        )
+        return int(cur.lastrowid)
+
+    def set_status(self, run_id: int, status: str) -> None:
+        self.db.execute("UPDATE runs SET status = ? WHERE id = ?", (status, run_id))
+
+    def add_result(self, run_id: int, name: str, metrics: dict[str, Any], *, target: str | None = None,
+                   cache_state: str | None = None, provenance: dict[str, Any] | None = None) -> int:
+        cur = self.db.execute(
+            "INSERT INTO results (run_id, target, name, cache_state, metrics, provenance) VALUES (?, ?, ?, ?, ?, ?)",
+            (run_id, target, name, cache_state, json.dumps(metrics, sort_keys=True, default=str),
+             json.dumps(provenance or {}, sort_keys=True, default=str)),
+        )
+        return int(cur.lastrowid)
+
+    # -- reading --------------------------------------------------------------
+    @staticmethod
+    def _run_dict(row: sqlite3.Row) -> dict[str, Any]:
+        d = dict(row)
+        d["job"] = json.loads(d["job"])
+        d["provenance"] = json.loads(d["provenance"])
+        return d
+
+    def runs(self, kind: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        sql = "SELECT * FROM runs" + (" WHERE kind = ?" if kind else "") + " ORDER BY id DESC"
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        return [self._run_dict(r) for r in self.db.execute(sql, (kind,) if kind else ())]
+
+    def run(self, run_id: int) -> dict[str, Any]:
+        row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"no run {run_id} in {self.path}; `iolens results list` shows the runs")
+        d = self._run_dict(row)
+        d["results"] = self.results(run_id)
+        return d
+
+    def results(self, run_id: int) -> list[dict[str, Any]]:
+        out = []
+        for r in self.db.execute("SELECT * FROM results WHERE run_id = ? ORDER BY id", (run_id,)):
+            d = dict(r)
+            d["metrics"] = json.loads(d["metrics"])
+            d["provenance"] = json.loads(d["provenance"])
+            out.append(d)
+        return out
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> "ResultsStore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
