@@ -1,0 +1,185 @@
+"""The interposer against programs with exactly known I/O: the parsed capture must match."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from iolens import _format as F
+
+OPS = [name for name, _cat in F.OPS]
+FF = {k: v for k, (v, _d) in F.FILE_FLAGS.items()}
+PF = {k: v for k, (v, _d) in F.PROC_FLAGS.items()}
+HIST = F.HIST_EDGES
+
+
+def ops(proc) -> dict[str, int]:
+    return {OPS[i]: n for i, n in enumerate(proc.op_count) if n and i < len(OPS)}
+
+
+def one_file(cap, path):
+    recs = [f for p in cap.processes for f in p.files if f["path"] == str(path)]
+    assert len(recs) == 1, f"{path}: {len(recs)} records in {[f['path'] for p in cap.processes for f in p.files]}"
+    return recs[0]
+
+
+def main_proc(cap, exe_name):
+    procs = [p for p in cap.processes if os.path.basename(p.exe) == exe_name]
+    assert procs, [p.exe for p in cap.processes]
+    return procs[0]
+
+
+def hist_bin(n: int) -> int:
+    for i, edge in enumerate(HIST):
+        if n <= edge:
+            return i
+    return len(HIST)
+
+
+@pytest.mark.parametrize("n,s", [(10, 4096), (5, 100_000)])
+def test_reads_writes_seeks_preads(cprog, profiled, tmp_path, n, s):
+    target = tmp_path / "data.bin"
+    res, cap = profiled([cprog("rw_exact"), target, n, s])
+    assert res.returncode == 0, res.stderr
+    f = one_file(cap, target)
+    assert f["opens"] == 2
+    assert (f["writes"], f["bytes_written"]) == (n, n * s)
+    assert (f["reads"], f["bytes_read"]) == (n + 1 + 4, n * s + 4 * s)
+    assert f["write_hist"][hist_bin(s)] == n and sum(f["write_hist"]) == n
+    assert f["read_hist"][hist_bin(s)] == n + 4 and f["read_hist"][0] == 1  # the EOF read moved 0 bytes
+    assert (f["seq_writes"], f["consec_writes"]) == (n - 1, n - 1)
+    # reads 0..n-1 and EOF are consecutive; preads at 0 (a jump back) then S, 2S, 3S
+    assert (f["consec_reads"], f["seq_reads"]) == (n + 3, n + 3)
+    assert f["rw_switches"] == 1
+    assert (f["max_write_end"], f["max_read_end"]) == (n * s, n * s)
+    assert (f["seeks"], f["syncs"]) == (1, 1)
+    assert f["flags"] & FF["CREATED"] and f["flags"] & FF["TRUNCATED"]
+    assert f["dev"] == os.stat(target).st_dev and f["ino"] == os.stat(target).st_ino
+    p = main_proc(cap, "rw_exact")
+    o = ops(p)
+    assert o["OPEN"] == 2 and o["WRITE"] == n and o["READ"] == n + 1 and o["PREAD"] == 4
+    assert o["LSEEK"] == 1 and o["FSYNC"] == 1 and o["CLOSE"] == 2
+    assert p.bytes_written >= n * s and p.bytes_read >= n * s + 4 * s
+    # timeline: every counted call is in some bin, and bytes add up
+    tl = p.timeline
+    assert sum(tl["count"]) == sum(p.op_count)
+    assert sum(tl["bytes_written"]) == p.bytes_written and sum(tl["bytes_read"]) == p.bytes_read
+
+
+def test_metadata_calls(cprog, profiled, tmp_path):
+    res, cap = profiled([cprog("meta_exact"), tmp_path])
+    assert res.returncode == 0, res.stderr
+    sub, f, g = tmp_path / "sub", tmp_path / "sub" / "f", tmp_path / "sub" / "g"
+    rs, rf, rg = one_file(cap, sub), one_file(cap, f), one_file(cap, g)
+    assert rs["flags"] & FF["CREATED"] and rs["flags"] & FF["DIRECTORY"] and rs["flags"] & FF["DELETED"]
+    assert rf["flags"] & FF["CREATED"] and rf["flags"] & FF["RENAMED_FROM"] and rf["flags"] & FF["DELETED"]
+    assert rg["flags"] & FF["RENAMED_TO"] and rg["flags"] & FF["DELETED"]
+    assert rf["stats"] == 4  # stat, lstat, statx, fstat
+    assert rf["mmaps"] == 1 and rf["mmap_bytes"] == 10
+    assert rf["bytes_written"] == 10
+    assert rf["created_mono"] and rf["deleted_mono"] >= rf["created_mono"]
+    assert rs["opens"] == 1  # opendir
+    o = ops(main_proc(cap, "meta_exact"))
+    assert o["MKDIR"] == 1 and o["RMDIR"] == 1 and o["UNLINK"] == 1 and o["RENAME"] == 1
+    assert o["STAT"] == 5  # including the failed probe
+    assert o["ACCESS"] == 1 and o["OPENDIR"] == 1 and o["CLOSEDIR"] == 1
+    assert o["READDIR"] == 4  # three entries and the end
+    assert o["MMAP"] == 1 and o["MUNMAP"] == 1 and o["TRUNCATE"] == 1
+    assert not [r for p in cap.processes for r in p.files if r["path"] == "/nonexistent/iolens"]
+
+
+def test_stdio(cprog, profiled, tmp_path):
+    target = tmp_path / "s.txt"
+    res, cap = profiled([cprog("stdio_exact"), target])
+    assert res.returncode == 0, res.stderr
+    assert target.stat().st_size == 1092
+    f = one_file(cap, target)
+    assert f["bytes_written"] == 1092
+    assert f["writes"] == 10 + 50 + 3 + 4
+    assert f["bytes_read"] == 100 + 5 + 6 + 6
+    assert f["opens"] == 2
+    o = ops(main_proc(cap, "stdio_exact"))
+    assert o["FOPEN"] == 2 and o["FCLOSE"] == 2 and o["FWRITE"] == 10 and o["FPUTC"] == 50
+    assert o["FPUTS"] == 3 and o["FPRINTF"] == 4 and o["FREAD"] == 1 and o["FGETC"] == 5
+    assert o["FGETS"] == 1 and o["GETDELIM"] == 1 and o["FSEEK"] == 2 and o["FTELL"] == 1
+
+
+def test_dup_copies_share_the_file(cprog, profiled, tmp_path):
+    target = tmp_path / "d.bin"
+    res, cap = profiled([cprog("dup_exact"), target])
+    assert res.returncode == 0, res.stderr
+    f = one_file(cap, target)
+    assert (f["writes"], f["bytes_written"]) == (3, 60)
+    assert ops(main_proc(cap, "dup_exact"))["DUP"] == 3
+
+
+def test_fork_exec_spawn(cprog, profiled, tmp_path):
+    res, cap = profiled([cprog("family"), tmp_path])
+    assert res.returncode == 7, res.stderr
+    parent = main_proc(cap, "family")
+    assert parent.exit_status == 7 and parent.fields["flags"] & PF["EXITED"]
+    assert one_file(cap, tmp_path / "parent.dat")["bytes_written"] == 100
+    child_rec = one_file(cap, tmp_path / "child.dat")
+    child = [p for p in cap.processes if any(f["path"] == child_rec["path"] for f in p.files)][0]
+    assert child.fields["flags"] & PF["FORKED"] and child.ppid == parent.pid and child.pid != parent.pid
+    # the second fork's image exec'd /bin/true: same pid, two images
+    true = [p for p in cap.processes if os.path.basename(p.exe) == "true"]
+    assert len(true) == 1 and true[0].ppid == parent.pid
+    before = [p for p in cap.processes if p.pid == true[0].pid and p is not true[0]]
+    assert before and before[0].fields["flags"] & PF["EXECED"]
+    sh = [p for p in cap.processes if os.path.basename(p.exe) in ("sh", "dash", "bash")]
+    assert sh and sh[0].exit_status == 5
+    reaped = {c["pid"]: c["status"] for c in parent.children}
+    assert reaped[child.pid] == 0 and reaped[sh[0].pid] == 5 and reaped[true[0].pid] == 0
+
+
+def test_threads_honest_wall_time(cprog, profiled, tmp_path):
+    t, n = 4, 2000
+    res, cap = profiled([cprog("threads"), tmp_path, t, n])
+    assert res.returncode == 0, res.stderr
+    for i in range(t):
+        f = one_file(cap, tmp_path / f"t{i}.dat")
+        assert (f["writes"], f["bytes_written"]) == (n, n * 4096)
+    p = main_proc(cap, "threads")
+    assert p.fields["flags"] & PF["MULTITHREADED"] and p.nthreads == t
+    wall = p.end_mono - p.start_mono
+    assert 0 < p.io_wall_ns <= wall
+    for i in range(len(F.CATEGORIES)):
+        assert p.cat_wall_ns[i] <= wall
+        assert p.cat_wall_ns[i] <= p.cat_time_ns[i] + 1000
+
+
+def test_bash_pipeline(profiled, tmp_path):
+    src = tmp_path / "in.txt"
+    src.write_bytes(b"ACGT\n" * 200_000)
+    res, cap = profiled(["bash", "-c", f"cat {src} | gzip -1 > {tmp_path}/out.gz"])
+    assert res.returncode == 0, res.stderr
+    names = {os.path.basename(p.exe) for p in cap.processes}
+    assert {"bash", "cat", "gzip"} <= names
+    cat = main_proc(cap, "cat")
+    assert one_file(cap, src)["bytes_read"] == src.stat().st_size
+    # the shell opens out.gz (created) and gzip inherits it as stdout
+    out = [f for p in cap.processes for f in p.files if f["path"] == str(tmp_path / "out.gz")]
+    assert any(f["flags"] & FF["CREATED"] for f in out)
+    gz = main_proc(cap, "gzip")
+    gz_out = [f for f in gz.files if f["path"] == str(tmp_path / "out.gz")][0]
+    assert gz_out["flags"] & FF["INHERITED"]
+    assert gz_out["bytes_written"] == (tmp_path / "out.gz").stat().st_size
+    assert gz.ppid == cat.ppid  # both children of the shell
+    # the pipe is a stream record, its time counted as STREAM, not storage
+    pipes = [f for f in cat.files if f["flags"] & FF["NOT_A_FILE"]]
+    assert pipes and pipes[0]["bytes_written"] == src.stat().st_size
+
+
+@pytest.mark.parametrize("how,sig", [("segv", signal.SIGSEGV), ("abort", signal.SIGABRT),
+                                     ("term", signal.SIGTERM), ("int", signal.SIGINT)])
+def test_crash_by_signal_is_flushed(cprog, profiled, tmp_path, how, sig):
+    target = tmp_path / "c.bin"
+    res, cap = profiled([cprog("crash"), target, how])
+    assert res.returncode == 128 + sig
+    p = main_proc(cap, "crash")
+    assert p.fields["flags"] & PF["SIGNALED"] and p.exit_status == 128 + sig
+    assert p.end_mono > p.start_mono
+    assert one_file(cap, target)["bytes_written"] == 1234
