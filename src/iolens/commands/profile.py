@@ -21,6 +21,7 @@ from iolens.capture.merge import merge_parts
 from iolens.capture.reader import decode
 from iolens.errors import CommandNotFound, UsageError
 from iolens.native import preload_library
+from iolens.redact import redact_argv
 from iolens.render.summary_text import render_summary, summary_console
 from iolens.sysinfo import host_facts, mounts
 
@@ -135,7 +136,7 @@ def run_profiled(argv: list[str], output: Path | None, *, trace: bool = False, m
     meta = {
         "tool": "iolens",
         "iolens_version": __version__,
-        "command": argv,
+        "command": redact_argv(argv),
         "cwd": os.getcwd(),
         "parent_pid": os.getpid(),
         "start_real_ns": start_real,

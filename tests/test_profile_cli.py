@@ -1,0 +1,147 @@
+"""`iolens profile` as a user meets it: exit codes, errors, overwrites, unwritable places, secrets."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from conftest import iolens
+from iolens import _format as F
+from iolens.capture.reader import read_capture
+from iolens.native import preload_library
+
+PF = {k: v for k, (v, _d) in F.PROC_FLAGS.items()}
+FF = {k: v for k, (v, _d) in F.FILE_FLAGS.items()}
+
+
+def test_version_and_help():
+    assert iolens("--version").stdout.startswith("iolens, version")
+    for sub in ("profile", "parse", "data"):
+        res = iolens(sub, "--help")
+        assert res.returncode == 0 and "Usage:" in res.stdout
+
+
+def test_exit_status_passes_through(tmp_path):
+    assert iolens("profile", "-q", "-o", tmp_path / "a.iolens", "--", "sh", "-c", "exit 42").returncode == 42
+    res = iolens("profile", "-q", "-o", tmp_path / "b.iolens", "--", "sh", "-c", "kill -USR1 $$")
+    assert res.returncode == 128 + signal.SIGUSR1
+
+
+def test_command_not_found_is_one_line(tmp_path):
+    res = iolens("profile", "-o", tmp_path / "x.iolens", "--", "no-such-tool-xyz", "--flag")
+    assert res.returncode == 127
+    assert res.stderr.strip() == "iolens: error: command not found: no-such-tool-xyz (not on PATH)"
+    assert not (tmp_path / "x.iolens").exists()
+
+
+def test_existing_capture_is_never_overwritten(tmp_path):
+    out = tmp_path / "keep.iolens"
+    out.write_bytes(b"user data")
+    res = iolens("profile", "-o", out, "--", "true")
+    assert res.returncode == 2 and "already exists" in res.stderr and "Traceback" not in res.stderr
+    assert out.read_bytes() == b"user data"
+
+
+def test_unwritable_output_dir_still_runs_the_program(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    marker = tmp_path / "ran"
+    try:
+        res = iolens("profile", "-o", ro / "c.iolens", "--", "sh", "-c", f"echo ok > {marker}")
+    finally:
+        ro.chmod(0o700)
+    assert res.returncode == 0
+    assert marker.read_text() == "ok\n"
+    if os.geteuid() != 0:  # root can write anyway
+        assert "cannot save the capture" in res.stderr
+        assert not (ro / "c.iolens").exists()
+
+
+def test_unwritable_capture_dir_in_the_interposer(tmp_path):
+    """The library itself, pointed at a directory it cannot write, warns and lets the program run."""
+    env = dict(os.environ, LD_PRELOAD=str(preload_library()), IOLENS_DIR=str(tmp_path / "missing" / "dir"),
+               IOLENS_PARENT_PID=str(os.getpid()))
+    res = subprocess.run(["sh", "-c", "echo works"], env=env, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and res.stdout == "works\n"
+    assert "iolens: warning: cannot write the capture" in res.stderr
+
+
+def test_secrets_are_redacted(tmp_path):
+    out = tmp_path / "s.iolens"
+    args = ["--password", "hunter2", "--token=abc123", "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI",
+            "https://user:pa55@host/x?X-Amz-Signature=deadbeef&part=1", "--threads", "4"]
+    res = iolens("profile", "-q", "-o", out, "--", "sh", "-c", "true", *args,
+                 env=dict(os.environ, AWS_SESSION_TOKEN="tok-42", TMPDIR=str(tmp_path)))
+    assert res.returncode == 0
+    raw = out.read_bytes()
+    for secret in (b"hunter2", b"abc123", b"wJalrXUtnFEMI", b"pa55", b"deadbeef", b"tok-42"):
+        assert secret not in raw
+    p = read_capture(out).processes[0]
+    assert p.argv[3:] == ["--password", "***", "--token=***", "AWS_SECRET_ACCESS_KEY=***",
+                          "https://user:***@host/x?X-Amz-Signature=***&part=1", "--threads", "4"]
+    assert p.env["AWS_SESSION_TOKEN"] == "***" and p.env["TMPDIR"] == str(tmp_path)
+    # iolens's own record of the command uses the same rules as the interposer
+    from iolens.redact import redact_argv
+
+    assert read_capture(out).meta["command"][3:] == p.argv[3:] == redact_argv(args)
+
+
+def test_sigkill_loses_at_most_the_end_fields(cprog, tmp_path):
+    out = tmp_path / "k.iolens"
+    target = tmp_path / "k.bin"
+    proc = subprocess.Popen([sys.executable, "-m", "iolens", "profile", "-q", "-o", str(out), "--",
+                             str(cprog("crash")), str(target), "sleep"], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "ready\n"
+    time.sleep(0.2)
+    children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+    assert len(children) == 1
+    os.kill(int(children[0]), signal.SIGKILL)
+    assert proc.wait(timeout=60) == 128 + signal.SIGKILL
+    proc.stdout.close()
+    p = [p for p in read_capture(out).processes if p.exe.endswith("crash")][0]
+    assert not p.finalized  # killed before it could say goodbye
+    f = [f for f in p.files if f["path"] == str(target)][0]
+    assert f["bytes_written"] == 1234  # but every counter it had is there
+
+
+def test_file_limit_aggregates_per_directory(tmp_path):
+    d = tmp_path / "many"
+    d.mkdir()
+    out = tmp_path / "m.iolens"
+    res = iolens("profile", "-q", "--max-files", "20", "-o", out, "--", sys.executable, "-S", "-c",
+                 f"import os\nfor i in range(60): open(os.path.join({str(d)!r}, f'f{{i}}'), 'w').write('x')")
+    assert res.returncode == 0, res.stderr
+    p = [p for p in read_capture(out).processes if "python" in p.exe][0]
+    assert p.fields["flags"] & PF["OVERFLOW"]
+    agg = [f for f in p.files if f["flags"] & FF["AGGREGATE"]]
+    assert agg and agg[0]["path"] == f"{d}/*"
+    named = [f for f in p.files if f["path"].startswith(str(d) + "/f")]
+    assert len(named) + agg[0]["opens"] == 60
+    assert sum(f["bytes_written"] for f in named) + agg[0]["bytes_written"] == 60
+
+
+def test_trace_records_every_operation(cprog, tmp_path):
+    out = tmp_path / "t.iolens"
+    target = tmp_path / "t.bin"
+    res = iolens("profile", "-q", "--trace", "-o", out, "--", cprog("rw_exact"), target, 50, 1000)
+    assert res.returncode == 0, res.stderr
+    p = [p for p in read_capture(out).processes if p.exe.endswith("rw_exact")][0]
+    ev = p.events
+    assert ev is not None and len(ev) == sum(p.op_count) == p.trace_events
+    ops = [n for n, _c in F.OPS]
+    writes = ev[ev["op"] == ops.index("WRITE")]
+    f = [f for f in p.files if f["path"] == str(target)][0]
+    assert len(writes) == 50 and set(writes["file"]) == {f["index"]} and set(writes["size"]) == {1000}
+    assert list(writes["offset"]) == [i * 1000 for i in range(50)]
+    assert (ev["start_mono"][1:] >= ev["start_mono"][:-1]).all()
+
+
+def test_summary_is_printed(tmp_path):
+    res = iolens("profile", "-o", tmp_path / "s.iolens", "--", "sh", "-c", f"head -c 100000 /dev/zero > {tmp_path}/z")
+    assert res.returncode == 0
+    assert "Where the time went" in res.stderr and "attributed coverage" in res.stderr
+    assert "Processes" in res.stderr and "capture:" in res.stderr
