@@ -161,7 +161,7 @@ def fastq_text(nbytes: int, seed: int = 1, read_len: int = 150) -> bytes:
     rng = np.random.default_rng(seed)
     contigs = make_reference(max(100_000, nbytes // 20), rng, contigs=1)
     per = 2 * read_len + 20
-    pairs = max(1, nbytes // (2 * per)) + 1
+    pairs = max(1, nbytes * 5 // (8 * per)) + 1  # overestimate; the loop stops at nbytes
     out = bytearray()
     for start, r1, q1, r2, q2, _e in simulate_pairs(contigs, pairs, rng, read_len=read_len):
         out += _fastq_block(start, 1, r1, q1)

@@ -1,0 +1,1 @@
+"""Small runnable genomics steps used by the README's main job and the tests."""
