@@ -316,32 +316,29 @@ def summarize(cap: Capture, top: int = 10) -> RunSummary:
 
 
 def _tree(procs: list[ProcSummary], root_ppid: int | None) -> list[ProcSummary]:
-    """Depth-first order with depths; exec'd images of one pid follow each other."""
-    by_parent: dict[int, list[ProcSummary]] = {}
-    pids = {p.pid for p in procs}
-    for p in procs:
-        by_parent.setdefault(p.ppid, []).append(p)
-    roots = [p for p in procs if p.ppid == root_ppid or p.ppid not in pids]
+    """Depth-first order with depths: the images of one pid (exec chain) in order, then its children."""
+    images: dict[int, list[ProcSummary]] = {}
+    for p in sorted(procs, key=lambda p: p.start_s):
+        images.setdefault(p.pid, []).append(p)
+    children: dict[int, list[int]] = {}
+    for pid, imgs in images.items():
+        children.setdefault(imgs[0].ppid, []).append(pid)
     out: list[ProcSummary] = []
     seen: set[int] = set()
 
-    def visit(p: ProcSummary, depth: int) -> None:
-        if id(p) in seen:
+    def visit(pid: int, depth: int) -> None:
+        if pid in seen:
             return
-        seen.add(id(p))
-        p.depth = depth
-        out.append(p)
-        # later images of the same pid (exec) are not children: they sit at the same depth
-        for c in sorted(by_parent.get(p.pid, []), key=lambda c: c.start_s):
-            if c.pid != p.pid:
-                visit(c, depth + 1)
+        seen.add(pid)
+        for img in images[pid]:
+            img.depth = depth
+            out.append(img)
+        for c in sorted(children.get(pid, []), key=lambda c: images[c][0].start_s):
+            visit(c, depth + 1)
 
-    images: dict[int, list[ProcSummary]] = {}
-    for p in procs:
-        images.setdefault(p.pid, []).append(p)
-    for r in sorted(roots, key=lambda p: p.start_s):
-        for img in sorted(images[r.pid], key=lambda p: p.start_s):
-            visit(img, 0)
-    for p in procs:  # anything unreachable (pid reuse) still shows
-        visit(p, 0)
+    roots = [pid for pid, imgs in images.items() if imgs[0].ppid == root_ppid or imgs[0].ppid not in images]
+    for pid in sorted(roots, key=lambda pid: images[pid][0].start_s):
+        visit(pid, 0)
+    for pid in images:  # anything unreachable still shows
+        visit(pid, 0)
     return out

@@ -71,8 +71,11 @@ def render_summary(s: RunSummary, console: Console, *, max_tree: int = 25) -> No
         for col, just in (("process", "left"), ("start", "right"), ("wall", "right"), ("cpu", "right"),
                           ("I/O wall", "right"), ("read", "right"), ("written", "right"), ("exit", "right")):
             t.add_column(col, justify=just)
+        prev = None
         for p in s.tree[:max_tree]:
-            t.add_row(Text("  " * p.depth + f"{p.name} [{p.pid}]"), human_seconds(p.start_s),
+            label = f"→ {p.name}" if prev is not None and prev.pid == p.pid else f"{p.name} [{p.pid}]"
+            prev = p
+            t.add_row(Text("  " * p.depth + label), human_seconds(p.start_s),
                       human_seconds(p.wall_s), human_seconds(p.cpu_s), human_seconds(p.io_wall_s),
                       human_bytes(p.bytes_read), human_bytes(p.bytes_written),
                       "-" if p.exit_status is None else str(p.exit_status))
