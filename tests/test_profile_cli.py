@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from conftest import iolens
 from iolens import _format as F
@@ -145,3 +146,25 @@ def test_summary_is_printed(tmp_path):
     assert res.returncode == 0
     assert "Where the time went" in res.stderr and "attributed coverage" in res.stderr
     assert "Processes" in res.stderr and "capture:" in res.stderr
+
+
+def test_io_from_an_allocator_and_early_constructors(cprog, tmp_path):
+    """A preloaded calloc doing I/O (dlsym may call it mid-resolution) and a constructor doing I/O
+    before the interposer's: the program runs normally and its I/O is still recorded."""
+    import shutil
+
+    lib = tmp_path / "liballocio.so"
+    subprocess.run([shutil.which("cc") or "gcc", "-shared", "-fPIC", "-o", str(lib),
+                    str(Path(__file__).parent / "native" / "allocio.c")], check=True)
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    target = tmp_path / "r.bin"
+    for order in (f"{lib} {preload_library()}", f"{preload_library()} {lib}"):
+        env = dict(os.environ, LD_PRELOAD=order, IOLENS_DIR=str(stage))
+        res = subprocess.run([str(cprog("rw_exact")), str(target), "8", "512"], env=env, timeout=60)
+        assert res.returncode == 0
+    from iolens.capture.merge import merge_parts
+
+    merge_parts(stage, tmp_path / "m.iolens", {})
+    files = [f for p in read_capture(tmp_path / "m.iolens").processes for f in p.files if f["path"] == str(target)]
+    assert len(files) == 2 and all(f["bytes_written"] == 8 * 512 for f in files)

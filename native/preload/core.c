@@ -5,6 +5,7 @@
 #include "core.h"
 
 #include <dlfcn.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@ IOLENS_HOOKS(IOLENS_X_DEF)
 
 struct iolens_state iolens_g = {.part_fd = -1, .trace_fd = -1};
 IOLENS_TLS int iolens_guard;
+IOLENS_TLS int iolens_resolving;
 struct iolens_fdstate iolens_fds[IOLENS_FDMAX];
 static int fd_high; /* highest descriptor seen, bounds the scans after fork */
 
@@ -47,6 +49,49 @@ void *iolens_resolve(const char *name)
     void *p = dlsym(RTLD_NEXT, name);
     if (!p) p = dlvsym(RTLD_NEXT, name, "GLIBC_2.2.5"); /* compat-only symbols (__xstat) */
     return p;
+}
+
+/* Raw-syscall stand-ins for calls made while a real symbol is being resolved. */
+static int fb_openat(int d, const char *p, int fl, ...)
+{
+    va_list ap;
+    va_start(ap, fl);
+    int mode = va_arg(ap, int);
+    va_end(ap);
+    return (int)syscall(SYS_openat, d, p, fl, mode);
+}
+static int fb_open(const char *p, int fl, ...)
+{
+    va_list ap;
+    va_start(ap, fl);
+    int mode = va_arg(ap, int);
+    va_end(ap);
+    return (int)syscall(SYS_openat, AT_FDCWD, p, fl, mode);
+}
+static ssize_t fb_read(int fd, void *b, size_t n) { return syscall(SYS_read, fd, b, n); }
+static ssize_t fb_write(int fd, const void *b, size_t n) { return syscall(SYS_write, fd, b, n); }
+static ssize_t fb_pread(int fd, void *b, size_t n, off_t o) { return syscall(SYS_pread64, fd, b, n, o); }
+static int fb_close(int fd) { return (int)syscall(SYS_close, fd); }
+static off_t fb_lseek(int fd, off_t o, int w) { return syscall(SYS_lseek, fd, o, w); }
+static int fb_fstat(int fd, struct stat *st) { return (int)syscall(SYS_fstat, fd, st); }
+static void *fb_mmap(void *a, size_t n, int prot, int fl, int fd, off_t off) { return (void *)syscall(SYS_mmap, a, n, prot, fl, fd, off); }
+static int fb_munmap(void *a, size_t n) { return (int)syscall(SYS_munmap, a, n); }
+
+void *iolens_fallback(const char *name)
+{
+    static const struct {
+        const char *name;
+        void *fn;
+    } table[] = {{"openat", (void *)fb_openat}, {"openat64", (void *)fb_openat}, {"open", (void *)fb_open},
+                 {"open64", (void *)fb_open}, {"read", (void *)fb_read}, {"write", (void *)fb_write},
+                 {"pread", (void *)fb_pread}, {"pread64", (void *)fb_pread}, {"close", (void *)fb_close},
+                 {"lseek", (void *)fb_lseek}, {"lseek64", (void *)fb_lseek}, {"fstat", (void *)fb_fstat},
+                 {"fstat64", (void *)fb_fstat}, {"mmap", (void *)fb_mmap}, {"mmap64", (void *)fb_mmap},
+                 {"munmap", (void *)fb_munmap}};
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (strcmp(table[i].name, name) == 0) return table[i].fn;
+    /* anything else: resolve it anyway (dlsym nests safely for most symbols) */
+    return iolens_resolve(name);
 }
 
 /* ---- raw syscalls: the recorder's own I/O never re-enters the hooks ------ */
@@ -842,7 +887,11 @@ __attribute__((destructor(101))) static void iolens_fini(void)
 
 void iolens_child_reaped(int pid, int status, const struct rusage *ru)
 {
-    if (!iolens_g.active || pid <= 0) return;
+    /* Every locked section runs with the guard set, so a SIGCHLD handler that
+     * interrupted one (and reaps here) sees iolens_on() false and records
+     * nothing rather than spinning on a lock its own thread holds. */
+    if (!iolens_on() || pid <= 0) return;
+    iolens_guard = 1;
     lock();
     struct iolens_child *c = rec_alloc(sizeof *c);
     if (c) {
@@ -857,6 +906,7 @@ void iolens_child_reaped(int pid, int status, const struct rusage *ru)
         publish(c, IOLENS_KIND_CHILD, IOLENS_VER_CHILD);
     }
     unlock();
+    iolens_guard = 0;
 }
 
 /*

@@ -31,7 +31,7 @@ struct statx;
     X(int, creat, (const char *, mode_t)) X(int, creat64, (const char *, mode_t)) \
     X(int, mkstemp, (char *)) X(int, mkstemp64, (char *)) X(int, mkostemp, (char *, int)) \
     X(int, mkostemp64, (char *, int)) X(int, mkstemps, (char *, int)) X(int, mkostemps, (char *, int, int)) \
-    X(int, close, (int)) X(int, close_range, (unsigned, unsigned, int)) \
+    X(int, close, (int)) X(int, close_range, (unsigned, unsigned, int)) X(void, closefrom, (int)) \
     X(ssize_t, read, (int, void *, size_t)) X(ssize_t, __read_chk, (int, void *, size_t, size_t)) \
     X(ssize_t, write, (int, const void *, size_t)) \
     X(ssize_t, pread, (int, void *, size_t, off_t)) X(ssize_t, pread64, (int, void *, size_t, off_t)) \
@@ -142,12 +142,25 @@ IOLENS_HOOKS(IOLENS_X_DECL)
 
 void *iolens_resolve(const char *name);
 
-/* The next definition of a hooked symbol, resolved on first use. */
+/* The next definition of a hooked symbol, resolved on first use.  While one
+ * is being resolved (dlsym may allocate, and an allocator may do I/O), nested
+ * calls get a raw-syscall stand-in for the basic calls instead of recursing. */
+extern __thread int iolens_resolving __attribute__((tls_model("initial-exec")));
+extern __thread int iolens_guard __attribute__((tls_model("initial-exec")));
+void *iolens_fallback(const char *name);
 #define IOLENS_X_GET(ret, name, params) \
     static inline iolens_real_##name##_t iolens_get_##name(void) \
     { \
         iolens_real_##name##_t p = iolens_real_##name; \
-        if (__builtin_expect(!p, 0)) iolens_real_##name = p = (iolens_real_##name##_t)iolens_resolve(#name); \
+        if (__builtin_expect(!p, 0)) { \
+            if (iolens_resolving) return (iolens_real_##name##_t)iolens_fallback(#name); \
+            int g_ = iolens_guard; \
+            iolens_resolving = iolens_guard = 1; \
+            p = (iolens_real_##name##_t)iolens_resolve(#name); \
+            iolens_resolving = 0; \
+            iolens_guard = g_; \
+            iolens_real_##name = p; \
+        } \
         return p; \
     }
 IOLENS_HOOKS(IOLENS_X_GET)

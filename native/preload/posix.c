@@ -133,6 +133,14 @@ IOLENS_API int close_range(unsigned lo, unsigned hi, int flags)
     return r;
 }
 
+/* closefrom closes through an internal close_range, which would take the
+ * recorder's descriptors with it: route it through the hook above. */
+IOLENS_API void closefrom(int lo)
+{
+    if (lo < 0) lo = 0;
+    if (close_range((unsigned)lo, ~0u, 0) != 0) REAL(closefrom)(lo);
+}
+
 /* ---- data ---- */
 
 #define DATA(op, off, call) \
