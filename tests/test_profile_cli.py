@@ -168,3 +168,28 @@ def test_io_from_an_allocator_and_early_constructors(cprog, tmp_path):
     merge_parts(stage, tmp_path / "m.iolens", {})
     files = [f for p in read_capture(tmp_path / "m.iolens").processes for f in p.files if f["path"] == str(target)]
     assert len(files) == 2 and all(f["bytes_written"] == 8 * 512 for f in files)
+
+
+def test_full_staging_space_never_crashes_the_program(tmp_path):
+    """A nearly full staging filesystem: the program finishes normally; the recorder stops adding records."""
+    if os.geteuid() != 0:
+        import pytest
+
+        pytest.skip("needs root to mount a small tmpfs")
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=400k", "tmpfs", str(small)], check=True)
+    try:
+        d = tmp_path / "files"
+        d.mkdir()
+        code = (f"import os\nfor i in range(3000): open(os.path.join({str(d)!r}, 'file-with-a-long-name-%05d' % i), "
+                "'w').write('x')\nprint('done')")
+        out = tmp_path / "full.iolens"
+        res = iolens("profile", "-q", "-o", out, "--", sys.executable, "-S", "-c", code,
+                     env=dict(os.environ, IOLENS_STAGING=str(small)))
+        assert res.returncode == 0 and res.stdout == "done\n", res.stderr
+        assert len(list(d.iterdir())) == 3000
+        p = [p for p in read_capture(out).processes if "python" in p.exe][0]
+        assert p.fields["flags"] & PF["OVERFLOW"]  # ran out of room: said so, did not crash
+    finally:
+        subprocess.run(["umount", str(small)], check=False)

@@ -40,7 +40,7 @@ const uint8_t iolens_op_cat[IOLENS_NOPS] = {
 #undef IOLENS_X_OP
 };
 
-#define PART_CHUNK (256u << 10)
+#define PART_CHUNK (64u << 10)
 #define RESERVE_DEFAULT (1ull << 30)
 #define TRACE_BUF_EVENTS 1638 /* 64 KiB of events per thread */
 
@@ -141,13 +141,23 @@ static int park_fd(int fd)
 
 /* ---- the part file ----------------------------------------------------------- */
 
+/* Reserve real space for [from, to) of the part file.  A sparse file on a
+ * full tmpfs would turn a later store into SIGBUS in the profiled program;
+ * fallocate fails cleanly instead, and the recorder stops adding records. */
+static int reserve_space(int fd, uint64_t from, uint64_t to)
+{
+    if (syscall(SYS_fallocate, fd, 0, (long)from, (long)(to - from)) == 0) return 0;
+    if (errno != EOPNOTSUPP) return -1;
+    return syscall(SYS_ftruncate, fd, (long)to) == 0 ? 0 : -1;
+}
+
 static int grow(uint64_t need)
 {
     struct iolens_state *g = &iolens_g;
     uint64_t want = g->mapped;
     while (g->used + need + sizeof(struct iolens_rec_hdr) > want) want += want < (8u << 20) ? want : (8u << 20);
     if (want > g->reserve) return -1;
-    if (syscall(SYS_ftruncate, g->part_fd, (long)want) != 0) return -1;
+    if (reserve_space(g->part_fd, g->mapped, want) != 0) return -1;
     void *p = sys_mmap(g->base + g->mapped, want - g->mapped, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
                    g->part_fd, (off_t)g->mapped);
     if (p == MAP_FAILED) return -1;
@@ -736,7 +746,7 @@ static int start_part(uint64_t pflags)
     }
     g->used = g->mapped = 0;
     g->mapped = 0;
-    if (syscall(SYS_ftruncate, g->part_fd, (long)PART_CHUNK) != 0) return -1;
+    if (reserve_space(g->part_fd, 0, PART_CHUNK) != 0) return -1;
     if (sys_mmap(g->base, PART_CHUNK, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, g->part_fd, 0) == MAP_FAILED)
         return -1;
     g->mapped = PART_CHUNK;

@@ -67,6 +67,16 @@ def merge_parts(part_dir: Path, out_path: Path, meta: dict[str, Any]) -> MergeRe
     res = MergeResult()
     parts = sorted(part_dir.glob("*.part"), key=_part_key)
     tmp = out_path.with_name(f".{out_path.name}.{os.getpid()}.tmp")
+    try:
+        _write(tmp, parts, meta, res)
+        # never overwrite: link fails if the name was taken meanwhile
+        os.link(tmp, out_path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return res
+
+
+def _write(tmp: Path, parts: list[Path], meta: dict[str, Any], res: MergeResult) -> None:
     with open(tmp, "wb") as out:
         out.write(file_header())
         out.write(meta_record(dict(meta, parts=len(parts))))
@@ -80,9 +90,3 @@ def merge_parts(part_dir: Path, out_path: Path, meta: dict[str, Any]) -> MergeRe
             if trace.exists() and trace.stat().st_size:
                 out.write(trace_records(trace))
         res.bytes_written = out.tell()
-    # never overwrite: link fails if the name was taken meanwhile
-    try:
-        os.link(tmp, out_path)
-    finally:
-        tmp.unlink()
-    return res
