@@ -1,0 +1,486 @@
+"""Advice: one small function per rule, each returning an Advice (with its evidence) or None.
+
+Every rule reads a Report (analysis/report.py) and the thresholds table (analysis/thresholds.py, the
+entries named after the rule).  `time_at_stake_s` is an upper bound on what fixing the problem could
+save: the time the run spent in the I/O the rule is about.  Rules are listed in RULES; docs/report.md
+has the same list in prose.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from iolens.analysis.breakdown import BIN_LABELS
+from iolens.analysis.classify import TEXT_FIX, is_remote
+from iolens.render.units import human_bytes, human_seconds
+
+SMALL = ("tiny_read", "small_read", "tiny_write", "small_write")
+META_OPS = ("OPEN", "FOPEN", "STAT", "ACCESS", "OPENDIR", "READDIR", "GETDENTS", "CLOSE", "FCLOSE", "UNLINK",
+            "RENAME", "MKDIR", "RMDIR", "MKSTEMP", "LSEEK", "FSEEK", "TRUNCATE")
+SYNC_OPS = ("FSYNC", "FDATASYNC", "SYNC_FILE_RANGE", "SYNCFS", "SYNC", "MSYNC")
+
+
+@dataclass
+class Advice:
+    rule: str
+    title: str
+    severity: str  # high, medium, low, info
+    time_at_stake_s: float | None
+    share: float | None
+    evidence: list[str]
+    fix: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def short(self) -> str:
+        stake = "" if self.time_at_stake_s is None else f" (up to {human_seconds(self.time_at_stake_s)} at stake)"
+        return f"{self.title}{stake}: {self.fix}"
+
+
+def _own(r) -> float:
+    return r.totals["own_s"] or 0.0
+
+
+def _share(r, seconds: float | None) -> float | None:
+    own = _own(r)
+    return seconds / own if own and seconds is not None else None
+
+
+def _worth(r, th, seconds: float) -> bool:
+    """A rule's time at stake is worth reporting: at least min_seconds and min_share of process time."""
+    own = _own(r)
+    return seconds >= th["min_seconds"] and (own == 0 or seconds / own >= th["min_share"])
+
+
+def _severity(share: float | None) -> str:
+    if share is None:
+        return "medium"
+    return "high" if share >= 0.2 else "medium" if share >= 0.05 else "low"
+
+
+def _make(r, rule: str, title: str, seconds: float | None, evidence: list[str], fix: str,
+          data: dict[str, Any], severity: str | None = None) -> Advice:
+    share = _share(r, seconds)
+    return Advice(rule=rule, title=title, severity=severity or _severity(share), time_at_stake_s=seconds,
+                  share=share, evidence=evidence, fix=fix, data=data)
+
+
+def _real_files(r):
+    return [f for f in r.files if f.kind in ("file", "aggregate")]
+
+
+def _mount(r, name: str):
+    return next((m for m in r.mounts if m.mount == name), None)
+
+
+def _device(m) -> str:
+    return m.source if (m.source or "").startswith("/dev/") else (m.device or m.mount)
+
+
+def _other_storage(r, *, exclude_devices: set[str], need_bytes: int = 0) -> dict[str, Any] | None:
+    """Another writable local device (or RAM, when the data fits in a quarter of memory) to suggest."""
+    local = [a for a in r.available_mounts if a["storage"] == "local"
+             and (a["source"] if a["source"].startswith("/dev/") else a["device"]) not in exclude_devices]
+    if local:
+        return min(local, key=lambda a: len(a["mount"]))
+    mem = r.capture.get("mem_bytes") or 0
+    ram = [a for a in r.available_mounts if a["storage"] == "memory"]
+    if ram and mem and need_bytes <= mem / 4:
+        return ram[0]
+    return None
+
+
+# ---- the rules ---------------------------------------------------------------------------------------
+
+
+def small_requests(r, th) -> Advice | None:
+    """Many tiny or small data calls: buffer, use a bigger tool buffer, or compressed formats."""
+    t = sum(r.breakdown[c] for c in SMALL)
+    if not (_worth(r, th, t) and t >= th["small_requests_share"] * _own(r)):
+        return None
+    files = sorted(_real_files(r), key=lambda f: -sum(f.breakdown[c] for c in SMALL))[:5]
+    calls = sum(f.reads + f.writes for f in files)
+    ev = [f"{human_seconds(t)} in data calls under {human_bytes(th['small_bytes'])} "
+          f"({100 * t / _own(r):.0f}% of process time)"]
+    for f in files:
+        ft = sum(f.breakdown[c] for c in SMALL)
+        if ft <= 0:
+            continue
+        ev.append(f"{f.path}: {f.reads + f.writes:,} calls, mostly {f.dominant_size}, {human_seconds(ft)} "
+                  f"({', '.join(f.tools)}) on {f.storage} {f.mount}")
+    tools = sorted({t for f in files for t in f.tools})
+    remote = any(is_remote(f.storage) for f in files)
+    fix = ("Make fewer, larger requests: give the tool a bigger buffer or block size (Python "
+           "open(..., buffering=1 << 20), `dd bs=4M`, a tool's --buffer-size), write compressed formats that "
+           "write in large blocks (BAM/CRAM, bgzip with -@ threads), or pipe between steps instead of "
+           "writing small records to a file")
+    if remote:
+        fix += "; on network or FUSE storage, work on a local copy, where each small call is not a round trip"
+    return _make(r, "small_requests", f"{calls:,} tiny or small I/O calls cost {human_seconds(t)}", t, ev, fix,
+                 {"seconds": t, "files": [f.path for f in files], "tools": tools})
+
+
+def metadata_storm(r, th) -> Advice | None:
+    """A storm of open/stat/readdir calls, or many small files."""
+    t = r.breakdown["metadata"]
+    ops = {k: v for k, v in r.ops.items() if k in META_OPS}
+    n = sum(ops.values())
+    small_files = [f for f in _real_files(r) if 0 < max(f.size, f.bytes_read, f.bytes_written) < th["small_bytes"]]
+    if not (_worth(r, th, t) and t >= th["metadata_share"] * _own(r)
+            and (n >= th["metadata_ops"] or len(small_files) >= th["many_small_files"])):
+        return None
+    wall = r.totals["wall_s"] or 0
+    ev = [f"{n:,} metadata calls ({n / wall:,.0f}/s over the run) took {human_seconds(t)}" if wall else
+          f"{n:,} metadata calls took {human_seconds(t)}"]
+    ev.append("calls: " + ", ".join(f"{k.lower()} {v:,}" for k, v in sorted(ops.items(), key=lambda kv: -kv[1])[:6]))
+    if small_files:
+        ev.append(f"{len(small_files):,} files smaller than {human_bytes(th['small_bytes'])}")
+    dirs = Counter()
+    for f in _real_files(r):
+        dirs[os.path.dirname(f.path)] += f.metadata_ops
+    for d, k in dirs.most_common(3):
+        if k:
+            ev.append(f"{d}/: {k:,} metadata calls")
+    fix = ("Use fewer, larger files (one multi-sample file, a tar or zip archive, HDF5/Zarr instead of one "
+           "file per record), stop tools from re-checking the same paths in a loop, and keep directories of "
+           "many small files on local disk or tmpfs rather than network or FUSE storage")
+    return _make(r, "metadata_storm", f"metadata storm: {n:,} open/stat/readdir calls cost {human_seconds(t)}", t,
+                 ev, fix, {"seconds": t, "ops": ops, "small_files": len(small_files)})
+
+
+def fsync_storm(r, th) -> Advice | None:
+    """Many fsync-type calls."""
+    t = r.breakdown["sync"]
+    n = sum(v for k, v in r.ops.items() if k in SYNC_OPS)
+    if not (n >= th["sync_ops"] and t >= th["sync_share"] * _own(r) and _worth(r, th, t)):
+        return None
+    files = sorted((f for f in _real_files(r) if f.syncs), key=lambda f: -f.breakdown["sync"])[:5]
+    ev = [f"{n:,} sync calls took {human_seconds(t)} ({100 * t / _own(r):.0f}% of process time)"]
+    ev += [f"{f.path}: {f.syncs:,} syncs, {human_seconds(f.breakdown['sync'])} ({', '.join(f.tools)})" for f in files]
+    fix = ("Sync once when a file is complete instead of after every write (turn off a tool's per-record "
+           "sync option; for a scratch SQLite database, PRAGMA synchronous=OFF); output that can be regenerated "
+           "can go to local scratch or tmpfs, where sync is cheap")
+    return _make(r, "fsync_storm", f"fsync storm: {n:,} sync calls cost {human_seconds(t)}", t, ev, fix,
+                 {"seconds": t, "syncs": n, "files": [f.path for f in files]})
+
+
+def temp_placement(r, th) -> Advice | None:
+    """Temporary files on the same device as the inputs or outputs, or on network/FUSE storage."""
+    temps = [f for f in _real_files(r) if f.temporary]
+    if sum(f.bytes_written for f in temps) < th["temp_bytes"]:
+        return None
+    by_mount: dict[str, list] = {}
+    for f in temps:
+        by_mount.setdefault(f.mount, []).append(f)
+    data_devices: dict[str, set[str]] = {"inputs": set(), "outputs": set()}
+    for f in _real_files(r):
+        if f.temporary:
+            continue
+        m = _mount(r, f.mount)
+        if m is None:
+            continue
+        if f.bytes_read and not f.created:
+            data_devices["inputs"].add(_device(m))
+        if f.bytes_written:
+            data_devices["outputs"].add(_device(m))
+    worst = None
+    for mp, fs in by_mount.items():
+        m = _mount(r, mp)
+        if m is None:
+            continue
+        dev = _device(m)
+        why = []
+        if is_remote(m.storage):
+            why.append(f"{m.storage} storage ({m.fstype})")
+        for role in ("inputs", "outputs"):
+            if dev in data_devices[role]:
+                why.append(f"the same device as the {role} ({dev})")
+        if not why:
+            continue
+        t = sum(f.time_s for f in fs)
+        cand = (t, mp, m, fs, why)
+        if worst is None or cand[0] > worst[0]:
+            worst = cand
+    if worst is None:
+        return None
+    t, mp, m, fs, why = worst
+    if not is_remote(m.storage) and not _worth(r, th, t):
+        return None
+    nbytes = sum(f.bytes_written for f in fs)
+    alt = _other_storage(r, exclude_devices={_device(m)} | data_devices["inputs"] | data_devices["outputs"],
+                         need_bytes=nbytes)
+    alt_dir = alt["mount"].rstrip("/") + "/tmp" if alt else "/path/on/another/disk"
+    tools = sorted({t for f in fs for t in f.tools})
+    ev = [f"{len(fs):,} temporary files, {human_bytes(nbytes)} written, {human_seconds(t)} of I/O, on {mp} ("
+          + "; ".join(why) + ")"]
+    for f in sorted(fs, key=lambda f: -f.bytes_written)[:3]:
+        ev.append(f"{f.path}: {human_bytes(f.bytes_written)}, lived {human_seconds(f.lifetime_s)} ({', '.join(f.tools)})")
+    if alt:
+        ev.append(f"{alt['mount']} ({alt['storage']}, {alt['fstype']} on {alt['source']}) is another device")
+    sort = [x for x in tools if x == "samtools sort"]
+    if sort:
+        fix = (f"Give samtools sort a temp prefix on another device: `samtools sort -T {alt_dir}/sort ...` "
+               "(without -T it spills next to the output)")
+    else:
+        fix = f"Point the temp files at another device: `export TMPDIR={alt_dir}` (or the tool's temp-dir option)"
+    if not alt:
+        fix += "; this machine shows no other local device, so add a local scratch disk or use tmpfs if they fit in RAM"
+    return _make(r, "temp_placement", f"temp files share storage with the data ({'; '.join(why)})", t, ev, fix,
+                 {"seconds": t, "mount": mp, "files": len(fs), "bytes": nbytes, "alternative": alt,
+                  "tools": tools})
+
+
+def same_device_read_write(r, th) -> Advice | None:
+    """Reading and writing one device at the same time while another device is available."""
+    wall = r.totals["wall_s"] or 0
+    best = None
+    for m in r.mounts:
+        if m.storage != "local" or not m.read_window or not m.write_window:
+            continue
+        fs = [f for f in _real_files(r) if f.mount == m.mount]
+        rb = sum(f.bytes_read for f in fs)
+        wb = sum(f.bytes_written for f in fs)
+        if rb < th["same_device_bytes"] or wb < th["same_device_bytes"]:
+            continue
+        overlap = min(m.read_window[1], m.write_window[1]) - max(m.read_window[0], m.write_window[0])
+        if wall <= 0 or overlap < th["same_device_overlap"] * wall:
+            continue
+        rt = sum(v for k, v in m.breakdown.items() if k.endswith("_read"))
+        wt = sum(v for k, v in m.breakdown.items() if k.endswith("_write")) + m.breakdown["sync"]
+        t = min(rt, wt)
+        if best is None or t > best[0]:
+            best = (t, m, rb, wb, overlap)
+    if best is None:
+        return None
+    t, m, rb, wb, overlap = best
+    alt = _other_storage(r, exclude_devices={_device(m)}, need_bytes=wb)
+    if alt is None or alt["storage"] != "local" or not _worth(r, th, t):
+        return None
+    outs = sorted((f for f in _real_files(r) if f.mount == m.mount and f.bytes_written and not f.temporary),
+                  key=lambda f: -f.bytes_written)[:3]
+    ev = [f"{m.mount} ({m.source or m.fstype}) read {human_bytes(rb)} and written {human_bytes(wb)} at the same "
+          f"time for {human_seconds(overlap)}; reads took {human_seconds(sum(v for k, v in m.breakdown.items() if k.endswith('_read')))}, "
+          f"writes {human_seconds(t if t else 0)} or more",
+          f"{alt['mount']} ({alt['fstype']} on {alt['source']}) is another local device"]
+    ev += [f"output {f.path}: {human_bytes(f.bytes_written)}" for f in outs]
+    example = f"{alt['mount'].rstrip('/')}/{os.path.basename(outs[0].path)}" if outs else alt["mount"]
+    fix = (f"Write the outputs to {alt['mount']} (for example `-o {example}`) so reads and writes go to different "
+           "devices and do not compete for the same disk")
+    return _make(r, "same_device_read_write",
+                 f"reads and writes compete for {m.mount} while {alt['mount']} is another device", t, ev, fix,
+                 {"seconds": t, "mount": m.mount, "bytes_read": rb, "bytes_written": wb, "alternative": alt})
+
+
+def reread(r, th) -> Advice | None:
+    """The same file read more than once."""
+    hits = []
+    for f in _real_files(r):
+        if not f.size or f.times_read is None or f.times_read < th["reread_factor"]:
+            continue
+        extra = f.bytes_read - f.size
+        if extra < th["reread_bytes"]:
+            continue
+        rt = sum(v for k, v in f.breakdown.items() if k.endswith("_read"))
+        hits.append((rt * (1 - 1 / f.times_read), f))
+    if not hits:
+        return None
+    t = sum(h[0] for h in hits)
+    if not _worth(r, th, t):
+        return None
+    hits.sort(key=lambda h: -h[0])
+    ev = [f"{f.path}: {human_bytes(f.size)} read {f.times_read:.1f}x ({human_bytes(f.bytes_read)}) by "
+          f"{f.readers} process(es) ({', '.join(f.tools)}), repeats cost up to {human_seconds(s)}, on {f.storage} {f.mount}"
+          for s, f in hits[:5]]
+    remote = any(is_remote(f.storage) for _s, f in hits)
+    sam_index = any("samtools index" in f.tools and "samtools sort" in f.tools for _s, f in hits)
+    fix = "Read it once: "
+    parts = []
+    if sam_index:
+        parts.append("`samtools sort --write-index -o out.bam` writes the index while sorting, so no second pass")
+    if remote:
+        parts.append("stage it onto local disk once (cp to $TMPDIR) and read the copy")
+    parts.append("combine the passes, or feed several readers from one pass with `tee`")
+    mem = r.capture.get("mem_bytes")
+    big = max(f.size for _s, f in hits)
+    if mem and big > mem / 2:
+        parts.append(f"it is larger than half of RAM ({human_bytes(mem)}), so the page cache cannot hold it between passes")
+    fix += "; ".join(parts)
+    return _make(r, "reread", f"{len(hits)} file(s) read more than once, repeats cost {human_seconds(t)}", t, ev,
+                 fix, {"seconds": t, "files": [f.path for _s, f in hits]})
+
+
+def remote_random(r, th) -> Advice | None:
+    """Random or small-request access on network or FUSE storage."""
+    hits = []
+    for f in _real_files(r):
+        if not is_remote(f.storage):
+            continue
+        bad = f.random_reads + f.random_writes
+        t = sum(f.breakdown[c] for c in ("random_read", "random_write", *SMALL))
+        if bad or t:
+            hits.append((t, bad, f))
+    n = sum(b for _t, b, _f in hits)
+    t = sum(x for x, _b, _f in hits)
+    if n < th["remote_random_ops"] or not _worth(r, th, t):
+        return None
+    hits.sort(key=lambda h: -h[0])
+    kinds = sorted({f.storage for _t, _b, f in hits})
+    ev = [f"{n:,} non-sequential calls on {', '.join(kinds)} storage; random and small requests there took "
+          f"{human_seconds(t)}"]
+    ev += [f"{f.path}: {b:,} jumps, pattern {f.pattern}, {human_seconds(x)} on {f.fstype} {f.mount}"
+           for x, b, f in hits[:5]]
+    fix = ("Copy the inputs to local disk first and run there (localize, run, delocalize): each jump on a network "
+           "or FUSE mount is a round trip. If copying is not possible, turn on the client's local cache "
+           "(Mountpoint for S3 --cache DIR, rclone --vfs-cache-mode full, NFS with a larger rsize)")
+    return _make(r, "remote_random", f"random access on {', '.join(kinds)} storage cost {human_seconds(t)}", t, ev,
+                 fix, {"seconds": t, "jumps": n, "files": [f.path for _t, _b, f in hits[:20]]})
+
+
+def object_store_writes(r, th) -> Advice | None:
+    """Writes an object-store mount handles badly: random writes, appends, renames of large files."""
+    hits = []
+    for f in _real_files(r):
+        if f.storage not in ("object-store", "fuse"):
+            continue
+        why = []
+        if f.random_writes >= th["object_random_writes"]:
+            why.append(f"{f.random_writes:,} non-sequential writes")
+        if "APPEND" in f.flags and f.bytes_written:
+            why.append("appends")
+        if ("RENAMED_FROM" in f.flags or "RENAMED_TO" in f.flags) and f.size >= th["object_rename_bytes"]:
+            why.append(f"rename of a {human_bytes(f.size)} file")
+        if "TRUNCATED" in f.flags and not f.created:
+            why.append("truncate of an existing file")
+        if why:
+            hits.append((f, why))
+    if not hits:
+        return None
+    t = sum(sum(v for k, v in f.breakdown.items() if k.endswith("_write")) + f.breakdown["metadata"]
+            + f.breakdown["sync"] for f, _w in hits)
+    ev = [f"{f.path} on {f.fstype} {f.mount}: " + ", ".join(w) for f, w in hits[:6]]
+    fix = ("Write these files to local disk and copy each finished file to the bucket once (`aws s3 cp`, "
+           "`rclone copy`): an object store replaces whole objects, so appends and random writes rewrite the "
+           "object (or are refused, as by Mountpoint for S3) and a rename is a full copy")
+    obj = any(f.storage == "object-store" for f, _w in hits)
+    return _make(r, "object_store_writes", f"{len(hits)} file(s) written in ways an object store handles badly",
+                 t, ev, fix, {"seconds": t, "files": [f.path for f, _w in hits]},
+                 severity="high" if obj else None)
+
+
+def uncompressed_text(r, th) -> Advice | None:
+    """Large uncompressed text output (SAM, FASTQ, VCF...) that is read again later."""
+    hits = []
+    for f in _real_files(r):
+        if not f.text_format or f.bytes_written < th["text_bytes"] or not f.bytes_read:
+            continue
+        t = sum(v for k, v in f.breakdown.items() if k != "pipe_wait")
+        hits.append((t, f))
+    if not hits:
+        return None
+    t = sum(x for x, _f in hits)
+    if not _worth(r, th, t):
+        return None
+    hits.sort(key=lambda h: -h[0])
+    ev = [f"{f.path}: {f.text_format} text, {human_bytes(f.bytes_written)} written and {human_bytes(f.bytes_read)} "
+          f"read back ({', '.join(f.tools)}), {human_seconds(x)} of I/O" for x, f in hits[:5]]
+    fmts = sorted({f.text_format for _x, f in hits})
+    fixes = [TEXT_FIX[x] for x in fmts if x in TEXT_FIX]
+    fix = "; ".join(fixes) or "Write it compressed or pipe it to its reader"
+    fix += ("; or keep it where the filesystem compresses (btrfs compress=zstd, ZFS compression=lz4: about 1.5x "
+            "on FASTQ for a few % CPU)")
+    return _make(r, "uncompressed_text",
+                 f"{human_bytes(sum(f.bytes_written for _x, f in hits))} of uncompressed {', '.join(fmts)} written "
+                 "and read back", t, ev, fix[0].upper() + fix[1:], {"seconds": t, "files": [f.path for _x, f in hits]})
+
+
+def low_coverage(r, th) -> Advice | None:
+    """Part of the I/O was not seen: say what and where."""
+    cov = r.totals["coverage"]
+    if cov is None or cov >= th["coverage_min"]:
+        return None
+    kr, kw = r.totals["kernel_read"], r.totals["kernel_written"]
+    seen = min(r.totals["bytes_read"], kr) + min(r.totals["bytes_written"], kw)
+    unseen = kr + kw - seen
+    if unseen < th["coverage_bytes"]:
+        return None
+    ev = [f"the kernel counted {human_bytes(kr)} read and {human_bytes(kw)} written; iolens attributed "
+          f"{100 * cov:.0f}% of that to calls it saw ({human_bytes(unseen)} unseen)"]
+    gaps = []
+    for p in r.processes:
+        gap = max(0, p.kernel_read - p.bytes_read) + max(0, p.kernel_written - p.bytes_written)
+        if gap > 0:
+            gaps.append((gap, p))
+    gaps.sort(key=lambda g: -g[0])
+    stake = 0.0
+    for gap, p in gaps[:5]:
+        why = []
+        if p.mmap_bytes:
+            why.append(f"{human_bytes(p.mmap_bytes)} memory-mapped (page faults are not calls)")
+        if p.untracked_ops:
+            why.append(f"{p.untracked_ops:,} calls on descriptors it could not name")
+        if not p.bytes_read and not p.bytes_written and not p.files:
+            why.append("no calls seen at all: statically linked, or I/O by raw system calls")
+        ev.append(f"{p.name} [{p.pid}]: {human_bytes(gap)} unseen" + (f" ({'; '.join(why)})" if why else
+                                                                     " (raw system calls, mmap or a static binary)"))
+    for gap, p in gaps:
+        stake += p.breakdown["compute"]
+    if r.totals["mmap_bytes"]:
+        ev.append(f"{human_bytes(r.totals['mmap_bytes'])} of files were memory-mapped in all")
+    fix = ("Read the breakdown as a lower bound for I/O: unseen I/O is counted as compute in these processes. "
+           "For a statically linked tool, use a dynamically linked build (the distribution's package) so iolens "
+           "can see its calls; memory-mapped input (indexes) is read by page faults, which only the kernel counts")
+    return _make(r, "low_coverage", f"only {100 * cov:.0f}% of the kernel's I/O bytes were attributed to calls",
+                 stake if gaps else None, ev, fix, {"coverage": cov, "unseen_bytes": unseen,
+                                                    "processes": [p.pid for _g, p in gaps[:20]]}, severity="medium")
+
+
+def storage_not_bottleneck(r, th) -> Advice | None:
+    """I/O is so small a share of the time that no storage upgrade will help."""
+    share = r.totals["io_share"]
+    if share is None or share >= th["io_bound_share"]:
+        return None
+    io = r.totals["io_s"]
+    comp = r.breakdown["compute"]
+    ev = [f"storage I/O took {human_seconds(io)} of {human_seconds(_own(r))} process time ({100 * share:.1f}%); "
+          f"compute took {human_seconds(comp)} ({100 * comp / _own(r):.0f}%)" if _own(r) else "no process time"]
+    if r.breakdown["pipe_wait"]:
+        ev.append(f"waiting on pipes between processes: {human_seconds(r.breakdown['pipe_wait'])}")
+    cov = r.totals["coverage"]
+    if cov is not None and cov < th["coverage_min"]:
+        ev.append(f"caveat: only {100 * cov:.0f}% of the I/O bytes were seen, so the I/O share may be higher")
+    busiest = sorted(r.processes, key=lambda p: -p.cpu_s)[:3]
+    ev += [f"{p.name} [{p.pid}]: {human_seconds(p.cpu_s)} CPU" for p in busiest if p.cpu_s > 0]
+    fix = (f"No storage upgrade will help: even infinitely fast storage saves at most {human_seconds(io)}. "
+           "Spend on CPU instead (more threads, e.g. -t/-@, or a faster machine), and keep the cheapest storage")
+    return _make(r, "storage_not_bottleneck",
+                 f"storage is not the bottleneck: I/O is {100 * share:.1f}% of process time", io, ev, fix,
+                 {"io_s": io, "io_share": share}, severity="info")
+
+
+RULES: list[Callable] = [
+    small_requests, metadata_storm, fsync_storm, temp_placement, same_device_read_write, reread, remote_random,
+    object_store_writes, uncompressed_text, low_coverage, storage_not_bottleneck,
+]
+SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
+
+
+def advise(report, rules: list[Callable] | None = None) -> list[Advice]:
+    """Every rule that fires, most time at stake first; the informational ones last."""
+    th = report.thresholds
+    out = [a for a in (rule(report, th) for rule in (rules or RULES)) if a is not None]
+    out.sort(key=lambda a: (a.severity == "info", -(a.time_at_stake_s or 0.0), SEVERITY_ORDER[a.severity], a.rule))
+    return out
+
+
+def top_advice(capture, n: int = 1, thresholds: dict[str, float] | None = None) -> list[str]:
+    """The first n advice lines for a capture (or a built Report), for the end-of-run summary."""
+    from iolens.analysis.report import Report, build_report
+
+    report = capture if isinstance(capture, Report) else build_report(capture, thresholds)
+    return [a.short() for a in report.advice[:n]]
+
+
+def _bin_label(i: int) -> str:
+    return BIN_LABELS[i]

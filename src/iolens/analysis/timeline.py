@@ -1,0 +1,139 @@
+"""Process timelines on one common grid: IOPS and throughput over time, per category and per mount.
+
+Each process image carries its own binned timeline (bin width 2**shift ns from its own t0_mono).
+`rebin` spreads a process's bins over the common grid in proportion to overlap; `mount_shares`
+estimates which mounts a process's activity in each of its bins went to, from the use windows of its
+files (docs/report.md, "Timeline").
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from iolens import _format as F
+
+NCAT = len(F.CATEGORIES)
+
+
+@dataclass
+class Grid:
+    start_mono: int
+    bin_ns: int
+    nbins: int
+
+    @property
+    def edges(self) -> np.ndarray:
+        return self.start_mono + self.bin_ns * np.arange(self.nbins + 1, dtype=np.float64)
+
+
+def common_grid(start_mono: int, end_mono: int, finest_bin_ns: int | None, max_bins: int) -> Grid:
+    """At most max_bins bins over [start, end], never finer than the finest process bin."""
+    span = max(1, end_mono - start_mono)
+    width = max(1, math.ceil(span / max(1, max_bins)))
+    if finest_bin_ns:
+        width = max(width, finest_bin_ns)
+    return Grid(start_mono, width, max(1, math.ceil(span / width)))
+
+
+def rebin(values: np.ndarray, t0: int, width: int, grid: Grid) -> np.ndarray:
+    """values (nbins, ...) on bins [t0 + i*width, t0 + (i+1)*width) -> the grid's bins, by overlap.
+
+    Amounts outside the grid are clamped into its first or last bin, so totals are kept.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    n = values.shape[0]
+    src_edges = t0 + width * np.arange(n + 1, dtype=np.float64)
+    g = np.clip(grid.edges, src_edges[0], src_edges[-1])
+    g[0], g[-1] = src_edges[0], src_edges[-1]
+    cum = np.concatenate([np.zeros((1,) + values.shape[1:]), np.cumsum(values, axis=0)])
+    if values.ndim == 1:
+        at = np.interp(g, src_edges, cum)
+    else:
+        at = np.stack([np.interp(g, src_edges, cum[:, j]) for j in range(values.shape[1])], axis=1)
+    return np.diff(at, axis=0)
+
+
+def mount_shares(nbins: int, t0: int, width: int, first: np.ndarray, last: np.ndarray, mount_idx: np.ndarray,
+                 amount: np.ndarray, nmounts: int) -> np.ndarray:
+    """(nmounts, nbins) share of each bin's activity per mount; bins no file covers have no share.
+
+    Each file's amount is spread evenly over the bins from its first to its last use.
+    """
+    est = np.zeros((nmounts, nbins + 1))
+    if len(first):
+        b0 = np.clip((first - t0) // width, 0, nbins - 1).astype(np.int64)
+        b1 = np.clip((np.maximum(last, first) - t0) // width, 0, nbins - 1).astype(np.int64)
+        rate = amount / (b1 - b0 + 1)
+        np.add.at(est, (mount_idx, b0), rate)
+        np.add.at(est, (mount_idx, b1 + 1), -rate)
+    est = np.cumsum(est[:, :nbins], axis=1)
+    est[est < 0] = 0.0
+    tot = est.sum(axis=0)
+    return np.divide(est, tot, out=np.zeros_like(est), where=tot > 0)
+
+
+@dataclass
+class Timeline:
+    """Rates on the common grid: ops per second per category, bytes per second, and per mount."""
+
+    bin_s: float
+    nbins: int
+    t_s: list[float]
+    iops: dict[str, list[float]]
+    read_bps: list[float]
+    write_bps: list[float]
+    per_mount_iops: dict[str, list[float]] = field(default_factory=dict)
+    per_mount_bps: dict[str, list[float]] = field(default_factory=dict)
+    per_mount_basis: str = "estimate"
+
+
+def build_timeline(procs: list[Any], proc_files: list[dict[str, np.ndarray]], mounts: list[str], t0: int,
+                   t_end: int, max_bins: int) -> Timeline:
+    """procs: Process objects (their .timeline); proc_files[i]: arrays first, last, mount, ops, bytes of
+    process i's file records (mount is an index into `mounts`)."""
+    tls = [p.timeline for p in procs]
+    widths = [1 << int(t["shift"]) for t in tls if t]
+    grid = common_grid(t0, t_end, min(widths) if widths else None, max_bins)
+    n = grid.nbins
+    counts = np.zeros((n, NCAT))
+    rbytes = np.zeros(n)
+    wbytes = np.zeros(n)
+    m_ops = np.zeros((n, len(mounts)))
+    m_bytes = np.zeros((n, len(mounts)))
+    io_cats = [i for i, c in enumerate(F.CATEGORIES) if c != "STREAM"]
+    for tl, pf in zip(tls, proc_files):
+        if not tl:
+            continue
+        nb = int(tl["nbins"]) or F.TIMELINE_BINS
+        w = 1 << int(tl["shift"])
+        t = int(tl["t0_mono"])
+        c = np.asarray(tl["count"], dtype=np.float64)[: nb * NCAT].reshape(nb, NCAT)
+        r = np.asarray(tl["bytes_read"], dtype=np.float64)[:nb]
+        wr = np.asarray(tl["bytes_written"], dtype=np.float64)[:nb]
+        if not (c.any() or r.any() or wr.any()):
+            continue
+        counts += rebin(c, t, w, grid)
+        rbytes += rebin(r, t, w, grid)
+        wbytes += rebin(wr, t, w, grid)
+        if mounts and len(pf["first"]):
+            ops_here = c[:, io_cats].sum(axis=1)
+            by_ops = mount_shares(nb, t, w, pf["first"], pf["last"], pf["mount"], pf["ops"], len(mounts))
+            by_bytes = mount_shares(nb, t, w, pf["first"], pf["last"], pf["mount"], pf["bytes"], len(mounts))
+            m_ops += rebin((by_ops * ops_here).T, t, w, grid)
+            m_bytes += rebin((by_bytes * (r + wr)).T, t, w, grid)
+    sec = grid.bin_ns * 1e-9
+    keep = [j for j in range(len(mounts)) if m_ops[:, j].any() or m_bytes[:, j].any()]
+    return Timeline(
+        bin_s=sec,
+        nbins=n,
+        t_s=[round(i * sec, 9) for i in range(n)],
+        iops={cat.lower(): list(counts[:, i] / sec) for i, cat in enumerate(F.CATEGORIES)},
+        read_bps=list(rbytes / sec),
+        write_bps=list(wbytes / sec),
+        per_mount_iops={mounts[j]: list(m_ops[:, j] / sec) for j in keep},
+        per_mount_bps={mounts[j]: list(m_bytes[:, j] / sec) for j in keep},
+    )

@@ -1,0 +1,1 @@
+"""Test helpers shared by several test modules: crafted captures (capture.py) and a headless browser (browser.py)."""
