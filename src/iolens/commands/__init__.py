@@ -1,7 +1,8 @@
 """The subcommands, one module each, registered in this explicit list."""
 
+from iolens.commands.compare import compare
 from iolens.commands.data import data
 from iolens.commands.parse import parse
 from iolens.commands.profile import profile
 
-COMMANDS = [profile, parse, data]
+COMMANDS = [profile, parse, data, compare]

@@ -23,6 +23,7 @@ import numpy as np
 Z_975 = 1.959963984540054  # standard normal quantiles
 Z_80 = 0.8416212335729143
 OUTLIER_Z = 3.5
+OUTLIER_MIN_N = 5  # fewer values than this: no outliers are reported (the MAD of 3 values says little)
 ALPHA = 0.05
 BOOTSTRAP_RESAMPLES = 10_000
 
@@ -208,7 +209,9 @@ def modified_z_scores(x: Sequence[float]) -> list[float]:
 
 
 def outliers(x: Sequence[float], threshold: float = OUTLIER_Z) -> list[int]:
-    """Indices of values whose |modified z-score| exceeds the threshold."""
+    """Indices of values whose |modified z-score| exceeds the threshold (none for fewer than 5 values)."""
+    if len(x) < OUTLIER_MIN_N:
+        return []
     return [i for i, z in enumerate(modified_z_scores(x)) if abs(z) > threshold]
 
 

@@ -1,0 +1,218 @@
+"""iolens compare: run a command across storage placements and say, with statistics, which is faster."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from iolens import __version__
+from iolens.errors import UsageError
+
+
+def _check_new_file(opt: str, path: Path | None) -> None:
+    if path is None:
+        return
+    if path.exists():
+        raise UsageError(f"{opt} {path} already exists; choose another name or remove it (iolens never overwrites)")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise UsageError(f"{opt} {path}: directory {parent} does not exist or is not writable")
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    with open(path, "xb") as f:  # never overwrite, even if the name was taken meanwhile
+        f.write(data)
+
+
+def _split_list(values: tuple[str, ...]) -> list[str]:
+    out: list[str] = []
+    for v in values:
+        out.extend(x.strip() for x in v.split(",") if x.strip())
+    return out
+
+
+def _locations(plan) -> dict[str, dict]:
+    from iolens.sysinfo import mounts
+
+    ms = sorted(mounts(), key=lambda m: len(m["mountpoint"]), reverse=True)
+    out = {}
+    for cfg in plan.configurations:
+        for loc in [*cfg.inputs.values(), *cfg.places.values()]:
+            if loc.raw in out:
+                continue
+            real = os.path.realpath(loc.path)
+            m = next((m for m in ms if real == m["mountpoint"] or real.startswith(m["mountpoint"].rstrip("/") + "/")),
+                     None)
+            out[loc.raw] = {"path": loc.path, "kind": loc.kind, "lab": loc.lab,
+                            "mountpoint": m["mountpoint"] if m else None, "fstype": m["fstype"] if m else None,
+                            "source": m["source"] if m else None}
+    return out
+
+
+class _Terminate(KeyboardInterrupt):
+    """SIGTERM/SIGHUP: handled like Ctrl-C, so every temporary directory is removed."""
+
+
+def _raise_terminate(signum, _frame):
+    raise _Terminate(signal.Signals(signum).name)
+
+
+@click.command(context_settings={"max_content_width": 110})
+@click.argument("template")
+@click.option("--input", "inputs", multiple=True, metavar="NAME=PATH[,PATH...]",
+              help="An input file or directory for {NAME}; several paths = where the input may live (a dimension).")
+@click.option("--place", "places", multiple=True, metavar="NAME=LOC[,LOC...]",
+              help="Output/temp locations for {NAME}: directories (a fresh directory is made in each per run) "
+                   "or a device like /dev/null. {NAME:file} is LOC/.../file, or the device itself.")
+@click.option("--param", "params", multiple=True, metavar="NAME=V[,V...]", help="Literal values for {NAME}.")
+@click.option("--config", "configs", multiple=True, metavar="NAME:key=val,...",
+              help="An explicit configuration instead of the matrix (keys declared with --input/--place/--param, "
+                   "or strategy=direct|stage).")
+@click.option("--strategy", "strategies", multiple=True, metavar="direct,stage",
+              help="direct: inputs in place; stage: copy inputs to --scratch, run there, copy outputs back "
+                   "(each step timed). Both = a dimension. [default: direct]")
+@click.option("--scratch", type=click.Path(file_okay=False, exists=True, writable=True), default=None,
+              help="Local scratch directory for --strategy stage. [default: the system temp directory]")
+@click.option("--baseline", default=None, help="Configuration the others are compared with. [default: the first]")
+@click.option("-r", "--runs", type=click.IntRange(min=2), default=10, show_default=True,
+              help="Runs per configuration (with --precision: the minimum).")
+@click.option("-w", "--warmup", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Uncounted rounds first.")
+@click.option("--prepare", default=None, metavar="CMD",
+              help="Shell command run (untimed) before every run; may use the template's placeholders.")
+@click.option("--cache", type=click.Choice(["warm", "cold"]), default="warm", show_default=True,
+              help="cold: evict the inputs from the page cache before every run.")
+@click.option("--evict", type=click.Choice(["auto", "fadvise", "drop-caches"]), default="auto", show_default=True,
+              help="How --cache cold evicts: drop-caches needs root; auto = drop-caches when allowed, else fadvise.")
+@click.option("--precision", type=click.FloatRange(min=0, min_open=True), default=None, metavar="P",
+              help="Keep running until each configuration's median has a 95% CI half-width <= P% (or --max-runs).")
+@click.option("--max-runs", type=click.IntRange(min=2), default=100, show_default=True,
+              help="Upper limit of runs per configuration with --precision.")
+@click.option("--seed", type=int, default=None, help="Seed of the run order and the bootstrap. [default: random]")
+@click.option("--profile", is_flag=True, help="Also capture every run with the iolens profiler and compare "
+              "per-phase (child process) times and the I/O time breakdown.")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the report as JSON (never overwrites).")
+@click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write an HTML page with box plots (never overwrites; works offline).")
+@click.option("--db", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Results store. [default: $IOLENS_DB or ~/.local/share/iolens/results.sqlite]")
+@click.option("--no-store", is_flag=True, help="Do not record the comparison in the results store.")
+@click.option("--keep-outputs", is_flag=True, help="Keep the outputs of each configuration's last run.")
+@click.option("--show-output", is_flag=True, help="Let the command's stdout and stderr through.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress line.")
+def compare(template, inputs, places, params, configs, strategies, scratch, baseline, runs, warmup, prepare, cache,
+            evict, precision, max_runs, seed, profile, json_out, html_out, db, no_store, keep_outputs, show_output,
+            quiet):
+    """Run TEMPLATE in every placement configuration, interleaved, and compare them with statistics.
+
+    TEMPLATE is a shell command with {NAME} placeholders ({{ and }} for literal braces). Each run's wall,
+    user and sys time, peak RSS, exit status and bytes read/written (command and children) are recorded;
+    failed runs are reported with their stderr and left out of the statistics.
+
+    \b
+    Example: where should minimap2 write?
+      iolens compare 'minimap2 -ax sr {ref} {r1} {r2} -o {out:aln.sam}' \\
+        --input ref=d/ref.fa --input r1=d/reads_1.fq.gz --input r2=d/reads_2.fq.gz \\
+        --place out=/dev/null,d,/dev/shm --runs 10 --html out.html
+    """
+    from rich.console import Console
+
+    from iolens.compare.placements import build_plan
+    from iolens.compare.report import build_report
+    from iolens.compare.runner import Runner, Settings
+    from iolens.compare.strategies import Workspace
+    from iolens.render.compare_html import render_html
+    from iolens.render.compare_json import render_json
+    from iolens.render.compare_text import render_compare
+    from iolens.sysinfo import host_facts
+
+    # parse and validate everything before running anything
+    plan = build_plan(template, inputs=list(inputs), places=list(places), params=list(params),
+                      strategies=_split_list(strategies) or None, configs=list(configs), baseline=baseline)
+    _check_new_file("--json", json_out)
+    _check_new_file("--html", html_out)
+    if json_out is not None and html_out is not None and json_out.resolve() == html_out.resolve():
+        raise UsageError("--json and --html name the same file; give two names")
+    if cache == "warm" and evict != "auto":
+        raise UsageError("--evict only applies with --cache cold")
+    if evict == "drop-caches" and os.geteuid() != 0:
+        raise UsageError("--evict drop-caches needs root; use --evict fadvise")
+    if max_runs < runs and precision is not None:
+        raise UsageError(f"--max-runs {max_runs} is below --runs {runs}")
+    if seed is None:
+        seed = random.SystemRandom().randrange(1, 2**31)
+    settings = Settings(runs=runs, warmup=warmup, cache=cache, evict=evict, precision=precision, max_runs=max_runs,
+                        prepare=prepare, seed=seed, show_output=show_output, profile=profile)
+    profiler = None
+    if profile:
+        from iolens.compare.profiling import Profiler
+
+        profiler = Profiler()
+
+    console = Console(stderr=True, highlight=False)
+    out_console = Console(highlight=False, width=max(150, Console().width), soft_wrap=False)
+    show_progress = not quiet and console.is_terminal
+    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+    def progress(rec, planned):
+        if show_progress:
+            status = f"{rec.wall_s:.3g} s" if rec.ok else f"failed (exit {rec.exit_status})"
+            console.print(f"  [{rec.seq + 1}/{planned}] {rec.config}{' (warmup)' if rec.warmup else ''}: {status}",
+                          end="\r" if rec.ok else "\n")
+
+    ws = Workspace(scratch, keep_outputs=keep_outputs)
+    old = {s: signal.signal(s, _raise_terminate) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        runner = Runner(plan, settings, ws, progress=progress, profiler=profiler)
+        outcome = runner.run()
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not stop the clean-up
+        try:
+            kept = ws.cleanup()
+        finally:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            for s, h in old.items():
+                signal.signal(s, h)
+    if show_progress:
+        console.print(" " * 60, end="\r")
+
+    provenance = {**host_facts(), "iolens_version": __version__, "started": started,
+                  "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "locations": _locations(plan)}
+    rep = build_report(plan, settings, outcome, provenance=provenance)
+
+    if not no_store:
+        from iolens.store import ResultsStore
+
+        with ResultsStore(db) as store:
+            job = {"command_template": plan.template, "settings": rep["settings"], "baseline": plan.baseline,
+                   "configurations": [c.name for c in plan.configurations]}
+            run_id = store.add_run("compare", job, provenance, label=plan.template[:80])
+            for r in rep["results"]:
+                metrics = {k: v for k, v in r.items() if k != "run_records"}
+                metrics["runs_detail"] = r["run_records"]
+                metrics["comparison"] = next((c for c in rep["comparisons"] if c["name"] == r["name"]), None)
+                store.add_result(run_id, r["name"], metrics, target=" ".join(f"{k}={v}" for k, v in
+                                                                            r["parameters"].items()),
+                                 cache_state=settings.cache, provenance={"strategy": r["strategy"]})
+            rep["store"] = {"db": str(store.path), "run_id": run_id}
+
+    render_compare(rep, out_console)
+    if json_out is not None:
+        _write_new(json_out, render_json(rep))
+        out_console.print(f"  json: {json_out}")
+    if html_out is not None:
+        _write_new(html_out, render_html(rep))
+        out_console.print(f"  html: {html_out}")
+    if rep["store"]:
+        out_console.print(f"  stored as run {rep['store']['run_id']} in {rep['store']['db']}")
+    for root in kept:
+        out_console.print(f"  outputs of the last run of each configuration kept in {root}")
+    if any(r["failed_runs"] for r in rep["results"]):
+        sys.exit(1)

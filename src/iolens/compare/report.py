@@ -1,0 +1,179 @@
+"""Runs -> the compare report, as plain data (every renderer reads this and nothing else).
+
+The JSON export is this dict; docs/compare.md documents every key.  Field names that mean the same as in
+hyperfine's JSON export (`command`, `mean`, `stddev`, `median`, `user`, `system`, `min`, `max`, `times`,
+`exit_codes`, `memory_usage_byte`, `parameters`) carry hyperfine's names and units (seconds, bytes).
+"""
+
+from __future__ import annotations
+
+import statistics as pystats
+from typing import Any
+
+from iolens.compare import stats
+from iolens.compare.placements import Plan
+from iolens.compare.runner import Outcome, RunRecord, Settings
+
+TAG = "iolens-compare"
+SCHEMA_VERSION = [1, 0]
+
+
+def _median(xs: list[float | int | None]) -> float | None:
+    v = [x for x in xs if x is not None]
+    return float(pystats.median(v)) if v else None
+
+
+def _mean(xs: list[float]) -> float | None:
+    return float(sum(xs) / len(xs)) if xs else None
+
+
+def _profile_medians(runs: list[RunRecord]) -> dict[str, Any] | None:
+    profs = [r.profile for r in runs if r.profile]
+    if not profs:
+        return None
+    names: list[str] = []
+    for p in profs:
+        for n in p["phases"]:
+            if n not in names:
+                names.append(n)
+    phases = {}
+    for n in names:
+        phases[n] = {k: _median([p["phases"].get(n, {}).get(k, 0.0) for p in profs])
+                     for k in ("count", "wall_s", "own_s", "cpu_s", "io_wall_s")}
+    keys = list(profs[0]["io"])
+    io = {k: _median([p["io"].get(k) for p in profs]) for k in keys}
+    return {"runs": len(profs), "phases": phases, "io": io}
+
+
+def config_result(plan: Plan, idx: int, runs: list[RunRecord], seed: int | None) -> dict[str, Any]:
+    cfg = plan.configurations[idx]
+    counted = [r for r in runs if not r.warmup]
+    ok = [r for r in counted if r.ok]
+    failed = [r for r in counted if not r.ok]
+    times = [r.wall_s for r in ok]
+    d = stats.describe(times, seed=seed)
+    zs = stats.modified_z_scores(times)
+    outl = [{"run": i, "wall_s": times[i], "z": zs[i]} for i in stats.outliers(times)]
+    staged = cfg.strategy == "stage"
+    resident = [r.inputs_resident for r in counted]
+    return {
+        "name": cfg.name,
+        "strategy": cfg.strategy,
+        "parameters": dict(cfg.values),
+        "command": counted[-1].command if counted else (runs[-1].command if runs else None),
+        # hyperfine-compatible
+        "mean": d.mean,
+        "stddev": d.stddev,
+        "median": d.median,
+        "user": _mean([r.user_s for r in ok]),
+        "system": _mean([r.sys_s for r in ok]),
+        "min": d.min,
+        "max": d.max,
+        "times": times,
+        "exit_codes": [r.exit_status for r in ok],
+        "memory_usage_byte": [r.maxrss_bytes for r in ok],
+        # iolens
+        "runs": len(counted),
+        "ok_runs": len(ok),
+        "failed_runs": len(failed),
+        "warmup_runs": len(runs) - len(counted),
+        "cv": d.cv,
+        "median_ci": [d.ci_low, d.ci_high] if d.ci_low is not None else None,
+        "median_ci_half_rel": d.ci_half_rel,
+        "outliers": outl,
+        "first_run_slow": stats.first_run_slow(times),
+        "phases": {
+            "copy_in_s": _median([r.copy_in_s for r in ok]),
+            "run_s": _median([r.run_s for r in ok]),
+            "copy_out_s": _median([r.copy_out_s for r in ok]),
+            "copy_in_bytes": _median([r.copy_in_bytes for r in ok]),
+            "copy_out_bytes": _median([r.copy_out_bytes for r in ok]),
+        } if staged else None,
+        "io": {
+            "rchar": _median([r.rchar for r in ok]),
+            "wchar": _median([r.wchar for r in ok]),
+            "read_bytes": _median([r.read_bytes for r in ok]),
+            "write_bytes": _median([r.write_bytes for r in ok]),
+            "max_rss_bytes": max((r.maxrss_bytes for r in ok), default=None),
+        },
+        "cache": {
+            "mode": counted[0].cache_mode if counted else None,
+            "methods": sorted({r.cache_method for r in counted if r.cache_method}),
+            "inputs_resident_median": _median(resident),
+            "inputs_resident_max": max((x for x in resident if x is not None), default=None),
+        },
+        "failures": [{"seq": r.seq, "exit_status": r.exit_status, "stderr_tail": r.stderr_tail} for r in failed],
+        "profile": _profile_medians(ok),
+        "run_records": [r.to_dict() for r in runs],
+    }
+
+
+def _short(text: str | None, n: int = 160) -> str:
+    lines = [ln for ln in (text or "").strip().splitlines() if ln.strip()]
+    last = lines[-1] if lines else "(no stderr)"
+    return last if len(last) <= n else last[: n - 1] + "…"
+
+
+def build_report(plan: Plan, settings: Settings, outcome: Outcome, *, provenance: dict[str, Any],
+                 interrupted: bool = False) -> dict[str, Any]:
+    seed = settings.seed
+    by_name: dict[str, list[RunRecord]] = {c.name: [] for c in plan.configurations}
+    for r in outcome.records:
+        by_name[r.config].append(r)
+    configs = [config_result(plan, i, by_name[c.name], seed) for i, c in enumerate(plan.configurations)]
+    base = next(c for c in configs if c["name"] == plan.baseline)
+    comparisons = [stats.compare(c["name"], c["times"], base["name"], base["times"], seed=seed).to_dict()
+                   for c in configs if c["name"] != base["name"]]
+
+    warnings: list[str] = []
+    for c in configs:
+        if c["failed_runs"]:
+            f = c["failures"][-1]
+            warnings.append(f"{c['name']}: {c['failed_runs']} of {c['runs']} runs failed (last: exit "
+                            f"{f['exit_status']}: {_short(f['stderr_tail'])}); failed runs are not in the statistics")
+        if c["name"] in outcome.given_up:
+            warnings.append(f"{c['name']}: stopped after its first {c['runs']} runs all failed")
+        if c["first_run_slow"]:
+            warnings.append(f"{c['name']}: the first run was slow ({c['times'][0]:.3g} s vs median "
+                            f"{c['median']:.3g} s): page cache? use --warmup 1, or --cache cold to measure cold "
+                            "reads every time")
+        if c["outliers"]:
+            runs = ", ".join(f"{o['wall_s']:.3g} s" for o in c["outliers"])
+            warnings.append(f"{c['name']}: {len(c['outliers'])} outlier(s) by modified z-score ({runs}); "
+                            "kept in the statistics")
+    if outcome.precision_reached:
+        for name, ok in outcome.precision_reached.items():
+            if not ok:
+                warnings.append(f"{name}: --precision {settings.precision:g}% not reached in --max-runs "
+                                f"{settings.max_runs} runs")
+    if interrupted:
+        warnings.append("interrupted: the statistics cover the runs that finished")
+
+    return {
+        "tag": TAG,
+        "schema_version": SCHEMA_VERSION,
+        "command_template": plan.template,
+        "roles": dict(plan.roles),
+        "dimensions": list(plan.dimensions),
+        "baseline": plan.baseline,
+        "settings": {
+            "runs": settings.runs,
+            "warmup": settings.warmup,
+            "cache": settings.cache,
+            "evict": settings.evict if settings.cache == "cold" else None,
+            "evict_methods": sorted(outcome.evict_methods),
+            "precision_pct": settings.precision,
+            "max_runs": settings.max_runs if settings.precision is not None else None,
+            "prepare": settings.prepare,
+            "seed": settings.seed,
+            "profile": settings.profile,
+            "interleaving": "randomized rounds",
+        },
+        "precision_reached": outcome.precision_reached,
+        "interrupted": interrupted,
+        "results": configs,
+        "comparisons": comparisons,
+        "warnings": warnings,
+        "provenance": provenance,
+        "store": None,
+    }

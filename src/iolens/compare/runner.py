@@ -1,0 +1,375 @@
+"""Running: one measured run, cache control, and the interleaved schedule (with --precision).
+
+A run is `/bin/sh -c COMMAND` in its own session, so Ctrl-C reaches iolens, which stops the whole
+process group and cleans up.  When the command exits, iolens waits for it with WNOWAIT first and reads
+`/proc/PID/io` of the zombie: those counters include every child the command reaped.  Then `wait4`
+gives the rusage (user, sys, peak RSS) of the command and its reaped children.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import random
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+from iolens.compare import stats
+from iolens.compare.placements import Configuration, Placeholder, Plan, parse_template
+from iolens.compare.strategies import Workspace, copy_in, copy_out, finish, prepare, render
+from iolens.errors import IolensError, UsageError
+
+STDERR_TAIL = 2000  # bytes of stderr kept for a failed run
+GIVE_UP_AFTER = 3  # a configuration whose first runs all fail this often is not run again
+
+
+@dataclass
+class Settings:
+    runs: int = 10
+    warmup: int = 0
+    cache: str = "warm"  # warm | cold
+    evict: str = "auto"  # auto | fadvise | drop-caches
+    precision: float | None = None  # percent
+    max_runs: int = 100
+    prepare: str | None = None
+    seed: int | None = None
+    show_output: bool = False
+    profile: bool = False
+
+
+@dataclass
+class Measured:
+    wall_s: float
+    user_s: float
+    sys_s: float
+    maxrss_bytes: int
+    exit_status: int
+    io: dict[str, int | None]
+    stderr_tail: str | None
+
+
+@dataclass
+class RunRecord:
+    config: str
+    seq: int  # position in the whole schedule
+    round: int
+    warmup: bool
+    started: float  # unix time
+    ok: bool
+    exit_status: int
+    wall_s: float  # the compared time: copy-in + run + copy-out for stage
+    run_s: float
+    copy_in_s: float | None
+    copy_out_s: float | None
+    copy_in_bytes: int | None
+    copy_out_bytes: int | None
+    user_s: float
+    sys_s: float
+    maxrss_bytes: int
+    rchar: int | None
+    wchar: int | None
+    read_bytes: int | None
+    write_bytes: int | None
+    cache_mode: str
+    cache_method: str | None
+    inputs_resident: float | None  # fraction of input bytes in the page cache just before the run
+    command: str
+    stderr_tail: str | None = None
+    profile: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# -- page cache -----------------------------------------------------------------------------------------------
+
+_libc = None
+
+
+def _lib():
+    global _libc
+    if _libc is None:
+        lib = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        lib.mmap.restype = ctypes.c_void_p
+        lib.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                             ctypes.c_long]
+        lib.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        lib.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_ubyte)]
+        _libc = lib
+    return _libc
+
+
+def resident_bytes(path: str) -> tuple[int, int] | None:
+    """(bytes in the page cache, size) of one file, by mincore; None when it cannot be mapped."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0:
+            return 0, 0
+        lib = _lib()
+        addr = lib.mmap(None, size, 1, 1, fd, 0)  # PROT_READ, MAP_SHARED
+        if addr in (None, ctypes.c_void_p(-1).value):
+            return None
+        try:
+            page = os.sysconf("SC_PAGE_SIZE")
+            pages = (size + page - 1) // page
+            vec = (ctypes.c_ubyte * pages)()
+            if lib.mincore(addr, size, vec) != 0:
+                return None
+            resident = sum(b & 1 for b in bytes(vec))
+            return min(size, resident * page), size
+        finally:
+            lib.munmap(addr, size)
+    finally:
+        os.close(fd)
+
+
+def resident_fraction(files: list[str]) -> float | None:
+    total = have = 0
+    for f in files:
+        r = resident_bytes(f)
+        if r is None:
+            return None
+        have += r[0]
+        total += r[1]
+    return have / total if total else None
+
+
+def fadvise_dontneed(files: list[str]) -> None:
+    for f in files:
+        try:
+            fd = os.open(f, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def drop_caches() -> bool:
+    """sync and drop the page cache, dentries and inodes (root only); False when not allowed."""
+    if os.geteuid() != 0:
+        return False
+    os.sync()
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+        return True
+    except OSError:
+        return False
+
+
+def make_cold(files: list[str], method: str) -> str:
+    """Evict the inputs; returns the method that worked."""
+    if method in ("auto", "drop-caches") and drop_caches():
+        return "drop-caches"
+    fadvise_dontneed(files)
+    return "fadvise"
+
+
+# -- one measured command -------------------------------------------------------------------------------------
+
+def _read_io(pid: int) -> dict[str, int | None]:
+    keys = ("rchar", "wchar", "read_bytes", "write_bytes")
+    out: dict[str, int | None] = dict.fromkeys(keys)
+    try:
+        with open(f"/proc/{pid}/io") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                if k in out:
+                    out[k] = int(v)
+    except OSError:
+        pass
+    return out
+
+
+def _stop_group(proc: subprocess.Popen) -> None:
+    """SIGTERM the command's process group, then SIGKILL after 2 s; reap it."""
+    for sig, wait in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout=wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    try:  # anything left in the group (a background child)
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def execute(command: str, *, env: dict[str, str] | None = None, show_output: bool = False) -> Measured:
+    """Run `sh -c command` and measure it; raises KeyboardInterrupt after stopping it on Ctrl-C."""
+    with tempfile.TemporaryFile(prefix="iolens-compare-err-") as err:
+        start = time.monotonic()
+        proc = subprocess.Popen(["/bin/sh", "-c", command], stdin=subprocess.DEVNULL,
+                                stdout=None if show_output else subprocess.DEVNULL,
+                                stderr=None if show_output else err, env=env, start_new_session=True)
+        try:
+            os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+            wall = time.monotonic() - start
+            io = _read_io(proc.pid)
+            _pid, wstatus, ru = os.wait4(proc.pid, 0)
+        except BaseException:
+            _stop_group(proc)
+            raise
+        status = 128 + os.WTERMSIG(wstatus) if os.WIFSIGNALED(wstatus) else os.WEXITSTATUS(wstatus)
+        proc.returncode = status
+        try:  # a background child the command left behind must not run on into the next run
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        tail = None
+        if not show_output:
+            size = err.seek(0, os.SEEK_END)
+            err.seek(max(0, size - STDERR_TAIL))
+            tail = err.read().decode("utf-8", "replace")
+            if size > STDERR_TAIL:
+                tail = "…" + tail.split("\n", 1)[-1]
+    return Measured(wall_s=wall, user_s=ru.ru_utime, sys_s=ru.ru_stime, maxrss_bytes=ru.ru_maxrss * 1024,
+                    exit_status=status, io=io, stderr_tail=tail)
+
+
+# -- the schedule ---------------------------------------------------------------------------------------------
+
+@dataclass
+class Outcome:
+    records: list[RunRecord] = field(default_factory=list)
+    given_up: list[str] = field(default_factory=list)
+    precision_reached: dict[str, bool] | None = None
+    evict_methods: set[str] = field(default_factory=set)
+
+
+Progress = Callable[[RunRecord, int], None]  # (record, runs planned so far)
+
+
+class Runner:
+    def __init__(self, plan: Plan, settings: Settings, ws: Workspace, *, progress: Progress | None = None,
+                 profiler=None):
+        self.plan = plan
+        self.s = settings
+        self.ws = ws
+        self.progress = progress
+        self.profiler = profiler
+        self.rng = random.Random(settings.seed)
+        self.out = Outcome()
+        self.counts = {c.name: 0 for c in plan.configurations}
+        self.seq = 0
+        self.planned = len(plan.configurations) * (settings.runs + settings.warmup)
+
+    def one(self, idx: int, cfg: Configuration, rnd: int, warmup: bool) -> RunRecord:
+        prep = prepare(self.ws, cfg, idx, self.seq, self.plan.parts)
+        try:
+            if self.s.prepare:
+                prep_cmd = prepare_command(self.s.prepare, prep)
+                m = execute(prep_cmd)
+                if m.exit_status != 0:
+                    raise IolensError(f"--prepare failed with exit status {m.exit_status} for {cfg.name}: "
+                                      f"{(m.stderr_tail or '').strip()[-300:]}; fix the command", exit_code=1)
+            method = None
+            if self.s.cache == "cold":
+                method = make_cold(prep.input_files, self.s.evict)
+                self.out.evict_methods.add(method)
+            resident = resident_fraction(prep.input_files)
+            started = time.time()
+            cin = cout = None
+            cin_b = cout_b = None
+            if prep.copy_in:
+                cin, cin_b = copy_in(prep)
+            env = None
+            pstate = None
+            if self.profiler is not None:
+                env, pstate = self.profiler.start()
+            m = execute(prep.command, env=env, show_output=self.s.show_output)
+            prof = self.profiler.finish(pstate, prep.command, m) if self.profiler is not None else None
+            ok = m.exit_status == 0
+            if prep.strategy == "stage" and ok:
+                cout, cout_b = copy_out(prep)
+            elif prep.strategy == "stage":
+                cout, cout_b = 0.0, 0
+            total = m.wall_s + (cin or 0.0) + (cout or 0.0)
+        finally:
+            finish(self.ws, prep, cfg.name)
+        rec = RunRecord(
+            config=cfg.name, seq=self.seq, round=rnd, warmup=warmup, started=started, ok=ok,
+            exit_status=m.exit_status, wall_s=total, run_s=m.wall_s, copy_in_s=cin, copy_out_s=cout,
+            copy_in_bytes=cin_b, copy_out_bytes=cout_b, user_s=m.user_s, sys_s=m.sys_s,
+            maxrss_bytes=m.maxrss_bytes, rchar=m.io["rchar"], wchar=m.io["wchar"], read_bytes=m.io["read_bytes"],
+            write_bytes=m.io["write_bytes"], cache_mode=self.s.cache, cache_method=method,
+            inputs_resident=resident, command=prep.command, stderr_tail=None if ok else m.stderr_tail, profile=prof,
+        )
+        self.seq += 1
+        return rec
+
+    def _round(self, rnd: int, configs: list[tuple[int, Configuration]], warmup: bool) -> None:
+        order = list(configs)
+        self.rng.shuffle(order)
+        for idx, cfg in order:
+            if cfg.name in self.out.given_up:
+                continue
+            rec = self.one(idx, cfg, rnd, warmup)
+            self.out.records.append(rec)
+            if not warmup:
+                self.counts[cfg.name] += 1
+                mine = [r for r in self.out.records if r.config == cfg.name and not r.warmup]
+                if len(mine) >= GIVE_UP_AFTER and not any(r.ok for r in mine):
+                    self.out.given_up.append(cfg.name)
+            if self.progress:
+                self.progress(rec, self.planned)
+
+    def _imprecise(self) -> list[tuple[int, Configuration]]:
+        out = []
+        for idx, cfg in enumerate(self.plan.configurations):
+            if cfg.name in self.out.given_up or self.counts[cfg.name] >= self.s.max_runs:
+                continue
+            times = [r.wall_s for r in self.out.records if r.config == cfg.name and r.ok and not r.warmup]
+            d = stats.describe(times, seed=self.s.seed)
+            if d.ci_half_rel is None or d.ci_half_rel * 100 > self.s.precision:
+                out.append((idx, cfg))
+        return out
+
+    def run(self) -> Outcome:
+        configs = list(enumerate(self.plan.configurations))
+        rnd = 0
+        for _ in range(self.s.warmup):
+            self._round(rnd, configs, True)
+            rnd += 1
+        for _ in range(self.s.runs):
+            self._round(rnd, configs, False)
+            rnd += 1
+        if self.s.precision is not None:
+            while True:
+                todo = self._imprecise()
+                if not todo:
+                    break
+                self.planned += len(todo)
+                self._round(rnd, todo, False)
+                rnd += 1
+            reached = {}
+            for cfg in self.plan.configurations:
+                times = [r.wall_s for r in self.out.records if r.config == cfg.name and r.ok and not r.warmup]
+                d = stats.describe(times, seed=self.s.seed)
+                reached[cfg.name] = d.ci_half_rel is not None and d.ci_half_rel * 100 <= self.s.precision
+            self.out.precision_reached = reached
+        return self.out
+
+
+def prepare_command(template: str, prep) -> str:
+    """--prepare may use the template's placeholders; it sees this run's values."""
+    parts = parse_template(template)
+    missing = [p.name for p in parts if isinstance(p, Placeholder) and p.name not in prep.bound]
+    if missing:
+        raise UsageError(f"--prepare uses {{{missing[0]}}}, which the template does not define")
+    return render(parts, prep.bound)

@@ -1,0 +1,180 @@
+"""HTML export of a compare report: box plots with every run, the staged copy-in/run/copy-out bars,
+profiled phases, and the statistics table.  One self-contained file: plotly.js is inlined, nothing is
+fetched from the network when the page is opened.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import plotly.graph_objects as go
+
+from iolens.render.units import human_bytes, human_seconds
+
+PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+           "#17becf"]
+CSS = """
+body { font-family: system-ui, sans-serif; margin: 1.5em 2em; color: #222; max-width: 1200px; }
+h1 { font-size: 1.35em; } h2 { font-size: 1.1em; margin-top: 1.6em; }
+code { background: #f3f3f3; padding: 0.1em 0.3em; border-radius: 3px; }
+table { border-collapse: collapse; font-size: 0.9em; }
+th, td { padding: 0.25em 0.7em; white-space: nowrap; border-bottom: 1px solid #ddd; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+.verdict { font-size: 1.05em; margin: 0.3em 0; } .sig { font-weight: 600; color: #1a6d1a; }
+.warn { color: #9a5b00; } .meta { color: #666; font-size: 0.9em; }
+"""
+
+
+def _e(s: Any) -> str:
+    return html.escape(str(s))
+
+
+def box_figure(rep: dict[str, Any]) -> go.Figure:
+    fig = go.Figure()
+    for i, r in enumerate(rep["results"]):
+        color = PALETTE[i % len(PALETTE)]
+        runs = [x for x in r["run_records"] if not x["warmup"]]
+        ok = [x for x in runs if x["ok"]]
+        fig.add_trace(go.Box(
+            y=[x["wall_s"] for x in ok], name=r["name"], boxpoints="all", jitter=0.35, pointpos=0,
+            marker=dict(color=color, size=7, opacity=0.75, line=dict(width=1, color="white")),
+            line=dict(color=color), fillcolor="rgba(0,0,0,0)", boxmean=True,
+            hovertext=[f"run {x['seq']}, round {x['round']}, exit {x['exit_status']}" for x in ok],
+            hoverinfo="y+text", showlegend=False,
+        ))
+        bad = [x for x in runs if not x["ok"]]
+        if bad:
+            fig.add_trace(go.Scatter(
+                x=[r["name"]] * len(bad), y=[x["run_s"] for x in bad], mode="markers", name="failed run",
+                marker=dict(symbol="x", size=10, color="#d62728"), showlegend=False,
+                hovertext=[f"failed: exit {x['exit_status']}" for x in bad], hoverinfo="y+text",
+            ))
+    fig.update_layout(
+        title="Wall time of every run (box: quartiles and median, dashed: mean; failed runs: red ×)",
+        yaxis_title="seconds", template="plotly_white", height=480, margin=dict(l=60, r=20, t=60, b=80),
+    )
+    fig.update_yaxes(rangemode="tozero")
+    return fig
+
+
+def stage_figure(rep: dict[str, Any]) -> go.Figure | None:
+    results = rep["results"]
+    if not any(r["phases"] for r in results):
+        return None
+    names = [r["name"] for r in results]
+
+    def part(r, key):
+        if r["phases"]:
+            return r["phases"][key] or 0.0
+        return r["median"] or 0.0 if key == "run_s" else 0.0
+
+    fig = go.Figure()
+    for key, label, color in (("copy_in_s", "copy-in", "#9ecae1"), ("run_s", "run", "#3182bd"),
+                              ("copy_out_s", "copy-out", "#fdae6b")):
+        fig.add_trace(go.Bar(x=names, y=[part(r, key) for r in results], name=label, marker_color=color))
+    fig.update_layout(barmode="stack", title="Median time per step (direct configurations: run only)",
+                      yaxis_title="seconds", template="plotly_white", height=400,
+                      margin=dict(l=60, r=20, t=60, b=80))
+    return fig
+
+
+def profile_figure(rep: dict[str, Any]) -> go.Figure | None:
+    profiled = [r for r in rep["results"] if r["profile"]]
+    if not profiled:
+        return None
+    totals: dict[str, float] = {}
+    for r in profiled:
+        for n, ph in r["profile"]["phases"].items():
+            totals[n] = max(totals.get(n, 0.0), ph["own_s"] or 0.0)
+    phases = [n for n, _v in sorted(totals.items(), key=lambda kv: -kv[1])][:10]
+    fig = go.Figure()
+    for i, r in enumerate(profiled):
+        fig.add_trace(go.Bar(x=phases, y=[(r["profile"]["phases"].get(n) or {}).get("own_s") or 0.0 for n in phases],
+                             name=r["name"], marker_color=PALETTE[i % len(PALETTE)]))
+    fig.update_layout(barmode="group", title="Profiled: median own time per phase (process image)",
+                      yaxis_title="seconds", template="plotly_white", height=400)
+    return fig
+
+
+def io_figure(rep: dict[str, Any]) -> go.Figure | None:
+    profiled = [r for r in rep["results"] if r["profile"]]
+    if not profiled:
+        return None
+    keys = [k for k in profiled[0]["profile"]["io"] if k.endswith("_s") and k != "process_s"]
+    fig = go.Figure()
+    for j, k in enumerate(keys):
+        fig.add_trace(go.Bar(x=[r["name"] for r in profiled], y=[r["profile"]["io"].get(k) or 0.0 for r in profiled],
+                             name="compute and other" if k == "compute_s" else f"I/O {k[:-2]}",
+                             marker_color=PALETTE[j % len(PALETTE)]))
+    fig.update_layout(barmode="stack", title="Profiled: median process time by I/O category",
+                      yaxis_title="seconds", template="plotly_white", height=400)
+    return fig
+
+
+def _table(rep: dict[str, Any]) -> str:
+    comps = {c["name"]: c for c in rep["comparisons"]}
+    head = ["configuration", "strategy", "runs", "failed", "median", "95% CI of median", "mean ± SD", "min", "max",
+            "CV", f"vs {rep['baseline']}", "p", "user", "sys", "peak RSS", "disk read", "disk write"]
+    rows = []
+    for r in rep["results"]:
+        c = comps.get(r["name"])
+        ci = r["median_ci"]
+        rows.append([
+            r["name"], r["strategy"], r["ok_runs"], r["failed_runs"], human_seconds(r["median"]),
+            "-" if ci is None else f"{human_seconds(ci[0])} … {human_seconds(ci[1])}",
+            "-" if r["mean"] is None else human_seconds(r["mean"]) + (
+                "" if r["stddev"] is None else f" ± {human_seconds(r['stddev'])}"),
+            human_seconds(r["min"]), human_seconds(r["max"]),
+            "-" if r["cv"] is None else f"{100 * r['cv']:.1f}%",
+            "baseline" if c is None else ("-" if c["rel_diff"] is None else f"{100 * c['rel_diff']:+.1f}%"),
+            "" if c is None or c["p_value"] is None else ("< 0.001" if c["p_value"] < 0.001 else f"{c['p_value']:.3f}"),
+            human_seconds(r["user"]), human_seconds(r["system"]), human_bytes(r["io"]["max_rss_bytes"]),
+            human_bytes(r["io"]["read_bytes"]), human_bytes(r["io"]["write_bytes"]),
+        ])
+    out = ["<table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr>"]
+    for row in rows:
+        out.append("<tr>" + "".join(f"<td>{_e(v)}</td>" for v in row) + "</tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def render_html(rep: dict[str, Any]) -> bytes:
+    figs = [f for f in (box_figure(rep), stage_figure(rep), profile_figure(rep), io_figure(rep)) if f is not None]
+    divs = []
+    for i, f in enumerate(figs):
+        divs.append(f.to_html(full_html=False, include_plotlyjs=(i == 0), include_mathjax=False,
+                              config={"displaylogo": False}))
+    s = rep["settings"]
+    prov = rep["provenance"]
+    verdicts = "\n".join(
+        f'<p class="verdict{" sig" if c["significant"] else ""}">{_e(c["verdict"])}</p>' for c in rep["comparisons"])
+    warnings = "\n".join(f'<p class="warn">warning: {_e(w)}</p>' for w in rep["warnings"])
+    failures = []
+    for r in rep["results"]:
+        for f in r["failures"][:3]:
+            failures.append(f"<p><b>{_e(r['name'])}</b>, run {f['seq']}, exit {f['exit_status']}:</p>"
+                            f"<pre>{_e((f['stderr_tail'] or '').strip()[-1500:])}</pre>")
+    precision = f", precision target ±{s['precision_pct']:g}%" if s["precision_pct"] else ""
+    meta = (f"{s['runs']} runs per configuration, {s['warmup']} warmup, randomized interleaving (seed {s['seed']}), "
+            f"cache {_e(s['cache'])}{' (' + ', '.join(s['evict_methods']) + ')' if s['evict_methods'] else ''}"
+            f"{precision}; "
+            f"host {_e(prov.get('host'))}, {_e(prov.get('cpu_model'))}, {_e(prov.get('cpus'))} CPUs, "
+            f"kernel {_e(prov.get('kernel'))}, iolens {_e(prov.get('iolens_version'))}")
+    commands = "".join(f"<li><b>{_e(r['name'])}</b>: <code>{_e(r['command'])}</code></li>" for r in rep["results"])
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>iolens compare</title><style>{CSS}</style></head>
+<body>
+<h1>iolens compare: <code>{_e(rep['command_template'])}</code></h1>
+<p class="meta">{meta}</p>
+{verdicts}
+{warnings}
+{''.join(divs)}
+<h2>Statistics</h2>
+{_table(rep)}
+<h2>Commands (last run of each configuration)</h2>
+<ul>{commands}</ul>
+{'<h2>Failed runs</h2>' + ''.join(failures) if failures else ''}
+</body></html>
+"""
+    return page.encode()
