@@ -1,0 +1,40 @@
+# Developer checks of the native code. The build itself is pip + CMake (pyproject.toml);
+# these targets only rebuild the interposer with checks on and run the exact-I/O programs under it.
+#   make asan       AddressSanitizer + UBSan build, every tests/native program run under it
+#   make valgrind   memcheck of the same programs with the release interposer
+BUILD ?= build/check
+PROGS = rw_exact meta_exact stdio_exact dup_exact family threads
+CC ?= cc
+
+.PHONY: asan valgrind clean-check
+
+$(BUILD)/%: tests/native/%.c
+	@mkdir -p $(BUILD)
+	$(CC) -O0 -g -pthread -o $@ $<
+
+asan: $(addprefix $(BUILD)/,$(PROGS))
+	cmake -S . -B $(BUILD)/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DIOLENS_SANITIZE=ON >/dev/null
+	ninja -C $(BUILD)/asan iolens_preload >/dev/null
+	@rm -rf $(BUILD)/cap && mkdir -p $(BUILD)/cap $(BUILD)/work
+	@set -e; for p in $(PROGS); do \
+	  case $$p in rw_exact) args="$(BUILD)/work/f 64 4096";; threads) args="$(BUILD)/work 4 500";; \
+	    stdio_exact|dup_exact) args="$(BUILD)/work/f";; *) rm -rf $(BUILD)/work/sub; args="$(BUILD)/work";; esac; \
+	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+	  LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $(CURDIR)/$(BUILD)/asan/native/libiolens_preload.so" \
+	  IOLENS_DIR=$(CURDIR)/$(BUILD)/cap ./$(BUILD)/$$p $$args && rc=0 || rc=$$?; \
+	  [ $$p = family ] && [ $$rc = 7 ] || [ $$rc = 0 ] || { echo "asan: $$p failed ($$rc)"; exit 1; }; \
+	  echo "asan: $$p ok"; done
+
+valgrind: $(addprefix $(BUILD)/,$(PROGS))
+	cmake -S . -B $(BUILD)/rel -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	ninja -C $(BUILD)/rel iolens_preload >/dev/null
+	@rm -rf $(BUILD)/cap && mkdir -p $(BUILD)/cap $(BUILD)/work
+	@set -e; for p in rw_exact meta_exact stdio_exact dup_exact threads; do \
+	  case $$p in rw_exact) args="$(BUILD)/work/f 64 4096";; threads) args="$(BUILD)/work 4 200";; \
+	    stdio_exact|dup_exact) args="$(BUILD)/work/f";; *) rm -rf $(BUILD)/work/sub; args="$(BUILD)/work";; esac; \
+	  IOLENS_DIR=$(CURDIR)/$(BUILD)/cap LD_PRELOAD=$(CURDIR)/$(BUILD)/rel/native/libiolens_preload.so \
+	    valgrind -q --error-exitcode=99 ./$(BUILD)/$$p $$args \
+	    || { echo "valgrind: $$p failed"; exit 1; }; echo "valgrind: $$p ok"; done
+
+clean-check:
+	rm -rf $(BUILD)
