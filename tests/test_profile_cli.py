@@ -193,3 +193,32 @@ def test_full_staging_space_never_crashes_the_program(tmp_path):
         assert p.fields["flags"] & PF["OVERFLOW"]  # ran out of room: said so, did not crash
     finally:
         subprocess.run(["umount", str(small)], check=False)
+
+
+def test_program_closing_every_descriptor_keeps_the_recorder(tmp_path):
+    target = tmp_path / "after.txt"
+    code = (f"import os\nos.closerange(3, 65536)\nfd = os.open({str(target)!r}, os.O_WRONLY | os.O_CREAT)\n"
+            "os.write(fd, b'x' * 5000)\nos.close(fd)")
+    out = tmp_path / "c.iolens"
+    res = iolens("profile", "-q", "-o", out, "--", sys.executable, "-S", "-c", code)
+    assert res.returncode == 0, res.stderr
+    p = [p for p in read_capture(out).processes if "python" in p.exe][0]
+    assert [f["bytes_written"] for f in p.files if f["path"] == str(target)] == [5000]
+
+
+def test_timeline_coarsens_and_keeps_every_count(tmp_path):
+    """A run longer than the initial 256 bins (about 2.1 s): bins double, nothing is lost."""
+    target = tmp_path / "slow.txt"
+    code = (f"import os, time\nfd = os.open({str(target)!r}, os.O_WRONLY | os.O_CREAT)\n"
+            "t = time.time()\nwhile time.time() - t < 3.0:\n    os.write(fd, b'abc'); time.sleep(0.01)\nos.close(fd)")
+    out = tmp_path / "t.iolens"
+    res = iolens("profile", "-q", "-o", out, "--", sys.executable, "-S", "-c", code)
+    assert res.returncode == 0, res.stderr
+    p = [p for p in read_capture(out).processes if "python" in p.exe][0]
+    tl = p.timeline
+    assert tl["shift"] > F.TIMELINE_SHIFT0
+    assert sum(tl["count"]) == sum(p.op_count)
+    assert sum(tl["bytes_written"]) == p.bytes_written
+    width = 2 ** tl["shift"]
+    busy = [i for i in range(tl["nbins"]) if tl["bytes_written"][i]]
+    assert (busy[-1] - busy[0] + 1) * width >= 2.5e9  # writes spread over the 3 s
