@@ -183,3 +183,13 @@ def test_crash_by_signal_is_flushed(cprog, profiled, tmp_path, how, sig):
     assert p.fields["flags"] & PF["SIGNALED"] and p.exit_status == 128 + sig
     assert p.end_mono > p.start_mono
     assert one_file(cap, target)["bytes_written"] == 1234
+
+
+def test_return_values_and_errno_unchanged(cprog, profiled):
+    import subprocess
+
+    exe = cprog("errno_check")
+    plain = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    res, _cap = profiled([exe])
+    assert res.returncode == plain.returncode == 0
+    assert res.stdout == plain.stdout and "errno=2" in plain.stdout and "errno=9" in plain.stdout
