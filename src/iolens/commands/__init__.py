@@ -2,7 +2,9 @@
 
 from iolens.commands.compare import compare
 from iolens.commands.data import data
+from iolens.commands.lab import lab
 from iolens.commands.parse import parse
 from iolens.commands.profile import profile
+from iolens.commands.report import report
 
-COMMANDS = [profile, parse, data, compare]
+COMMANDS = [profile, parse, data, compare, lab, report]

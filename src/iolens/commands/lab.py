@@ -1,0 +1,155 @@
+"""iolens lab: real storage targets on this machine (loop filesystems, S3 + FUSE, latency, throttles)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import click
+
+from iolens.errors import IolensError, TargetError, UsageError
+from iolens.render.units import human_bytes
+
+DIR_OPTION = click.option("--dir", "lab_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+                          help="The lab directory [default: IOLENS_LAB_DIR, else ~/.local/state/iolens/lab].")
+
+
+def _size(text: str) -> int:
+    m = re.fullmatch(r"\s*(\d+)\s*([KMGT]?)(i?B)?\s*", text, re.I)
+    if not m:
+        raise UsageError(f"--size {text!r}: write a size such as 512M or 1G")
+    return int(m.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30, "T": 40}[m.group(2).upper()]
+
+
+def _say(quiet: bool):
+    return (lambda msg: None) if quiet else (lambda msg: click.echo(msg))
+
+
+@click.group()
+def lab():
+    """Real storage targets on this machine: `lab:NAME` for bench and compare (see docs/lab.md)."""
+
+
+@lab.command()
+@click.option("--only", default=None, metavar="NAMES",
+              help="Comma-separated targets to bring up (default: all). `iolens lab status` lists them.")
+@DIR_OPTION
+@click.option("--size", default="512M", show_default=True, help="Size of each loop image and of the tmpfs.")
+@click.option("--latency-ms", type=click.FloatRange(min=0), default=5.0, show_default=True,
+              help="Latency toxiproxy adds to each response on the -remote targets.")
+@click.option("--bandwidth", "bandwidth_mbps", type=click.FloatRange(min=0), default=50.0, show_default=True,
+              help="Bandwidth cap of the -remote targets in MiB/s per connection and direction (0: none).")
+@click.option("-q", "--quiet", is_flag=True, help="Print only failures.")
+def up(only, lab_dir, size, latency_ms, bandwidth_mbps, quiet):
+    """Bring up lab targets (as root for mounts). Failing targets say why; the others still come up."""
+    from iolens.lab import state as st
+    from iolens.lab.catalog import parse_only
+    from iolens.lab.up import Settings
+    from iolens.lab.up import up as bring_up
+
+    targets = parse_only(only)
+    settings = Settings(size=_size(size), latency_ms=latency_ms, bandwidth_kbps=int(bandwidth_mbps * 1024))
+    root = st.lab_dir(lab_dir)
+    say = _say(quiet)
+    state = bring_up(root, targets, settings, lambda msg: click.echo(msg) if msg.startswith("FAILED") else say(msg))
+    failed = [t.name for t in targets if state["targets"].get(t.name, {}).get("status") != "up"]
+    if failed:
+        raise TargetError(f"{len(failed)} of {len(targets)} targets did not come up ({', '.join(failed)}); "
+                          f"the others are up in {root}")
+    say(f"lab is up in {root}; `iolens lab status` shows it, `iolens lab down` removes it")
+
+
+@lab.command()
+@DIR_OPTION
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (tag iolens-lab-status, schema [1, 0]).")
+def status(lab_dir, as_json):
+    """Each target's health, filesystem and limits."""
+    from iolens.lab import state as st
+    from iolens.lab.status import collect
+
+    report = collect(st.lab_dir(lab_dir))
+    if as_json:
+        click.echo(json.dumps(report, indent=1))
+        return
+    if not report["lab_up"]:
+        click.echo(f"no lab in {report['dir']}; start one with `iolens lab up`")
+        return
+    click.echo(f"lab in {report['dir']}")
+    for t in report["targets"]:
+        if t["status"] == "down":
+            continue
+        state = t["status"] if t["status"] != "up" else ("up" if t["healthy"] else "BROKEN")
+        line = f"{state:<7} {t['spec']:<18} {t['fstype']:<12} {t['path'] or '-'}"
+        click.echo(line)
+        if t["limits"]:
+            lim = t["limits"]
+            click.echo(f"        emulated: {human_bytes(lim['read_bps'])}/s, {lim['read_iops']} IOPS "
+                       f"(read and write; O_DIRECT/fsync only) via {Path(t['cgroup'] or '-').name}")
+        if t["network"]:
+            n = t["network"]
+            bw = f"{n['bandwidth_kbps'] / 1024:g} MiB/s per connection" if n["bandwidth_kbps"] else "no bandwidth cap"
+            click.echo(f"        emulated: +{n['latency_ms']:g} ms per response, {bw} (toxiproxy)")
+        if t["mount_options"]:
+            click.echo(f"        mount options: {t['mount_options']}")
+        if t["problem"]:
+            click.echo(f"        problem: {t['problem']}")
+        if t["error"]:
+            click.echo(f"        error: {t['error']}" + (f" ({t['hint']})" if t["hint"] else ""))
+    down = [t["spec"] for t in report["targets"] if t["status"] == "down"]
+    if down:
+        click.echo(f"not set up: {', '.join(down)}")
+
+
+@lab.command()
+@DIR_OPTION
+@click.option("-q", "--quiet", is_flag=True)
+def down(lab_dir, quiet):
+    """Unmount, stop the lab's servers by PID, detach its loop devices and remove the lab directory."""
+    from iolens.lab import state as st
+    from iolens.lab.down import down as take_down
+
+    problems = take_down(st.lab_dir(lab_dir), _say(quiet))
+    if problems:
+        raise IolensError(f"the lab is not fully down: {'; '.join(problems)}; run `iolens lab down` again "
+                          "after stopping what uses it")
+
+
+@lab.command()
+@click.option("--no-apt", is_flag=True, help="Skip the Debian packages.")
+@click.option("--no-go", is_flag=True, help="Skip the Go builds (versitygw, toxiproxy).")
+@click.option("-q", "--quiet", is_flag=True)
+def install(no_apt, no_go, quiet):
+    """Install the lab's tools: Debian packages (as root) and Go builds into a cache directory, once."""
+    from iolens.lab import tools
+
+    problems = tools.install(apt=not no_apt, go=not no_go, say=_say(quiet))
+    if problems:
+        raise IolensError("; ".join(problems))
+    if not quiet:
+        click.echo(f"lab tools are installed (Go builds in {tools.cache_dir() / 'bin'})")
+
+
+@lab.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.argument("target")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@DIR_OPTION
+def run(target, command, lab_dir):
+    """Run COMMAND inside TARGET's throttling cgroup (e.g. `iolens lab run hdd -- dd ... iflag=direct`)."""
+    from iolens import lab as api
+
+    command = list(command[1:] if command and command[0] == "--" else command)
+    if not command:
+        raise UsageError("give a command to run after the target, e.g. `iolens lab run hdd -- dd if=... iflag=direct`")
+    joined = api.join_cgroup(target, root=lab_dir)
+    if not joined:
+        click.echo(f"iolens: note: lab:{api.target_info(target, lab_dir)['name']} has no limits; running unthrottled",
+                   err=True)
+    exe = shutil.which(command[0])
+    if exe is None:
+        raise UsageError(f"{command[0]}: command not found")
+    sys.stdout.flush()
+    os.execv(exe, command)

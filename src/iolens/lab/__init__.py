@@ -1,0 +1,131 @@
+"""Real storage targets on one machine (`iolens lab`), and the API other commands use to reach them.
+
+    resolve_target("lab:ext4")  -> Path of the mounted directory (plain paths come back unchanged)
+    target_info("hdd")          -> dict: status, path, fstype, emulated, emulates, limits, cgroup, notes, ...
+    s3_endpoint("s3")           -> dict: endpoint_url, bucket, access_key_id, secret_access_key, region
+    join_cgroup("hdd", pid)     -> put a process under the target's blkio throttle
+
+Every function takes an optional `root` (the lab directory; default: IOLENS_LAB_DIR, else
+$XDG_STATE_HOME/iolens/lab). See docs/lab.md.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+from iolens.errors import TargetError
+from iolens.lab import state as _state
+from iolens.lab.catalog import TARGETS, lookup
+from iolens.lab.status import check, describe
+
+__all__ = ["TARGETS", "is_lab_spec", "resolve_target", "target_info", "s3_endpoint", "join_cgroup", "preexec"]
+
+
+def is_lab_spec(spec: str) -> bool:
+    return isinstance(spec, str) and spec.startswith("lab:")
+
+
+def _load(root: str | os.PathLike | None) -> tuple[Path, dict[str, Any] | None]:
+    r = _state.lab_dir(root)
+    return r, _state.load(r)
+
+
+def target_info(name: str, root: str | os.PathLike | None = None) -> dict[str, Any]:
+    """What a target is and how it is doing; works (status "down") when the lab is not up."""
+    target = lookup(name)
+    r, state = _load(root)
+    info = describe(target, state["targets"].get(target.name) if state else None, state)
+    if state and info["status"] == "up":
+        info["healthy"], info["problem"] = check(info, state)
+    info["lab_dir"] = str(r)
+    return info
+
+
+def resolve_target(spec: str, root: str | os.PathLike | None = None) -> Path:
+    """`lab:NAME` -> the mounted directory of that target; TargetError if the lab or the target is not up."""
+    if not is_lab_spec(spec):
+        return Path(spec)
+    target = lookup(spec)
+    r, state = _load(root)
+    if state is None:
+        raise TargetError(f"{spec}: no lab is up in {r}; run `iolens lab up --only {target.name}` (as root)")
+    rec = state["targets"].get(target.name)
+    if rec is None:
+        raise TargetError(f"{spec} is not part of the lab in {r}; run `iolens lab up --only {target.name}`")
+    if rec.get("status") != "up":
+        hint = f" ({rec['hint']})" if rec.get("hint") else ""
+        raise TargetError(f"{spec} did not come up: {rec.get('error')}{hint}")
+    info = describe(target, rec, state)
+    healthy, problem = check(info, state)
+    if not healthy:
+        raise TargetError(f"{spec} is not healthy: {problem}; run `iolens lab up --only {target.name}` to rebuild it")
+    return Path(rec["path"])
+
+
+def s3_endpoint(name: str = "s3", root: str | os.PathLike | None = None) -> dict[str, Any]:
+    """How to reach an S3 lab target through the S3 API (boto3), for staging that bypasses the mount.
+
+    `lab:s3-remote` gives the endpoint through toxiproxy, so API transfers see the same latency as the mount.
+    """
+    target = lookup(name)
+    if target.kind not in ("s3fs", "rclone"):
+        raise TargetError(f"lab:{target.name} is not an S3 target; use lab:s3, lab:s3-rclone or lab:s3-remote")
+    r, state = _load(root)
+    rec = (state or {}).get("s3", {}).get(target.name)
+    if state is None or rec is None or state["targets"].get(target.name, {}).get("status") != "up":
+        raise TargetError(f"lab:{target.name} is not up in {r}; run `iolens lab up --only {target.name}`")
+    from iolens.lab.up import ACCESS_KEY
+
+    return {
+        "endpoint_url": rec["endpoint_url"],
+        "bucket": rec["bucket"],
+        "access_key_id": ACCESS_KEY,
+        "secret_access_key": state["settings"]["s3_secret"],
+        "region": "us-east-1",
+        "addressing_style": "path",
+        "mount": state["targets"][target.name]["path"],
+    }
+
+
+def s3_client(name: str = "s3", root: str | os.PathLike | None = None):
+    """A boto3 S3 client for an S3 lab target (path-style addressing)."""
+    import boto3
+    from botocore.config import Config
+
+    ep = s3_endpoint(name, root)
+    return boto3.client("s3", endpoint_url=ep["endpoint_url"], aws_access_key_id=ep["access_key_id"],
+                        aws_secret_access_key=ep["secret_access_key"], region_name=ep["region"],
+                        config=Config(s3={"addressing_style": "path"}))
+
+
+def join_cgroup(name: str, pid: int = 0, root: str | os.PathLike | None = None) -> bool:
+    """Move `pid` (0: this process) into a throttled target's cgroup. False when the target has no limits."""
+    info = target_info(name, root)
+    if info["status"] != "up":
+        raise TargetError(f"lab:{info['name']} is not up; run `iolens lab up --only {info['name']}`")
+    if not info["cgroup"]:
+        return False
+    try:
+        with open(Path(info["cgroup"]) / "cgroup.procs", "w") as fh:
+            fh.write(str(pid or os.getpid()))
+    except PermissionError:
+        raise TargetError(f"cannot join the cgroup of lab:{info['name']}: run as root") from None
+    except OSError as err:
+        raise TargetError(f"cannot join the cgroup of lab:{info['name']}: {err.strerror}") from None
+    return True
+
+
+def preexec(name: str, root: str | os.PathLike | None = None) -> Callable[[], None] | None:
+    """A `preexec_fn` for subprocess that runs the child inside the target's cgroup (None when unthrottled)."""
+    info = target_info(name, root)
+    if not info["cgroup"]:
+        return None
+    procs = str(Path(info["cgroup"]) / "cgroup.procs")
+
+    def enter() -> None:
+        with open(procs, "w") as fh:
+            fh.write("0")  # "0" means the writing process itself
+
+    return enter

@@ -1,0 +1,115 @@
+"""The lab directory and its state file: every resource `up` made, recorded before `up` moves on.
+
+state.json (tag "iolens-lab-state", schema [1, 0]):
+- targets: name -> {status: up|failed, path, fstype, error, hint, loop, image, cgroup, ...}
+- processes: name -> {pid, start_time, argv0, log}     (servers and FUSE clients we started)
+- mounts: mountpoints in the order they were mounted    (unmounted in reverse)
+- loops: [{device, image}]                              (detached only if still backed by our image)
+- cgroups: [path]
+- ports: component -> port
+- s3: credentials and bucket per target
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from iolens.errors import IolensError, UsageError
+
+TAG = "iolens-lab-state"
+SCHEMA_VERSION = (1, 0)
+STATE_FILE = "state.json"
+
+
+def default_dir() -> Path:
+    env = os.environ.get("IOLENS_LAB_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "iolens" / "lab"
+
+
+def lab_dir(given: str | os.PathLike | None = None) -> Path:
+    return Path(given).expanduser().absolute() if given else default_dir().absolute()
+
+
+def empty_state(root: Path) -> dict[str, Any]:
+    return {
+        "tag": TAG,
+        "schema_version": list(SCHEMA_VERSION),
+        "dir": str(root),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "targets": {},
+        "processes": {},
+        "mounts": [],
+        "loops": [],
+        "cgroups": [],
+        "ports": {},
+        "s3": {},
+        "settings": {},
+    }
+
+
+def load(root: Path) -> dict[str, Any] | None:
+    """The lab's state, or None when no lab was set up in `root`."""
+    path = root / STATE_FILE
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as err:
+        raise IolensError(f"{path} is unreadable ({err}); remove the lab by hand (see docs/lab.md)") from None
+    if not isinstance(data, dict) or data.get("tag") != TAG:
+        raise UsageError(f"{path} is not an iolens lab state file; choose another --dir")
+    major = (data.get("schema_version") or [0])[0]
+    if major > SCHEMA_VERSION[0]:
+        raise UsageError(f"{path} was written by a newer iolens (lab schema {major}); use that iolens to take it down")
+    return data
+
+
+def save(root: Path, state: dict[str, Any]) -> None:
+    path = root / STATE_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state, indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def locked(root: Path) -> Iterator[None]:
+    """Serialise `up` and `down` on one lab directory."""
+    root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(root / ".lock", os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UsageError(f"another `iolens lab` command is working on {root}; wait for it to finish") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def process_start_time(pid: int) -> int | None:
+    """Field 22 of /proc/PID/stat: tells a live process from a reused PID."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2 :].split()
+    try:
+        if fields[0] == "Z":
+            return None
+        return int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def process_alive(rec: dict[str, Any]) -> bool:
+    pid = rec.get("pid")
+    return bool(pid) and process_start_time(pid) == rec.get("start_time")

@@ -1,0 +1,90 @@
+"""`iolens lab status`: each target's health, filesystem and limits, as plain data (rendered by the command)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from iolens.lab import state as st
+from iolens.lab.catalog import TARGETS, Target
+from iolens.lab.sysops import mount_at, responsive
+
+TAG = "iolens-lab-status"
+SCHEMA_VERSION = (1, 0)
+
+# Which recorded processes a target needs alive, by kind (the FUSE client is "<client>:<name>").
+SERVERS = {"s3fs": ["versitygw"], "rclone": ["versitygw"], "sshfs": ["sshd"]}
+
+
+def describe(target: Target, rec: dict[str, Any] | None, state: dict[str, Any] | None) -> dict[str, Any]:
+    """One target as a dict with every key present (null when not applicable)."""
+    rec = rec or {}
+    network = (state or {}).get("settings", {}).get("network") if target.remote else None
+    return {
+        "name": target.name,
+        "spec": f"lab:{target.name}",
+        "status": rec.get("status", "down"),
+        "healthy": None,
+        "problem": None,
+        "path": rec.get("path"),
+        "fstype": target.fstype,
+        "kind": target.kind,
+        "emulates": target.emulates,
+        "emulated": target.emulated,
+        "limits": target.limits.as_dict() if target.limits else None,
+        "network": network,
+        "mount_options": target.mount_options,
+        "loop": rec.get("loop"),
+        "loop_direct_io": rec.get("loop_direct_io"),
+        "cgroup": rec.get("cgroup"),
+        "size": rec.get("size"),
+        "endpoint_url": rec.get("endpoint_url"),
+        "bucket": rec.get("bucket"),
+        "error": rec.get("error"),
+        "hint": rec.get("hint"),
+        "notes": list(target.notes),
+    }
+
+
+def check(info: dict[str, Any], state: dict[str, Any]) -> tuple[bool, str | None]:
+    """(healthy, problem) for a target recorded as up."""
+    path = info["path"]
+    m = mount_at(path) if path else None
+    if m is None:
+        return False, f"{path} is not mounted"
+    if m["fstype"] != info["fstype"]:
+        return False, f"{path} is mounted as {m['fstype']}, not {info['fstype']}"
+    procs = state.get("processes", {})
+    needed = [k for k in procs if k.endswith(f":{info['name']}")] + SERVERS.get(info["kind"], [])
+    if info["emulated"] and info["kind"] in SERVERS:
+        needed.append("toxiproxy")
+    for key in needed:
+        rec = procs.get(key)
+        if rec is None or not st.process_alive(rec):
+            return False, f"{key} is not running"
+    if info["cgroup"] and not Path(info["cgroup"]).is_dir():
+        return False, f"cgroup {info['cgroup']} is gone"
+    if not responsive(Path(path)):
+        return False, f"{path} does not answer (hung mount?)"
+    return True, None
+
+
+def collect(root: Path) -> dict[str, Any]:
+    state = st.load(root)
+    targets = []
+    for target in TARGETS.values():
+        rec = state["targets"].get(target.name) if state else None
+        info = describe(target, rec, state)
+        if state and info["status"] == "up":
+            info["healthy"], info["problem"] = check(info, state)
+        targets.append(info)
+    return {
+        "tag": TAG,
+        "schema_version": list(SCHEMA_VERSION),
+        "dir": str(root),
+        "lab_up": state is not None,
+        "ports": state.get("ports") if state else None,
+        "processes": {k: {"pid": v["pid"], "alive": st.process_alive(v)} for k, v in state["processes"].items()}
+        if state else None,
+        "targets": targets,
+    }

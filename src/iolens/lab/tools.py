@@ -1,0 +1,153 @@
+"""Where each program the lab runs comes from, how to find it, and `iolens lab install`.
+
+Debian packages are installed with apt-get (as root). The S3 server (versitygw) and toxiproxy are built from their
+Go modules into a cache directory (IOLENS_LAB_CACHE, else $XDG_CACHE_HOME/iolens/lab), once per version.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from iolens.errors import IolensError
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str  # the executable
+    debian: str | None = None  # Debian package that provides it
+    go: str | None = None  # Go package@version that builds it
+    go_binary: str | None = None  # the name `go install` gives it, when it differs
+
+
+TOOLS: dict[str, Tool] = {
+    t.name: t
+    for t in [
+        Tool("losetup", debian="mount"),
+        Tool("mkfs.ext4", debian="e2fsprogs"),
+        Tool("mkfs.xfs", debian="xfsprogs"),
+        Tool("mkfs.btrfs", debian="btrfs-progs"),
+        Tool("compsize", debian="btrfs-compsize"),
+        Tool("fusermount3", debian="fuse3"),
+        Tool("s3fs", debian="s3fs"),
+        Tool("rclone", debian="rclone"),
+        Tool("sshfs", debian="sshfs"),
+        Tool("sshd", debian="openssh-server"),
+        Tool("ssh-keygen", debian="openssh-client"),
+        Tool("versitygw", go="github.com/versity/versitygw/cmd/versitygw@v1.8.0"),
+        Tool("toxiproxy-server", go="github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0", go_binary="server"),
+    ]
+}
+
+# dev/apt-packages.d/lab.txt lists the same packages (a test keeps them equal).
+DEBIAN_PACKAGES = sorted({t.debian for t in TOOLS.values() if t.debian})
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("IOLENS_LAB_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "iolens" / "lab"
+
+
+def search_path() -> str:
+    parts = [str(cache_dir() / "bin")] + os.environ.get("PATH", "").split(os.pathsep)
+    for extra in ("/usr/sbin", "/sbin", "/usr/bin", "/bin"):
+        if extra not in parts:
+            parts.append(extra)
+    return os.pathsep.join(p for p in parts if p)
+
+
+def find(name: str) -> str | None:
+    return shutil.which(name, path=search_path())
+
+
+def install_hint(name: str) -> str:
+    tool = TOOLS.get(name)
+    if tool is None:
+        return ""
+    if tool.go:
+        return f"run `iolens lab install` (builds {tool.go} into {cache_dir() / 'bin'}; needs Go)"
+    return f"run `iolens lab install` as root, or `apt-get install {tool.debian}`"
+
+
+def missing(names) -> list[str]:
+    return [n for n in names if find(n) is None]
+
+
+def _run(argv: list[str], log: Path, env: dict | None = None) -> None:
+    with open(log, "ab") as fh:
+        proc = subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+    if proc.returncode != 0:
+        tail = log.read_text(errors="replace").strip().splitlines()[-3:]
+        raise IolensError(f"`{' '.join(argv[:4])} ...` failed (exit {proc.returncode}): {' | '.join(tail)}; "
+                          f"full log in {log}")
+
+
+def install(*, apt: bool = True, go: bool = True, say: Callable[[str], None] = print) -> list[str]:
+    """Install what is missing; return what could not be installed (as one-line reasons)."""
+    cache = cache_dir()
+    (cache / "bin").mkdir(parents=True, exist_ok=True)
+    log = cache / "install.log"
+    problems: list[str] = []
+
+    if apt:
+        want = [p for p in DEBIAN_PACKAGES if not _dpkg_installed(p)]
+        if want and os.geteuid() != 0:
+            problems.append(f"Debian packages {' '.join(want)} are missing and installing them needs root: "
+                            f"`sudo apt-get install {' '.join(want)}`")
+        elif want and shutil.which("apt-get") is None:
+            problems.append(f"no apt-get here; install the equivalents of {' '.join(want)} with your package manager")
+        elif want:
+            say(f"lab install: apt-get install {' '.join(want)}")
+            env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+            lock = ["-o", "DPkg::Lock::Timeout=600"]
+            try:
+                _run(["apt-get", *lock, "update", "-qq"], log, env)
+                _run(["apt-get", *lock, "install", "-y", "-qq", "--no-install-recommends", *want], log, env)
+            except IolensError as err:
+                problems.append(str(err))
+
+    if go:
+        for tool in TOOLS.values():
+            if tool.go:
+                try:
+                    _go_install(tool, cache, log, say)
+                except IolensError as err:
+                    problems.append(str(err))
+    return problems
+
+
+def _dpkg_installed(pkg: str) -> bool:
+    if shutil.which("dpkg-query") is None:
+        return False
+    out = subprocess.run(["dpkg-query", "-W", "-f=${Status}", pkg], capture_output=True, text=True)
+    return "install ok installed" in out.stdout
+
+
+def _go_install(tool: Tool, cache: Path, log: Path, say: Callable[[str], None]) -> None:
+    assert tool.go
+    target = cache / "bin" / tool.name
+    stamp = cache / "bin" / f".{tool.name}.version"
+    if target.exists() and stamp.exists() and stamp.read_text().strip() == tool.go:
+        return
+    go = shutil.which("go") or shutil.which("go", path="/usr/local/go/bin:/usr/lib/go/bin")
+    if go is None:
+        raise IolensError(f"cannot build {tool.name}: Go is not installed (`apt-get install golang-go`, Go >= 1.22)")
+    say(f"lab install: go install {tool.go} (a minute or two, once)")
+    with tempfile.TemporaryDirectory(dir=cache) as gobin:
+        env = dict(os.environ, GOBIN=gobin, GOCACHE=str(cache / "go-build"), GOMODCACHE=str(cache / "go-mod"),
+                   GOPATH=str(cache / "go"))
+        env.pop("GOFLAGS", None)
+        _run([go, "install", tool.go], log, env)
+        built = Path(gobin) / (tool.go_binary or tool.name)
+        if not built.exists():
+            raise IolensError(f"go install {tool.go} made no {built.name}; see {log}")
+        os.replace(built, target)
+    stamp.write_text(tool.go + "\n")

@@ -1,0 +1,373 @@
+"""`iolens lab up`: bring targets up, recording every resource in the state before moving on.
+
+Components shared by several targets (the S3 server, toxiproxy, sshd) start once; when one fails, only the
+targets that need it fail, each with the reason and how to fix it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pwd
+import secrets
+import subprocess
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from iolens.errors import UsageError
+from iolens.lab import state as st
+from iolens.lab import tools
+from iolens.lab.catalog import Target
+from iolens.lab.down import release_target
+from iolens.lab.sysops import (
+    StepFailed,
+    free_port,
+    log_tail,
+    make_throttle_cgroup,
+    mount_at,
+    responsive,
+    run,
+    wait_mounted,
+    wait_port,
+)
+
+BUCKET = "iolens-lab"
+ACCESS_KEY = "iolenslab"
+PORTS = {"s3": 7070, "toxiproxy": 8474, "s3-proxy": 17070, "sshd": 2222, "ssh-proxy": 12222}
+MIN_SIZE = {"xfs": 300 << 20, "btrfs": 128 << 20, "ext4": 16 << 20}
+
+
+@dataclass
+class Settings:
+    size: int = 512 << 20  # loop images and tmpfs
+    latency_ms: float = 5.0  # toxiproxy, per response (downstream)
+    bandwidth_kbps: int = 51200  # toxiproxy, per connection and direction; 0 = unlimited
+
+
+def lab_id(root: Path) -> str:
+    return hashlib.sha1(str(root).encode()).hexdigest()[:8]
+
+
+class Up:
+    def __init__(self, root: Path, state: dict[str, Any], settings: Settings, say: Callable[[str], None]):
+        self.root = root
+        self.state = state
+        self.settings = settings
+        self.say = say
+        self.failed_components: dict[str, StepFailed] = {}
+        self.is_root = os.geteuid() == 0
+
+    # -- bookkeeping ------------------------------------------------------------------------------------------
+
+    def save(self) -> None:
+        st.save(self.root, self.state)
+
+    def spawn(self, key: str, argv: list[str], *, env: dict | None = None) -> tuple[subprocess.Popen, Path]:
+        """Start a long-running process in its own session, logging to logs/KEY.log; record it at once."""
+        logs = self.root / "logs"
+        logs.mkdir(exist_ok=True)
+        log = logs / f"{key.replace(':', '-')}.log"
+        exe = tools.find(argv[0])
+        if exe is None:
+            raise StepFailed(f"{argv[0]} is not installed", tools.install_hint(argv[0]))
+        with open(log, "ab") as fh:
+            proc = subprocess.Popen([exe, *argv[1:]], stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
+                                    start_new_session=True, env=env, cwd=self.root)
+        self.state["processes"][key] = {"pid": proc.pid, "start_time": st.process_start_time(proc.pid),
+                                        "argv0": argv[0], "log": str(log)}
+        self.save()
+        return proc, log
+
+    def add_mount(self, path: Path) -> None:
+        if str(path) not in self.state["mounts"]:
+            self.state["mounts"].append(str(path))
+        self.save()
+
+    def mountpoint(self, name: str) -> Path:
+        mnt = self.root / "mnt" / name
+        mnt.mkdir(parents=True, exist_ok=True)
+        return mnt
+
+    def component(self, name: str, start: Callable[[], None]) -> None:
+        """Start a shared component once; remember a failure so dependents fail the same way."""
+        if name in self.failed_components:
+            raise self.failed_components[name]
+        try:
+            start()
+        except StepFailed as err:
+            self.failed_components[name] = err
+            raise
+
+    def port(self, key: str) -> int:
+        ports = self.state["ports"]
+        if key not in ports:
+            ports[key] = free_port(PORTS[key])
+            self.save()
+        return ports[key]
+
+    # -- targets ----------------------------------------------------------------------------------------------
+
+    def bring_up(self, target: Target) -> dict[str, Any]:
+        info: dict[str, Any] = {"status": "up", "fstype": target.fstype, "kind": target.kind,
+                                "path": None, "error": None, "hint": None}
+        if target.kind in ("tmpfs", "loop") and not self.is_root:
+            raise StepFailed(f"lab:{target.name} needs root (it mounts a {target.kind})", "run `sudo iolens lab up`")
+        getattr(self, f"_up_{target.kind}")(target, info)
+        return info
+
+    def _up_tmpfs(self, target: Target, info: dict) -> None:
+        mnt = self.mountpoint(target.name)
+        if mount_at(mnt) is None:
+            run(["mount", "-t", "tmpfs", "-o", f"size={self.settings.size},mode=1777", "iolens-lab-tmpfs", str(mnt)])
+            self.add_mount(mnt)
+        info.update(path=str(mnt), size=self.settings.size)
+
+    def _up_loop(self, target: Target, info: dict) -> None:
+        assert target.mkfs
+        mkfs = f"mkfs.{target.mkfs}"
+        for tool in ("losetup", mkfs):
+            if tools.find(tool) is None:
+                raise StepFailed(f"{tool} is not installed", tools.install_hint(tool))
+        size = self.settings.size
+        if size < MIN_SIZE[target.mkfs]:
+            raise StepFailed(f"{target.mkfs} needs an image of at least {MIN_SIZE[target.mkfs] >> 20} MiB",
+                             f"use --size {MIN_SIZE[target.mkfs] >> 20}M or more")
+        images = self.root / "images"
+        images.mkdir(exist_ok=True)
+        image = images / f"{target.name}.img"
+        with open(image, "wb") as fh:  # sparse: costs disk only as it is written
+            fh.truncate(size)
+        try:
+            device = run(["losetup", "--find", "--show", "--direct-io=on", str(image)]).strip()
+        except StepFailed:
+            device = run(["losetup", "--find", "--show", str(image)]).strip()
+        self.state["loops"].append({"device": device, "image": str(image)})
+        self.save()
+        direct = Path(f"/sys/block/{Path(device).name}/loop/dio").read_text().strip() == "1"
+        force = {"ext4": "-F", "xfs": "-f", "btrfs": "-f"}[target.mkfs]
+        run([mkfs, "-q", force, device])
+        mnt = self.mountpoint(target.name)
+        argv = ["mount"] + (["-o", target.mount_options] if target.mount_options else []) + [device, str(mnt)]
+        run(argv)
+        self.add_mount(mnt)
+        os.chmod(mnt, 0o1777)
+        majmin = Path(f"/sys/block/{Path(device).name}/dev").read_text().strip()
+        info.update(path=str(mnt), loop=device, majmin=majmin, image=str(image), size=size, loop_direct_io=direct,
+                    mount_options=target.mount_options, cgroup=None)
+        if target.limits:
+            cg = Path("/sys/fs/cgroup/blkio") / f"iolens-lab-{lab_id(self.root)}-{target.name}"
+            self.state["cgroups"].append(str(cg))
+            self.save()
+            make_throttle_cgroup(cg.name, majmin, target.limits.as_dict())
+            info.update(cgroup=str(cg), limits=target.limits.as_dict())
+
+    def _up_s3fs(self, target: Target, info: dict) -> None:
+        self.component("s3", self.start_s3)
+        port = self.state["ports"]["s3"]
+        if target.remote:
+            self.component("toxiproxy", self.start_toxiproxy)
+            port = self.proxy("s3", "s3-proxy", self.state["ports"]["s3"])
+        mnt = self.mountpoint(target.name)
+        opts = f"url=http://127.0.0.1:{port},use_path_request_style,passwd_file={self.root / 's3' / 'passwd'}"
+        if self.is_root:
+            opts += ",allow_other"
+        self.fuse(target, mnt, ["s3fs", BUCKET, str(mnt), "-f", "-o", opts])
+        info.update(path=str(mnt), bucket=BUCKET, endpoint_url=f"http://127.0.0.1:{port}")
+        self.state["s3"][target.name] = {"endpoint_url": f"http://127.0.0.1:{port}", "bucket": BUCKET}
+
+    def _up_rclone(self, target: Target, info: dict) -> None:
+        self.component("s3", self.start_s3)
+        port = self.state["ports"]["s3"]
+        conf = self.root / "s3" / "rclone.conf"
+        conf.write_text("[lab]\ntype = s3\nprovider = Other\n"
+                        f"access_key_id = {ACCESS_KEY}\nsecret_access_key = {self.state['settings']['s3_secret']}\n"
+                        f"endpoint = http://127.0.0.1:{port}\nregion = us-east-1\nforce_path_style = true\n")
+        conf.chmod(0o600)
+        mnt = self.mountpoint(target.name)
+        argv = ["rclone", "--config", str(conf), "mount", f"lab:{BUCKET}", str(mnt), "--vfs-cache-mode", "off",
+                "--cache-dir", str(self.root / "cache" / "rclone")]
+        if self.is_root:
+            argv.append("--allow-other")
+        env = {k: v for k, v in os.environ.items() if k != "AWS_CA_BUNDLE"}  # a set bundle breaks rclone
+        self.fuse(target, mnt, argv, env=env)
+        info.update(path=str(mnt), bucket=BUCKET, endpoint_url=f"http://127.0.0.1:{port}", vfs_cache_mode="off")
+        self.state["s3"][target.name] = {"endpoint_url": f"http://127.0.0.1:{port}", "bucket": BUCKET}
+
+    def _up_sshfs(self, target: Target, info: dict) -> None:
+        self.component("sshd", self.start_sshd)
+        port = self.state["ports"]["sshd"]
+        if target.remote:
+            self.component("toxiproxy", self.start_toxiproxy)
+            port = self.proxy("ssh", "ssh-proxy", port)
+        export = self.root / "netfs" / "export"
+        mnt = self.mountpoint(target.name)
+        ssh = self.root / "ssh"
+        user = pwd.getpwuid(os.geteuid()).pw_name
+        opts = (f"IdentityFile={ssh / 'client_key'},StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null,"
+                "BatchMode=yes,LogLevel=ERROR")
+        if self.is_root:
+            opts += ",allow_other"
+        self.fuse(target, mnt, ["sshfs", f"{user}@127.0.0.1:{export}", str(mnt), "-f", "-p", str(port), "-o", opts])
+        info.update(path=str(mnt), export=str(export), ssh_port=port)
+
+    def fuse(self, target: Target, mnt: Path, argv: list[str], env: dict | None = None) -> None:
+        if mount_at(mnt) is not None:
+            raise StepFailed(f"{mnt} is already mounted; run `iolens lab down` first")
+        if not os.path.exists("/dev/fuse"):
+            raise StepFailed("/dev/fuse is missing (no FUSE in this kernel or container)",
+                             "load the fuse module (`modprobe fuse`) or run where FUSE is allowed")
+        proc, log = self.spawn(f"{argv[0]}:{target.name}", argv, env=env)
+        self.add_mount(mnt)
+        wait_mounted(mnt, proc, log)
+        if not responsive(mnt, timeout=10):
+            raise StepFailed(f"{mnt} is mounted but does not answer: {log_tail(log)}")
+
+    # -- shared components ------------------------------------------------------------------------------------
+
+    def start_s3(self) -> None:
+        if "versitygw" in self.state["processes"] and st.process_alive(self.state["processes"]["versitygw"]):
+            return
+        if tools.find("versitygw") is None:
+            raise StepFailed("the S3 server versitygw is not installed", tools.install_hint("versitygw"))
+        settings = self.state["settings"]
+        settings.setdefault("s3_secret", secrets.token_hex(16))
+        s3 = self.root / "s3"
+        (s3 / "data").mkdir(parents=True, exist_ok=True)
+        passwd = s3 / "passwd"
+        passwd.write_text(f"{ACCESS_KEY}:{settings['s3_secret']}\n")
+        passwd.chmod(0o600)
+        port = self.port("s3")
+        env = dict(os.environ, ROOT_ACCESS_KEY=ACCESS_KEY, ROOT_SECRET_KEY=settings["s3_secret"])
+        proc, log = self.spawn("versitygw", ["versitygw", "--port", f"127.0.0.1:{port}", "--quiet",
+                                             "posix", str(s3 / "data")], env=env)
+        wait_port(port, proc, log)
+        self.create_bucket(port)
+
+    def create_bucket(self, port: int) -> None:
+        try:
+            import boto3
+            from botocore.config import Config
+            from botocore.exceptions import ClientError
+        except ImportError:
+            raise StepFailed("boto3 is missing", "pip install boto3") from None
+        client = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", aws_access_key_id=ACCESS_KEY,
+                              aws_secret_access_key=self.state["settings"]["s3_secret"], region_name="us-east-1",
+                              config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 3}))
+        try:
+            client.create_bucket(Bucket=BUCKET)
+        except ClientError as err:
+            if err.response.get("Error", {}).get("Code") not in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
+                raise StepFailed(f"cannot create bucket {BUCKET} on versitygw: {err}") from None
+
+    def start_toxiproxy(self) -> None:
+        if "toxiproxy" in self.state["processes"] and st.process_alive(self.state["processes"]["toxiproxy"]):
+            return
+        if tools.find("toxiproxy-server") is None:
+            raise StepFailed("toxiproxy is not installed", tools.install_hint("toxiproxy-server"))
+        port = self.port("toxiproxy")
+        proc, log = self.spawn("toxiproxy", ["toxiproxy-server", "-host", "127.0.0.1", "-port", str(port)])
+        wait_port(port, proc, log)
+
+    def proxy(self, name: str, port_key: str, upstream: int) -> int:
+        """A toxiproxy proxy to 127.0.0.1:upstream with the lab's latency and bandwidth; returns its port."""
+        listen = self.port(port_key)
+        api = f"http://127.0.0.1:{self.state['ports']['toxiproxy']}"
+        existing = _api(api, "GET", "/proxies")
+        if name not in existing:
+            _api(api, "POST", "/proxies", {"name": name, "listen": f"127.0.0.1:{listen}",
+                                           "upstream": f"127.0.0.1:{upstream}", "enabled": True})
+            s = self.settings
+            if s.latency_ms > 0:
+                _api(api, "POST", f"/proxies/{name}/toxics",
+                     {"name": "latency", "type": "latency", "stream": "downstream",
+                      "attributes": {"latency": int(round(s.latency_ms)), "jitter": 0}})
+            if s.bandwidth_kbps > 0:
+                for stream in ("downstream", "upstream"):
+                    _api(api, "POST", f"/proxies/{name}/toxics",
+                         {"name": f"bandwidth-{stream}", "type": "bandwidth", "stream": stream,
+                          "attributes": {"rate": s.bandwidth_kbps}})
+        self.state["settings"].setdefault("network", {"latency_ms": self.settings.latency_ms,
+                                                      "bandwidth_kbps": self.settings.bandwidth_kbps})
+        self.save()
+        return listen
+
+    def start_sshd(self) -> None:
+        if "sshd" in self.state["processes"] and st.process_alive(self.state["processes"]["sshd"]):
+            return
+        for tool in ("sshd", "ssh-keygen", "sshfs"):
+            if tools.find(tool) is None:
+                raise StepFailed(f"{tool} is not installed", tools.install_hint(tool))
+        ssh = self.root / "ssh"
+        ssh.mkdir(mode=0o700, exist_ok=True)
+        for key in ("host_key", "client_key"):
+            if not (ssh / key).exists():
+                run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "iolens-lab", "-f", str(ssh / key)])
+        (ssh / "authorized_keys").write_text((ssh / "client_key.pub").read_text())
+        export = self.root / "netfs" / "export"
+        export.mkdir(parents=True, exist_ok=True)
+        export.chmod(0o1777)
+        port = self.port("sshd")
+        (ssh / "sshd_config").write_text(
+            f"ListenAddress 127.0.0.1:{port}\nHostKey {ssh / 'host_key'}\nPidFile none\n"
+            f"AuthorizedKeysFile {ssh / 'authorized_keys'}\nPasswordAuthentication no\n"
+            "KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\nUsePAM no\nStrictModes no\n"
+            "Subsystem sftp internal-sftp\n")
+        if self.is_root:
+            Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation directory
+        proc, log = self.spawn("sshd", ["sshd", "-D", "-e", "-f", str(ssh / "sshd_config")])
+        wait_port(port, proc, log)
+
+
+def _api(base: str, method: str, path: str, body: dict | None = None) -> Any:
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(base + path, data=data, method=method, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return json.loads(resp.read() or b"null")
+    except (urllib.error.URLError, OSError, ValueError) as err:
+        raise StepFailed(f"toxiproxy API {method} {path} failed: {err}") from None
+
+
+def up(root: Path, targets: list[Target], settings: Settings, say: Callable[[str], None]) -> dict[str, Any]:
+    """Bring `targets` up in `root`; targets already up and healthy are left alone. Returns the state."""
+    if root == Path("/") or root == Path.home():
+        raise UsageError(f"--dir {root} would put the lab's files directly in {root}; choose a dedicated directory")
+    if root.exists() and not root.is_dir():
+        raise UsageError(f"--dir {root} is a file; choose a directory")
+    with st.locked(root):
+        state = st.load(root)
+        if state is None:
+            strangers = [p.name for p in root.iterdir() if p.name != ".lock"]
+            if strangers:
+                raise UsageError(f"{root} already holds files ({strangers[0]}, ...) and no lab; "
+                                 "choose an empty or new directory with --dir")
+            state = st.empty_state(root)
+        state["settings"].setdefault("size", settings.size)
+        st.save(root, state)
+        job = Up(root, state, settings, say)
+        for target in targets:
+            old = state["targets"].get(target.name)
+            if old and old.get("status") == "up" and old.get("path") and mount_at(old["path"]) is not None:
+                say(f"up      lab:{target.name:<13} {old['path']} (already)")
+                continue
+            if old:  # failed or broken before: undo what is left of it first
+                release_target(root, state, target.name)
+                st.save(root, state)
+            try:
+                info = job.bring_up(target)
+            except StepFailed as err:
+                info = {"status": "failed", "fstype": target.fstype, "kind": target.kind, "path": None,
+                        "error": str(err), "hint": err.hint or None}
+                state["targets"][target.name] = info
+                st.save(root, state)
+                hint = f" ({err.hint})" if err.hint else ""
+                say(f"FAILED  lab:{target.name:<13} {err}{hint}")
+                continue
+            state["targets"][target.name] = info
+            st.save(root, state)
+            say(f"up      lab:{target.name:<13} {info['path']}")
+        return state

@@ -1,0 +1,127 @@
+"""`iolens lab` without the real components: errors a user meets, the catalogue, the state file."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from conftest import iolens
+
+from iolens import lab
+from iolens.errors import TargetError, UsageError
+from iolens.lab import state as st
+from iolens.lab.catalog import TARGETS, parse_only
+from iolens.lab.tools import DEBIAN_PACKAGES
+
+HERE = Path(__file__).resolve().parent
+
+
+def test_apt_list_matches_the_tools_catalogue():
+    listed = HERE.parent / "dev" / "apt-packages.d" / "lab.txt"
+    if not listed.exists():
+        pytest.skip(f"{listed} is not here (tests run outside the source tree)")
+    lines = [ln.strip() for ln in listed.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+    assert sorted(lines) == DEBIAN_PACKAGES
+
+
+def test_catalogue_names_kinds_and_limits():
+    assert {"tmpfs", "ext4", "xfs", "btrfs", "btrfs-zstd", "btrfs-lzo", "btrfs-zlib", "hdd", "gp2", "st1", "s3",
+            "s3-rclone", "s3-remote", "netfs", "netfs-remote"} == set(TARGETS)
+    for t in TARGETS.values():
+        if t.limits:  # sequential 1 MiB O_DIRECT I/O is 2 requests per MiB: the byte rate must govern it
+            assert t.limits.iops >= 2 * t.limits.bps / (1 << 20), t.name
+            assert t.emulated
+    assert [t.name for t in parse_only("lab:s3, ext4")] == ["ext4", "s3"]
+    with pytest.raises(UsageError, match="not a lab target; choose from tmpfs"):
+        parse_only("ext5")
+
+
+def test_resolve_target_without_a_lab(tmp_path):
+    assert lab.resolve_target("/scratch/x") == Path("/scratch/x")
+    with pytest.raises(TargetError, match=r"lab:ext4: no lab is up in .*; run `iolens lab up --only ext4`"):
+        lab.resolve_target("lab:ext4", root=tmp_path / "nolab")
+    with pytest.raises(UsageError, match="lab:nope is not a lab target"):
+        lab.resolve_target("lab:nope", root=tmp_path)
+    info = lab.target_info("lab:st1", root=tmp_path / "nolab")
+    assert info["status"] == "down" and info["emulated"] and info["limits"]["read_bps"] == 40 << 20
+    assert info["path"] is None and info["healthy"] is None
+    with pytest.raises(TargetError, match="not an S3 target"):
+        lab.s3_endpoint("ext4", root=tmp_path)
+    with pytest.raises(TargetError, match="lab:s3 is not up"):
+        lab.s3_endpoint("s3", root=tmp_path)
+
+
+def test_resolve_target_reports_a_failed_target(tmp_path):
+    state = st.empty_state(tmp_path)
+    state["targets"]["s3"] = {"status": "failed", "fstype": "fuse.s3fs", "kind": "s3fs", "path": None,
+                              "error": "the S3 server versitygw is not installed", "hint": "run `iolens lab install`"}
+    st.save(tmp_path, state)
+    with pytest.raises(TargetError, match=r"lab:s3 did not come up: the S3 server versitygw is not installed "
+                                          r"\(run `iolens lab install`\)"):
+        lab.resolve_target("lab:s3", root=tmp_path)
+    with pytest.raises(TargetError, match="lab:ext4 is not part of the lab"):
+        lab.resolve_target("lab:ext4", root=tmp_path)
+
+
+def test_state_from_a_newer_iolens_is_refused(tmp_path):
+    (tmp_path / "state.json").write_text(json.dumps({"tag": st.TAG, "schema_version": [9, 0]}))
+    with pytest.raises(UsageError, match="newer iolens"):
+        st.load(tmp_path)
+    (tmp_path / "state.json").write_text("{}")
+    with pytest.raises(UsageError, match="not an iolens lab state file"):
+        st.load(tmp_path)
+
+
+def test_cli_errors_are_one_line(tmp_path):
+    res = iolens("lab", "up", "--only", "ext5", "--dir", tmp_path / "l")
+    assert res.returncode == 2 and res.stderr.startswith("iolens: error: lab:ext5 is not a lab target")
+    assert "Traceback" not in res.stderr
+    res = iolens("lab", "up", "--size", "lots", "--dir", tmp_path / "l")
+    assert res.returncode == 2 and "write a size such as 512M" in res.stderr
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "mine.txt").write_text("user data")
+    res = iolens("lab", "up", "--only", "tmpfs", "--dir", busy)
+    assert res.returncode == 2 and "already holds files (mine.txt" in res.stderr
+    assert (busy / "mine.txt").read_text() == "user data"
+    res = iolens("lab", "run", "--dir", tmp_path / "none", "st1", "--", "true")
+    assert res.returncode == 5 and "lab:st1 is not up" in res.stderr
+
+
+def test_down_without_a_lab_is_a_no_op(tmp_path):
+    for _ in range(2):
+        res = iolens("lab", "down", "--dir", tmp_path / "never")
+        assert res.returncode == 0 and "nothing to do" in res.stdout
+    res = iolens("lab", "status", "--dir", tmp_path / "never", "--json")
+    doc = json.loads(res.stdout)
+    assert doc["tag"] == "iolens-lab-status" and doc["schema_version"] == [1, 0] and doc["lab_up"] is False
+    assert [t["status"] for t in doc["targets"]] == ["down"] * len(TARGETS)
+
+
+def test_missing_component_says_what_and_others_still_come_up(tmp_path):
+    """No versitygw anywhere: lab:s3 fails with the install command; lab:tmpfs still comes up (as root)."""
+    env = dict(os.environ, IOLENS_LAB_CACHE=str(tmp_path / "emptycache"),
+               PATH=os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
+                                    if not (Path(p) / "versitygw").exists()))
+    d = tmp_path / "lab"
+    try:
+        res = iolens("lab", "up", "--only", "tmpfs,s3", "--dir", d, "--size", "16M", env=env)
+        assert res.returncode == 5, res.stderr
+        assert "FAILED  lab:s3" in res.stdout
+        assert "the S3 server versitygw is not installed (run `iolens lab install`" in res.stdout
+        assert res.stderr.strip().startswith("iolens: error: ")
+        assert len(res.stderr.strip().splitlines()) == 1
+        doc = json.loads(iolens("lab", "status", "--dir", d, "--json", env=env).stdout)
+        by = {t["name"]: t for t in doc["targets"]}
+        assert by["s3"]["status"] == "failed" and "iolens lab install" in by["s3"]["hint"]
+        if os.geteuid() == 0:
+            assert by["tmpfs"]["status"] == "up" and by["tmpfs"]["healthy"] is True
+            assert lab.resolve_target("lab:tmpfs", root=d).is_dir()
+        else:
+            assert by["tmpfs"]["status"] == "failed" and "needs root" in by["tmpfs"]["error"]
+    finally:
+        res = iolens("lab", "down", "--dir", d, env=env)
+    assert res.returncode == 0, res.stderr
+    assert not d.exists()
