@@ -6,3 +6,4 @@ from iolens.commands.lab import lab
 from iolens.commands.parse import parse
 from iolens.commands.profile import profile
 
+COMMANDS = [profile, parse, data, compare, lab]
