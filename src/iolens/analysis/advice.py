@@ -84,7 +84,7 @@ def _other_storage(r, *, exclude_devices: set[str], need_bytes: int = 0) -> dict
     local = [a for a in r.available_mounts if a["storage"] == "local"
              and (a["source"] if a["source"].startswith("/dev/") else a["device"]) not in exclude_devices]
     if local:
-        return min(local, key=lambda a: len(a["mount"]))
+        return min(local, key=lambda a: (a["mount"] == "/", len(a["mount"]), a["mount"]))
     mem = r.capture.get("mem_bytes") or 0
     ram = [a for a in r.available_mounts if a["storage"] == "memory"]
     if ram and mem and need_bytes <= mem / 4:

@@ -5,5 +5,6 @@ from iolens.commands.data import data
 from iolens.commands.lab import lab
 from iolens.commands.parse import parse
 from iolens.commands.profile import profile
+from iolens.commands.report import report
 
-COMMANDS = [profile, parse, data, compare, lab]
+COMMANDS = [profile, parse, data, compare, lab, report]

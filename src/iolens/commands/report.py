@@ -1,0 +1,115 @@
+"""iolens report: where a captured run's time went, which files and storage cost it, and what to change."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from iolens.errors import CaptureError, UsageError
+
+
+def load_capture(path: str):
+    """Read a capture for analysis: damage is a warning while something before it is readable."""
+    from iolens.capture.reader import read_capture
+
+    cap = read_capture(path)
+    if cap.problems and not cap.processes:
+        raise CaptureError(cap.problems[0])
+    if not cap.processes:
+        raise CaptureError(f"{path}: the capture holds no process records")
+    for prob in cap.problems:
+        click.echo(f"iolens: warning: {prob}; reporting what came before it", err=True)
+    return cap
+
+
+def write_output(path: str, data: bytes) -> None:
+    if path == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    try:
+        Path(path).write_bytes(data)
+    except OSError as err:
+        raise UsageError(f"cannot write {path}: {err.strerror or err}") from None
+
+
+def print_thresholds() -> None:
+    from iolens.analysis.thresholds import TABLE
+
+    w = max(len(k) for k in TABLE)
+    for name, (default, unit, doc) in TABLE.items():
+        click.echo(f"{name:<{w}}  {default:>12g} {unit:<9} {doc}")
+
+
+@click.command()
+@click.argument("capture", required=False, type=click.Path(dir_okay=True, path_type=str))
+@click.option("--html", "html_out", metavar="PATH", help="Write a self-contained HTML report (works offline).")
+@click.option("--json", "json_out", metavar="PATH", help="Write the report as JSON ('-' for stdout).")
+@click.option("--csv", "csv_out", metavar="PATH", help="Write the per-file table as CSV ('-' for stdout).")
+@click.option("--chrome-trace", "trace_out", metavar="PATH",
+              help="Write a --trace capture's operations as Chrome/Perfetto trace JSON.")
+@click.option("--multiqc", "mqc_out", metavar="PATH",
+              help="Write MultiQC custom content (name it *_mqc.json).")
+@click.option("--sample", metavar="NAME", help="Sample name for --multiqc (default: the capture's file name).")
+@click.option("--set", "overrides", metavar="NAME=VALUE", multiple=True,
+              help="Change a threshold for this report (repeatable); --thresholds lists them.")
+@click.option("--thresholds", "list_thresholds", is_flag=True, help="List the thresholds and their defaults, then exit.")
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Files in the terminal report.")
+@click.option("-q", "--quiet", is_flag=True, help="Do not print the terminal report.")
+def report(capture, html_out, json_out, csv_out, trace_out, mqc_out, sample, overrides, list_thresholds, top, quiet):
+    """Turn a capture into answers: time breakdown, phases, timeline, files, storage and advice.
+
+    Prints the report in the terminal, and writes any of the other formats asked for.
+    Any output PATH may be '-' for standard output (the terminal report is then not printed).
+
+    \b
+    Examples:
+      iolens report sort.iolens
+      iolens report sort.iolens --html sort.html --json sort.json
+      iolens report sort.iolens --set small_bytes=131072
+    """
+    if list_thresholds:
+        print_thresholds()
+        return
+    if not capture:
+        raise UsageError("no capture given; usage: iolens report CAPTURE [--html PATH] [--json PATH] ...")
+    outs = [o for o in (html_out, json_out, csv_out, trace_out, mqc_out) if o]
+    if sum(1 for o in outs if o == "-") > 1:
+        raise UsageError("only one output can go to standard output ('-')")
+    from iolens.analysis.report import build_report
+    from iolens.analysis.thresholds import with_overrides
+
+    th = with_overrides(list(overrides))
+    cap = load_capture(capture)
+    if trace_out:
+        from iolens.render.chrome_trace import render_chrome_trace
+
+        write_output(trace_out, render_chrome_trace(cap))
+    rep = build_report(cap, th)
+    if json_out:
+        from iolens.render.report_json import render_json
+
+        write_output(json_out, render_json(rep))
+    if csv_out:
+        from iolens.render.report_csv import render_csv
+
+        write_output(csv_out, render_csv(rep))
+    if mqc_out:
+        from iolens.render.multiqc import render_multiqc
+
+        name = sample or os.path.basename(capture).rsplit(".iolens", 1)[0]
+        write_output(mqc_out, render_multiqc(rep, name))
+    if html_out:
+        from iolens.render.report_html import render_html
+
+        write_output(html_out, render_html(rep))
+    if not quiet and "-" not in outs:
+        from rich.console import Console
+
+        from iolens.render.report_text import render_report_text
+
+        console = Console(highlight=False, soft_wrap=False, width=max(100, Console().width))
+        render_report_text(rep, console, top=top)

@@ -1,0 +1,372 @@
+"""The report as one self-contained HTML file: works offline, no CDN (plotly.js is inlined).
+
+Tables are rendered here with every string HTML-escaped; the charts get their data from a JSON block
+that is escaped for a <script> element and read with JSON.parse, and every label given to plotly is
+entity-escaped in the page, so a file named `<script>...` shows as text and never runs.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+
+from iolens.analysis.breakdown import BREAKDOWN, CLASSES, LABELS
+from iolens.render.multiqc import COLORS
+from iolens.render.units import human_bytes, human_seconds, pct
+
+MAX_FILE_ROWS = 2000
+MAX_PHASES = 500
+MAX_PROC_BARS = 30
+
+
+def _e(s) -> str:
+    return html.escape(str(s), quote=True)
+
+
+def _script_json(obj) -> str:
+    """JSON that can sit inside <script type="application/json"> whatever the strings hold."""
+    text = json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return (text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+def _num(v) -> float:
+    return 0.0 if v is None or (isinstance(v, float) and not math.isfinite(v)) else float(v)
+
+
+def _td(text, value=None, cls: str = "") -> str:
+    v = "" if value is None else f' data-v="{_num(value):.9g}"'
+    c = f' class="{cls}"' if cls else ""
+    return f"<td{v}{c}>{_e(text)}</td>"
+
+
+def _table(tid: str, headers: list[tuple[str, str]], rows: list[str]) -> str:
+    th = "".join(f'<th data-type="{t}" title="click to sort">{_e(h)}</th>' for h, t in headers)
+    return (f'<table class="sortable" id="{tid}"><thead><tr>{th}</tr></thead><tbody>' + "".join(rows)
+            + "</tbody></table>")
+
+
+def _files_table(r) -> str:
+    files = [f for f in r.files if f.kind != "stream"][:MAX_FILE_ROWS]
+    rows = []
+    for f in files:
+        note = []
+        if f.temporary:
+            note.append(f"temp, lived {human_seconds(f.lifetime_s)}")
+        if f.times_read and f.times_read >= 1.5:
+            note.append(f"read {f.times_read:.1f}x")
+        if f.text_format:
+            note.append(f"uncompressed {f.text_format}")
+        rows.append("<tr>" + "".join([
+            _td(f.path, cls="path"), _td(f.kind), _td(f"{f.fstype} {f.mount}".strip()), _td(f.storage),
+            _td(human_bytes(f.bytes_read), f.bytes_read), _td(human_bytes(f.bytes_written), f.bytes_written),
+            _td(f"{f.reads + f.writes:,}", f.reads + f.writes), _td(f"{f.metadata_ops:,}", f.metadata_ops),
+            _td(human_seconds(f.time_s), f.time_s),
+            _td(max(CLASSES, key=lambda c: f.breakdown[c]).replace("_", " ") if f.time_s > 0 else "-"),
+            _td(f.dominant_size), _td(f.pattern), _td(human_seconds(f.lifetime_s), f.lifetime_s),
+            _td("; ".join(note)), _td(", ".join(f.tools)),
+        ]) + "</tr>")
+    headers = [("file", "s"), ("kind", "s"), ("filesystem", "s"), ("storage", "s"), ("read", "n"), ("written", "n"),
+               ("data calls", "n"), ("metadata calls", "n"), ("time", "n"), ("mostly", "s"), ("dominant size", "s"),
+               ("pattern", "s"), ("temp lifetime", "n"), ("note", "s"), ("tools", "s")]
+    total = sum(1 for f in r.files if f.kind != "stream")
+    more = (f'<p class="note">Showing the {len(files):,} files with the most I/O time of {total:,}; '
+            "<code>iolens report --csv</code> writes them all.</p>") if total > len(files) else ""
+    return _table("files", headers, rows) + more
+
+
+def _mounts_table(r) -> str:
+    rows = []
+    for m in r.mounts:
+        rows.append("<tr>" + "".join([
+            _td(m.mount, cls="path"), _td(m.storage), _td(m.fstype or "-"), _td(m.source or "-"),
+            _td(human_bytes(m.bytes_read), m.bytes_read), _td(human_bytes(m.bytes_written), m.bytes_written),
+            _td(f"{m.reads + m.writes:,}", m.reads + m.writes), _td(f"{m.metadata_ops:,}", m.metadata_ops),
+            _td(human_seconds(m.time_s), m.time_s), _td(f"{m.files:,}", m.files),
+            _td(human_bytes(m.temp_bytes) if m.temp_files else "-", m.temp_bytes),
+        ]) + "</tr>")
+    return _table("mounts", [("mount", "s"), ("storage", "s"), ("fs", "s"), ("device", "s"), ("read", "n"),
+                             ("written", "n"), ("data calls", "n"), ("metadata calls", "n"), ("time", "n"),
+                             ("files", "n"), ("temp written", "n")], rows)
+
+
+def _procs_table(r) -> str:
+    rows = []
+    for p in r.processes[:MAX_PHASES]:
+        rows.append("<tr>" + "".join([
+            _td("\u00a0\u00a0" * p.depth + f"{p.name} [{p.pid}]", p.index, cls="path"),
+            _td(human_seconds(p.start_s), p.start_s), _td(human_seconds(p.wall_s), p.wall_s),
+            _td(human_seconds(p.cpu_s), p.cpu_s), _td(human_seconds(p.io_s), p.io_s),
+            _td(pct(p.io_s, p.own_s), p.io_s / p.own_s if p.own_s else 0),
+            _td(human_bytes(p.bytes_read), p.bytes_read), _td(human_bytes(p.bytes_written), p.bytes_written),
+            _td(human_seconds(p.subtree_io_s), p.subtree_io_s), _td(p.subtree_processes, p.subtree_processes),
+            _td("-" if p.exit_status is None else p.exit_status, p.exit_status),
+            _td(" ".join(p.argv)[:300], cls="path"),
+        ]) + "</tr>")
+    return _table("processes", [("process", "n"), ("start", "n"), ("wall", "n"), ("cpu", "n"), ("I/O", "n"),
+                                ("I/O share", "n"), ("read", "n"), ("written", "n"), ("subtree I/O", "n"),
+                                ("subtree processes", "n"), ("exit", "n"), ("command", "s")], rows)
+
+
+def _advice(r) -> str:
+    if not r.advice:
+        return '<p class="note">Nothing stands out: no advice rule fired.</p>'
+    out = []
+    for a in r.advice:
+        stake = "" if a.time_at_stake_s is None else (
+            f'<span class="stake">up to {_e(human_seconds(a.time_at_stake_s))} at stake'
+            + (f" ({100 * a.share:.0f}% of process time)" if a.share is not None else "") + "</span>")
+        ev = "".join(f"<li>{_e(e)}</li>" for e in a.evidence)
+        out.append(f'<div class="advice {_e(a.severity)}" data-rule="{_e(a.rule)}"><div class="atitle">'
+                   f'<span class="sev">{_e(a.severity)}</span> {_e(a.title)} {stake}</div>'
+                   f'<ul class="evidence">{ev}</ul><div class="fix"><b>Fix:</b> {_e(a.fix)}</div></div>')
+    return "\n".join(out)
+
+
+def _chart_data(r) -> dict:
+    procs = sorted(r.processes, key=lambda p: -p.own_s)[:MAX_PROC_BARS]
+    phases = r.processes[:MAX_PHASES]
+    tl = r.timeline
+    return {
+        "classes": BREAKDOWN,
+        "labels": LABELS,
+        "colors": COLORS,
+        "run": r.breakdown,
+        "procs": [{"name": f"{p.name} [{p.pid}]", "b": p.breakdown} for p in procs],
+        "mounts": [{"name": m.mount, "b": m.breakdown, "read": m.bytes_read, "written": m.bytes_written,
+                    "time": m.time_s} for m in r.mounts],
+        "hist": r.histograms,
+        "timeline": {"t": tl.t_s, "iops": tl.iops, "read_bps": tl.read_bps, "write_bps": tl.write_bps,
+                     "mount_bps": tl.per_mount_bps, "mount_iops": tl.per_mount_iops, "bin_s": tl.bin_s},
+        "phases": [{"name": f"{'  ' * p.depth}{p.name} [{p.pid}]", "start": p.start_s, "wall": p.wall_s,
+                    "io": p.io_s, "cpu": p.cpu_s, "own": p.own_s} for p in phases],
+    }
+
+
+def _clean(obj):
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else 0.0
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+def render_html(r, *, plotly_js: str | None = None) -> bytes:
+    if plotly_js is None:
+        from plotly.offline import get_plotlyjs
+
+        plotly_js = get_plotlyjs()
+    cap, tot = r.capture, r.totals
+    cmd = " ".join(cap["command"])
+    cov = tot["coverage"]
+    cards = [
+        ("wall time", human_seconds(tot["wall_s"])),
+        ("process time", human_seconds(tot["own_s"])),
+        ("storage I/O", f"{human_seconds(tot['io_s'])} ({pct(tot['io_s'], tot['own_s'])})"),
+        ("compute", f"{human_seconds(tot['compute_s'])} ({pct(tot['compute_s'], tot['own_s'])})"),
+        ("read / written", f"{human_bytes(tot['bytes_read'])} / {human_bytes(tot['bytes_written'])}"),
+        ("processes / files", f"{tot['processes']:,} / {tot['files']:,}"),
+        ("coverage", "unknown" if cov is None else f"{100 * cov:.1f}%"),
+        ("exit status", "?" if cap["exit_status"] is None else str(cap["exit_status"])),
+    ]
+    cards_html = "".join(f'<div class="card"><div class="k">{_e(k)}</div><div class="v">{_e(v)}</div></div>'
+                         for k, v in cards)
+    problems = "".join(f'<p class="warn">warning: {_e(p)}</p>' for p in cap["problems"])
+    thresholds = "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in r.thresholds.items())
+    page = _TEMPLATE.format(
+        title=_e(f"iolens report: {cmd}"[:200]),
+        cmd=_e(cmd),
+        host=_e(f"{cap['host'] or '?'} · {cap['cpus'] or '?'} CPUs · {human_bytes(cap['mem_bytes'])} RAM · "
+                f"kernel {cap['kernel'] or '?'} · capture {cap['path']}"),
+        cards=cards_html,
+        problems=problems,
+        advice=_advice(r),
+        mounts=_mounts_table(r),
+        files=_files_table(r),
+        procs=_procs_table(r),
+        thresholds=thresholds,
+        data=_script_json(_clean(_chart_data(r))),
+        plotly=plotly_js,
+        app=_APP_JS,
+        css=_CSS,
+        tiny=_e(human_bytes(r.thresholds["tiny_bytes"])),
+        small=_e(human_bytes(r.thresholds["small_bytes"])),
+    )
+    return page.encode("utf-8")
+
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
+header{background:#1d2330;color:#fff;padding:18px 28px}
+header h1{margin:0;font-size:20px}
+header .cmd{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:13px;margin-top:6px;word-break:break-all;color:#cfd6e4}
+header .host{font-size:12px;color:#9aa4b8;margin-top:4px}
+main{padding:12px 28px 40px}
+section{background:#fff;border:1px solid #e1e4ea;border-radius:8px;margin:16px 0;padding:12px 18px}
+h2{font-size:17px;margin:6px 0 10px}
+.cards{display:flex;flex-wrap:wrap;gap:10px}
+.card{background:#fff;border:1px solid #e1e4ea;border-radius:8px;padding:8px 14px;min-width:130px}
+.card .k{font-size:11px;color:#667;text-transform:uppercase;letter-spacing:.04em}
+.card .v{font-size:17px;font-weight:600;margin-top:2px}
+.chart{width:100%;height:360px}
+.chart.tall{height:520px}
+.grid2{display:grid;grid-template-columns:1fr 1fr;gap:12px}
+@media(max-width:1100px){.grid2{grid-template-columns:1fr}}
+table{border-collapse:collapse;width:100%;font-size:12.5px}
+th,td{padding:4px 8px;border-bottom:1px solid #eceef2;text-align:right;vertical-align:top}
+th{background:#f0f2f5;cursor:pointer;position:sticky;top:0;user-select:none;white-space:nowrap}
+th.asc::after{content:" \\25B2"}th.desc::after{content:" \\25BC"}
+td.path,th:first-child{text-align:left}
+td.path{font-family:ui-monospace,Menlo,Consolas,monospace;word-break:break-all}
+.tablewrap{max-height:560px;overflow:auto}
+.advice{border-left:5px solid #999;padding:8px 12px;margin:10px 0;background:#fafbfc}
+.advice.high{border-color:#d62728}.advice.medium{border-color:#ff9f1c}.advice.low{border-color:#7a8699}.advice.info{border-color:#1f77b4}
+.atitle{font-weight:600}
+.sev{font-size:11px;text-transform:uppercase;background:#e8ebf0;border-radius:4px;padding:1px 6px;margin-right:6px}
+.stake{font-weight:400;color:#555;margin-left:8px}
+.evidence{margin:6px 0 6px 4px;font-size:13px}
+.fix{font-size:13.5px}
+.note{color:#667;font-size:12.5px}
+.warn{color:#a15c00}
+code{background:#eef0f4;padding:1px 4px;border-radius:3px}
+"""
+
+_APP_JS = r"""
+(function(){
+  "use strict";
+  var D = JSON.parse(document.getElementById("iolens-data").textContent);
+  function esc(s){ return String(s).replace(/&/g,"&amp;").replace(/</g,"&lt;").replace(/>/g,"&gt;"); }
+  function fmtS(s){ if(s<1e-3) return (s*1e6).toFixed(0)+" µs"; if(s<1) return (s*1e3).toFixed(1)+" ms";
+    if(s<120) return s.toFixed(2)+" s"; return (s/60).toFixed(1)+" min"; }
+  var cfg = {displaylogo:false, responsive:true};
+  var base = {margin:{l:60,r:20,t:30,b:40}, legend:{orientation:"h", y:-0.2}, font:{size:12}};
+  function lay(extra){ var o = JSON.parse(JSON.stringify(base)); for (var k in extra) o[k] = extra[k]; return o; }
+
+  // time breakdown: the whole run, then the processes with the most own time
+  (function(){
+    var rows = [{name:"whole run", b:D.run}].concat(D.procs);
+    var y = rows.map(function(r){ return esc(r.name); });
+    var traces = D.classes.map(function(c){
+      return {type:"bar", orientation:"h", name:D.labels[c], y:y, marker:{color:D.colors[c]},
+              x:rows.map(function(r){ return r.b[c] || 0; }),
+              hovertemplate:"%{y}<br>"+D.labels[c]+": %{x:.4g} s<extra></extra>"};
+    });
+    Plotly.newPlot("chart-breakdown", traces, lay({barmode:"stack", xaxis:{title:"seconds"},
+      yaxis:{autorange:"reversed", automargin:true}, height:Math.max(320, 60+26*rows.length)}), cfg);
+  })();
+
+  // access-size histograms
+  Plotly.newPlot("chart-hist", [
+    {type:"bar", name:"reads", x:D.hist.bins, y:D.hist.read, marker:{color:"#2ca02c"}},
+    {type:"bar", name:"writes", x:D.hist.bins, y:D.hist.write, marker:{color:"#1f77b4"}}
+  ], lay({barmode:"group", yaxis:{title:"calls", type:"log"}, xaxis:{title:"request size"}}), cfg);
+
+  // IOPS and throughput over time
+  (function(){
+    var T = D.timeline, t = T.t, traces = [];
+    Object.keys(T.iops).forEach(function(cat){
+      var v = T.iops[cat]; if (!v.some(function(x){ return x > 0; })) return;
+      traces.push({type:"scatter", mode:"lines", line:{shape:"hv"}, name:cat, x:t, y:v});
+    });
+    if (!traces.length) traces.push({type:"scatter", mode:"lines", name:"none", x:t, y:t.map(function(){return 0;})});
+    Plotly.newPlot("chart-iops", traces, lay({xaxis:{title:"seconds from start"}, yaxis:{title:"calls / s"}}), cfg);
+    var tp = [
+      {type:"scatter", mode:"lines", line:{shape:"hv", color:"#2ca02c"}, name:"read", x:t, y:T.read_bps.map(function(v){return v/1048576;})},
+      {type:"scatter", mode:"lines", line:{shape:"hv", color:"#1f77b4"}, name:"written", x:t, y:T.write_bps.map(function(v){return v/1048576;})}
+    ];
+    Object.keys(T.mount_bps).forEach(function(m){
+      tp.push({type:"scatter", mode:"lines", line:{shape:"hv", dash:"dot"}, name:esc(m)+" (est.)", x:t,
+               y:T.mount_bps[m].map(function(v){return v/1048576;})});
+    });
+    Plotly.newPlot("chart-throughput", tp, lay({xaxis:{title:"seconds from start"}, yaxis:{title:"MiB / s"}}), cfg);
+  })();
+
+  // phases: one bar per process image on the run's time line, coloured by its I/O share
+  (function(){
+    var P = D.phases;
+    var y = P.map(function(p, i){ return i + 1; });
+    var share = P.map(function(p){ return p.own > 0 ? p.io / p.own : 0; });
+    Plotly.newPlot("chart-phases", [{type:"bar", orientation:"h", base:P.map(function(p){return p.start;}),
+      x:P.map(function(p){ return Math.max(p.wall, 1e-6); }), y:y,
+      text:P.map(function(p){ return esc(p.name.trim()); }), textposition:"inside", insidetextanchor:"start",
+      customdata:P.map(function(p){ return [esc(p.name.trim()), fmtS(p.wall), fmtS(p.cpu), fmtS(p.io)]; }),
+      hovertemplate:"%{customdata[0]}<br>wall %{customdata[1]}, cpu %{customdata[2]}, I/O %{customdata[3]}<extra></extra>",
+      marker:{color:share, colorscale:[[0,"#9ecae1"],[1,"#d62728"]], cmin:0, cmax:1,
+              colorbar:{title:"I/O share", thickness:12}}}],
+      lay({xaxis:{title:"seconds from start"}, yaxis:{autorange:"reversed", showticklabels:false, title:"process images"},
+           height:Math.max(320, 80 + 18 * P.length), showlegend:false}), cfg);
+  })();
+
+  // per mount: bytes and time
+  (function(){
+    var M = D.mounts, x = M.map(function(m){ return esc(m.name); });
+    Plotly.newPlot("chart-mounts", [
+      {type:"bar", name:"read (MiB)", x:x, y:M.map(function(m){return m.read/1048576;}), marker:{color:"#2ca02c"}},
+      {type:"bar", name:"written (MiB)", x:x, y:M.map(function(m){return m.written/1048576;}), marker:{color:"#1f77b4"}},
+      {type:"scatter", mode:"markers", name:"I/O time (s)", x:x, y:M.map(function(m){return m.time;}), yaxis:"y2",
+       marker:{color:"#d62728", size:12, symbol:"diamond"}}
+    ], lay({barmode:"group", yaxis:{title:"MiB"}, yaxis2:{title:"seconds", overlaying:"y", side:"right"}}), cfg);
+  })();
+
+  // sortable tables: click a header; numbers sort by data-v
+  Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), function(table){
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function(th, col){
+      th.addEventListener("click", function(){
+        var asc = !th.classList.contains("asc");
+        Array.prototype.forEach.call(table.tHead.rows[0].cells, function(h){ h.classList.remove("asc","desc"); });
+        th.classList.add(asc ? "asc" : "desc");
+        var num = th.getAttribute("data-type") === "n", body = table.tBodies[0];
+        var rows = Array.prototype.slice.call(body.rows);
+        rows.sort(function(a, b){
+          var x = a.cells[col], z = b.cells[col], r;
+          if (num) r = parseFloat(x.getAttribute("data-v") || "0") - parseFloat(z.getAttribute("data-v") || "0");
+          else r = x.textContent.localeCompare(z.textContent);
+          return asc ? r : -r;
+        });
+        rows.forEach(function(row){ body.appendChild(row); });
+      });
+    });
+  });
+  document.body.setAttribute("data-rendered", "1");
+})();
+"""
+
+_TEMPLATE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+<style>{css}</style>
+<script>{plotly}</script>
+</head><body>
+<header><h1>iolens report</h1><div class="cmd">{cmd}</div><div class="host">{host}</div></header>
+<main>
+<div class="cards">{cards}</div>
+{problems}
+<section id="advice"><h2>Advice</h2>{advice}</section>
+<section><h2>Where the time went</h2>
+<p class="note">Process time (wall time of each process less its waits for children) split into kinds of I/O
+and compute. Tiny &lt; {tiny}, small &lt; {small}; larger calls are streaming (forwards) or random (backwards).</p>
+<div id="chart-breakdown" class="chart"></div></section>
+<div class="grid2">
+<section><h2>Access sizes</h2><div id="chart-hist" class="chart"></div></section>
+<section><h2>Storage</h2><div id="chart-mounts" class="chart"></div></section>
+</div>
+<div class="grid2">
+<section><h2>Calls per second</h2><div id="chart-iops" class="chart"></div></section>
+<section><h2>Throughput</h2><div id="chart-throughput" class="chart"></div>
+<p class="note">Per-mount lines are estimated from when each process used each file.</p></section>
+</div>
+<section><h2>Phases</h2><div id="chart-phases" class="chart tall"></div></section>
+<section><h2>Mounts</h2><div class="tablewrap">{mounts}</div></section>
+<section><h2>Files</h2><div class="tablewrap">{files}</div></section>
+<section><h2>Processes</h2><div class="tablewrap">{procs}</div></section>
+<section><h2>Thresholds</h2><details><summary>values used for this report</summary>
+<table><tbody>{thresholds}</tbody></table></details></section>
+</main>
+<script type="application/json" id="iolens-data">{data}</script>
+<script>{app}</script>
+</body></html>
+"""

@@ -1,0 +1,122 @@
+"""The report in the terminal: the breakdown bar, mounts, top files, phases and advice (rich)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from iolens.analysis.breakdown import BREAKDOWN, LABELS
+from iolens.render.units import human_bytes, human_seconds, pct
+
+COLORS = {
+    "tiny_read": "red", "small_read": "yellow", "streaming_read": "green", "random_read": "magenta",
+    "tiny_write": "bright_red", "small_write": "bright_yellow", "streaming_write": "bright_green",
+    "random_write": "bright_magenta", "metadata": "cyan", "sync": "blue", "pipe_wait": "white",
+    "compute": "grey50",
+}
+
+
+def breakdown_bar(breakdown: dict[str, float], width: int = 72) -> Text:
+    """One line of coloured blocks, each category's length proportional to its time."""
+    total = sum(breakdown.values())
+    bar = Text()
+    if total <= 0:
+        return bar
+    used = 0
+    acc = 0.0
+    for c in BREAKDOWN:
+        acc += breakdown.get(c, 0.0)
+        end = round(width * acc / total)
+        if end > used:
+            bar.append("█" * (end - used), style=COLORS[c])
+            used = end
+    return bar
+
+
+def _tbl(title: str, cols: list[tuple[str, str]]) -> Table:
+    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, title_style="bold")
+    for name, just in cols:
+        t.add_column(name, justify=just, overflow="fold")
+    return t
+
+
+def render_report_text(r, console: Console, *, top: int = 10, max_procs: int = 25) -> None:
+    cap, tot = r.capture, r.totals
+    console.print(Text(f"iolens report: {' '.join(cap['command'])}", style="bold"))
+    status = "?" if cap["exit_status"] is None else str(cap["exit_status"])
+    console.print(f"  wall {human_seconds(tot['wall_s'])}, exit {status}, {tot['processes']} process image(s), "
+                  f"{tot['files']} file(s), {human_bytes(tot['bytes_read'])} read, "
+                  f"{human_bytes(tot['bytes_written'])} written")
+    cov = tot["coverage"]
+    console.print(f"  attributed coverage: {'unknown' if cov is None else f'{100 * cov:.1f}%'} of the kernel's "
+                  f"{human_bytes(tot['kernel_read'])} read + {human_bytes(tot['kernel_written'])} written")
+    for prob in cap["problems"]:
+        console.print(Text(f"  warning: {prob}", style="yellow"))
+
+    own = tot["own_s"]
+    console.print()
+    console.print(Text("Where the time went", style="bold"),
+                  Text(f" (process time {human_seconds(own)}, summed over processes, excluding waits for children)"))
+    console.print(Text("  ") + breakdown_bar(r.breakdown))
+    t = _tbl("", [("", "left"), ("category", "left"), ("time", "right"), ("share", "right")])
+    for c in BREAKDOWN:
+        v = r.breakdown[c]
+        if v > 0:
+            t.add_row(Text("██", style=COLORS[c]), LABELS[c], human_seconds(v), pct(v, own))
+    t.add_row("", Text("I/O (storage)", style="bold"), human_seconds(tot["io_s"]), pct(tot["io_s"], own))
+    console.print(t)
+
+    if r.mounts:
+        console.print()
+        t = _tbl("Storage", [("mount", "left"), ("kind", "left"), ("fs", "left"), ("read", "right"),
+                             ("written", "right"), ("calls", "right"), ("time", "right"), ("files", "right"),
+                             ("temp", "right")])
+        for m in r.mounts:
+            t.add_row(Text(m.mount), m.storage, m.fstype or "-", human_bytes(m.bytes_read),
+                      human_bytes(m.bytes_written), f"{m.reads + m.writes + m.metadata_ops:,}",
+                      human_seconds(m.time_s), str(m.files),
+                      human_bytes(m.temp_bytes) if m.temp_files else "-")
+        console.print(t)
+
+    files = [f for f in r.files if f.kind in ("file", "aggregate")][:top]
+    if files:
+        console.print()
+        t = _tbl(f"Top files by I/O time ({len(files)} of {tot['files']})",
+                 [("file", "left"), ("mount", "left"), ("read", "right"), ("written", "right"), ("calls", "right"),
+                  ("size", "left"), ("pattern", "left"), ("time", "right"), ("note", "left")])
+        for f in files:
+            note = ""
+            if f.temporary:
+                note = f"temp, lived {human_seconds(f.lifetime_s)}"
+            elif f.times_read and f.times_read >= 1.5:
+                note = f"read {f.times_read:.1f}x"
+            t.add_row(Text(f.path), Text(f.mount), human_bytes(f.bytes_read), human_bytes(f.bytes_written),
+                      f"{f.reads + f.writes:,}", f.dominant_size, f.pattern, human_seconds(f.time_s), note)
+        console.print(t)
+
+    if r.processes:
+        console.print()
+        t = _tbl("Phases (process tree)", [("process", "left"), ("start", "right"), ("wall", "right"),
+                                           ("cpu", "right"), ("I/O", "right"), ("read", "right"),
+                                           ("written", "right"), ("exit", "right")])
+        for p in r.processes[:max_procs]:
+            t.add_row(Text("  " * p.depth + f"{p.name} [{p.pid}]"), human_seconds(p.start_s), human_seconds(p.wall_s),
+                      human_seconds(p.cpu_s), human_seconds(p.io_s), human_bytes(p.bytes_read),
+                      human_bytes(p.bytes_written), "-" if p.exit_status is None else str(p.exit_status))
+        console.print(t)
+        if len(r.processes) > max_procs:
+            console.print(f"  … and {len(r.processes) - max_procs} more process images (--json has all)")
+
+    console.print()
+    console.print(Text("Advice", style="bold"))
+    if not r.advice:
+        console.print("  nothing stands out: no rule fired (iolens report --thresholds lists them)")
+    for i, a in enumerate(r.advice, 1):
+        stake = "" if a.time_at_stake_s is None else f"  [up to {human_seconds(a.time_at_stake_s)} at stake" + (
+            f", {100 * a.share:.0f}% of process time]" if a.share is not None else "]")
+        style = {"high": "bold red", "medium": "yellow", "low": "default", "info": "cyan"}[a.severity]
+        console.print(Text(f"  {i}. ", style=style) + Text(a.title, style=style) + Text(stake))
+        for e in a.evidence:
+            console.print(Text(f"       - {e}"))
+        console.print(Text(f"     fix: {a.fix}"))
