@@ -29,7 +29,8 @@ class Profiler:
     def start(self) -> tuple[dict[str, str], Path]:
         stage = staging_dir()
         env = dict(os.environ)
-        env["LD_PRELOAD"] = f"{self.lib} {env['LD_PRELOAD']}" if env.get("LD_PRELOAD") else str(self.lib)
+        # the launcher moves this into LD_PRELOAD for the command only (see runner.LAUNCHER)
+        env["IOLENS_COMPARE_PRELOAD"] = f"{self.lib} {env['LD_PRELOAD']}" if env.get("LD_PRELOAD") else str(self.lib)
         env["IOLENS_DIR"] = str(stage)
         env["IOLENS_PARENT_PID"] = str(os.getpid())
         env["IOLENS_TRACE"] = "0"

@@ -100,6 +100,7 @@ def _lib():
                              ctypes.c_long]
         lib.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
         lib.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_ubyte)]
+        lib.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
         _libc = lib
     return _libc
 
@@ -150,6 +151,10 @@ def fadvise_dontneed(files: list[str]) -> None:
         except OSError:
             continue
         try:
+            try:
+                os.fdatasync(fd)  # dirty pages (a freshly written input) cannot be dropped
+            except OSError:
+                pass
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
@@ -192,52 +197,129 @@ def _read_io(pid: int) -> dict[str, int | None]:
     return out
 
 
-def _stop_group(proc: subprocess.Popen) -> None:
-    """SIGTERM the command's process group, then SIGKILL after 2 s; reap it."""
+# The launcher: `setsid --fork` (a small C program) forks the command off in a new session, so
+# the command's process tree descends from a small process.  Spawned straight from Python, the
+# command's peak RSS (ru_maxrss) would start at Python's own: exec() keeps the high-water mark of
+# the memory it replaces.  iolens is the child subreaper, so the command is reparented to it and
+# its rusage and /proc/PID/io are read here.  The inner shell writes its pid to a file, moves the
+# profiler's preload into LD_PRELOAD (so only the command itself is profiled), then execs `sh -c`.
+LAUNCHER = (
+    'printf "%s\\n" "$$" > "$2" || exit 125\n'
+    'if [ -n "${IOLENS_COMPARE_PRELOAD+x}" ]; then LD_PRELOAD=$IOLENS_COMPARE_PRELOAD; export LD_PRELOAD; '
+    'unset IOLENS_COMPARE_PRELOAD; fi\n'
+    'exec /bin/sh -c "$1"\n'
+)
+PR_SET_CHILD_SUBREAPER = 36
+_subreaper = False
+
+
+def _become_subreaper() -> None:
+    global _subreaper
+    if not _subreaper:
+        if _lib().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
+        _subreaper = True
+
+
+def _read_pid(path: str, outer_status: int, timeout: float = 10.0) -> int:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with open(path) as f:
+                text = f.read()
+            if text.endswith("\n"):
+                return int(text)
+        except FileNotFoundError:
+            pass
+        if outer_status != 0 or time.monotonic() > deadline:
+            raise IolensError(f"cannot start commands: `setsid --fork` exited with status {outer_status}; "
+                              "it comes with util-linux", exit_code=126)
+        time.sleep(0.0002)
+
+
+def _stop_group(pgid: int) -> None:
+    """SIGTERM the command's process group, SIGKILL after 2 s, and reap whatever was ours in it."""
     for sig, wait in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
         try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            pass
-        try:
-            proc.wait(timeout=wait)
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
             break
-        except subprocess.TimeoutExpired:
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            try:
+                pid, _st = os.waitpid(pgid, os.WNOHANG)
+            except ChildProcessError:
+                pid = pgid
+            if pid == pgid:
+                break
+            time.sleep(0.01)
+        else:
             continue
-    try:  # anything left in the group (a background child)
-        os.killpg(proc.pid, signal.SIGKILL)
+        break
+    _reap_group(pgid)
+
+
+def _reap_group(pgid: int) -> None:
+    """Kill what the command left running in its group and reap those that were reparented to iolens."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        pass
+        return
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline:
+        try:
+            pid, _st = os.waitpid(-pgid, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            time.sleep(0.005)
+
+
+def _ram_dir() -> str | None:
+    """/dev/shm when usable, so the launcher's pid file and stderr cause no disk I/O."""
+    return "/dev/shm" if os.access("/dev/shm", os.W_OK | os.X_OK) else None
 
 
 def execute(command: str, *, env: dict[str, str] | None = None, show_output: bool = False) -> Measured:
     """Run `sh -c command` and measure it; raises KeyboardInterrupt after stopping it on Ctrl-C."""
-    with tempfile.TemporaryFile(prefix="iolens-compare-err-") as err:
-        start = time.monotonic()
-        proc = subprocess.Popen(["/bin/sh", "-c", command], stdin=subprocess.DEVNULL,
-                                stdout=None if show_output else subprocess.DEVNULL,
-                                stderr=None if show_output else err, env=env, start_new_session=True)
-        try:
-            os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
-            wall = time.monotonic() - start
-            io = _read_io(proc.pid)
-            _pid, wstatus, ru = os.wait4(proc.pid, 0)
-        except BaseException:
-            _stop_group(proc)
-            raise
-        status = 128 + os.WTERMSIG(wstatus) if os.WIFSIGNALED(wstatus) else os.WEXITSTATUS(wstatus)
-        proc.returncode = status
-        try:  # a background child the command left behind must not run on into the next run
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        tail = None
-        if not show_output:
-            size = err.seek(0, os.SEEK_END)
-            err.seek(max(0, size - STDERR_TAIL))
-            tail = err.read().decode("utf-8", "replace")
-            if size > STDERR_TAIL:
-                tail = "…" + tail.split("\n", 1)[-1]
+    _become_subreaper()
+    with tempfile.TemporaryDirectory(prefix="iolens-compare-x-", dir=_ram_dir()) as tmp:
+        pidfile = os.path.join(tmp, "pid")
+        with open(os.path.join(tmp, "stderr"), "w+b") as err:
+            start = time.monotonic()
+            outer = subprocess.Popen(["setsid", "--fork", "/bin/sh", "-c", LAUNCHER, "iolens-compare", command,
+                                      pidfile], stdin=subprocess.DEVNULL,
+                                     stdout=None if show_output else subprocess.DEVNULL,
+                                     stderr=None if show_output else err, env=env)
+            pid = None
+            try:
+                outer.wait()
+                pid = _read_pid(pidfile, outer.returncode)
+                os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+                wall = time.monotonic() - start
+                io = _read_io(pid)
+                _pid, wstatus, ru = os.wait4(pid, 0)
+            except BaseException:
+                if outer.poll() is None:
+                    outer.kill()
+                    outer.wait()
+                if pid is None:
+                    try:
+                        pid = int(open(pidfile).read())
+                    except (OSError, ValueError):
+                        pass
+                if pid is not None:
+                    _stop_group(pid)
+                raise
+            status = 128 + os.WTERMSIG(wstatus) if os.WIFSIGNALED(wstatus) else os.WEXITSTATUS(wstatus)
+            _reap_group(pid)  # a background child the command left behind must not run on into the next run
+            tail = None
+            if not show_output:
+                size = err.seek(0, os.SEEK_END)
+                err.seek(max(0, size - STDERR_TAIL))
+                tail = err.read().decode("utf-8", "replace")
+                if size > STDERR_TAIL:
+                    tail = "…" + tail.split("\n", 1)[-1]
     return Measured(wall_s=wall, user_s=ru.ru_utime, sys_s=ru.ru_stime, maxrss_bytes=ru.ru_maxrss * 1024,
                     exit_status=status, io=io, stderr_tail=tail)
 
