@@ -20,6 +20,7 @@ a mount by path prefix; MOUNTS below is the default mount table.
 from __future__ import annotations
 
 import math
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +86,7 @@ def fil(path: str, *, reads: int = 0, read_size: int = 0, read_time: float = 0.0
     seq_r = int(round(max(0, reads - 1) * read_seq))
     seq_w = int(round(max(0, writes - 1) * write_seq))
     return {
-        "path": path, "flags": fl, "dev": dev, "ino": abs(hash(path)) % (1 << 40), "mode": 0o100644,
+        "path": path, "flags": fl, "dev": dev, "ino": zlib.crc32(path.encode("utf-8", "surrogateescape")), "mode": 0o100644,
         "opens": opens, "reads": reads, "writes": writes, "bytes_read": br, "bytes_written": bw,
         "read_hist": rh, "write_hist": wh, "seq_reads": seq_r, "seq_writes": seq_w,
         "consec_reads": seq_r, "consec_writes": seq_w, "rw_switches": 0,

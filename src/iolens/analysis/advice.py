@@ -196,7 +196,7 @@ def temp_placement(r, th) -> Advice | None:
             why.append(f"{m.storage} storage ({m.fstype})")
         for role in ("inputs", "outputs"):
             if dev in data_devices[role]:
-                why.append(f"the same device as the {role} ({dev})")
+                why.append(f"the same device as the {role}")
         if not why:
             continue
         t = sum(f.time_s for f in fs)
@@ -213,8 +213,8 @@ def temp_placement(r, th) -> Advice | None:
                          need_bytes=nbytes)
     alt_dir = alt["mount"].rstrip("/") + "/tmp" if alt else "/path/on/another/disk"
     tools = sorted({t for f in fs for t in f.tools})
-    ev = [f"{len(fs):,} temporary files, {human_bytes(nbytes)} written, {human_seconds(t)} of I/O, on {mp} ("
-          + "; ".join(why) + ")"]
+    ev = [f"{len(fs):,} temporary files, {human_bytes(nbytes)} written, {human_seconds(t)} of I/O, on {mp} "
+          f"({m.source or m.fstype}): " + "; ".join(why)]
     for f in sorted(fs, key=lambda f: -f.bytes_written)[:3]:
         ev.append(f"{f.path}: {human_bytes(f.bytes_written)}, lived {human_seconds(f.lifetime_s)} ({', '.join(f.tools)})")
     if alt:
@@ -227,7 +227,11 @@ def temp_placement(r, th) -> Advice | None:
         fix = f"Point the temp files at another device: `export TMPDIR={alt_dir}` (or the tool's temp-dir option)"
     if not alt:
         fix += "; this machine shows no other local device, so add a local scratch disk or use tmpfs if they fit in RAM"
-    return _make(r, "temp_placement", f"temp files share storage with the data ({'; '.join(why)})", t, ev, fix,
+    where = " and ".join(w.replace("the same device as the ", "") for w in why if w.startswith("the same"))
+    title = (f"temp files on the same device as the {where}" if where else "temp files on slow storage")
+    if is_remote(m.storage):
+        title = f"temp files on {m.storage} storage ({mp})" + (f", also the {where}" if where else "")
+    return _make(r, "temp_placement", title, t, ev, fix,
                  {"seconds": t, "mount": mp, "files": len(fs), "bytes": nbytes, "alternative": alt,
                   "tools": tools})
 
@@ -251,18 +255,17 @@ def same_device_read_write(r, th) -> Advice | None:
         wt = sum(v for k, v in m.breakdown.items() if k.endswith("_write")) + m.breakdown["sync"]
         t = min(rt, wt)
         if best is None or t > best[0]:
-            best = (t, m, rb, wb, overlap)
+            best = (t, m, rb, wb, overlap, rt, wt)
     if best is None:
         return None
-    t, m, rb, wb, overlap = best
+    t, m, rb, wb, overlap, rt, wt = best
     alt = _other_storage(r, exclude_devices={_device(m)}, need_bytes=wb)
     if alt is None or alt["storage"] != "local" or not _worth(r, th, t):
         return None
     outs = sorted((f for f in _real_files(r) if f.mount == m.mount and f.bytes_written and not f.temporary),
                   key=lambda f: -f.bytes_written)[:3]
     ev = [f"{m.mount} ({m.source or m.fstype}) read {human_bytes(rb)} and written {human_bytes(wb)} at the same "
-          f"time for {human_seconds(overlap)}; reads took {human_seconds(sum(v for k, v in m.breakdown.items() if k.endswith('_read')))}, "
-          f"writes {human_seconds(t if t else 0)} or more",
+          f"time for {human_seconds(overlap)}; reads took {human_seconds(rt)}, writes {human_seconds(wt)}",
           f"{alt['mount']} ({alt['fstype']} on {alt['source']}) is another local device"]
     ev += [f"output {f.path}: {human_bytes(f.bytes_written)}" for f in outs]
     example = f"{alt['mount'].rstrip('/')}/{os.path.basename(outs[0].path)}" if outs else alt["mount"]

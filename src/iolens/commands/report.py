@@ -111,5 +111,5 @@ def report(capture, html_out, json_out, csv_out, trace_out, mqc_out, sample, ove
 
         from iolens.render.report_text import render_report_text
 
-        console = Console(highlight=False, soft_wrap=False, width=max(100, Console().width))
+        console = Console(highlight=False, soft_wrap=False, width=max(120, Console().width))
         render_report_text(rep, console, top=top)

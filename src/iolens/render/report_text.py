@@ -36,8 +36,10 @@ def breakdown_bar(breakdown: dict[str, float], width: int = 72) -> Text:
 
 def _tbl(title: str, cols: list[tuple[str, str]]) -> Table:
     t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, title_style="bold")
-    for name, just in cols:
-        t.add_column(name, justify=just, overflow="fold")
+    for i, (name, just) in enumerate(cols):
+        first = i == 0 and name != ""
+        t.add_column(name, justify=just, overflow="fold", no_wrap=not first and name != "note",
+                     ratio=1 if first else None, min_width=24 if first else None)
     return t
 
 
@@ -88,7 +90,7 @@ def render_report_text(r, console: Console, *, top: int = 10, max_procs: int = 2
         for f in files:
             note = ""
             if f.temporary:
-                note = f"temp, lived {human_seconds(f.lifetime_s)}"
+                note = f"temp {human_seconds(f.lifetime_s)}"
             elif f.times_read and f.times_read >= 1.5:
                 note = f"read {f.times_read:.1f}x"
             t.add_row(Text(f.path), Text(f.mount), human_bytes(f.bytes_read), human_bytes(f.bytes_written),
