@@ -1,0 +1,86 @@
+/*
+ * iolens-bench: the storage benchmark engine.  One definition of the job
+ * vocabulary: the X-macro lists below generate the enums, the parser's name
+ * tables and `iolens-bench --describe`, which the Python side checks.
+ */
+#ifndef IOLENS_BENCH_H
+#define IOLENS_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BENCH_JOB_MAJOR 1
+#define BENCH_JOB_MINOR 0
+#define BENCH_RESULT_MAJOR 1
+#define BENCH_RESULT_MINOR 0
+#define BENCH_ENGINE_VERSION "1.0"
+
+/* X(name, kind, doc): kind is seq, rand, small or util. */
+#define BENCH_OPS(X)                                                                              \
+    X(write, seq, "sequential write, file per thread or segments of one shared file")            \
+    X(read, seq, "sequential read; with files+interleave, round-robin over many files (merge)") \
+    X(randread, rand, "random reads of bs at bs-aligned offsets; queue depth = threads")         \
+    X(randwrite, rand, "random writes of bs at bs-aligned offsets")                                \
+    X(randrw, rand, "random reads and writes, read_share of them reads")                          \
+    X(create, small, "create and write small files (size 0: metadata only)")                     \
+    X(readfiles, small, "open, read whole, close small files")                                    \
+    X(stat, small, "stat small files")                                                             \
+    X(delete, small, "unlink small files, then remove their directories")                         \
+    X(remove, util, "untimed clean-up: remove files or a small-file tree")
+
+/* X(name, doc) */
+#define BENCH_CONTENTS(X)                                                  \
+    X(random, "incompressible pseudo-random bytes")                        \
+    X(zeros, "all zero bytes")                                             \
+    X(fastq, "FASTQ-like text with binned qualities falling toward 3'")   \
+    X(sam, "coordinate-sorted SAM-like text")                              \
+    X(template, "the bytes of a given file, repeated")
+
+#define BENCH_SYNCS(X) X(none) X(fsync) X(fdatasync)
+#define BENCH_LAYOUTS(X) X(per_thread) X(shared)
+#define BENCH_ENGINES(X) X(psync) X(null)
+
+typedef enum {
+#define X(n, k, d) OP_##n,
+    BENCH_OPS(X)
+#undef X
+        OP__COUNT
+} op_kind;
+
+typedef enum {
+#define X(n, d) CONTENT_##n,
+    BENCH_CONTENTS(X)
+#undef X
+        CONTENT__COUNT
+} content_kind;
+
+typedef enum {
+#define X(n) SYNC_##n,
+    BENCH_SYNCS(X)
+#undef X
+} sync_kind;
+
+typedef enum {
+#define X(n) LAYOUT_##n,
+    BENCH_LAYOUTS(X)
+#undef X
+} layout_kind;
+
+typedef enum {
+#define X(n) ENGINE_##n,
+    BENCH_ENGINES(X)
+#undef X
+} engine_kind;
+
+typedef struct {
+    uint64_t s[4];
+} rng_t;
+
+uint64_t rng_next(rng_t *r);
+void rng_seed(rng_t *r, uint64_t seed);
+
+/* Content pool of n bytes, 4096-aligned; 0 on success, else -1 with err set. */
+int content_pool(content_kind kind, const char *tmpl, size_t n, uint64_t seed, unsigned char **out, char *err,
+                 size_t errlen);
+
+#endif

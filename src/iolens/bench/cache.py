@@ -1,0 +1,88 @@
+"""Cache honesty: what state each measurement was in, and warnings when a number cannot be the device's.
+
+States (recorded with every result):
+- reads:  `cold-direct` (O_DIRECT really used), `cold-evicted` (flushed and dropped from the page cache, and
+  mincore found under 5% still resident), `warm` (eviction skipped on purpose, or it had no effect);
+- writes: `cold-direct`, `synced` (fsync/fdatasync inside the timing: the device took the data) or `buffered`
+  (only the page cache took it);
+- metadata: `stat` is `cold-evicted` only when caches were dropped (root, --drop-caches), else `warm`;
+  create/delete are `buffered` unless files were fsync'd.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from iolens.bench.metrics import READ_OPS
+from iolens.bench.targets import Target
+from iolens.render.units import human_bytes
+
+STATES = ("cold-direct", "cold-evicted", "warm", "synced", "buffered")
+RESIDENT_LIMIT = 0.05
+
+
+def state_of(ph: dict[str, Any]) -> str:
+    """The cache state of a phase, judged by its first group (the one its latency comes from)."""
+    g = ph["groups"][0]
+    op = g["op"]
+    cache = ph.get("cache") or {}
+    if g.get("engine") == "null":
+        return "warm"
+    if g.get("direct_used"):
+        return "cold-direct"
+    if op in READ_OPS or op == "randrw":
+        if not cache.get("evicted"):
+            return "warm"
+        frac = cache.get("resident_fraction")
+        if frac is not None and frac > RESIDENT_LIMIT:
+            return "warm"
+        return "cold-evicted"
+    if op == "stat":
+        return "cold-evicted" if cache.get("dropped") else "warm"
+    if op in ("write", "randwrite"):
+        return "synced" if g.get("sync") not in (None, "none") else "buffered"
+    return "buffered"
+
+
+def notes_for(ph: dict[str, Any], state: str, t: Target) -> list[str]:
+    """Why a state is what it is, when that is not obvious."""
+    notes = []
+    g = ph["groups"][0]
+    cache = ph.get("cache") or {}
+    if g.get("direct_requested") and g.get("direct_refused"):
+        notes.append(f"{t.fstype or 'this filesystem'} refused O_DIRECT; buffered I/O was used")
+    if cache.get("drop_requested") and not cache.get("dropped"):
+        notes.append(f"could not drop caches ({cache.get('drop_error') or 'not root'}); evicted per file instead")
+    if cache.get("evicted") and state == "warm" and g["op"] in READ_OPS | {"randrw"}:
+        frac = cache.get("resident_fraction") or 0.0
+        if t.device_class == "memory":
+            notes.append(f"{t.fstype} pages are the storage: eviction cannot apply, reads are memory speed")
+        else:
+            notes.append(f"eviction did not take: {100 * frac:.0f}% of the files stayed in the page cache")
+    if cache.get("evicted") and cache.get("resident_fraction") is None and g["op"] in READ_OPS:
+        notes.append("residency after eviction could not be checked (mmap refused)")
+    return notes
+
+
+def plausibility(test: str, t: Target, ph: dict[str, Any], state: str, metrics: dict[str, Any]) -> list[str]:
+    """Warnings for numbers no device of this class could deliver: the data came from a cache."""
+    warnings = []
+    op = ph["groups"][0]["op"]
+    if op not in READ_OPS:
+        return warnings
+    rate = metrics.get("read_Bps") or metrics.get("throughput_Bps")
+    iops = metrics.get("iops")
+    limit, limit_iops = t.plausible_read_Bps, t.plausible_read_iops
+    fix = "use --direct, or --drop-caches as root"
+    if limit and rate and rate > 1.1 * limit:
+        warnings.append(f"{test} on {t.spec}: {human_bytes(rate)}/s is faster than {t.limit_source} allows "
+                        f"({human_bytes(limit)}/s): it was served from a cache, not the device; {fix}")
+    elif limit_iops and iops and op == "randread" and iops > 1.5 * limit_iops:
+        warnings.append(f"{test} on {t.spec}: {iops:,.0f} IOPS is more than {t.limit_source} allows "
+                        f"({limit_iops:,.0f}): it was served from a cache, not the device; {fix}")
+    elif state == "warm" and t.device_class not in ("memory", "none", "ram") and op in READ_OPS:
+        cache = ph.get("cache") or {}
+        if cache.get("evict_requested"):
+            warnings.append(f"{test} on {t.spec} was read warm (eviction did not take): the page cache was "
+                            f"measured, not the device; {fix}")
+    return warnings

@@ -1,0 +1,144 @@
+"""iolens bench: measure storage the way genomics tools use it, honest about the page cache."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from iolens.errors import IolensError, UsageError
+
+SUITE_HELP = ("classic: one big file + 500 KB files, 1/4/8 threads; random: 4 KiB at queue depth 1 and 32; "
+              "streams: 1/2/4/8 concurrent streams; meta: create/stat/delete rates; genomics: aligner, sort, "
+              "index load, reference lookup, work directories")
+
+
+def _threads(ctx, param, value: str | None) -> list[int] | None:
+    if not value:
+        return None
+    try:
+        out = [int(x) for x in value.split(",") if x.strip()]
+    except ValueError:
+        raise click.BadParameter("give thread counts like 1,4,8") from None
+    if not out or any(n < 1 or n > 1024 for n in out):
+        raise click.BadParameter("thread counts must be 1..1024")
+    return out
+
+
+def _size(ctx, param, value: str | None) -> int | None:
+    if value is None:
+        return None
+    from iolens.bench.suites import parse_size
+
+    try:
+        return parse_size(value)
+    except IolensError as err:
+        raise click.BadParameter(str(err)) from None
+
+
+@click.command()
+@click.argument("targets", nargs=-1, required=True)
+@click.option("--suite", "suite_names", multiple=True, default=["classic"], show_default=True,
+              type=click.Choice(["classic", "random", "streams", "meta", "genomics"]), help=SUITE_HELP)
+@click.option("--size", callback=_size, metavar="SIZE",
+              help="Large-file unit, e.g. 256M or 2G (default: scaled to free space and RAM, at most 1 GiB).")
+@click.option("--files", type=click.IntRange(min=1), help="Small-file count (default scaled, at most 1000; "
+              "meta: 10000).")
+@click.option("--runtime", type=click.FloatRange(min=0.05), help="Seconds per time-based test (default 3).")
+@click.option("--threads", callback=_threads, metavar="LIST",
+              help="Thread counts / queue depths / stream counts instead of the suite's, e.g. 1,2.")
+@click.option("--bs", callback=_size, metavar="SIZE", help="Sequential block size (default 1M).")
+@click.option("--content", type=click.Choice(["random", "zeros", "fastq", "sam"]),
+              help="What writes contain (default: genomics fastq, others random). Compressing filesystems are "
+                   "measured honestly only on fastq/sam.")
+@click.option("--template", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Write the bytes of this file (repeated), e.g. a real FASTQ.")
+@click.option("--direct", is_flag=True, help="O_DIRECT where the filesystem supports it.")
+@click.option("--warm", is_flag=True, help="Do not evict before reads: measure the cached case on purpose.")
+@click.option("--drop-caches", is_flag=True, help="As root, also drop the whole page cache before each read "
+              "(affects everything on the machine).")
+@click.option("--shared", is_flag=True, help="streams: one shared file instead of a file per stream.")
+@click.option("--read-share", type=click.FloatRange(0, 1), help="random: add a mixed test with this read share.")
+@click.option("--repeat", type=click.IntRange(min=1, max=1000), default=1, show_default=True,
+              help="Run everything N times, interleaving targets; report mean ± SD.")
+@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, allow_dash=True),
+              help="Write the JSON report here ('-' for stdout, which then gets no table).")
+@click.option("--db", type=click.Path(dir_okay=False, path_type=Path),
+              help="Results store (default: IOLENS_DB, else the user data directory).")
+@click.option("--no-store", is_flag=True, help="Do not record the run in the results store.")
+@click.option("--label", help="A label for this run in the results store.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def bench(targets, suite_names, size, files, runtime, threads, bs, content, template, direct, warm, drop_caches,
+          shared, read_share, repeat, seed, json_out, db, no_store, label, quiet):
+    """Benchmark storage targets side by side: directories, lab:NAME targets, or `null` (engine overhead).
+
+    Files are written only inside a new iolens-bench-* directory under each target, which is removed at the end
+    and on Ctrl-C or SIGTERM.
+    """
+    from iolens.bench.runner import run_bench
+    from iolens.bench.safety import Terminated
+    from iolens.bench.suites import Options
+    from iolens.render.bench_export import bench_json
+    from iolens.render.bench_table import render_bench
+
+    if warm and (direct or drop_caches):
+        raise UsageError("--warm measures the page cache; it cannot be combined with --direct or --drop-caches")
+    if template is not None:
+        content = "template"
+    opts = Options(size=size, files=files, runtime=runtime, threads=threads, bs=bs, content=content,
+                   template=str(template.resolve()) if template else None, direct=direct, warm=warm,
+                   drop_caches=drop_caches, shared=shared, read_share=read_share, seed=seed)
+    out_console = Console(stderr=json_out == "-")
+    err_console = Console(stderr=True)
+
+    store_cb = None
+    store = None
+    if not no_store:
+        from iolens.bench.storage import BenchStore
+        from iolens.store import ResultsStore
+
+        store = ResultsStore(db)
+        store_cb = BenchStore(store, label)
+
+    show_progress = not quiet and err_console.is_terminal
+    try:
+        if show_progress:
+            from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
+
+            with Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
+                          TimeRemainingColumn(), console=err_console, transient=True) as bar:
+                task = bar.add_task("preparing", total=1.0)
+
+                def on_progress(desc: str, done: float, total: float) -> None:
+                    bar.update(task, description=desc, completed=done, total=max(total, 1e-9))
+
+                report = run_bench(list(targets), list(suite_names), opts, repeat=repeat, on_progress=on_progress,
+                                   store_run=store_cb)
+        else:
+            report = run_bench(list(targets), list(suite_names), opts, repeat=repeat, store_run=store_cb)
+    except Terminated as err:
+        raise IolensError(f"stopped by {err}; the benchmark directories were removed",
+                          exit_code=128 + err.signum) from None
+    except KeyboardInterrupt:
+        click.echo("iolens: interrupted; the benchmark directories were removed", err=True)
+        sys.exit(130)
+    finally:
+        if store is not None:
+            store.close()
+
+    doc = report.to_dict()
+    if json_out:
+        data = bench_json(doc)
+        if json_out == "-":
+            sys.stdout.buffer.write(data)
+            sys.stdout.flush()
+        else:
+            try:
+                Path(json_out).write_bytes(data)
+            except OSError as err:
+                raise UsageError(f"cannot write {json_out}: {err.strerror}") from None
+    if json_out != "-":
+        render_bench(doc, out_console)

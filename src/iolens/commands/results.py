@@ -1,0 +1,110 @@
+"""iolens results: list, show and export what bench and compare stored, so machines can be compared."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from iolens.errors import UsageError
+
+DB_OPTION = click.option("--db", type=click.Path(dir_okay=False, path_type=Path),
+                         help="Results store (default: IOLENS_DB, else the user data directory).")
+
+
+def _open(db: Path | None):
+    from iolens.store import ResultsStore, default_db_path
+
+    path = db or default_db_path()
+    if not path.exists():
+        raise UsageError(f"no results store at {path}; run `iolens bench` first, or give --db")
+    return ResultsStore(path)
+
+
+@click.group()
+def results():
+    """Browse and export stored benchmark and comparison results."""
+
+
+@results.command("list")
+@DB_OPTION
+@click.option("--kind", help="Only runs of this kind (bench, compare, ...).")
+@click.option("-n", "--limit", type=click.IntRange(min=1), default=50, show_default=True)
+def list_runs(db, kind, limit):
+    """One line per run, newest first."""
+    with _open(db) as store:
+        runs = store.runs(kind=kind, limit=limit)
+        counts = {r["id"]: len(store.results(r["id"])) for r in runs}
+    tab = Table(show_header=True, header_style="bold")
+    for col in ("run", "kind", "created", "status", "host", "label", "targets", "results"):
+        tab.add_column(col, overflow="fold")
+    for r in runs:
+        job = r.get("job") or {}
+        targets = job.get("targets") or []
+        tab.add_row(str(r["id"]), r["kind"], r["created"], r.get("status") or "", r.get("host") or "",
+                    r.get("label") or "", ", ".join(map(str, targets)) if isinstance(targets, list) else str(targets),
+                    str(counts[r["id"]]))
+    Console().print(tab)
+    if not runs:
+        click.echo("no runs stored yet", err=True)
+
+
+@results.command()
+@DB_OPTION
+@click.argument("run_id", type=int)
+@click.option("--json", "as_json", is_flag=True, help="The stored run as JSON.")
+def show(db, run_id, as_json):
+    """One run: a bench run as its side-by-side table, anything else as a list of results."""
+    from iolens.render.bench_export import results_json
+
+    with _open(db) as store:
+        run = store.run(run_id)
+    if as_json:
+        sys.stdout.buffer.write(results_json([run]))
+        return
+    console = Console()
+    if run["kind"] == "bench":
+        from iolens.bench.storage import report_dict_from_store
+        from iolens.render.bench_table import render_bench
+
+        console.print(f"run {run['id']} · {run['created']} · {run.get('host')} · iolens {run.get('iolens_version')}"
+                      f" · {run.get('status')}" + (f" · {run['label']}" if run.get("label") else ""))
+        render_bench(report_dict_from_store(run), console)
+        return
+    tab = Table(title=f"run {run['id']} ({run['kind']}, {run['created']}, {run.get('status')})", title_justify="left")
+    for col in ("target", "name", "cache state", "metrics"):
+        tab.add_column(col, overflow="fold")
+    for r in run["results"]:
+        m = r.get("metrics") or {}
+        shown = ", ".join(f"{k}={v['mean'] if isinstance(v, dict) and 'mean' in v else v}"
+                          for k, v in list(m.items())[:6] if not isinstance(v, (list,)))
+        tab.add_row(r.get("target") or "", r["name"], r.get("cache_state") or "", shown)
+    console.print(tab)
+
+
+@results.command()
+@DB_OPTION
+@click.argument("run_ids", nargs=-1, type=int)
+@click.option("--kind", help="Only runs of this kind.")
+@click.option("--format", "fmt", type=click.Choice(["json", "csv"]), default="json", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default="-", show_default=True)
+def export(db, run_ids, kind, fmt, output):
+    """Runs (all, or the given ids) as JSON or CSV, to compare machines elsewhere."""
+    from iolens.render.bench_export import results_csv, results_json
+
+    with _open(db) as store:
+        ids = list(run_ids) or [r["id"] for r in store.runs(kind=kind)]
+        runs = [store.run(i) for i in sorted(ids)]
+    data = results_json(runs) if fmt == "json" else results_csv(runs)
+    if output == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    try:
+        Path(output).write_bytes(data)
+    except OSError as err:
+        raise UsageError(f"cannot write {output}: {err.strerror}") from None
+    click.echo(f"{len(runs)} run(s) written to {output}", err=True)

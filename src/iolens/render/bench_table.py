@@ -1,0 +1,152 @@
+"""Side-by-side terminal table of a bench report (the dict of BenchReport.to_dict()); rendering only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from iolens.render.units import human_bytes
+
+STATE_STYLE = {"cold-direct": "green", "cold-evicted": "green", "synced": "cyan", "warm": "yellow",
+               "buffered": "yellow"}
+META_OPS = {"create", "stat", "delete"}
+
+
+def fmt_rate(bps: float | None) -> str:
+    if bps is None:
+        return "-"
+    for unit, div in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
+        if bps >= div:
+            v = bps / div
+            return f"{v:.3g} {unit}" if v < 100 else f"{v:.0f} {unit}"
+    return f"{bps:.0f} B/s"
+
+
+def fmt_count(x: float | None, unit: str) -> str:
+    if x is None:
+        return "-"
+    for suffix, div in (("M", 1e6), ("k", 1e3)):
+        if x >= div:
+            v = x / div
+            return f"{v:.3g}{suffix} {unit}" if v < 100 else f"{v:.0f}{suffix} {unit}"
+    return f"{x:.3g} {unit}" if x < 100 else f"{x:.0f} {unit}"
+
+
+def fmt_us(us: float | None) -> str:
+    if us is None:
+        return "-"
+    if us >= 1e6:
+        return f"{us / 1e6:.2f} s"
+    if us >= 1e3:
+        return f"{us / 1e3:.3g} ms"
+    return f"{us:.3g} µs"
+
+
+def primary_text(row: dict[str, Any]) -> str:
+    key = row.get("primary_metric") or "throughput_Bps"
+    m = (row.get("metrics") or {}).get(key) or {}
+    mean, sd = m.get("mean"), m.get("sd")
+    if key == "throughput_Bps":
+        text = fmt_rate(mean)
+    else:
+        moved = ((row.get("metrics") or {}).get("bytes") or {}).get("mean")
+        if row.get("op") in ("create", "readfiles") and moved:
+            unit = "files/s"
+        elif row.get("op") in META_OPS or row.get("op") == "readfiles":
+            unit = "ops/s"
+        else:
+            unit = "IOPS"
+        text = fmt_count(mean, unit)
+    if sd is not None and mean:
+        text += f" ±{100 * sd / mean:.1f}%"
+    return text
+
+
+def cell(row: dict[str, Any] | None) -> Text:
+    if row is None:
+        return Text("-", style="dim")
+    m = row.get("metrics") or {}
+    state = row.get("cache_state") or "?"
+    t = Text(primary_text(row), style="bold")
+    t.append("\n")
+    lat = (m.get("lat_p99_us") or {}).get("mean")
+    extra = []
+    if row.get("primary_metric") == "throughput_Bps":
+        iops = (m.get("iops") or {}).get("mean")
+        if iops:
+            extra.append(fmt_count(iops, "op/s"))
+    elif (m.get("throughput_Bps") or {}).get("mean"):
+        extra.append(fmt_rate(m["throughput_Bps"]["mean"]))
+    if lat is not None:
+        extra.append(f"p99 {fmt_us(lat)}")
+    t.append(" · ".join(extra), style="dim")
+    t.append("\n")
+    t.append(state, style=STATE_STYLE.get(state, "red"))
+    if row.get("warnings"):
+        t.append(" ⚠", style="bold red")
+    return t
+
+
+def targets_table(doc: dict[str, Any]) -> Table:
+    tab = Table(title="Targets", title_justify="left", show_lines=False, expand=False)
+    tab.add_column("", style="dim", no_wrap=True)
+    targets = doc.get("targets") or []
+    for t in targets:
+        tab.add_column(str(t.get("name")), overflow="fold", max_width=44)
+
+    def row(label: str, f) -> None:
+        tab.add_row(label, *[f(t) for t in targets])
+
+    row("filesystem", lambda t: t.get("fstype") or "-")
+    row("mount options", lambda t: t.get("mount_options") or "-")
+    row("device", lambda t: " ".join(x for x in (t.get("source"), f"({t['device_model']})"
+                                                  if t.get("device_model") else None,
+                                                  t.get("device_class")) if x) or "-")
+    row("free", lambda t: f"{human_bytes(t.get('free_bytes'))} of {human_bytes(t.get('total_bytes'))}"
+        if t.get("free_bytes") is not None else "-")
+    row("plausible read", lambda t: f"{fmt_rate(t.get('plausible_read_Bps'))} ({t.get('limit_source')})"
+        if t.get("plausible_read_Bps") else "-")
+    return tab
+
+
+def results_table(doc: dict[str, Any]) -> Table:
+    names = [t.get("name") for t in doc.get("targets") or []]
+    rows = doc.get("results") or []
+    idx = {(r["target"], r["test"]): r for r in rows}
+    tests = list(dict.fromkeys(r["test"] for r in rows))
+    repeat = doc.get("repeat") or 1
+    title = f"{' + '.join(doc.get('suites') or [])} suite" + (f", mean ± SD of {repeat} runs" if repeat > 1 else "")
+    tab = Table(title=title, title_justify="left", show_lines=True)
+    tab.add_column("test", no_wrap=True)
+    for n in names:
+        tab.add_column(str(n), overflow="fold")
+    for test in tests:
+        tab.add_row(test, *[cell(idx.get((n, test))) for n in names])
+    return tab
+
+
+def render_bench(doc: dict[str, Any], console: Console) -> None:
+    console.print(targets_table(doc))
+    console.print(results_table(doc))
+    console.print(Text("cache: cold-direct = O_DIRECT; cold-evicted = flushed and evicted before reading; "
+                       "warm = served from RAM; synced = fsync inside the timing; buffered = page cache only",
+                       style="dim"))
+    warnings = list(doc.get("warnings") or [])
+    notes: list[str] = []
+    for r in doc.get("results") or []:
+        warnings.extend(w for w in r.get("warnings") or [] if w not in warnings)
+        notes.extend(n for n in r.get("notes") or [] if n not in notes)
+    for n in notes:
+        console.print(Text(f"note: {n}", style="dim"))
+    for w in warnings:
+        console.print(Text(f"warning: {w}", style="yellow"))
+    if doc.get("run_id") is not None:
+        console.print(Text(f"stored as run {doc['run_id']}" + (f" in {doc['db']}" if doc.get("db") else "")
+                           + f"; `iolens results show {doc['run_id']}`", style="dim"))
+
+
+def renderable(doc: dict[str, Any]) -> Group:
+    return Group(targets_table(doc), results_table(doc))
