@@ -25,13 +25,12 @@ def trace_events(cap) -> list[dict]:
         raise UsageError(f"{os.path.basename(cap.path)} has no traced operations; record one with "
                          "`iolens profile --trace -o CAPTURE -- COMMAND`")
     t0 = min(p.start_mono for p in procs)
-    out: list[dict] = []
-    named: set[int] = set()
+    # a pid's track is named after its last image: `sh` that exec'd `samtools` shows as samtools
+    names = {int(p.pid): proc_name(p) for p in procs}
+    out: list[dict] = [{"name": "process_name", "ph": "M", "pid": pid, "tid": pid, "args": {"name": name}}
+                       for pid, name in names.items()]
     for p in procs:
         pid = int(p.pid)
-        if pid not in named:
-            named.add(pid)
-            out.append({"name": "process_name", "ph": "M", "pid": pid, "tid": pid, "args": {"name": proc_name(p)}})
         out.append({"name": proc_name(p), "cat": "process", "ph": "X", "pid": pid, "tid": pid,
                     "ts": (p.start_mono - t0) / 1000, "dur": max(0, (p.end_mono or p.start_mono) - p.start_mono) / 1000,
                     "args": {"argv": " ".join(p.argv)}})

@@ -220,7 +220,7 @@ th,td{padding:4px 8px;border-bottom:1px solid #eceef2;text-align:right;vertical-
 th{background:#f0f2f5;cursor:pointer;position:sticky;top:0;user-select:none;white-space:nowrap}
 th.asc::after{content:" \\25B2"}th.desc::after{content:" \\25BC"}
 td.path,th:first-child{text-align:left}
-td.path{font-family:ui-monospace,Menlo,Consolas,monospace;word-break:break-all}
+td.path{font-family:ui-monospace,Menlo,Consolas,monospace;word-break:break-all;min-width:260px}
 .tablewrap{max-height:560px;overflow:auto}
 .advice{border-left:5px solid #999;padding:8px 12px;margin:10px 0;background:#fafbfc}
 .advice.high{border-color:#d62728}.advice.medium{border-color:#ff9f1c}.advice.low{border-color:#7a8699}.advice.info{border-color:#1f77b4}
