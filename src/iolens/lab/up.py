@@ -23,6 +23,7 @@ from iolens.lab import state as st
 from iolens.lab import tools
 from iolens.lab.catalog import Target
 from iolens.lab.down import release_target
+from iolens.lab.status import check, describe
 from iolens.lab.sysops import (
     StepFailed,
     free_port,
@@ -189,12 +190,12 @@ class Up:
         conf.chmod(0o600)
         mnt = self.mountpoint(target.name)
         argv = ["rclone", "--config", str(conf), "mount", f"lab:{BUCKET}", str(mnt), "--vfs-cache-mode", "off",
-                "--cache-dir", str(self.root / "cache" / "rclone")]
+                "--dir-cache-time", "1s", "--cache-dir", str(self.root / "cache" / "rclone")]
         if self.is_root:
             argv.append("--allow-other")
         env = {k: v for k, v in os.environ.items() if k != "AWS_CA_BUNDLE"}  # a set bundle breaks rclone
         self.fuse(target, mnt, argv, env=env)
-        info.update(path=str(mnt), bucket=BUCKET, endpoint_url=f"http://127.0.0.1:{port}", vfs_cache_mode="off")
+        info.update(path=str(mnt), bucket=BUCKET, endpoint_url=f"http://127.0.0.1:{port}", vfs_cache_mode="off", dir_cache_time="1s")
         self.state["s3"][target.name] = {"endpoint_url": f"http://127.0.0.1:{port}", "bucket": BUCKET}
 
     def _up_sshfs(self, target: Target, info: dict) -> None:
@@ -351,7 +352,7 @@ def up(root: Path, targets: list[Target], settings: Settings, say: Callable[[str
         job = Up(root, state, settings, say)
         for target in targets:
             old = state["targets"].get(target.name)
-            if old and old.get("status") == "up" and old.get("path") and mount_at(old["path"]) is not None:
+            if old and old.get("status") == "up" and check(describe(target, old, state), state)[0]:
                 say(f"up      lab:{target.name:<13} {old['path']} (already)")
                 continue
             if old:  # failed or broken before: undo what is left of it first
