@@ -417,6 +417,7 @@ def build_report(cap: Capture, thresholds: dict[str, float] | None = None, *, ad
     capture = {
         "path": os.path.basename(cap.path),
         "command": list(meta.get("command") or (procs[0].argv if procs else [])),
+        "cwd": meta.get("cwd"),
         "exit_status": meta.get("exit_status"),
         "host": meta.get("host"),
         "kernel": meta.get("kernel"),

@@ -1,0 +1,42 @@
+"""iolens diff: compare two captures of the same command, per category and per file."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command()
+@click.argument("capture_a", type=click.Path(path_type=str))
+@click.argument("capture_b", type=click.Path(path_type=str))
+@click.option("--json", "json_out", metavar="PATH", help="Write the comparison as JSON ('-' for stdout).")
+@click.option("--set", "overrides", metavar="NAME=VALUE", multiple=True, help="Change a threshold (as in report).")
+@click.option("--top", type=click.IntRange(min=1), default=15, show_default=True, help="Files to show.")
+def diff(capture_a, capture_b, json_out, overrides, top):
+    """Compare two captures of the same command (two storages, or before and after a fix).
+
+    Shows what changed in total, per time category and per file.  Files are matched by their path
+    relative to each run's working directory, so runs in different directories pair up.
+
+    \b
+    Example:
+      iolens diff on-nfs.iolens on-local.iolens
+    """
+    from iolens.analysis.diff import diff_reports
+    from iolens.analysis.report import build_report
+    from iolens.analysis.thresholds import with_overrides
+    from iolens.commands.report import load_capture, write_output
+
+    th = with_overrides(list(overrides))
+    ra = build_report(load_capture(capture_a), th)
+    rb = build_report(load_capture(capture_b), th)
+    d = diff_reports(ra, rb)
+    if json_out:
+        from iolens.render.diff_text import render_diff_json
+
+        write_output(json_out, render_diff_json(d))
+    if json_out != "-":
+        from rich.console import Console
+
+        from iolens.render.diff_text import render_diff_text
+
+        render_diff_text(d, Console(highlight=False, soft_wrap=False, width=max(120, Console().width)), top=top)

@@ -1,0 +1,70 @@
+"""`iolens diff` in the terminal and as JSON."""
+
+from __future__ import annotations
+
+import json
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from iolens.analysis.breakdown import LABELS
+from iolens.render.report_json import _clean
+from iolens.render.units import human_bytes, human_seconds
+
+TAG = "iolens-diff"
+SCHEMA_VERSION = [1, 0]
+
+
+def _signed(v: float | None, fmt) -> str:
+    if v is None:
+        return "-"
+    return ("+" if v > 0 else "-" if v < 0 else "±") + fmt(abs(v))
+
+
+def _ratio(r: float | None) -> str:
+    return "-" if r is None else f"{r:.2f}x"
+
+
+def render_diff_text(d, console: Console, *, top: int = 15) -> None:
+    console.print(Text(f"iolens diff: A = {d.a['path']}, B = {d.b['path']}", style="bold"))
+    if not d.same_command:
+        console.print(Text(f"  note: the commands differ:\n    A: {' '.join(d.a['command'])}\n"
+                           f"    B: {' '.join(d.b['command'])}", style="yellow"))
+    else:
+        console.print(Text(f"  {' '.join(d.a['command'])}"))
+    t = Table(title="Totals", title_justify="left", show_edge=False, pad_edge=False, title_style="bold")
+    for col, j in (("", "left"), ("A", "right"), ("B", "right"), ("change", "right"), ("B/A", "right")):
+        t.add_column(col, justify=j)
+    for c in d.totals:
+        fmt = human_bytes if c.name.startswith("bytes") else human_seconds
+        t.add_row(c.name.replace("_s", "").replace("_", " "), fmt(c.a), fmt(c.b), _signed(c.delta, fmt), _ratio(c.ratio))
+    console.print(t)
+    t = Table(title="Per category (process time)", title_justify="left", show_edge=False, pad_edge=False,
+              title_style="bold")
+    for col, j in (("category", "left"), ("A", "right"), ("B", "right"), ("change", "right"), ("B/A", "right")):
+        t.add_column(col, justify=j)
+    for c in d.categories:
+        if c.a or c.b:
+            t.add_row(LABELS[c.name], human_seconds(c.a), human_seconds(c.b), _signed(c.delta, human_seconds),
+                      _ratio(c.ratio))
+    console.print(t)
+    t = Table(title=f"Files with the largest change in I/O time (of {len(d.files)})", title_justify="left",
+              show_edge=False, pad_edge=False, title_style="bold")
+    for col, j in (("file", "left"), ("A", "right"), ("B", "right"), ("change", "right"), ("mostly", "left"),
+                   ("storage A -> B", "left")):
+        t.add_column(col, justify=j, overflow="fold")
+    for f in d.files[:top]:
+        most = max(f.breakdown_delta, key=lambda k: abs(f.breakdown_delta[k])) if f.breakdown_delta else None
+        t.add_row(Text(f.key), human_seconds(f.time_a_s), human_seconds(f.time_b_s), _signed(f.delta_s, human_seconds),
+                  LABELS.get(most, "-") if most else "-", Text(f"{f.mount_a or '(absent)'} -> {f.mount_b or '(absent)'}"))
+    console.print(t)
+    if d.advice_fixed:
+        console.print(f"  advice only for A (gone in B): {', '.join(d.advice_fixed)}")
+    if d.advice_new:
+        console.print(f"  advice only for B (new): {', '.join(d.advice_new)}")
+
+
+def render_diff_json(d) -> bytes:
+    return (json.dumps(_clean({"tag": TAG, "schema_version": SCHEMA_VERSION, **d.to_dict()}), indent=1,
+                       ensure_ascii=False, allow_nan=False) + "\n").encode()
