@@ -74,7 +74,7 @@ class Location:
     raw: str  # as the user gave it
     path: str  # local path (after lab: resolution)
     kind: str  # "dir", "file" or "device"
-    lab: str | None = None  # the lab target name when raw started with lab:
+    lab: str | None = None  # the lab target's name when raw is lab:NAME[/sub/path]
 
 
 @dataclass
@@ -140,19 +140,21 @@ def resolve_lab(value: str) -> str:
     if resolve is None:
         raise UsageError(f"{value}: lab: placements need `iolens lab`, which this iolens does not have; "
                          "give a path instead")
+    spec, _slash, sub = value.partition("/")  # lab:NAME/sub/path -> inside the target's directory
     try:
-        return str(resolve(value))
+        base = str(resolve(spec))
     except UsageError:
         raise
     except (KeyError, LookupError, OSError) as err:
         raise UsageError(f"{value}: {err}; start it with `iolens lab up` or check `iolens lab status`") from None
+    return os.path.join(base, sub) if sub else base
 
 
 def resolve_location(key: str, role: str, raw: str) -> Location:
     lab_name = None
     path = raw
     if raw.startswith("lab:"):
-        lab_name = raw[4:]
+        lab_name = raw[4:].partition("/")[0]
         path = resolve_lab(raw)
     path = os.path.expanduser(path)
     try:

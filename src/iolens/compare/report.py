@@ -88,6 +88,7 @@ def config_result(plan: Plan, idx: int, runs: list[RunRecord], seed: int | None)
             "copy_out_s": _median([r.copy_out_s for r in ok]),
             "copy_in_bytes": _median([r.copy_in_bytes for r in ok]),
             "copy_out_bytes": _median([r.copy_out_bytes for r in ok]),
+            "copy_via": counted[0].copy_via if counted else None,
         } if staged else None,
         "io": {
             "rchar": _median([r.rchar for r in ok]),

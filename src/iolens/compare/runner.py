@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from iolens.compare import stats
 from iolens.compare.placements import Configuration, Placeholder, Plan, parse_template
-from iolens.compare.strategies import Workspace, copy_in, copy_out, finish, prepare, render
+from iolens.compare.strategies import Workspace, copy_in, copy_out, finish, prepare, render, transfer_method
 from iolens.errors import IolensError, UsageError
 
 STDERR_TAIL = 2000  # bytes of stderr kept for a failed run
@@ -68,6 +68,7 @@ class RunRecord:
     copy_out_s: float | None
     copy_in_bytes: int | None
     copy_out_bytes: int | None
+    copy_via: str | None  # stage: "files", "s3-api" (lab S3 targets) or both; None for direct
     user_s: float
     sys_s: float
     maxrss_bytes: int
@@ -387,7 +388,7 @@ class Runner:
         rec = RunRecord(
             config=cfg.name, seq=self.seq, round=rnd, warmup=warmup, started=started, ok=ok,
             exit_status=m.exit_status, wall_s=total, run_s=m.wall_s, copy_in_s=cin, copy_out_s=cout,
-            copy_in_bytes=cin_b, copy_out_bytes=cout_b, user_s=m.user_s, sys_s=m.sys_s,
+            copy_in_bytes=cin_b, copy_out_bytes=cout_b, copy_via=transfer_method(prep), user_s=m.user_s, sys_s=m.sys_s,
             maxrss_bytes=m.maxrss_bytes, rchar=m.io["rchar"], wchar=m.io["wchar"], read_bytes=m.io["read_bytes"],
             write_bytes=m.io["write_bytes"], cache_mode=self.s.cache, cache_method=method,
             inputs_resident=resident, command=prep.command, stderr_tail=None if ok else m.stderr_tail, profile=prof,

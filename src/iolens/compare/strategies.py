@@ -16,9 +16,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from iolens.compare.placements import Configuration, Location, Placeholder
-from iolens.errors import UsageError
+from iolens.errors import IolensError, UsageError
 
 PREFIX = "iolens-compare-"
+S3_KINDS = ("s3fs", "rclone")  # lab targets that are an S3 bucket behind a FUSE mount
+
+
+@dataclass
+class S3Side:
+    """An S3 lab target reached through the S3 API (boto3), bypassing its mount."""
+
+    target: str
+    client: object
+    bucket: str
+    mount: str
+
+    def key(self, path: str | Path) -> str:
+        rel = os.path.relpath(path, self.mount)
+        if rel == "." or rel.startswith(".."):
+            raise UsageError(f"{path} is not inside lab:{self.target}'s mount {self.mount}")
+        return rel
 
 
 class Workspace:
@@ -30,6 +47,22 @@ class Workspace:
         self.roots: dict[str, Path] = {}  # location path -> our directory in it
         self.kept: dict[str, list[Path]] = {}  # configuration -> its last run's outputs (keep_outputs)
         self._scratch_root: Path | None = None
+        self._s3: dict[str, S3Side | None] = {}
+
+    def s3(self, loc: Location) -> S3Side | None:
+        """The S3 API side of an S3 lab location (client made once, outside the timed steps); else None."""
+        if loc.lab is None:
+            return None
+        if loc.lab not in self._s3:
+            from iolens import lab
+            from iolens.lab.catalog import lookup
+
+            if lookup(loc.lab).kind not in S3_KINDS:
+                self._s3[loc.lab] = None
+            else:
+                ep = lab.s3_endpoint(loc.lab)
+                self._s3[loc.lab] = S3Side(loc.lab, lab.s3_client(loc.lab), ep["bucket"], ep["mount"])
+        return self._s3[loc.lab]
 
     def _mkdtemp(self, base: str) -> Path:
         try:
@@ -76,8 +109,8 @@ class Prepared:
 
     command: str
     strategy: str
-    copy_in: list[tuple[Location, Path]] = field(default_factory=list)  # source, destination
-    copy_out: list[tuple[Path, Path]] = field(default_factory=list)  # staged dir, final dir
+    copy_in: list[tuple[Location, Path, S3Side | None]] = field(default_factory=list)  # source, destination, via
+    copy_out: list[tuple[Path, Path, S3Side | None]] = field(default_factory=list)  # staged dir, final dir, via
     remove_after: list[Path] = field(default_factory=list)
     final_dirs: list[Path] = field(default_factory=list)
     input_files: list[str] = field(default_factory=list)  # the source inputs, for cache eviction and residency
@@ -130,7 +163,7 @@ def prepare(ws: Workspace, cfg: Configuration, cfg_index: int, run_no: int, part
             dest_parent = stage_dir / "in" / key
             dest_parent.mkdir(parents=True)
             dest = dest_parent / (os.path.basename(loc.path.rstrip("/")) or key)
-            prep.copy_in.append((loc, dest))
+            prep.copy_in.append((loc, dest, ws.s3(loc)))
             bound[key] = (str(dest), loc.kind == "dir")
     for key, loc in cfg.places.items():
         if loc.kind != "dir":
@@ -144,7 +177,7 @@ def prepare(ws: Workspace, cfg: Configuration, cfg_index: int, run_no: int, part
         else:
             staged = stage_dir / "out" / key
             staged.mkdir(parents=True)
-            prep.copy_out.append((staged, final))
+            prep.copy_out.append((staged, final, ws.s3(loc)))
             bound[key] = (str(staged), True)
     prep.command = render(parts, bound)
     prep.bound = bound
@@ -165,12 +198,54 @@ def tree_size(p: Path) -> int:
     return sum(f.stat().st_size for f in p.rglob("*") if f.is_file() and not f.is_symlink())
 
 
+def _s3_download(s3: S3Side, loc: Location, dest: Path) -> int:
+    key = s3.key(loc.path)
+    if loc.kind == "file":
+        s3.client.download_file(s3.bucket, key, str(dest))
+        return dest.stat().st_size
+    n = 0
+    prefix = key.rstrip("/") + "/"
+    for page in s3.client.get_paginator("list_objects_v2").paginate(Bucket=s3.bucket, Prefix=prefix):
+        for obj in page.get("Contents", []):
+            rel = obj["Key"][len(prefix):]
+            if not rel or rel.endswith("/"):
+                continue  # directory markers
+            target = dest / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            s3.client.download_file(s3.bucket, obj["Key"], str(target))
+            n += obj["Size"]
+    dest.mkdir(exist_ok=True)
+    return n
+
+
+def _s3_upload(s3: S3Side, staged: Path, final: Path) -> int:
+    prefix = s3.key(final)
+    n = 0
+    for f in sorted(staged.rglob("*")):
+        if f.is_file() and not f.is_symlink():
+            s3.client.upload_file(str(f), s3.bucket, f"{prefix}/{f.relative_to(staged).as_posix()}")
+            n += f.stat().st_size
+    return n
+
+
+def transfer_method(prep: Prepared) -> str | None:
+    """How stage moves data: "files", "s3-api", or "files+s3-api"; None for direct."""
+    if prep.strategy != "stage":
+        return None
+    kinds = {"s3-api" if via is not None else "files" for *_x, via in [*prep.copy_in, *prep.copy_out]}
+    return "+".join(sorted(kinds)) or "files"
+
+
 def copy_in(prep: Prepared) -> tuple[float, int]:
-    """Copy the inputs to scratch: (seconds, bytes)."""
+    """Copy the inputs to scratch (S3 lab targets through the S3 API): (seconds, bytes)."""
     t0 = time.monotonic()
     n = 0
-    for loc, dest in prep.copy_in:
-        n += _copy(loc.path, dest)
+    for loc, dest, s3 in prep.copy_in:
+        try:
+            n += _s3_download(s3, loc, dest) if s3 is not None else _copy(loc.path, dest)
+        except Exception as err:  # OSError, shutil.Error, botocore errors: stop, with what failed
+            raise IolensError(f"stage: copying {loc.raw} to {dest.parent} failed ({_why(err)}); free space or "
+                              "choose another --scratch", exit_code=1) from None
     return time.monotonic() - t0, n
 
 
@@ -178,10 +253,23 @@ def copy_out(prep: Prepared) -> tuple[float, int]:
     """Copy what the command wrote in scratch back to the real locations: (seconds, bytes)."""
     t0 = time.monotonic()
     n = 0
-    for staged, final in prep.copy_out:
-        shutil.copytree(staged, final, symlinks=True, dirs_exist_ok=True)
-        n += tree_size(staged)
+    for staged, final, s3 in prep.copy_out:
+        try:
+            if s3 is not None:
+                n += _s3_upload(s3, staged, final)
+            else:
+                shutil.copytree(staged, final, symlinks=True, dirs_exist_ok=True)
+                n += tree_size(staged)
+        except Exception as err:
+            raise IolensError(f"stage: copying the outputs back to {final.parent} failed ({_why(err)}); "
+                              "check that location", exit_code=1) from None
     return time.monotonic() - t0, n
+
+
+def _why(err: Exception) -> str:
+    if isinstance(err, OSError) and err.strerror:
+        return err.strerror
+    return str(err).splitlines()[0][:200] if str(err) else type(err).__name__
 
 
 def finish(ws: Workspace, prep: Prepared, cfg_name: str) -> None:
