@@ -146,6 +146,7 @@ def test_summary_is_printed(tmp_path):
     assert res.returncode == 0
     assert "Where the time went" in res.stderr and "attributed coverage" in res.stderr
     assert "Processes" in res.stderr and "capture:" in res.stderr
+    assert "advice: " in res.stderr  # the report's top advice names itself in the summary
 
 
 def test_io_from_an_allocator_and_early_constructors(cprog, tmp_path):

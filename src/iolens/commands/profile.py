@@ -14,8 +14,10 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.text import Text
 
 from iolens import __version__
+from iolens.analysis.advice import top_advice
 from iolens.analysis.summary import summarize
 from iolens.capture.merge import merge_parts
 from iolens.capture.reader import decode
@@ -166,6 +168,9 @@ def run_profiled(argv: list[str], output: Path | None, *, trace: bool = False, m
         cap.problems.extend(res.problems)
         if not quiet:
             render_summary(summarize(cap), console)
+            advice = top_advice(cap, n=2) or ["no advice rule fired; `iolens report` shows the full analysis"]
+            for line in advice:
+                console.print(Text(f"  advice: {line}"))
             if saved:
                 console.print(f"  capture: {saved}  (iolens parse {saved} shows every record)")
     except OSError as err:
