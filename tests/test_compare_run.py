@@ -253,7 +253,7 @@ def test_profile_compares_phases_and_io_breakdown(tmp_path):
         assert prof["phases"]["sort"]["wall_s"] > 0
         assert prof["io"]["bytes_read"] >= 1_000_000
         assert {"read_s", "write_s", "compute_s"} <= set(prof["io"])
-    assert "Profiled: median own time per phase" in res.stdout
+    assert "Profiled (medians): own time per phase" in res.stdout
 
 
 def test_html_has_box_plots_with_every_point_and_no_network(tmp_path):

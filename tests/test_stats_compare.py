@@ -109,6 +109,7 @@ def test_outliers_reported_on_both_sides_and_mad_zero_fallback():
     y = [1.0, 5.0, 5.1, 5.2, 5.3, 5.4]
     assert S.outliers(y) == [0]
     assert S.outliers([3.0, 3.0, 3.0]) == []
+    assert S.outliers([2.0, 2.1, 9.0]) == []  # too few values to call anything an outlier
 
 
 def test_first_run_slow():

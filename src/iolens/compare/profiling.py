@@ -58,16 +58,30 @@ class Profiler:
 
 
 def phase_summary(s) -> dict[str, Any]:
-    """RunSummary -> {"phases": {name: {...}}, "io": {...}} (plain data)."""
+    """RunSummary -> {"phases": {name: {...}}, "io": {...}} (plain data).
+
+    A phase's own time is the image's wall time minus the time its child processes ran (a shell that
+    waits for its pipeline does not count twice), capped by the summary's own time; images that ended
+    by exec() continue in the next image of the same pid and are left out.
+    """
+    images = [p for p in s.tree if p.ended != "execed"]
+    kids: dict[int, float] = {}
+    for p in images:
+        if p.ppid != p.pid:
+            kids[p.ppid] = kids.get(p.ppid, 0.0) + p.wall_s
     phases: dict[str, dict[str, float]] = {}
-    for p in s.tree:
+    excl_total = 0.0
+    for p in images:
+        excl = min(p.own_s, max(0.0, p.wall_s - kids.get(p.pid, 0.0)))
+        excl_total += excl
         ph = phases.setdefault(p.name, {"count": 0, "wall_s": 0.0, "own_s": 0.0, "cpu_s": 0.0, "io_wall_s": 0.0})
         ph["count"] += 1
         ph["wall_s"] += p.wall_s
-        ph["own_s"] += p.own_s
+        ph["own_s"] += excl
         ph["cpu_s"] += p.cpu_s
-        ph["io_wall_s"] += min(p.io_wall_s, p.own_s)
+        ph["io_wall_s"] += min(p.io_wall_s, excl)
     io = {f"{c}_s": v for c, v in s.cat_wall_s.items()}
-    io.update(stream_s=s.stream_s, compute_s=s.compute_s, process_s=s.own_s, bytes_read=s.bytes_read,
-              bytes_written=s.bytes_written, coverage=s.coverage)
+    io_total = sum(io.values())
+    io.update(stream_s=s.stream_s, compute_s=max(0.0, excl_total - io_total - s.stream_s), process_s=excl_total,
+              bytes_read=s.bytes_read, bytes_written=s.bytes_written, coverage=s.coverage)
     return {"phases": phases, "io": io, "processes": s.processes}

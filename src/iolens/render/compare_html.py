@@ -132,10 +132,10 @@ def _table(rep: dict[str, Any]) -> str:
             human_seconds(r["user"]), human_seconds(r["system"]), human_bytes(r["io"]["max_rss_bytes"]),
             human_bytes(r["io"]["read_bytes"]), human_bytes(r["io"]["write_bytes"]),
         ])
-    out = ["<table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr>"]
+    out = ['<div style="overflow-x: auto"><table><tr>' + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr>"]
     for row in rows:
         out.append("<tr>" + "".join(f"<td>{_e(v)}</td>" for v in row) + "</tr>")
-    out.append("</table>")
+    out.append("</table></div>")
     return "\n".join(out)
 
 

@@ -93,8 +93,8 @@ def render_compare(rep: dict[str, Any], console: Console) -> None:
             for n, ph in sorted(r["profile"]["phases"].items(), key=lambda kv: -(kv[1]["own_s"] or 0)):
                 if n not in names:
                     names.append(n)
-        t = Table(show_edge=False, pad_edge=False, title="Profiled: median own time per phase (process image) "
-                  "and I/O time by category", title_justify="left")
+        t = Table(show_edge=False, pad_edge=False, title="Profiled (medians): own time per phase, I/O time by category",
+                  title_justify="left")
         t.add_column("phase / category")
         for r in profiled:
             t.add_column(r["name"], justify="right", overflow="fold")
