@@ -262,6 +262,7 @@ typedef struct {
     pthread_mutex_t gate;
     pthread_cond_t cond;
     int ready, go, finished;
+    size_t pool_bytes;
 } job_ctx;
 
 static job_ctx *g_ctx;
@@ -848,7 +849,7 @@ static int g_npools;
 
 static int get_pool(group *g, uint64_t seed, char *err, size_t errlen)
 {
-    size_t need = MIN_POOL;
+    size_t need = g_ctx->pool_bytes ? g_ctx->pool_bytes : MIN_POOL;
     if (2 * g->bs > need)
         need = (size_t)(2 * g->bs);
     need = (need + 4095) & ~(size_t)4095;
@@ -1502,6 +1503,7 @@ int bench_run(const jval *job, FILE *out)
     ctx.seed = (uint64_t)json_num(job, "seed", 1, &bad);
     ctx.drop_caches = json_bool(job, "drop_caches", 0, &bad);
     ctx.progress = json_bool(job, "progress", 0, &bad);
+    ctx.pool_bytes = (size_t)json_num(job, "pool_bytes", 0, &bad);
     const jval *dirs = json_get(job, "dirs");
     ctx.ndirs = (int)json_len(dirs);
     if (ctx.ndirs > MAX_DIRS) {

@@ -6,7 +6,8 @@ States (recorded with every result):
 - writes: `cold-direct`, `synced` (fsync/fdatasync inside the timing: the device took the data) or `buffered`
   (only the page cache took it);
 - metadata: `stat` is `cold-evicted` only when caches were dropped (root, --drop-caches), else `warm`;
-  create/delete are `buffered` unless files were fsync'd.
+  create/delete are `buffered` unless files were fsync'd;
+- the null target: `none`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from iolens.bench.metrics import READ_OPS
 from iolens.bench.targets import Target
 from iolens.render.units import human_bytes
 
-STATES = ("cold-direct", "cold-evicted", "warm", "synced", "buffered")
+STATES = ("cold-direct", "cold-evicted", "warm", "synced", "buffered", "none")
 RESIDENT_LIMIT = 0.05
 
 
@@ -27,7 +28,7 @@ def state_of(ph: dict[str, Any]) -> str:
     op = g["op"]
     cache = ph.get("cache") or {}
     if g.get("engine") == "null":
-        return "warm"
+        return "none"  # the null target: no storage, no cache
     if g.get("direct_used"):
         return "cold-direct"
     if op in READ_OPS or op == "randrw":

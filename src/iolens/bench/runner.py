@@ -111,7 +111,6 @@ def run_bench(specs: list[str], suite_names: list[str], opts: Options, *, repeat
         repeat=repeat, options={k: v for k, v in asdict(opts).items()}, scale=asdict(scale), host=host_facts(),
         engine_version=desc.get("engine_version"), targets=targets)
     for t in targets:
-        report.warnings.extend(f"{t.spec}: {n}" for n in t.notes if "RAM" in n)
         for d in stale_dirs(t):
             report.warnings.append(f"{d} was left by an earlier run that was killed; remove it when no benchmark "
                                    "is running")

@@ -11,7 +11,7 @@ from rich.text import Text
 from iolens.render.units import human_bytes
 
 STATE_STYLE = {"cold-direct": "green", "cold-evicted": "green", "synced": "cyan", "warm": "yellow",
-               "buffered": "yellow"}
+               "buffered": "yellow", "none": "dim"}
 META_OPS = {"create", "stat", "delete"}
 
 
@@ -109,6 +109,8 @@ def targets_table(doc: dict[str, Any]) -> Table:
         if t.get("free_bytes") is not None else "-")
     row("plausible read", lambda t: f"{fmt_rate(t.get('plausible_read_Bps'))} ({t.get('limit_source')})"
         if t.get("plausible_read_Bps") else "-")
+    if any(t.get("notes") for t in targets):
+        row("notes", lambda t: "; ".join(t.get("notes") or []) or "-")
     return tab
 
 
@@ -132,7 +134,8 @@ def render_bench(doc: dict[str, Any], console: Console) -> None:
     console.print(targets_table(doc))
     console.print(results_table(doc))
     console.print(Text("cache: cold-direct = O_DIRECT; cold-evicted = flushed and evicted before reading; "
-                       "warm = served from RAM; synced = fsync inside the timing; buffered = page cache only",
+                       "warm = served from RAM; synced = fsync inside the timing; buffered = page cache only; "
+                       "none = no storage (null)",
                        style="dim"))
     warnings = list(doc.get("warnings") or [])
     notes: list[str] = []
