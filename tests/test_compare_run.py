@@ -205,7 +205,7 @@ def test_precision_runs_until_precise_or_max(tmp_path):
     assert all(r["runs"] == 6 for r in rep["results"])  # the target is unreachable: stops at --max-runs
     assert rep["precision_reached"] == {"0.02": False, "0.04": False}
     assert any("--precision 0.0001% not reached" in w for w in rep["warnings"])
-    res, rep = compare(tmp_path, "sleep {s}", "--param", "s=0.02,0.04", "--runs", "3", "--precision", "50",
+    res, rep = compare(tmp_path, "sleep {s}", "--param", "s=0.2,0.3", "--runs", "3", "--precision", "60",
                        "--max-runs", "6", json_name="loose.json")
     assert all(r["runs"] == 3 for r in rep["results"]) and all(rep["precision_reached"].values())
 

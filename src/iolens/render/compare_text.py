@@ -108,6 +108,6 @@ def render_compare(rep: dict[str, Any], console: Console) -> None:
 
     for c in rep["comparisons"]:
         style = "bold green" if c["significant"] else ""
-        console.print(Text("  " + c["verdict"], style=style))
+        console.print(Text("  " + c["verdict"], style=style), soft_wrap=True)
     for w in rep["warnings"]:
-        console.print(Text(f"  warning: {w}", style="yellow"))
+        console.print(Text(f"  warning: {w}", style="yellow"), soft_wrap=True)
