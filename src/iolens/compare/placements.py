@@ -132,8 +132,10 @@ def parse_config(text: str) -> tuple[str, dict[str, str]]:
 
 def resolve_lab(value: str) -> str:
     """lab:NAME -> a local path, through `iolens lab` when this iolens has it."""
+    import importlib
+
     try:
-        from iolens import lab  # type: ignore[attr-defined]
+        lab = importlib.import_module("iolens.lab")  # through sys.modules, so tests can stand in for it
     except ImportError:
         lab = None
     resolve = getattr(lab, "resolve_target", None)
