@@ -68,11 +68,20 @@ def _make(r, rule: str, title: str, seconds: float | None, evidence: list[str], 
 
 
 def _real_files(r):
-    return [f for f in r.files if f.kind in ("file", "aggregate")]
+    """Regular files (and aggregates), computed once per report (kept out of the dataclass fields)."""
+    cached = r.__dict__.get("_real_files")
+    if cached is None or cached[0] is not r.files:
+        cached = (r.files, [f for f in r.files if f.kind in ("file", "aggregate")])
+        r.__dict__["_real_files"] = cached
+    return cached[1]
 
 
 def _mount(r, name: str):
-    return next((m for m in r.mounts if m.mount == name), None)
+    cached = r.__dict__.get("_mounts")
+    if cached is None or cached[0] is not r.mounts:
+        cached = (r.mounts, {m.mount: m for m in r.mounts})
+        r.__dict__["_mounts"] = cached
+    return cached[1].get(name)
 
 
 def _device(m) -> str:

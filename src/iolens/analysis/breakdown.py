@@ -8,6 +8,7 @@ take and return numpy arrays; `split_one` is the one-record form for tests and r
 from __future__ import annotations
 
 import math
+from operator import itemgetter
 from typing import Any, Sequence
 
 import numpy as np
@@ -157,11 +158,10 @@ RECORD_FIELDS = ("reads", "writes", "seq_reads", "seq_writes", "bytes_read", "by
 def record_arrays(records: Sequence[dict[str, Any]]) -> dict[str, np.ndarray]:
     """FILE records (dicts) -> the arrays split_records takes."""
     n = len(records)
-    out: dict[str, np.ndarray] = {k: np.fromiter((r[k] for r in records), dtype=np.float64, count=n)
-                                  for k in RECORD_FIELDS}
+    table = np.array(list(map(itemgetter(*RECORD_FIELDS), records)), dtype=np.float64).reshape(n, len(RECORD_FIELDS))
+    out: dict[str, np.ndarray] = {k: table[:, i] for i, k in enumerate(RECORD_FIELDS)}
     for k, width in (("read_hist", F.HIST_BINS), ("write_hist", F.HIST_BINS), ("cat_time_ns", NCAT)):
-        flat = np.fromiter((v for r in records for v in r[k]), dtype=np.float64, count=n * width)
-        out[k] = flat.reshape(n, width)
+        out[k] = np.array(list(map(itemgetter(k), records)), dtype=np.float64).reshape(n, width)
     return out
 
 
@@ -205,3 +205,14 @@ def pattern(ops: float, seq: float, th: dict[str, float]) -> str:
     if 1 - fwd >= th["random_fraction"]:
         return "random"
     return "mixed"
+
+
+def patterns(ops: np.ndarray, seq: np.ndarray, th: dict[str, float]) -> list[str]:
+    """pattern() for arrays of records."""
+    ops = np.asarray(ops, dtype=np.float64)
+    seq = np.asarray(seq, dtype=np.float64)
+    fwd = np.divide(seq, ops - 1, out=np.ones_like(ops), where=ops >= 2)
+    out = np.where(fwd >= th["sequential_fraction"], "sequential",
+                   np.where(1 - fwd >= th["random_fraction"], "random", "mixed"))
+    out = np.where(ops < 1, "-", out)
+    return out.tolist()

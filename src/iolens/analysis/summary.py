@@ -140,7 +140,8 @@ def _ended(p: Process) -> str:
     return "unfinished"
 
 
-def summarize(cap: Capture, top: int = 10) -> RunSummary:
+def summarize(cap: Capture, top: int = 10, *, files: bool = True) -> RunSummary:
+    """files=False skips merging file records (the report merges them itself, vectorised)."""
     meta = cap.meta
     resolve = mount_resolver(meta.get("mounts", []))
     procs = cap.processes
@@ -206,7 +207,7 @@ def summarize(cap: Capture, top: int = 10) -> RunSummary:
 
     # files: merge records of the same path across processes
     merged: dict[str, dict[str, Any]] = {}
-    for p in procs:
+    for p in procs if files else []:
         for f in p.files:
             m = merged.get(f["path"])
             if m is None:

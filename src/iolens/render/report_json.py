@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, is_dataclass
+from dataclasses import asdict, fields, is_dataclass
 from typing import Any
 
 TAG = "iolens-report"
@@ -29,10 +29,37 @@ def _clean(v: Any) -> Any:
     return v
 
 
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _plain(o: Any) -> Any:
+    """json.dumps default: a dataclass as a dict of its fields, rounded like _clean."""
+    names = _FIELDS.get(type(o))
+    if names is None:
+        if not is_dataclass(o):
+            raise TypeError(f"cannot write {type(o).__name__} as JSON")
+        names = _FIELDS[type(o)] = tuple(f.name for f in fields(o))
+    return {k: _round(getattr(o, k)) for k in names}
+
+
+def _round(v: Any) -> Any:
+    if isinstance(v, float):
+        return _clean(v)
+    if isinstance(v, dict) and v and isinstance(next(iter(v.values())), float):
+        return {k: _clean(x) for k, x in v.items()}
+    return v
+
+
 def report_dict(report) -> dict[str, Any]:
     d = asdict(report) if is_dataclass(report) else dict(report)
     return _clean({"tag": TAG, "schema_version": SCHEMA_VERSION, **d})
 
 
 def render_json(report, *, indent: int | None = 1) -> bytes:
+    """Small reports are indented; large ones (over 2,000 files) are written compactly, which is much faster."""
+    if is_dataclass(report) and len(getattr(report, "files", ())) > 2000:
+        head = {"tag": TAG, "schema_version": SCHEMA_VERSION}
+        text = json.dumps({**head, **{f.name: getattr(report, f.name) for f in fields(report)}}, default=_plain,
+                          ensure_ascii=False, allow_nan=False)
+        return (text + "\n").encode()
     return (json.dumps(report_dict(report), indent=indent, ensure_ascii=False, allow_nan=False) + "\n").encode()

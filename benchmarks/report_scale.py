@@ -1,0 +1,145 @@
+"""Time and peak memory of `iolens report` on a synthetic capture of 1,000 processes and 100,000 files.
+
+    python benchmarks/report_scale.py [--processes 1000] [--files 100000] [--keep DIR]
+
+Writes the capture (a shell-like root with 999 children, each with its own files, timeline and
+mixed access sizes), then runs `iolens report` on it in a fresh interpreter, once for the terminal
+report and once writing JSON, CSV and HTML, and prints wall time and peak RSS for each.
+Targets: under 5 s and under 1 GiB for the terminal report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from iolens import _format as F
+from iolens.capture.writer import file_header, file_record, meta_record, pack_fixed, record, schema_payload, string_record
+
+T0 = 10**12
+TARGET_S = 5.0
+TARGET_BYTES = 1 << 30
+NCAT = len(F.CATEGORIES)
+
+
+def make_capture(path: Path, nproc: int, nfiles: int, seed: int = 1) -> None:
+    rnd = random.Random(seed)
+    per = nfiles // nproc
+    span = 3600 * 10**9
+    parts = [file_header(), record("SCHEMA", schema_payload()),
+             meta_record({"command": ["sh", "pipeline.sh"], "cwd": "/data/run", "start_mono": T0,
+                          "end_mono": T0 + span, "wall_s": span / 1e9, "exit_status": 0, "cpus": 32,
+                          "mem_bytes": 128 << 30, "host": "bench", "kernel": "6.1",
+                          "mounts": [{"mountpoint": "/", "dev": "254:1", "fstype": "ext4", "source": "/dev/vda1",
+                                      "options": "rw", "root": "/"},
+                                     {"mountpoint": "/data", "dev": "8:17", "fstype": "xfs", "source": "/dev/sdb1",
+                                      "options": "rw", "root": "/"},
+                                     {"mountpoint": "/scratch", "dev": "259:1", "fstype": "ext4",
+                                      "source": "/dev/nvme0n1p1", "options": "rw", "root": "/"},
+                                     {"mountpoint": "/mnt/nfs", "dev": "0:50", "fstype": "nfs4", "source": "fs:/x",
+                                      "options": "rw", "root": "/"}]})]
+    tools = [["samtools", "sort"], ["bwa", "mem"], ["gzip", "-d"], ["python3", "step.py"], ["awk", "{print}"]]
+    mounts = ["/data/run", "/scratch/tmp", "/mnt/nfs/ref", "/data/run/out"]
+    for i in range(nproc):
+        start = 0 if i == 0 else rnd.randrange(0, span - 60 * 10**9)
+        end = span if i == 0 else start + rnd.randrange(10**9, 60 * 10**9)
+        argv = ["sh", "pipeline.sh"] if i == 0 else tools[i % len(tools)] + [f"part{i}"]
+        files = []
+        cat = [0] * NCAT
+        for j in range(per):
+            reads = rnd.randrange(0, 2000)
+            writes = rnd.randrange(0, 500)
+            rh = [0] * F.HIST_BINS
+            wh = [0] * F.HIST_BINS
+            for _ in range(3):
+                rh[rnd.randrange(0, 7)] += reads // 3
+                wh[rnd.randrange(0, 7)] += writes // 3
+            ct = [rnd.randrange(0, 10**7), rnd.randrange(0, 10**7), rnd.randrange(0, 10**6), 0, 0]
+            for c in range(NCAT):
+                cat[c] += ct[c]
+            first = T0 + start + rnd.randrange(0, max(1, end - start))
+            created = rnd.random() < 0.2
+            files.append({
+                "path": f"{mounts[j % len(mounts)]}/p{i}/f{j}.{('bam', 'fq.gz', 'sam', 'tmp.0001.bam')[j % 4]}",
+                "index": j, "flags": (1 | (2 if rnd.random() < 0.5 else 0)) if created else 0, "dev": 0,
+                "ino": i * per + j, "mode": 0o100644, "opens": 1 + rnd.randrange(0, 3), "reads": reads,
+                "writes": writes, "bytes_read": reads * 8192, "bytes_written": writes * 65536,
+                "read_hist": rh, "write_hist": wh, "seq_reads": int(reads * 0.8), "seq_writes": int(writes * 0.9),
+                "max_read_end": reads * 8192, "max_write_end": writes * 65536, "stats": rnd.randrange(0, 5),
+                "cat_time_ns": ct, "first_mono": first, "last_mono": min(T0 + end, first + 10**9),
+                "created_mono": first if created else 0, "deleted_mono": first + 10**8 if created else 0})
+        io = sum(cat[:4])
+        shift = F.TIMELINE_SHIFT0
+        while ((end - start) >> shift) >= F.TIMELINE_BINS:
+            shift += 1
+        nb = F.TIMELINE_BINS
+        count = [rnd.randrange(0, 50) for _ in range(nb * NCAT)]
+        proc = {"pid": 1000 + i, "ppid": 1 if i == 0 else 1000, "flags": 3, "start_mono": T0 + start,
+                "end_mono": T0 + end, "utime_ns": max(0, end - start - io) // 2, "cat_time_ns": cat,
+                "cat_wall_ns": cat, "io_wall_ns": io, "bytes_read": sum(f["bytes_read"] for f in files),
+                "bytes_written": sum(f["bytes_written"] for f in files), "nfiles": per,
+                "wait_ns": (end - start) if i == 0 else 0}
+        proc["k_rchar"], proc["k_wchar"] = proc["bytes_read"], proc["bytes_written"]
+        parts.append(record("PROC", pack_fixed("PROC", proc)))
+        parts.append(string_record("EXE", f"/usr/bin/{argv[0]}"))
+        parts.append(string_record("ARGV", "\0".join(argv) + "\0"))
+        parts.extend(file_record(f) for f in files)
+        parts.append(record("TIMELINE", pack_fixed("TIMELINE", {
+            "t0_mono": T0 + start, "shift": shift, "nbins": nb, "count": count,
+            "bytes_read": [rnd.randrange(0, 1 << 20) for _ in range(nb)],
+            "bytes_written": [rnd.randrange(0, 1 << 20) for _ in range(nb)]})))
+    parts.append(b"\0" * 8)
+    path.write_bytes(b"".join(parts))
+
+
+def measure(args: list[str]) -> tuple[float, int]:
+    """Wall seconds and peak RSS (bytes) of `python -m iolens ARGS` in a fresh interpreter."""
+    code = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
+            "r = subprocess.run([sys.executable, '-m', 'iolens', *sys.argv[1:]], stdout=subprocess.DEVNULL); "
+            "w = time.perf_counter() - t; "
+            "print(w, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, r.returncode)")
+    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True)
+    wall, rss, rc = out.stdout.split()
+    if int(rc) != 0:
+        raise SystemExit(f"iolens {' '.join(args)} failed with exit status {rc}")
+    return float(wall), int(rss)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--processes", type=int, default=1000)
+    ap.add_argument("--files", type=int, default=100_000)
+    ap.add_argument("--keep", type=Path, help="keep the capture and outputs in this directory")
+    a = ap.parse_args()
+    d = a.keep or Path(tempfile.mkdtemp(prefix="iolens-bench-"))
+    d.mkdir(parents=True, exist_ok=True)
+    cap = d / "scale.iolens"
+    t = time.perf_counter()
+    make_capture(cap, a.processes, a.files)
+    print(f"capture: {a.processes:,} processes, {a.files:,} files, {cap.stat().st_size / 2**20:.1f} MiB "
+          f"(written in {time.perf_counter() - t:.1f} s)")
+    ok = True
+    for label, extra in (("terminal report", []),
+                         ("--json --csv --html", ["-q", "--json", str(d / "r.json"), "--csv", str(d / "r.csv"),
+                                                  "--html", str(d / "r.html")])):
+        wall, rss = measure(["report", str(cap), *extra])
+        good = wall < TARGET_S and rss < TARGET_BYTES
+        ok &= good or label != "terminal report"
+        print(f"report ({label}): {wall:.2f} s, peak RSS {rss / 2**20:.0f} MiB "
+              f"[target < {TARGET_S:.0f} s and < 1 GiB: {'met' if good else 'MISSED'}]")
+    if not a.keep:
+        for p in d.iterdir():
+            p.unlink()
+        d.rmdir()
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
