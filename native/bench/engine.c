@@ -202,6 +202,8 @@ typedef struct {
     double cpu_s;
     uint64_t *ser_bytes, *ser_ops;
     size_t ser_len, ser_cap;
+    size_t ser_cur;                /* the second being filled, valid for [ser_lo, ser_hi) ns */
+    uint64_t ser_lo, ser_hi;
     uint64_t syncs, sync_ns;
     int err;
     char errpath[512];
@@ -283,6 +285,7 @@ static void fail(worker *w, int err, const char *what, const char *path)
 
 static inline int stopping(void) { return bench_stop_signal || g_abort; }
 
+/* Slow path: a new second of the per-second series (grows the arrays). */
 static void series_add(worker *w, uint64_t t_rel, uint64_t bytes)
 {
     size_t sec = (size_t)(t_rel / 1000000000ull);
@@ -290,13 +293,14 @@ static void series_add(worker *w, uint64_t t_rel, uint64_t bytes)
         size_t cap = w->ser_cap ? w->ser_cap : 16;
         while (cap <= sec)
             cap *= 2;
-        uint64_t *b = realloc(w->ser_bytes, cap * sizeof *b), *o;
-        if (!b)
-            return;
-        w->ser_bytes = b;
-        if (!(o = realloc(w->ser_ops, cap * sizeof *o)))
-            return;
-        w->ser_ops = o;
+        uint64_t *b = realloc(w->ser_bytes, cap * sizeof *b);
+        if (b)
+            w->ser_bytes = b;
+        uint64_t *o = b ? realloc(w->ser_ops, cap * sizeof *o) : NULL;
+        if (o)
+            w->ser_ops = o;
+        if (!b || !o)
+            return; /* out of memory: the series stops growing, the run goes on */
         memset(w->ser_bytes + w->ser_cap, 0, (cap - w->ser_cap) * sizeof *b);
         memset(w->ser_ops + w->ser_cap, 0, (cap - w->ser_cap) * sizeof *o);
         w->ser_cap = cap;
@@ -305,6 +309,9 @@ static void series_add(worker *w, uint64_t t_rel, uint64_t bytes)
         w->ser_len = sec + 1;
     w->ser_bytes[sec] += bytes;
     w->ser_ops[sec]++;
+    w->ser_cur = sec;
+    w->ser_lo = (uint64_t)sec * 1000000000ull;
+    w->ser_hi = w->ser_lo + 1000000000ull;
 }
 
 /* One completed op: latency t1 - t0 (absolute ns), bytes moved. */
@@ -321,7 +328,12 @@ static inline void record(worker *w, uint64_t t0, uint64_t t1, uint64_t bytes)
     w->ops++;
     __atomic_store_n(&w->pub_bytes, w->bytes, __ATOMIC_RELAXED);
     __atomic_store_n(&w->pub_ops, w->ops, __ATOMIC_RELAXED);
-    series_add(w, rel, bytes);
+    if (rel >= w->ser_lo && rel < w->ser_hi && w->ser_cap) {
+        w->ser_bytes[w->ser_cur] += bytes;
+        w->ser_ops[w->ser_cur]++;
+    } else {
+        series_add(w, rel, bytes);
+    }
 }
 
 static inline int over_time(const group *g, uint64_t t1)

@@ -73,14 +73,20 @@ def plausibility(test: str, t: Target, ph: dict[str, Any], state: str, metrics: 
         return warnings
     rate = metrics.get("read_Bps") or metrics.get("throughput_Bps")
     iops = metrics.get("iops")
+    moved = metrics.get("bytes") or 0.0
+    ops = metrics.get("ops") or 0.0
     limit, limit_iops = t.plausible_read_Bps, t.plausible_read_iops
     fix = "use --direct, or --drop-caches as root"
-    if limit and rate and rate > 1.1 * limit:
+    if state == "warm" and not (ph.get("cache") or {}).get("evict_requested"):
+        return warnings  # --warm: the cache was what the user asked to measure
+    # a throttle or a device's own cache lets a short burst through (blk-throttle grants a 100 ms slice):
+    # judge only phases that moved more than 0.2 s worth at the limit
+    if limit and rate and rate > 1.1 * limit and moved > 0.2 * limit:
         warnings.append(f"{test} on {t.spec}: {human_bytes(rate)}/s is faster than {t.limit_source} allows "
-                        f"({human_bytes(limit)}/s): it was served from a cache, not the device; {fix}")
-    elif limit_iops and iops and op == "randread" and iops > 1.5 * limit_iops:
+                        f"({human_bytes(limit)}/s): it was probably served from a cache, not the device; {fix}")
+    elif limit_iops and iops and op == "randread" and iops > 1.5 * limit_iops and ops > 0.2 * limit_iops:
         warnings.append(f"{test} on {t.spec}: {iops:,.0f} IOPS is more than {t.limit_source} allows "
-                        f"({limit_iops:,.0f}): it was served from a cache, not the device; {fix}")
+                        f"({limit_iops:,.0f}): it was probably served from a cache, not the device; {fix}")
     elif state == "warm" and t.device_class not in ("memory", "none", "ram") and op in READ_OPS:
         cache = ph.get("cache") or {}
         if cache.get("evict_requested"):
