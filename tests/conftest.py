@@ -18,7 +18,15 @@ def datapath(*parts: str) -> Path:
     return HERE.joinpath("data", *parts)
 
 
+def _absolute_pythonpath(env: dict) -> dict:
+    """Relative PYTHONPATH entries would resolve against the subprocess's cwd, not ours."""
+    if env.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) for p in env["PYTHONPATH"].split(os.pathsep) if p)
+    return env
+
+
 def iolens(*args: str, check: bool = False, **kw) -> subprocess.CompletedProcess:
+    kw["env"] = _absolute_pythonpath(dict(kw.get("env") or os.environ))
     kw.setdefault("capture_output", True)
     kw.setdefault("text", True)
     kw.setdefault("timeout", 600)
@@ -67,6 +75,8 @@ def tool(name: str) -> str:
 
 @pytest.fixture(autouse=True)
 def _no_inherited_profiler(monkeypatch):
+    if os.environ.get("PYTHONPATH"):
+        monkeypatch.setenv("PYTHONPATH", _absolute_pythonpath(dict(os.environ))["PYTHONPATH"])
     # tests that profile must not be profiled themselves
     monkeypatch.delenv("IOLENS_DIR", raising=False)
     if "iolens_preload" in os.environ.get("LD_PRELOAD", ""):

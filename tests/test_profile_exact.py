@@ -193,3 +193,15 @@ def test_return_values_and_errno_unchanged(cprog, profiled):
     res, _cap = profiled([exe])
     assert res.returncode == plain.returncode == 0
     assert res.stdout == plain.stdout and "errno=2" in plain.stdout and "errno=9" in plain.stdout
+
+
+@pytest.mark.parametrize("shell", ["sh", "bash"])
+def test_time_waiting_for_children_is_not_counted_twice(profiled, shell):
+    """A shell that waits for its child: the summed process time stays close to the wall time."""
+    from iolens.analysis.summary import summarize
+
+    res, cap = profiled([shell, "-c", "sleep 1; true"])
+    assert res.returncode == 0
+    s = summarize(cap)
+    assert 0.9 < s.wall_s < 3
+    assert s.own_s < s.wall_s * 1.2, (s.own_s, s.wall_s)

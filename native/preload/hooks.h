@@ -124,7 +124,8 @@ struct statx;
                           const posix_spawnattr_t *, char *const[], char *const[])) \
     X(void, exit, (int)) X(void, _exit, (int)) X(void, _Exit, (int)) \
     X(pid_t, wait, (int *)) X(pid_t, waitpid, (pid_t, int *, int)) \
-    X(pid_t, wait4, (pid_t, int *, int, struct rusage *)) \
+    X(pid_t, wait4, (pid_t, int *, int, struct rusage *)) X(pid_t, wait3, (int *, int, struct rusage *)) \
+    X(int, waitid, (idtype_t, id_t, siginfo_t *, int)) X(int, sigsuspend, (const sigset_t *)) \
     X(int, pthread_create, (pthread_t *, const pthread_attr_t *, void *(*)(void *), void *)) \
     X(int, sigaction, (int, const struct sigaction *, struct sigaction *)) \
     X(__sighandler_t, signal, (int, __sighandler_t))

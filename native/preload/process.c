@@ -246,6 +246,33 @@ IOLENS_API pid_t wait4(pid_t pid, int *st, int opt, struct rusage *ru)
     return r;
 }
 IOLENS_API pid_t waitpid(pid_t pid, int *st, int opt) { return wait4(pid, st, opt, 0); }
+IOLENS_API pid_t wait3(int *st, int opt, struct rusage *ru) { return wait4(-1, st, opt, ru); } /* dash */
+/* dash sleeps in sigsuspend until SIGCHLD, then reaps with wait3(WNOHANG):
+ * that sleep is waiting for children too, not work. */
+IOLENS_API int sigsuspend(const sigset_t *mask)
+{
+    uint64_t t0 = iolens_g.active ? iolens_now() : 0;
+    int r = REAL(sigsuspend)(mask);
+    int e = errno;
+    if (t0) iolens_add(&iolens_g.proc->wait_ns, iolens_now() - t0);
+    errno = e;
+    return r;
+}
+
+IOLENS_API int waitid(idtype_t type, id_t id, siginfo_t *info, int opt)
+{
+    uint64_t t0 = iolens_g.active ? iolens_now() : 0;
+    int r = REAL(waitid)(type, id, info, opt);
+    int e = errno;
+    if (t0) iolens_add(&iolens_g.proc->wait_ns, iolens_now() - t0);
+    if (r == 0 && info && info->si_pid > 0 && !(opt & WNOWAIT) &&
+        (info->si_code == CLD_EXITED || info->si_code == CLD_KILLED || info->si_code == CLD_DUMPED)) {
+        int status = info->si_code == CLD_EXITED ? (info->si_status & 0xff) << 8 : info->si_status & 0x7f;
+        iolens_child_reaped(info->si_pid, status, 0);
+    }
+    errno = e;
+    return r;
+}
 IOLENS_API pid_t wait(int *st) { return wait4(-1, st, 0, 0); }
 
 /* ---- threads: counters switch to atomics once a second thread exists ---- */
