@@ -136,9 +136,10 @@ def metadata_storm(r, th) -> Advice | None:
     t = r.breakdown["metadata"]
     ops = {k: v for k, v in r.ops.items() if k in META_OPS}
     n = sum(ops.values())
+    if not (_worth(r, th, t) and t >= th["metadata_share"] * _own(r)):
+        return None
     small_files = [f for f in _real_files(r) if 0 < max(f.size, f.bytes_read, f.bytes_written) < th["small_bytes"]]
-    if not (_worth(r, th, t) and t >= th["metadata_share"] * _own(r)
-            and (n >= th["metadata_ops"] or len(small_files) >= th["many_small_files"])):
+    if not (n >= th["metadata_ops"] or len(small_files) >= th["many_small_files"]):
         return None
     wall = r.totals["wall_s"] or 0
     ev = [f"{n:,} metadata calls ({n / wall:,.0f}/s over the run) took {human_seconds(t)}" if wall else
@@ -252,9 +253,7 @@ def same_device_read_write(r, th) -> Advice | None:
     for m in r.mounts:
         if m.storage != "local" or not m.read_window or not m.write_window:
             continue
-        fs = [f for f in _real_files(r) if f.mount == m.mount]
-        rb = sum(f.bytes_read for f in fs)
-        wb = sum(f.bytes_written for f in fs)
+        rb, wb = m.bytes_read, m.bytes_written
         if rb < th["same_device_bytes"] or wb < th["same_device_bytes"]:
             continue
         overlap = min(m.read_window[1], m.write_window[1]) - max(m.read_window[0], m.write_window[0])
@@ -326,8 +325,9 @@ def reread(r, th) -> Advice | None:
 def remote_random(r, th) -> Advice | None:
     """Random or small-request access on network or FUSE storage."""
     hits = []
+    remote = {"network", "fuse", "object-store"}
     for f in _real_files(r):
-        if not is_remote(f.storage):
+        if f.storage not in remote:
             continue
         bad = f.random_reads + f.random_writes
         t = sum(f.breakdown[c] for c in ("random_read", "random_write", *SMALL))

@@ -32,7 +32,7 @@ NO_FILE = "(not attributed to a file)"
 UNKNOWN = "(unknown mount)"
 
 
-@dataclass
+@dataclass(slots=True)
 class ProcRow:
     index: int
     pid: int
@@ -63,7 +63,7 @@ class ProcRow:
     subtree_processes: int = 1
 
 
-@dataclass
+@dataclass(slots=True)
 class FileRow:
     path: str
     kind: str
@@ -103,7 +103,7 @@ class FileRow:
     tools: list[str] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class MountRow:
     mount: str
     fstype: str
@@ -279,7 +279,7 @@ def build_report(cap: Capture, thresholds: dict[str, float] | None = None, *, ad
     rpat = B.patterns(pairs_r + 1, pairs_r - rnd_r, th)
     wpat = B.patterns(pairs_w + 1, pairs_w - rnd_w, th)
     L = {k: v.astype(np.int64).tolist() for k, v in agg.items()}
-    bd_rows = np.round(p_break * NS, 12).tolist()
+    bd_rows = (p_break * NS).tolist()
     lists = {"first": first.tolist(), "last": last.tolist(), "size": size.tolist(), "created": created.tolist(),
              "deleted": deleted.tolist(), "flags": flags.tolist(), "opens": opens.astype(np.int64).tolist(),
              "metas": metas.astype(np.int64).tolist(), "syncs": syncs.astype(np.int64).tolist(),
