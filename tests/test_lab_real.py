@@ -174,14 +174,25 @@ def test_throttled_direct_read_rate_within_15_percent(labdir, name):
     f = lab.resolve_target(f"lab:{name}", root=labdir) / "throttle.bin"
     nbytes = min(2 * limit, 256 * MiB) // MiB * MiB  # about 2 s at the limit
     _direct_write(f, nbytes)  # outside the cgroup: unthrottled
-    res = iolens("lab", "run", "--dir", labdir, name, "--", sys.executable, "-c", READER, f)
-    assert res.returncode == 0, res.stderr
-    out = json.loads(res.stdout)
-    assert Path(info["cgroup"]).name in out["cgroup"]
-    rate = out["bytes"] / out["seconds"]
-    print(f"lab:{name} O_DIRECT read {rate / MiB:.1f} MiB/s, limit {limit / MiB:.0f} MiB/s", file=sys.stderr)
-    assert out["bytes"] == nbytes
-    assert 0.85 * limit <= rate <= 1.15 * limit
+    free = json.loads(subprocess.run([sys.executable, "-c", READER, str(f)], capture_output=True, text=True,
+                                     check=True, timeout=300).stdout)
+    unthrottled = free["bytes"] / free["seconds"]
+    if unthrottled < 1.3 * limit:
+        _unavailable(f"the host disk reads only {unthrottled / MiB:.0f} MiB/s unthrottled: too slow to show "
+                     f"lab:{name}'s {limit / MiB:.0f} MiB/s limit")
+    rates = []
+    for _attempt in range(3):  # the throttle caps every attempt; a busy shared disk can only slow one down
+        res = iolens("lab", "run", "--dir", labdir, name, "--", sys.executable, "-c", READER, f)
+        assert res.returncode == 0, res.stderr
+        out = json.loads(res.stdout)
+        assert Path(info["cgroup"]).name in out["cgroup"] and out["bytes"] == nbytes
+        rates.append(out["bytes"] / out["seconds"])
+        assert rates[-1] <= 1.15 * limit
+        if rates[-1] >= 0.85 * limit:
+            break
+    print(f"lab:{name} O_DIRECT read {' '.join(f'{r / MiB:.1f}' for r in rates)} MiB/s in its cgroup, limit "
+          f"{limit / MiB:.0f} MiB/s, {unthrottled / MiB:.0f} MiB/s outside it", file=sys.stderr)
+    assert 0.85 * limit <= max(rates) <= 1.15 * limit
     f.unlink()
 
 
@@ -189,9 +200,15 @@ def test_throttled_direct_write_rate_and_join_cgroup(labdir):
     info = lab.target_info("st1", root=labdir)
     limit = info["limits"]["write_bps"]
     f = lab.resolve_target("lab:st1", root=labdir) / "w.bin"
-    rate = _direct_write(f, 80 * MiB, preexec_fn=lab.preexec("st1", root=labdir))
-    print(f"lab:st1 O_DIRECT write {rate / MiB:.1f} MiB/s, limit {limit / MiB:.0f} MiB/s", file=sys.stderr)
-    assert 0.85 * limit <= rate <= 1.15 * limit
+    rates = []
+    for _attempt in range(3):  # as for reads: the limit caps every attempt, contention only slows one down
+        rates.append(_direct_write(f, 80 * MiB, preexec_fn=lab.preexec("st1", root=labdir)))
+        assert rates[-1] <= 1.15 * limit
+        if rates[-1] >= 0.85 * limit:
+            break
+    print(f"lab:st1 O_DIRECT write {' '.join(f'{r / MiB:.1f}' for r in rates)} MiB/s, limit {limit / MiB:.0f} MiB/s",
+          file=sys.stderr)
+    assert 0.85 * limit <= max(rates) <= 1.15 * limit
     f.unlink()
     assert lab.preexec("ext4", root=labdir) is None
 
