@@ -58,7 +58,8 @@ def iolens(work: Path, rw: str, bs: int, size: int, runtime: float | None) -> di
         g.update(size=size)
     else:
         g.update(file_size=size, runtime_s=runtime)
-    job = {"dirs": [str(work)], "phases": [{"name": rw, "evict_before": rw in ("read", "randread"),
+    # fio invalidates (evicts) the file before every job, writes included; so does the engine here
+    job = {"dirs": [str(work)], "phases": [{"name": rw, "evict_before": rw != "write",
                                             "groups": [g]}]}
     res = engine.run_job(job)
     if res["status"] != "ok":

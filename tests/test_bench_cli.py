@@ -145,6 +145,44 @@ def test_repeat_gives_mean_and_sd_and_the_table_shows_targets(tmp_path):
     assert m["n"] == 2 and m["sd"] is not None and len(m["values"]) == 2
 
 
+def fstype(path: Path) -> str:
+    return subprocess.run(["stat", "-f", "-c", "%T", str(path)], capture_output=True, text=True).stdout.strip()
+
+
+def test_cache_state_is_reported_for_each_mode(target):
+    base = [str(target), "--suite", "streams", "--threads", "1", *TINY, "--no-store"]
+    states = {}
+    for mode in ([], ["--warm"], ["--direct"]):
+        doc = bench_json(*base, *mode)
+        by = {r["test"]: r for r in doc["results"]}
+        states[" ".join(mode)] = (by["streams-write n1"]["cache_state"], by["streams-read n1"]["cache_state"],
+                                  by["streams-read n1"])
+    assert states["--warm"][1] == "warm"
+    direct_w, direct_r, row = states["--direct"]
+    if row["job"]["phase"]["groups"][0]["direct"] and direct_r == "cold-direct":
+        assert direct_w == "cold-direct"
+    else:
+        assert any("O_DIRECT" in n for n in row["notes"])
+    w, r, row = states[""]
+    assert w == "synced"
+    if fstype(target) in ("tmpfs", "ramfs"):
+        assert r == "warm" and any("pages are the storage" in n for n in row["notes"])
+    else:
+        assert r == "cold-evicted"
+        assert row["metrics"]["resident_fraction"]["mean"] <= 0.05
+
+
+def test_tmpfs_reads_are_reported_warm(tmp_path):
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or fstype(shm) != "tmpfs" or not os.access(shm, os.W_OK):
+        pytest.skip("no writable tmpfs at /dev/shm")
+    doc = bench_json(str(shm), "--suite", "streams", "--threads", "1", *TINY, "--no-store")
+    read = next(r for r in doc["results"] if r["test"] == "streams-read n1")
+    assert read["cache_state"] == "warm"
+    assert doc["targets"][0]["device_class"] == "memory"
+    assert any("tmpfs" in n for n in read["notes"])
+
+
 def test_null_target_measures_the_engine_alone(tmp_path):
     doc = bench_json("null", "--suite", "random", "--threads", "1", *TINY, "--no-store")
     assert doc["targets"][0]["fstype"] == "null"
@@ -236,3 +274,16 @@ def test_interrupt_removes_the_benchmark_directory(target, sig, code):
     assert leftovers(target) == [], "the iolens-bench-* directory was left behind"
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert "removed" in err
+
+
+def test_random_suite_with_io_uring_queue_depth(target):
+    res = iolens("bench", str(target), "--suite", "random", "--threads", "1,4", "--ioengine", "io_uring", *TINY,
+                 "--no-store", "--json", "-")
+    if res.returncode != 0 and "io_uring" in res.stderr:
+        pytest.skip(f"io_uring is not available here: {res.stderr.strip()}")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    rows = {r["test"]: r for r in doc["results"]}
+    assert rows["randread qd4"]["engine"] == "io_uring" and rows["randread qd4"]["iodepth"] == 4
+    assert rows["randread qd4"]["threads"] == 1
+    assert list(target.iterdir()) == []

@@ -275,3 +275,23 @@ def test_progress_lines_reach_the_callback(work):
                      "runtime_s": 0.6, "prepare": True})]}, on_progress=seen.append)
     assert seen and seen[-1]["phase"] == 0 and seen[-1]["ops"] > 0
     assert all(a["ops"] <= b["ops"] for a, b in zip(seen, seen[1:]))
+
+
+def test_io_uring_engine_keeps_iodepth_in_flight(work):
+    res = run(work, phase("rw", {"op": "randwrite", "engine": "io_uring", "iodepth": 8, "file": "u",
+                                 "layout": "shared", "file_size": MiB, "bs": 4096, "ops": 400, "prepare": True,
+                                 "sync": "fdatasync"}))
+    if res["status"] == "error" and res["error"]["op"] == "io_uring_setup":
+        pytest.skip(f"io_uring is not available here: {res['error']['strerror']}")
+    ok(res)
+    g = g0(res)
+    assert g["engine"] == "io_uring" and g["iodepth"] == 8
+    assert g["ops"] == 400 and g["bytes"] == 400 * 4096 and g["syncs"] == 1
+    assert (work / "u").stat().st_size == MiB
+    res = ok(run(work, phase("w", {"op": "write", "engine": "io_uring", "iodepth": 4, "file": "s",
+                                   "size": MiB + 1000, "bs": 65536}),
+                 phase("r", {"op": "read", "engine": "io_uring", "iodepth": 4, "file": "s", "bs": 65536},
+                       evict=True)))
+    assert (work / "s.0").stat().st_size == MiB + 1000
+    assert g0(res, 0)["bytes"] == MiB + 1000 and g0(res, 1)["bytes"] == MiB + 1000
+    assert g0(res, 1)["ops"] == 17

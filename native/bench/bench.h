@@ -38,7 +38,7 @@
 
 #define BENCH_SYNCS(X) X(none) X(fsync) X(fdatasync)
 #define BENCH_LAYOUTS(X) X(per_thread) X(shared)
-#define BENCH_ENGINES(X) X(psync) X(null)
+#define BENCH_ENGINES(X) X(psync) X(null) X(io_uring)
 
 typedef enum {
 #define X(n, k, d) OP_##n,
@@ -70,6 +70,7 @@ typedef enum {
 #define X(n) ENGINE_##n,
     BENCH_ENGINES(X)
 #undef X
+        ENGINE__COUNT
 } engine_kind;
 
 typedef struct {

@@ -24,6 +24,7 @@
 
 #include "bench.h"
 #include "hist.h"
+#include "uring.h"
 
 volatile sig_atomic_t bench_stop_signal = 0;
 static volatile int g_abort = 0; /* a worker failed: the others stop */
@@ -227,7 +228,7 @@ struct group {
     int interleave;
     layout_kind layout;
     int threads;
-    uint64_t size, bs, ops_limit, file_size, count, fanout, sync_every;
+    uint64_t size, bs, ops_limit, file_size, count, fanout, sync_every, iodepth;
     uint64_t *sizes;
     size_t nsizes;
     double runtime_s, read_share;
@@ -541,6 +542,117 @@ static void run_rand(worker *w)
     }
 }
 
+/* io_uring engine for seq and rand ops: up to iodepth operations in flight per thread.  Latency is
+ * submission to completion, as an application with that many requests outstanding sees it. */
+static void run_uring(worker *w)
+{
+    group *g = w->g;
+    int fd = w->nfds ? w->fds[0] : -1;
+    unsigned qd = (unsigned)g->iodepth;
+    int is_seq = !strcmp(OP_KINDS[g->op], "seq");
+    uring u;
+    int rc = uring_init(&u, qd);
+    if (rc) {
+        fail(w, -rc, "io_uring_setup", "(io_uring unavailable: use the psync engine)");
+        return;
+    }
+    unsigned char *bufs = NULL;
+    uint64_t *t0s = calloc(qd, sizeof *t0s);
+    unsigned *slots = calloc(qd, sizeof *slots), nfree = qd;
+    if (posix_memalign((void **)&bufs, 4096, (size_t)qd * g->bs) || !t0s || !slots) {
+        fail(w, ENOMEM, "allocate", NULL);
+        goto out;
+    }
+    for (unsigned i = 0; i < qd; i++)
+        slots[i] = qd - 1 - i;
+    uint64_t blocks = is_seq ? 0 : (g->file_size / g->bs ? g->file_size / g->bs : 1);
+    uint64_t limit;
+    if (is_seq) {
+        uint64_t total = g->size;
+        if (!total && g->op == OP_read) {
+            struct stat st;
+            if (fstat(fd, &st) == 0)
+                total = (uint64_t)st.st_size > w->base_off ? (uint64_t)st.st_size - w->base_off : 0;
+        }
+        limit = total; /* bytes */
+    } else {
+        limit = g->ops_limit ? g->ops_limit
+                             : (g->size ? g->size / g->bs : (g->runtime_s > 0 ? UINT64_MAX : blocks));
+    }
+    uint64_t pool_off = g->pool ? ((uint64_t)w->tid * (g->pool_len / (uint64_t)g->threads)) & ~4095ull : 0;
+    uint64_t read_cut = g->read_share >= 1.0 ? UINT64_MAX : (uint64_t)(g->read_share * 18446744073709551615.0);
+    uint64_t issued = 0, inflight = 0;
+    int stop_issuing = 0;
+    unsigned char is_read_of[4096];
+    for (;;) {
+        while (!stop_issuing && nfree && issued < limit && !stopping()) {
+            uint64_t off, len = g->bs;
+            int is_read;
+            if (is_seq) {
+                off = w->base_off + issued;
+                if (limit - issued < len)
+                    len = limit - issued;
+                is_read = g->op == OP_read;
+            } else {
+                off = (rng_next(&w->rng) % blocks) * g->bs;
+                is_read = g->op == OP_randread || (g->op == OP_randrw && rng_next(&w->rng) <= read_cut);
+            }
+            unsigned s = slots[--nfree];
+            void *buf = is_read ? bufs + (size_t)s * g->bs : pool_slice(g, &pool_off, len);
+            if (uring_prep(&u, is_read, fd, buf, (uint32_t)len, off, s)) {
+                nfree++;
+                break;
+            }
+            is_read_of[s] = (unsigned char)is_read;
+            t0s[s] = now_ns();
+            issued += is_seq ? len : 1;
+            inflight++;
+        }
+        if (!inflight)
+            break;
+        rc = uring_submit_wait(&u, 1);
+        if (rc && rc != -EINTR) {
+            fail(w, -rc, "io_uring_enter", g->file);
+            stop_issuing = 1;
+            /* nothing new was submitted: what is in flight is still reaped below */
+        }
+        int32_t res;
+        uint64_t ud;
+        while (uring_reap(&u, &res, &ud)) {
+            uint64_t t1 = now_ns();
+            unsigned s = (unsigned)ud;
+            inflight--;
+            slots[nfree++] = s;
+            if (res < 0) {
+                fail(w, -res, is_read_of[s] ? "read" : "write", g->file);
+                stop_issuing = 1;
+                continue;
+            }
+            if (res == 0 && is_seq) {
+                stop_issuing = 1; /* end of file */
+                continue;
+            }
+            record(w, t0s[s], t1, (uint64_t)res);
+            if (over_time(g, t1))
+                stop_issuing = 1;
+        }
+        if (stopping())
+            stop_issuing = 1;
+    }
+    if (g->op != OP_randread && g->op != OP_read && g->sync != SYNC_none && !w->err) {
+        uint64_t s0 = now_ns();
+        if (do_sync(g, fd))
+            fail(w, errno, SYNC_NAMES[g->sync], g->file);
+        w->sync_ns += now_ns() - s0;
+        w->syncs++;
+    }
+out:
+    free(bufs);
+    free(t0s);
+    free(slots);
+    uring_exit(&u);
+}
+
 static uint64_t small_size(const group *g, uint64_t i)
 {
     return g->nsizes ? g->sizes[i % g->nsizes] : g->size;
@@ -704,7 +816,9 @@ static void *worker_main(void *arg)
     double c0 = thread_cpu_s();
     if (!w->err && !stopping()) {
         const char *kind = OP_KINDS[g->op];
-        if (!strcmp(kind, "seq"))
+        if (g->engine == ENGINE_io_uring && (!strcmp(kind, "rand") || (!strcmp(kind, "seq") && !g->files)))
+            run_uring(w);
+        else if (!strcmp(kind, "seq"))
             run_seq(w);
         else if (!strcmp(kind, "rand"))
             run_rand(w);
@@ -737,7 +851,7 @@ static int parse_group(const jval *jg, group *g, job_ctx *ctx, char *err, size_t
         snprintf(err, errlen, "unknown op \"%s\"", op ? op : "(missing)");
         return -1;
     }
-    int e = lookup(ENGINE_NAMES, 2, json_str(jg, "engine", "psync", &bad));
+    int e = lookup(ENGINE_NAMES, ENGINE__COUNT, json_str(jg, "engine", "psync", &bad));
     if (e < 0) {
         snprintf(err, errlen, "unknown engine \"%s\"", json_str(jg, "engine", "", NULL));
         return -1;
@@ -769,6 +883,11 @@ static int parse_group(const jval *jg, group *g, job_ctx *ctx, char *err, size_t
     if (!g->fanout)
         g->fanout = 1;
     g->sync_every = (uint64_t)json_num(jg, "sync_every", 0, &bad);
+    g->iodepth = (uint64_t)json_num(jg, "iodepth", 1, &bad);
+    if (g->iodepth < 1 || g->iodepth > 4096) {
+        snprintf(err, errlen, "iodepth must be 1..4096");
+        return -1;
+    }
     g->runtime_s = json_num(jg, "runtime_s", 0, &bad);
     g->read_share = json_num(jg, "read_share", g->op == OP_randwrite ? 0.0 : 1.0, &bad);
     if (g->op == OP_randrw && !json_get(jg, "read_share"))
@@ -1147,6 +1266,7 @@ static void write_group(jw *w, group *g, phase *ph)
     else
         jw_null(w, "dir");
     jw_int(w, "threads", g->threads);
+    jw_uint(w, "iodepth", g->iodepth);
     jw_uint(w, "bs", g->bs);
     jw_str(w, "content", needs_pool(g) ? CONTENT_NAMES[g->content] : NULL);
     jw_str(w, "sync", SYNC_NAMES[g->sync]);

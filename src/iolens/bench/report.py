@@ -39,6 +39,8 @@ class ResultRow:
     bs: int | None
     content: str | None
     primary: str
+    engine: str = "psync"
+    iodepth: int = 1
     values: dict[str, list[float | None]] = field(default_factory=lambda: {k: [] for k in METRIC_KEYS})
     states: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -83,6 +85,8 @@ class ResultRow:
             "suite": self.suite,
             "op": self.op,
             "threads": self.threads,
+            "engine": self.engine,
+            "iodepth": self.iodepth,
             "bs": self.bs,
             "content": self.content,
             "primary_metric": self.primary,
@@ -120,7 +124,8 @@ class BenchReport:
             g0 = phase_job["groups"][0]
             r = ResultRow(target=target, test=test, group=group, suite=suite, op=g0["op"],
                           threads=int(g0.get("threads", 1)), bs=g0.get("bs"), content=g0.get("content"),
-                          primary=primary_metric(phase_job["groups"]),
+                          primary=primary_metric(phase_job["groups"]), engine=g0.get("engine", "psync"),
+                          iodepth=int(g0.get("iodepth", 1)),
                           job={"dirs": dirs, "phase": phase_job})
             self._index[key] = r
             self.rows.append(r)

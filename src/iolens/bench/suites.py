@@ -37,6 +37,7 @@ class Options:
     drop_caches: bool = False
     shared: bool = False             # streams: one shared file
     read_share: float | None = None  # random: also a mixed test
+    ioengine: str = "psync"          # random and ref-lookup: psync threads, or io_uring with iodepth = QD
     seed: int = 1
 
 
@@ -174,14 +175,18 @@ def random_suite(spec: str, sc: Scale, opts: Options) -> list[Test]:
     first = True
     for op, extra in kinds:
         for qd in qds:
-            g = _g(op, threads=qd, **base, **extra)
+            if opts.ioengine == "io_uring":
+                g = _g(op, threads=1, iodepth=qd, engine="io_uring", **base, **extra)
+            else:
+                g = _g(op, threads=qd, **base, **extra)
             if first:
                 g["prepare"] = True  # lay the file out once, untimed
                 first = False
             phases.append(_phase(f"{op} qd{qd}", [g], evict=evict and op != "randwrite"))
     phases.append(_remove("random", ["rand"]))
     return [Test("random", "random 4k", phases, [spec],
-                 describe=f"4 KiB random I/O on one {fsize}-byte file, queue depth = threads, {sc.runtime:g} s each")]
+                 describe=f"4 KiB random I/O on one {fsize}-byte file, queue depth = "
+                          f"{'io_uring iodepth' if opts.ioengine == 'io_uring' else 'threads'}, {sc.runtime:g} s each")]
 
 
 def streams(spec: str, sc: Scale, opts: Options) -> list[Test]:
@@ -268,7 +273,8 @@ def genomics(spec: str, sc: Scale, opts: Options, others: list[str] | None = Non
     ref = _round(S, 4096)
     tests.append(Test("genomics", "ref-lookup", [
         _phase("ref-lookup", [_g("randread", file="ref", layout="shared", file_size=ref, bs=4096,
-                                 runtime_s=sc.runtime, prepare=True, content=content, direct=opts.direct)],
+                                 runtime_s=sc.runtime, prepare=True, content=content, direct=opts.direct,
+                                 **({"engine": "io_uring"} if opts.ioengine == "io_uring" else {}))],
                evict=evict),
         _remove("ref-lookup", ["ref"]),
     ], [spec], describe=f"reference lookup: 4 KiB random reads in one {ref}-byte file for {sc.runtime:g} s"))

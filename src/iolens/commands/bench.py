@@ -61,6 +61,8 @@ def _size(ctx, param, value: str | None) -> int | None:
               "(affects everything on the machine).")
 @click.option("--shared", is_flag=True, help="streams: one shared file instead of a file per stream.")
 @click.option("--read-share", type=click.FloatRange(0, 1), help="random: add a mixed test with this read share.")
+@click.option("--ioengine", type=click.Choice(["psync", "io_uring"]), default="psync", show_default=True,
+              help="Queue depth for random tests: psync threads, or one thread with io_uring at that depth.")
 @click.option("--repeat", type=click.IntRange(min=1, max=1000), default=1, show_default=True,
               help="Run everything N times, interleaving targets; report mean ± SD.")
 @click.option("--seed", type=int, default=1, show_default=True)
@@ -72,7 +74,7 @@ def _size(ctx, param, value: str | None) -> int | None:
 @click.option("--label", help="A label for this run in the results store.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def bench(targets, suite_names, size, files, runtime, threads, bs, content, template, direct, warm, drop_caches,
-          shared, read_share, repeat, seed, json_out, db, no_store, label, quiet):
+          shared, read_share, ioengine, repeat, seed, json_out, db, no_store, label, quiet):
     """Benchmark storage targets side by side: directories, lab:NAME targets, or `null` (engine overhead).
 
     Files are written only inside a new iolens-bench-* directory under each target, which is removed at the end
@@ -90,7 +92,8 @@ def bench(targets, suite_names, size, files, runtime, threads, bs, content, temp
         content = "template"
     opts = Options(size=size, files=files, runtime=runtime, threads=threads, bs=bs, content=content,
                    template=str(template.resolve()) if template else None, direct=direct, warm=warm,
-                   drop_caches=drop_caches, shared=shared, read_share=read_share, seed=seed)
+                   drop_caches=drop_caches, shared=shared, read_share=read_share, ioengine=ioengine,
+                   seed=seed)
     out_console = Console(stderr=json_out == "-")
     err_console = Console(stderr=True)
 
