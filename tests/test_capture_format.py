@@ -113,3 +113,19 @@ def test_schema_matches_generated_layouts(real_capture):
         lay = schema[kid]
         assert (lay.kind, lay.version, lay.size) == (name, ver, size)
         assert lay.fields == [tuple(f) for f in fields]
+
+
+def test_fuzzed_captures_never_raise_anything_but_capture_errors(real_capture):
+    """Random byte flips and cuts: either a capture (maybe with problems) or a CaptureError."""
+    import random
+
+    data = real_capture.read_bytes()
+    rnd = random.Random(7)
+    for _ in range(300):
+        buf = bytearray(data[: rnd.randrange(16, len(data) + 1)])
+        for _ in range(rnd.randrange(1, 8)):
+            buf[rnd.randrange(len(buf))] = rnd.randrange(256)
+        try:
+            decode(bytes(buf), "fuzz.iolens")
+        except CaptureError:
+            pass

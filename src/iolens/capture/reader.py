@@ -42,35 +42,40 @@ class Layout:
     size: int
     fields: list[tuple[str, str, int, int]]
     _struct: struct.Struct | None = None
-    _names: list[tuple[str, int]] | None = None
+    _build: Any = None
 
     def compile(self) -> None:
-        fmt, names, pos = ["<"], [], 0
+        fmt, items, pos, i = ["<"], [], 0, 0
         for name, typ, count, off in sorted(self.fields, key=lambda f: f[3]):
+            if off < pos:
+                raise ValueError(f"SCHEMA for {self.kind} is damaged (field {name!r} overlaps another)")
             if off > pos:
                 fmt.append(f"{off - pos}x")
-            fmt.append(f"{count}{_TYPECHAR[typ]}" if typ != "u8" else f"{count}s")
-            names.append((name, count if typ != "u8" else -1))
+            if typ == "u8":
+                fmt.append(f"{count}s")
+                items.append(f"{name!r}: v[{i}]")
+                i += 1
+            else:
+                fmt.append(f"{count}{_TYPECHAR[typ]}")
+                items.append(f"{name!r}: v[{i}]" if count == 1 else f"{name!r}: list(v[{i}:{i + count}])")
+                i += count
             pos = off + count * _TYPESIZE[typ]
         if self.size > pos:
             fmt.append(f"{self.size - pos}x")
+        # fields this (older) layout lacks, filled with zero so readers see every current key
+        have = {f[0] for f in self.fields}
+        cur = _CURRENT.get(self.kind)
+        for name, _typ, count, _off in cur.fields if cur is not None and cur is not self else []:
+            if name not in have:
+                items.append(f"{name!r}: " + ("0" if count == 1 else f"[0] * {count}"))
         self._struct = struct.Struct("".join(fmt))
-        self._names = names
+        # one dict display per record is much faster than a loop over fields
+        self._build = eval("lambda v: {" + ", ".join(items) + "}")  # noqa: S307 - built from field names
 
     def decode(self, buf: bytes | memoryview, offset: int = 0) -> dict[str, Any]:
         if self._struct is None:
             self.compile()
-        vals = self._struct.unpack_from(buf, offset)
-        out: dict[str, Any] = {}
-        i = 0
-        for name, count in self._names:
-            if count == -1 or count == 1:
-                out[name] = vals[i]
-                i += 1
-            else:
-                out[name] = list(vals[i : i + count])
-                i += count
-        return out
+        return self._build(self._struct.unpack_from(buf, offset))
 
 
 def current_layouts() -> dict[str, Layout]:
@@ -82,17 +87,6 @@ def current_layouts() -> dict[str, Layout]:
 _CURRENT = current_layouts()
 
 
-def _upgrade(kind: str, rec: dict[str, Any]) -> dict[str, Any]:
-    """Fill fields that an older layout lacks, so readers see every current key."""
-    cur = _CURRENT.get(kind)
-    if cur is None:
-        return rec
-    for name, _typ, count, _off in cur.fields:
-        if name not in rec:
-            rec[name] = 0 if count == 1 else [0] * count
-    return rec
-
-
 def parse_schema(payload: bytes | memoryview, where: str) -> dict[int, Layout]:
     layouts: dict[int, Layout] = {}
     pos = 0
@@ -100,12 +94,14 @@ def parse_schema(payload: bytes | memoryview, where: str) -> dict[int, Layout]:
         kid, ver, size, nfields = _SK.unpack_from(payload, pos)
         pos += _SK.size
         if pos + nfields * _SF.size > len(payload):
-            raise CaptureError(f"{where}: SCHEMA record is damaged")
+            raise ValueError("SCHEMA record is damaged")
         fields = []
         for _ in range(nfields):
             raw, typ, count, off, _pad = _SF.unpack_from(payload, pos)
             pos += _SF.size
             name = raw.split(b"\0", 1)[0].decode("ascii", "replace")
+            if typ not in F.TYPES or not 0 < count <= 1 << 16 or off + count * _TYPESIZE[F.TYPES[typ]] > size:
+                raise ValueError(f"SCHEMA record is damaged (field {name!r})")
             fields.append((name, F.TYPES.get(typ, "u64"), count, off))
         kname = KIND_BY_ID.get(kid, f"KIND{kid}")
         layouts[kid] = Layout(kname, ver, size, fields)
@@ -198,9 +194,6 @@ class Capture:
         return not self.problems
 
 
-EVENT_DTYPE = None
-
-
 def _event_dtype(layout: Layout) -> np.dtype:
     names, formats, offsets = [], [], []
     for name, typ, count, off in layout.fields:
@@ -210,83 +203,103 @@ def _event_dtype(layout: Layout) -> np.dtype:
     return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": layout.size})
 
 
-def decode(data: bytes, path: str = "<capture>") -> Capture:
-    problems: list[str] = []
-    major, minor = _HDR.unpack_from(data, 0)[1:3] if len(data) >= _HDR.size else (0, 0)
-    meta: dict[str, Any] = {}
-    procs: list[Process] = []
-    layouts: dict[int, Layout] = {}
-    byname: dict[str, Layout] = {}
-    cur: Process | None = None
+class _Decoder:
+    """Decodes records in order; SCHEMA changes the layouts for the records after it."""
 
-    def need(kind: str, off: int) -> Layout:
-        lay = byname.get(kind)
+    def __init__(self, path: str):
+        self.path = path
+        self.problems: list[str] = []
+        self.meta: dict[str, Any] = {}
+        self.procs: list[Process] = []
+        self.byname: dict[str, Layout] = {}
+        self.cur: Process | None = None
+
+    def layout(self, kind: str, rec: RawRecord) -> Layout:
+        lay = self.byname.get(kind)
         if lay is None:
-            raise CaptureError(f"{path}: {kind} record at byte {off} comes before any SCHEMA record")
+            raise CaptureError(f"{self.path}: {rec.kind} record at byte {rec.offset} comes before any SCHEMA record")
+        if kind != "EVENT" and len(rec.payload) < lay.size:
+            raise ValueError(f"shorter than its {lay.size}-byte layout")
         return lay
 
-    for rec in iter_records(data, path, problems):
+    def record(self, rec: RawRecord) -> None:
         kind, payload = rec.kind, rec.payload
         if kind == "SCHEMA":
-            layouts = parse_schema(payload, path)
-            byname = {lay.kind: lay for lay in layouts.values()}
+            layouts = parse_schema(payload, self.path)
             for lay in layouts.values():
                 if lay.version > KNOWN_VERSION.get(lay.kind, lay.version):
                     raise CaptureError(
-                        f"{path}: {lay.kind} layout version {lay.version} is newer than this iolens reads; "
+                        f"{self.path}: {lay.kind} layout version {lay.version} is newer than this iolens reads; "
                         "upgrade iolens to read it"
                     )
+                lay.compile()
+            self.byname = {lay.kind: lay for lay in layouts.values()}
         elif kind == "META":
             try:
-                meta = json.loads(bytes(payload).rstrip(b"\0").decode("utf-8"))
+                self.meta = json.loads(bytes(payload).rstrip(b"\0").decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError):
-                problems.append(f"{path}: META record at byte {rec.offset} is not valid JSON")
+                self.problems.append(f"{self.path}: META record at byte {rec.offset} is not valid JSON")
         elif kind == "PROC":
-            lay = need("PROC", rec.offset)
-            cur = Process(fields=_upgrade("PROC", lay.decode(payload)), offset=rec.offset)
-            procs.append(cur)
-        elif cur is None:
-            problems.append(f"{path}: {kind} record at byte {rec.offset} has no PROC before it")
+            self.cur = Process(fields=self.layout("PROC", rec).decode(payload), offset=rec.offset)
+            self.procs.append(self.cur)
+        elif self.cur is None:
+            self.problems.append(f"{self.path}: {kind} record at byte {rec.offset} has no PROC before it")
         elif kind == "STRING":
-            lay = need("STRING", rec.offset)
-            s = lay.decode(payload)
-            text = bytes(payload[lay.size : lay.size + s["len"]]).decode("utf-8", "replace")
-            what = s["what"]
-            if what == F.STRING_KINDS["EXE"]:
-                cur.exe = text
-            elif what == F.STRING_KINDS["ARGV"]:
-                cur.argv = text.split("\0")[:-1] if text.endswith("\0") else text.split("\0")
-            elif what == F.STRING_KINDS["CWD"]:
-                cur.cwd = text
-            elif what == F.STRING_KINDS["HOST"]:
-                cur.host = text
-            elif what == F.STRING_KINDS["ENV"]:
-                for item in text.split("\0"):
-                    if "=" in item:
-                        k, v = item.split("=", 1)
-                        cur.env[k] = v
+            self._string(self.layout("STRING", rec), payload)
         elif kind == "FILE":
-            lay = need("FILE", rec.offset)
-            f = _upgrade("FILE", lay.decode(payload))
+            lay = self.layout("FILE", rec)
+            f = lay.decode(payload)
             f["path"] = bytes(payload[lay.size : lay.size + f["path_len"]]).decode("utf-8", "surrogateescape")
-            cur.files.append(f)
+            self.cur.files.append(f)
         elif kind == "TIMELINE":
-            cur.timeline = _upgrade("TIMELINE", need("TIMELINE", rec.offset).decode(payload))
+            self.cur.timeline = self.layout("TIMELINE", rec).decode(payload)
         elif kind == "CHILD":
-            cur.children.append(_upgrade("CHILD", need("CHILD", rec.offset).decode(payload)))
+            self.cur.children.append(self.layout("CHILD", rec).decode(payload))
         elif kind == "TRACE":
-            lay = need("EVENT", rec.offset)
-            try:
-                import zstandard
+            self._trace(self.layout("EVENT", rec), rec)
 
-                raw = zstandard.ZstdDecompressor().decompress(bytes(payload))
-            except Exception as err:  # zstd raises its own error type
-                problems.append(f"{path}: TRACE record at byte {rec.offset} does not decompress ({err})")
-                continue
-            usable = len(raw) - len(raw) % lay.size
-            ev = np.frombuffer(raw[:usable], dtype=_event_dtype(lay))
-            cur.events = ev if cur.events is None else np.concatenate([cur.events, ev])
-    return Capture(path=path, meta=meta, processes=procs, problems=problems, version=(major, minor))
+    def _string(self, lay: Layout, payload: memoryview) -> None:
+        s = lay.decode(payload)
+        text = bytes(payload[lay.size : lay.size + s["len"]]).decode("utf-8", "replace")
+        what, cur = s["what"], self.cur
+        if what == F.STRING_KINDS["EXE"]:
+            cur.exe = text
+        elif what == F.STRING_KINDS["ARGV"]:
+            cur.argv = text.split("\0")[:-1] if text.endswith("\0") else text.split("\0")
+        elif what == F.STRING_KINDS["CWD"]:
+            cur.cwd = text
+        elif what == F.STRING_KINDS["HOST"]:
+            cur.host = text
+        elif what == F.STRING_KINDS["ENV"]:
+            for item in text.split("\0"):
+                if "=" in item:
+                    k, v = item.split("=", 1)
+                    cur.env[k] = v
+
+    def _trace(self, lay: Layout, rec: RawRecord) -> None:
+        import zstandard
+
+        try:
+            raw = zstandard.ZstdDecompressor().decompress(bytes(rec.payload))
+        except zstandard.ZstdError as err:
+            self.problems.append(f"{self.path}: TRACE record at byte {rec.offset} does not decompress ({err})")
+            return
+        usable = len(raw) - len(raw) % lay.size
+        ev = np.frombuffer(raw[:usable], dtype=_event_dtype(lay))
+        cur = self.cur
+        cur.events = ev if cur.events is None else np.concatenate([cur.events, ev])
+
+
+def decode(data: bytes, path: str = "<capture>") -> Capture:
+    major, minor = _HDR.unpack_from(data, 0)[1:3] if len(data) >= _HDR.size else (0, 0)
+    d = _Decoder(path)
+    for rec in iter_records(data, path, d.problems):
+        try:
+            d.record(rec)
+        except (struct.error, ValueError, OverflowError) as err:
+            d.problems.append(f"{path}: {rec.kind} record at byte {rec.offset} is damaged ({err})")
+            break
+    return Capture(path=path, meta=d.meta, processes=d.procs, problems=d.problems, version=(major, minor))
 
 
 def read_capture(path: str | Path, *, strict: bool = False) -> Capture:
