@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import subprocess
 import threading
 from functools import lru_cache
@@ -35,7 +36,8 @@ class EngineError(IolensError):
 
 
 def engine_path() -> str:
-    return str(native_path("iolens-bench"))
+    """The installed engine, or IOLENS_BENCH_ENGINE (e.g. a sanitizer build) when set."""
+    return os.environ.get("IOLENS_BENCH_ENGINE") or str(native_path("iolens-bench"))
 
 
 @lru_cache(maxsize=1)
