@@ -409,14 +409,15 @@ static void run_seq(worker *w)
         for (size_t k = 0; left && !stopping(); k = (k + 1) % n) {
             if (done[k])
                 continue;
-            for (;;) {
+            while (!stopping()) {
                 uint64_t t0 = now_ns();
                 ssize_t r = null ? (ssize_t)g->bs : pread(w->fds[k], w->buf, g->bs, (off_t)off[k]);
                 uint64_t t1 = now_ns();
                 if (r < 0) {
                     if (errno == EINTR)
                         continue;
-                    fail(w, errno, "read", json_at(g->files, k)->str);
+                    /* this thread's k-th file is the job's (tid + k * threads)-th */
+                    fail(w, errno, "read", json_at(g->files, (size_t)w->tid + k * (size_t)g->threads)->str);
                     left = 0;
                     break;
                 }
@@ -427,8 +428,10 @@ static void run_seq(worker *w)
                 }
                 record(w, t0, t1, (uint64_t)r);
                 off[k] += (uint64_t)r;
-                if (over_time(g, t1))
+                if (over_time(g, t1)) {
                     left = 0;
+                    break;
+                }
                 if (g->interleave)
                     break;
             }
@@ -1232,7 +1235,7 @@ static void write_latency(jw *w, const hist *h)
     jw_end_obj(w);
 }
 
-static void write_group(jw *w, group *g, phase *ph)
+static void write_group(jw *w, group *g)
 {
     hist *h = malloc(sizeof *h);
     hist_init(h);
@@ -1319,7 +1322,6 @@ static void write_group(jw *w, group *g, phase *ph)
     jw_end_arr(w);
     jw_end_obj(w);
     free(h);
-    (void)ph;
 }
 
 static void write_phase(jw *w, phase *ph)
@@ -1351,7 +1353,7 @@ static void write_phase(jw *w, phase *ph)
     jw_arr(w, "groups");
     for (size_t i = 0; i < ph->ngroups; i++)
         if (ph->groups[i].w)
-            write_group(w, &ph->groups[i], ph);
+            write_group(w, &ph->groups[i]);
     jw_end_arr(w);
     jw_end_obj(w);
 }
