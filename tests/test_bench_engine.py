@@ -295,3 +295,13 @@ def test_io_uring_engine_keeps_iodepth_in_flight(work):
     assert (work / "s.0").stat().st_size == MiB + 1000
     assert g0(res, 0)["bytes"] == MiB + 1000 and g0(res, 1)["bytes"] == MiB + 1000
     assert g0(res, 1)["ops"] == 17
+
+
+def test_drop_caches_is_done_as_root_and_reported_otherwise(work):
+    res = ok(run(work, phase("w", {"op": "write", "file": "f", "size": MiB, "bs": MiB, "sync": "fsync"}),
+                 phase("r", {"op": "read", "file": "f", "size": MiB, "bs": MiB}, evict=True), drop_caches=True))
+    cache = res["phases"][1]["cache"]
+    assert cache["drop_requested"] is True and cache["evicted"] is True
+    assert cache["dropped"] != bool(cache["drop_error"])  # either it happened or the reason is given
+    if os.geteuid() != 0:
+        assert cache["dropped"] is False and cache["drop_error"]
