@@ -866,7 +866,7 @@ static void fill_end(struct iolens_proc *p)
 void iolens_finalize(uint64_t flags, uint64_t status)
 {
     struct iolens_state *g = &iolens_g;
-    if (!g->active || g->pid != (int)syscall(SYS_getpid)) return;
+    if (!g->active || g->pending || g->pid != (int)syscall(SYS_getpid)) return;
     if (g->proc->flags & IOLENS_PF_FINALIZED) return;
     int saved = errno;
     int guard = iolens_guard;
@@ -883,7 +883,7 @@ void iolens_finalize(uint64_t flags, uint64_t status)
 void iolens_unfinalize(void)
 {
     struct iolens_state *g = &iolens_g;
-    if (!g->active) return;
+    if (!g->active || g->pending) return;
     g->proc->flags &= ~(uint64_t)(IOLENS_PF_FINALIZED | IOLENS_PF_EXECED);
     g->proc->end_mono = 0;
 }
@@ -920,26 +920,36 @@ void iolens_child_reaped(int pid, int status, const struct rusage *ru)
 }
 
 /*
- * In a fork child: the parent's part is shared memory, so start our own part
- * at once, carry over the open descriptors' files and the strings, and unmap
- * the parent's.
+ * In a fork child the parent's part is still mapped, and it is shared memory:
+ * nothing may be written to it.  Most fork children of shells exec at once,
+ * so the child's own part is made lazily, by the first call that records
+ * (iolens_on) or that must write (wait, thread creation).  A child that execs
+ * without recording anything costs no part at all; the exec'd image has its own.
  */
 void iolens_after_fork_child(void)
 {
     struct iolens_state *g = &iolens_g;
     if (!g->active) return;
-    g->active = 0;
-    iolens_guard = 1;
-    char *old_base = g->base;
-    uint64_t old_used = g->used;
-    int old_part = g->part_fd, old_trace = g->trace_fd;
     g->lock = 0;
     g->mt = 0;
     memset(g->inflight, 0, sizeof g->inflight);
     for (int i = 0; i < MAX_TBUFS; i++)
         if (tbufs[i]) tbufs[i]->n = 0; /* the parent's unflushed events are the parent's */
-    /* a new address-space reservation: the old one stays mapped until copied */
-    g->base = 0;
+    g->pending = 1;
+}
+
+void iolens_materialize(void)
+{
+    struct iolens_state *g = &iolens_g;
+    if (!g->pending) return;
+    int guard = iolens_guard;
+    iolens_guard = 1;
+    g->pending = 0;
+    g->active = 0;
+    char *old_base = g->base;
+    uint64_t old_used = g->used;
+    int old_part = g->part_fd, old_trace = g->trace_fd;
+    g->base = 0; /* a new address-space reservation; the old one stays mapped until copied */
     g->trace_fd = -1;
     if (old_part >= 0 && old_part < IOLENS_FDMAX) iolens_fds[old_part].state = FD_UNKNOWN;
     if (old_trace >= 0 && old_trace < IOLENS_FDMAX) iolens_fds[old_trace].state = FD_UNKNOWN;
@@ -951,7 +961,7 @@ void iolens_after_fork_child(void)
     if (start_part(IOLENS_PF_FORKED) != 0) {
         sys_munmap(old_base, g->reserve);
         memset(iolens_fds, 0, sizeof iolens_fds);
-        iolens_guard = 0;
+        iolens_guard = guard;
         return;
     }
     /* copy the parent's strings */
@@ -965,6 +975,7 @@ void iolens_after_fork_child(void)
         }
         off += sizeof *h + h->size;
     }
+    /* the open descriptors' files, as records of this process */
     for (int fd = 0; fd <= fd_high && fd < IOLENS_FDMAX; fd++) {
         struct iolens_fdstate *f = &iolens_fds[fd];
         if (f->state != FD_TRACKED || !f->rec) continue;
@@ -981,7 +992,7 @@ void iolens_after_fork_child(void)
     }
     sys_munmap(old_base, g->reserve);
     g->active = 1;
-    iolens_guard = 0;
+    iolens_guard = guard;
 }
 
 IOLENS_API const char *iolens_preload_version(void) { return "1"; }

@@ -46,6 +46,7 @@ struct iolens_fdstate {
 
 struct iolens_state {
     volatile int active;  /* recording */
+    volatile int pending; /* fork child: our part is made on the first recorded call (see core.c) */
     int mt;               /* threads exist: counters use atomics */
     int trace;            /* --trace */
     int pid;
@@ -81,8 +82,15 @@ static inline uint64_t iolens_now(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* True when this call should be recorded; false when off or nested. */
-static inline int iolens_on(void) { return LIKELY(iolens_g.active) && !iolens_guard; }
+void iolens_materialize(void);
+
+/* True when this call should be recorded; false when off or nested.  In a
+ * fork child that has not recorded anything yet, this first makes its part. */
+static inline int iolens_on(void)
+{
+    if (UNLIKELY(iolens_g.pending) && !iolens_guard) iolens_materialize();
+    return LIKELY(iolens_g.active) && !iolens_guard;
+}
 
 static inline void iolens_add(uint64_t *p, uint64_t v)
 {

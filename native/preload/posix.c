@@ -100,7 +100,8 @@ IOLENS_API int mkostemps(char *t, int sl, int fl) { MKSTEMP(REAL(mkostemps)(t, s
 IOLENS_API int close(int fd)
 {
     if (iolens_is_own_fd(fd)) return 0; /* the recorder's descriptor stays open */
-    if (!iolens_on()) {
+    /* a fork child shuffling descriptors before exec: keep the table, record nothing */
+    if (iolens_g.pending || !iolens_on()) {
         iolens_closed(fd);
         return REAL(close)(fd);
     }
@@ -219,7 +220,7 @@ IOLENS_API off_t lseek64(int fd, off_t off, int whence) { return do_lseek(fd, of
 /* ---- descriptor copies ---- */
 
 #define DUPCALL(oldfd, call) \
-    if (!iolens_on()) { \
+    if (iolens_g.pending || !iolens_on()) { \
         int r_ = call; \
         if (r_ >= 0) iolens_dup(oldfd, r_); \
         return r_; \

@@ -235,7 +235,7 @@ IOLENS_API pid_t wait4(pid_t pid, int *st, int opt, struct rusage *ru)
 {
     int s = 0;
     struct rusage mine;
-    uint64_t t0 = iolens_g.active ? iolens_now() : 0;
+    uint64_t t0 = iolens_on() ? iolens_now() : 0; /* makes a fork child's part */
     pid_t r = REAL(wait4)(pid, st ? st : &s, opt, ru ? ru : &mine);
     if (t0) iolens_add(&iolens_g.proc->wait_ns, iolens_now() - t0);
     if (r > 0) {
@@ -251,7 +251,7 @@ IOLENS_API pid_t wait3(int *st, int opt, struct rusage *ru) { return wait4(-1, s
  * that sleep is waiting for children too, not work. */
 IOLENS_API int sigsuspend(const sigset_t *mask)
 {
-    uint64_t t0 = iolens_g.active ? iolens_now() : 0;
+    uint64_t t0 = iolens_on() ? iolens_now() : 0; /* makes a fork child's part */
     int r = REAL(sigsuspend)(mask);
     int e = errno;
     if (t0) iolens_add(&iolens_g.proc->wait_ns, iolens_now() - t0);
@@ -261,7 +261,7 @@ IOLENS_API int sigsuspend(const sigset_t *mask)
 
 IOLENS_API int waitid(idtype_t type, id_t id, siginfo_t *info, int opt)
 {
-    uint64_t t0 = iolens_g.active ? iolens_now() : 0;
+    uint64_t t0 = iolens_on() ? iolens_now() : 0; /* makes a fork child's part */
     int r = REAL(waitid)(type, id, info, opt);
     int e = errno;
     if (t0) iolens_add(&iolens_g.proc->wait_ns, iolens_now() - t0);
@@ -279,7 +279,7 @@ IOLENS_API pid_t wait(int *st) { return wait4(-1, st, 0, 0); }
 
 IOLENS_API int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg)
 {
-    if (iolens_g.active) {
+    if (iolens_on()) {
         iolens_g.mt = 1;
         iolens_g.proc->flags |= IOLENS_PF_MULTITHREADED;
         __atomic_fetch_add(&iolens_g.proc->nthreads, 1, __ATOMIC_RELAXED);
