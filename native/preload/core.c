@@ -411,6 +411,7 @@ static IOLENS_TLS struct tbuf *t_buf;
 static uint32_t next_tid;
 #define MAX_TBUFS 4096
 static struct tbuf *tbufs[MAX_TBUFS];
+static int ntbufs; /* high-water mark of tbufs in use */
 
 static void tbuf_flush(struct tbuf *b)
 {
@@ -424,7 +425,8 @@ static void tbuf_flush(struct tbuf *b)
 
 void iolens_trace_flush_all(void)
 {
-    for (int i = 0; i < MAX_TBUFS; i++) tbuf_flush(tbufs[i]);
+    int n = __atomic_load_n(&ntbufs, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n; i++) tbuf_flush(tbufs[i]);
 }
 
 static void trace_event(struct iolens_call *c, struct iolens_file *rec, uint64_t off, uint64_t size)
@@ -436,7 +438,13 @@ static void trace_event(struct iolens_call *c, struct iolens_file *rec, uint64_t
         b->tid = __atomic_fetch_add(&next_tid, 1, __ATOMIC_RELAXED);
         for (int i = 0; i < MAX_TBUFS; i++) {
             struct tbuf *none = 0;
-            if (__atomic_compare_exchange_n(&tbufs[i], &none, b, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) break;
+            if (__atomic_compare_exchange_n(&tbufs[i], &none, b, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+                int hw = __atomic_load_n(&ntbufs, __ATOMIC_RELAXED);
+                while (hw < i + 1 && !__atomic_compare_exchange_n(&ntbufs, &hw, i + 1, 1, __ATOMIC_ACQ_REL,
+                                                                  __ATOMIC_RELAXED)) {
+                }
+                break;
+            }
         }
         t_buf = b;
     }
@@ -933,7 +941,7 @@ void iolens_after_fork_child(void)
     g->lock = 0;
     g->mt = 0;
     memset(g->inflight, 0, sizeof g->inflight);
-    for (int i = 0; i < MAX_TBUFS; i++)
+    for (int i = 0; i < ntbufs; i++)
         if (tbufs[i]) tbufs[i]->n = 0; /* the parent's unflushed events are the parent's */
     g->pending = 1;
 }
