@@ -72,7 +72,9 @@ def show(db, run_id, as_json):
 
         console.print(f"run {run['id']} · {run['created']} · {run.get('host')} · iolens {run.get('iolens_version')}"
                       f" · {run.get('status')}" + (f" · {run['label']}" if run.get("label") else ""))
-        render_bench(report_dict_from_store(run), console)
+        doc = report_dict_from_store(run)
+        doc["run_id"] = None  # already said above
+        render_bench(doc, console)
         return
     tab = Table(title=f"run {run['id']} ({run['kind']}, {run['created']}, {run.get('status')})", title_justify="left")
     for col in ("target", "name", "cache state", "metrics"):
