@@ -6,6 +6,7 @@ repeat, so drift (thermal, background load, a filling cache) spreads over all ta
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import asdict
 from typing import Any, Callable
@@ -13,7 +14,7 @@ from typing import Any, Callable
 from iolens import __version__
 from iolens.bench import cache, engine, suites
 from iolens.bench.report import BenchReport
-from iolens.bench.safety import WorkDirs, check_space, signals_as_exceptions, stale_dirs
+from iolens.bench.safety import Terminated, WorkDirs, check_space, signals_as_exceptions, stale_dirs
 from iolens.bench.suites import Options, Test
 from iolens.bench.targets import Target, resolve
 from iolens.errors import UsageError
@@ -108,17 +109,14 @@ def run_bench(specs: list[str], suite_names: list[str], opts: Options, *, repeat
 
     report = BenchReport(
         created=time.strftime("%Y-%m-%dT%H:%M:%S%z"), iolens_version=__version__, suites=list(suite_names),
-        repeat=repeat, options={k: v for k, v in asdict(opts).items()}, scale=asdict(scale), host=host_facts(),
+        repeat=repeat, options=asdict(opts), scale=asdict(scale), host=host_facts(),
         engine_version=desc.get("engine_version"), targets=targets)
     for t in targets:
         for d in stale_dirs(t):
             report.warnings.append(f"{d} was left by an earlier run that was killed; remove it when no benchmark "
                                    "is running")
-    if opts.drop_caches:
-        import os
-
-        if os.geteuid() != 0:
-            report.warnings.append("--drop-caches needs root; files were evicted one by one instead")
+    if opts.drop_caches and os.geteuid() != 0:
+        report.warnings.append("--drop-caches needs root; files were evicted one by one instead")
 
     total = sum(sum(j.weights) for j in jobs) * repeat
     done = 0.0
@@ -135,9 +133,8 @@ def run_bench(specs: list[str], suite_names: list[str], opts: Options, *, repeat
             problems = wd.remove_all()
             report.warnings.extend(problems)
         status = "complete"
-    except (KeyboardInterrupt, Exception) as err:
-        status = "interrupted" if isinstance(err, KeyboardInterrupt) or type(err).__name__ == "Terminated" \
-            else "failed"
+    except (KeyboardInterrupt, Terminated):
+        status = "interrupted"
         raise
     finally:
         if store_run:
