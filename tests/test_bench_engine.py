@@ -125,7 +125,7 @@ def test_runtime_limit_stops_a_phase(work):
     t0 = time.monotonic()
     res = ok(run(work, phase("rr", {"op": "randread", "file": "r", "layout": "shared", "file_size": MiB,
                                     "bs": 4096, "runtime_s": 0.3, "prepare": True})))
-    assert 0.25 < g0(res)["wall_s"] < 1.0
+    assert 0.25 < g0(res)["wall_s"] < 3.0  # stops at 0.3 s; slack for a loaded machine
     assert g0(res)["ops"] > 100
     assert time.monotonic() - t0 < 10
 
