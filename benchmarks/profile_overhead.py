@@ -120,12 +120,14 @@ def main() -> int:
         ]
         print(f"# {args.pairs} interleaved pairs per workload; cache state: warm; "
               f"{os.cpu_count()} CPUs; medians")
-        print(f"{'workload':<14} {'plain s':>9} {'profiled s':>10} {'ratio':>7} {'overhead':>9} "
+        print(f"{'workload':<14} {'plain s':>9} {'profiled s':>10} {'ratio':>7} {'ratio IQR':>15} {'overhead':>9} "
               f"{'per call/proc':>14} {'strace ratio':>12}")
         for name, argv, per in workloads:
             plain, prof = interleaved(argv, args.pairs, stage_root, work)
             ratios = [b / a for a, b in zip(plain, prof)]
             med_a, med_b, med_r = statistics.median(plain), statistics.median(prof), statistics.median(ratios)
+            q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [med_r, med_r, med_r]
+            iqr = f"{q[0]:.3f}-{q[2]:.3f}"
             per_txt = ""
             if per:
                 added = statistics.median([b - a for a, b in zip(plain, prof)]) / per
@@ -144,7 +146,7 @@ def main() -> int:
                 st = strace_time(st_argv, work)
                 st_ratio = st / med_a if st is not None else None
             st_txt = f"{st_ratio:.2f}" if st_ratio else "n/a"
-            print(f"{name:<14} {med_a:9.3f} {med_b:10.3f} {med_r:7.4f} {100 * (med_r - 1):8.2f}% "
+            print(f"{name:<14} {med_a:9.3f} {med_b:10.3f} {med_r:7.4f} {iqr:>15} {100 * (med_r - 1):8.2f}% "
                   f"{per_txt:>14} {st_txt:>12}", flush=True)
         # end to end: the CLI's own fixed cost (python start-up, merge, summary)
         e2e = []
