@@ -100,7 +100,7 @@ def test_older_layout_is_upgraded():
     p = cap.processes[0]
     assert (p.pid, p.ppid) == (7, 3)
     for name, _t, count, _off in fields[-2:]:
-        assert p.fields[name] == (0 if count == 1 else [0] * count)  # filled in by the upgrade
+        assert p.fields[name] == (0 if count == 1 else (0,) * count)  # filled in by the upgrade
 
 
 def test_schema_matches_generated_layouts(real_capture):

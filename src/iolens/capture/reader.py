@@ -57,7 +57,7 @@ class Layout:
                 i += 1
             else:
                 fmt.append(f"{count}{_TYPECHAR[typ]}")
-                items.append(f"{name!r}: v[{i}]" if count == 1 else f"{name!r}: list(v[{i}:{i + count}])")
+                items.append(f"{name!r}: v[{i}]" if count == 1 else f"{name!r}: v[{i}:{i + count}]")
                 i += count
             pos = off + count * _TYPESIZE[typ]
         if self.size > pos:
@@ -67,7 +67,7 @@ class Layout:
         cur = _CURRENT.get(self.kind)
         for name, _typ, count, _off in cur.fields if cur is not None and cur is not self else []:
             if name not in have:
-                items.append(f"{name!r}: " + ("0" if count == 1 else f"[0] * {count}"))
+                items.append(f"{name!r}: " + ("0" if count == 1 else f"(0,) * {count}"))
         self._struct = struct.Struct("".join(fmt))
         # one dict display per record is much faster than a loop over fields
         self._build = eval("lambda v: {" + ", ".join(items) + "}")  # noqa: S307 - built from field names
