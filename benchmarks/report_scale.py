@@ -11,9 +11,7 @@ Targets: under 5 s and under 1 GiB for the terminal report.
 from __future__ import annotations
 
 import argparse
-import os
 import random
-import resource
 import subprocess
 import sys
 import tempfile

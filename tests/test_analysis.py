@@ -18,8 +18,6 @@ TH = defaults()
 
 
 def split(f):
-    from iolens.capture.reader import decode  # noqa: F401  (records come from the helper's FILE dicts)
-
     return B.split_one({k: v for k, v in f.items() if not k.startswith("_")}, TH)
 
 

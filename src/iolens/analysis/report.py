@@ -16,11 +16,11 @@ import numpy as np
 from iolens import _format as F
 from iolens.analysis import breakdown as B
 from iolens.analysis.classify import TEXT_EXT, looks_temporary, storage_kind, text_format, tool_name
+from iolens.analysis.mounts import MountResolver
 from iolens.analysis.summary import file_kind, summarize
 from iolens.analysis.thresholds import with_overrides
 from iolens.analysis.timeline import Timeline, build_timeline
 from iolens.capture.reader import Capture
-from iolens.sysinfo import dev_string
 
 NS = 1e-9
 TEXT_EXTS = {e.lstrip(".") for e in TEXT_EXT}
@@ -272,7 +272,7 @@ def build_report(cap: Capture, thresholds: dict[str, float] | None = None, *, ad
     kinds = [_kind(int(fl)) for fl in ex["flags"][first_rec].tolist()]
     devs = ex["dev"][first_rec].tolist()
 
-    resolve = _Resolver(meta.get("mounts", []))
+    resolve = MountResolver(meta.get("mounts", []))
     mount_of = [resolve(devs[k], paths[k]) if kinds[k] != "stream" else None for k in range(npath)]
     both = agg["read_hist"] + agg["write_hist"]
     dom = np.where(both.any(axis=1), both.argmax(axis=1), -1).tolist()
@@ -460,46 +460,6 @@ def _extra_arrays(records: list[dict[str, Any]]) -> dict[str, np.ndarray]:
 
 def _kind(flags: int) -> str:
     return file_kind({"flags": flags})
-
-
-class _Resolver:
-    """Mount of a file: by device number, else the longest mount-point prefix (cached per directory)."""
-
-    def __init__(self, mounts: list[dict[str, Any]]):
-        self.by_dev: dict[str, dict[str, Any]] = {}
-        for m in mounts:
-            self.by_dev.setdefault(m["dev"], m)
-        self.ordered = sorted(mounts, key=lambda m: len(m["mountpoint"]), reverse=True)
-        self.dev_cache: dict[int, dict[str, Any] | None] = {}
-        self.dir_cache: dict[str, dict[str, Any] | None] = {}
-        self.kinds: dict[str, str] = {}
-
-    def __call__(self, dev: int, path: str) -> dict[str, Any] | None:
-        if dev:
-            if dev not in self.dev_cache:
-                self.dev_cache[dev] = self.by_dev.get(dev_string(dev))
-            m = self.dev_cache[dev]
-            if m is not None:
-                return m
-        if not path.startswith("/"):
-            return None
-        d = path.rsplit("/", 1)[0] or "/"
-        if d not in self.dir_cache:
-            self.dir_cache[d] = next((m for m in self.ordered if path == m["mountpoint"]
-                                      or d == m["mountpoint"] or d.startswith(m["mountpoint"].rstrip("/") + "/")),
-                                     None)
-        m = self.dir_cache[d]
-        if m is not None and path == m["mountpoint"]:
-            return m
-        return m
-
-    def kind(self, m: dict[str, Any] | None) -> str:
-        if m is None:
-            return "unknown"
-        mp = m["mountpoint"]
-        if mp not in self.kinds:
-            self.kinds[mp] = storage_kind(m["fstype"], m.get("source", ""))
-        return self.kinds[mp]
 
 
 def _subtree_totals(rows: list[ProcRow]) -> None:

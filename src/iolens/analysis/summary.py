@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from iolens import _format as F
+from iolens.analysis.mounts import MountResolver
 from iolens.capture.reader import Capture, Process
-from iolens.sysinfo import dev_string
 
 CATS = [c.lower() for c in F.CATEGORIES]
 FF = {name: bit for name, (bit, _doc) in F.FILE_FLAGS.items()}
@@ -93,28 +93,6 @@ class RunSummary:
         return asdict(self)
 
 
-def mount_resolver(mounts: list[dict[str, Any]]):
-    """Map (dev, path) to (mountpoint, fstype): by device number, else longest path prefix."""
-    by_dev = {}
-    for m in mounts:
-        by_dev.setdefault(m["dev"], m)
-    ordered = sorted(mounts, key=lambda m: len(m["mountpoint"]), reverse=True)
-
-    def resolve(dev: int, path: str) -> tuple[str, str]:
-        if dev:
-            m = by_dev.get(dev_string(dev))
-            if m:
-                return m["mountpoint"], m["fstype"]
-        if path.startswith("/"):
-            for m in ordered:
-                mp = m["mountpoint"]
-                if path == mp or path.startswith(mp.rstrip("/") + "/"):
-                    return mp, m["fstype"]
-        return "", "pipe/socket" if not path.startswith("/") else ""
-
-    return resolve
-
-
 def file_kind(f: dict[str, Any]) -> str:
     if f["flags"] & FF["AGGREGATE"]:
         return "aggregate"
@@ -143,7 +121,14 @@ def _ended(p: Process) -> str:
 def summarize(cap: Capture, top: int = 10, *, files: bool = True) -> RunSummary:
     """files=False skips merging file records (the report merges them itself, vectorised)."""
     meta = cap.meta
-    resolve = mount_resolver(meta.get("mounts", []))
+    mounts_of = MountResolver(meta.get("mounts", []))
+
+    def resolve(dev: int, path: str) -> tuple[str, str]:
+        m = mounts_of(dev, path)
+        if m is None:
+            return "", ("" if path.startswith("/") else "pipe/socket")
+        return m["mountpoint"], m["fstype"]
+
     procs = cap.processes
     t0 = min((p.start_mono for p in procs), default=0)
     run_end_mono = meta.get("end_mono") or max((p.end_mono for p in procs), default=t0)

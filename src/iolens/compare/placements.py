@@ -18,7 +18,6 @@ import os
 import re
 import stat
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from iolens.errors import UsageError
 
