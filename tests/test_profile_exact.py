@@ -205,3 +205,55 @@ def test_time_waiting_for_children_is_not_counted_twice(profiled, shell):
     s = summarize(cap)
     assert 0.9 < s.wall_s < 3
     assert s.own_s < s.wall_s * 1.2, (s.own_s, s.wall_s)
+
+
+def _regress(cprog, profiled, tmp_path, mode, **kw):
+    res, cap = profiled([cprog("regress"), mode, tmp_path], **kw)
+    assert res.returncode == 0, (mode, res.returncode, res.stderr)
+    return main_proc(cap, "regress")
+
+
+def test_signal_handler_io_never_deadlocks(cprog, profiled, tmp_path):
+    # a handler calling stat() while the program's first use of a new pipe takes the recorder's lock
+    _regress(cprog, profiled, tmp_path, "sigstat", timeout=120)
+
+
+def test_errno_after_creating_open_is_untouched(cprog, profiled, tmp_path):
+    _regress(cprog, profiled, tmp_path, "errno")
+
+
+def test_closedir_null_fails_like_libc(cprog, profiled, tmp_path):
+    _regress(cprog, profiled, tmp_path, "closedir")
+
+
+def test_lstat_of_a_symlink_does_not_mislabel_the_file(cprog, profiled, tmp_path):
+    (tmp_path / "target.bin").write_bytes(b"x" * 100_000)
+    (tmp_path / "link.bin").symlink_to(tmp_path / "target.bin")
+    p = _regress(cprog, profiled, tmp_path, "symlink")
+    f = [f for f in p.files if f["path"] == str(tmp_path / "link.bin")][0]
+    assert f["bytes_read"] == 100_000 and not f["flags"] & FF["NOT_A_FILE"]
+    cats = list(F.CATEGORIES)
+    assert f["cat_time_ns"][cats.index("READ")] > 0 and f["cat_time_ns"][cats.index("STREAM")] == 0
+
+
+def test_line_buffered_inline_putc_counts_each_byte_once(cprog, profiled, tmp_path):
+    p = _regress(cprog, profiled, tmp_path, "linebuf")
+    f = [f for f in p.files if f["path"] == str(tmp_path / "lines.txt")][0]
+    assert f["bytes_written"] == 1000
+
+
+def test_append_offsets_start_at_the_end_of_the_file(cprog, profiled, tmp_path):
+    (tmp_path / "log.txt").write_bytes(b"y" * 100)
+    p = _regress(cprog, profiled, tmp_path, "append")
+    f = [f for f in p.files if f["path"] == str(tmp_path / "log.txt")][0]
+    assert f["max_write_end"] == 110 and f["flags"] & FF["APPEND"]
+
+
+def test_fork_child_dup2_before_exec_leaves_the_parent_intact(profiled, tmp_path):
+    """Every shell pipeline dup2()s a pipe in a fork child that has no part of its own yet."""
+    res, cap = profiled(["bash", "-c", f"echo x | cat > /dev/null; echo y > {tmp_path}/z; echo w >> {tmp_path}/z"])
+    assert res.returncode == 0
+    for p in cap.processes:
+        assert [f["index"] for f in p.files] == list(range(len(p.files))) and p.nfiles == len(p.files)
+    z = [f for p in cap.processes for f in p.files if f["path"] == str(tmp_path / "z")]
+    assert sum(f["bytes_written"] for f in z) == 4  # (bash's echo writes through putchar: a call per byte)

@@ -298,16 +298,22 @@ static struct iolens_file *lookup_locked(const char *path, uint64_t flags)
 
 struct iolens_file *iolens_file_for(const char *abspath, uint64_t flags)
 {
+    /* The guard is up while the lock is held, so a signal handler that
+     * interrupts here records nothing instead of spinning on our own lock. */
+    int guard = iolens_guard;
+    iolens_guard = 1;
     lock();
     struct iolens_file *r = lookup_locked(abspath, flags);
     if (r) r->flags |= flags;
     unlock();
+    iolens_guard = guard;
     return r;
 }
 
 void iolens_file_stat(struct iolens_file *rec, uint64_t dev, uint64_t ino, uint64_t mode)
 {
-    if (!rec || (rec->flags & IOLENS_FF_AGGREGATE)) return;
+    /* lstat of a symlink describes the link, not the file opened through it */
+    if (!rec || (rec->flags & IOLENS_FF_AGGREGATE) || S_ISLNK(mode)) return;
     rec->dev = dev;
     rec->ino = ino;
     rec->mode = mode;
@@ -445,6 +451,7 @@ static void trace_event(struct iolens_call *c, struct iolens_file *rec, uint64_t
                 }
                 break;
             }
+            if (i == MAX_TBUFS - 1) iolens_g.proc->flags |= IOLENS_PF_TRACE_LOST; /* tail not flushed at exit */
         }
         t_buf = b;
     }
@@ -568,7 +575,7 @@ void iolens_data(struct iolens_call *c, struct iolens_fdstate *f, uint64_t off, 
     struct iolens_file *r = f ? f->rec : 0;
     uint64_t at = off;
     if (f && off == IOLENS_POS) {
-        at = f->append && cat == IOLENS_CAT_WRITE ? (r ? r->max_write_end : f->pos) : f->pos;
+        at = f->pos; /* for O_APPEND descriptors pos starts at the file's size */
         f->pos = at + b;
     }
     if (r) acct_file_data(r, cat, at, n, c);
@@ -590,7 +597,7 @@ void iolens_xfer_in(struct iolens_call *c, struct iolens_fdstate *f, uint64_t of
     acct_file_data(f->rec, IOLENS_CAT_READ, at, n, c);
 }
 
-static void acct_file_meta(struct iolens_file *r, struct iolens_call *c)
+static void acct_file_meta(struct iolens_file *r, struct iolens_call *c, int opened)
 {
     int cat = iolens_op_cat[c->op];
     touch(r, cat, c);
@@ -603,7 +610,7 @@ static void acct_file_meta(struct iolens_file *r, struct iolens_call *c)
     case IOLENS_OP_OPEN:
     case IOLENS_OP_FOPEN:
     case IOLENS_OP_MKSTEMP:
-    case IOLENS_OP_OPENDIR: iolens_add(&r->opens, 1); break;
+    case IOLENS_OP_OPENDIR: iolens_add(opened ? &r->opens : &r->metas, 1); break; /* fdopen: no new open */
     default:
         if (cat == IOLENS_CAT_SYNC) iolens_add(&r->syncs, 1);
         else if (cat == IOLENS_CAT_META) iolens_add(&r->metas, 1);
@@ -615,7 +622,7 @@ void iolens_fdop(struct iolens_call *c, struct iolens_fdstate *f)
 {
     acct_proc(c, c->cat, 0, 0);
     struct iolens_file *r = f ? f->rec : 0;
-    if (r) acct_file_meta(r, c);
+    if (r) acct_file_meta(r, c, 0);
     if (UNLIKELY(iolens_g.trace)) trace_event(c, r, 0, 0);
 }
 
@@ -626,7 +633,7 @@ struct iolens_file *iolens_pathop(struct iolens_call *c, int dirfd, const char *
     char abs[PATH_MAX];
     if (path && iolens_abspath(dirfd, path, abs, sizeof abs) > 0) r = iolens_file_for(abs, set_flags);
     if (r) {
-        acct_file_meta(r, c);
+        acct_file_meta(r, c, 1);
         if (set_flags & IOLENS_FF_DELETED) r->deleted_mono = c->t0;
         if (set_flags & IOLENS_FF_CREATED) {
             r->created_mono = c->t0;
@@ -660,7 +667,7 @@ static void fd_set_rec(int fd, struct iolens_file *r, uint64_t pos, int append)
 struct iolens_fdstate *iolens_fd_slow(int fd)
 {
     char link[40], target[PATH_MAX];
-    if (!iolens_g.active) return 0;
+    if (!iolens_g.active || iolens_g.pending) return 0;
     snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
     long n = syscall(SYS_readlinkat, AT_FDCWD, link, target, sizeof target - 1);
     if (n <= 0) return 0;
@@ -689,11 +696,15 @@ void iolens_opened(struct iolens_call *c, int dirfd, const char *path, int fd, i
     if (oflags & O_TRUNC) fl |= IOLENS_FF_TRUNCATED;
     if (oflags & O_APPEND) fl |= IOLENS_FF_APPEND;
     struct iolens_file *r = iolens_pathop(c, dirfd, path, fl);
-    if (r && !r->dev) {
+    uint64_t pos = 0;
+    if ((r && !r->dev) || (oflags & O_APPEND)) {
         struct stat st;
-        if (syscall(SYS_fstat, fd, &st) == 0) iolens_file_stat(r, st.st_dev, st.st_ino, st.st_mode);
+        if (syscall(SYS_fstat, fd, &st) == 0) {
+            if (r && !r->dev) iolens_file_stat(r, st.st_dev, st.st_ino, st.st_mode);
+            if (oflags & O_APPEND) pos = (uint64_t)st.st_size;
+        }
     }
-    fd_set_rec(fd, r, 0, (oflags & O_APPEND) != 0);
+    fd_set_rec(fd, r, pos, (oflags & O_APPEND) != 0);
 }
 
 void iolens_closed(int fd)
@@ -706,9 +717,13 @@ void iolens_closed(int fd)
 void iolens_dup(int oldfd, int newfd)
 {
     if ((unsigned)newfd >= IOLENS_FDMAX) return;
-    struct iolens_fdstate *f = iolens_fd(oldfd);
-    if (f) fd_set_rec(newfd, f->rec, f->pos, (int)f->append);
-    else iolens_closed(newfd);
+    /* copy the slot as it is: an unknown descriptor stays unknown (named on first use) */
+    if ((unsigned)oldfd < IOLENS_FDMAX && iolens_fds[oldfd].state == FD_TRACKED) {
+        struct iolens_fdstate *f = &iolens_fds[oldfd];
+        fd_set_rec(newfd, f->rec, f->pos, (int)f->append);
+    } else {
+        iolens_closed(newfd);
+    }
 }
 
 int iolens_is_own_fd(int fd) { return fd >= 0 && (fd == iolens_g.part_fd || fd == iolens_g.trace_fd); }
@@ -963,6 +978,7 @@ void iolens_materialize(void)
     if (old_trace >= 0 && old_trace < IOLENS_FDMAX) iolens_fds[old_trace].state = FD_UNKNOWN;
     sys_close(old_part);
     if (old_trace >= 0) sys_close(old_trace);
+    g->part_fd = -1;
     if (pt.slot) sys_munmap(pt.slot, pt.cap * sizeof *pt.slot);
     pt.slot = 0;
     pt.cap = pt.n = 0;

@@ -14,9 +14,13 @@ void iolens_xfer_in(struct iolens_call *c, struct iolens_fdstate *f, uint64_t of
 
 /* ---- opens ---- */
 
+/* Did the file exist before an O_CREAT open?  errno is left as it was. */
 static int path_exists(int dirfd, const char *path)
 {
-    return syscall(SYS_faccessat, dirfd, path, F_OK, 0) == 0;
+    int e = errno;
+    int r = syscall(SYS_faccessat, dirfd, path, F_OK, 0) == 0;
+    errno = e;
+    return r;
 }
 
 static int do_open(int dirfd, const char *path, int flags, mode_t mode, int op,
@@ -118,17 +122,23 @@ IOLENS_API int close(int fd)
 
 IOLENS_API int close_range(unsigned lo, unsigned hi, int flags)
 {
-    int a = iolens_g.part_fd, b = iolens_g.trace_fd;
-    int own_lo = a < 0 ? b : (b < 0 || a < b ? a : b), own_hi = a > b ? a : b;
-    int r = 0;
-    if (own_lo >= 0 && (unsigned)own_lo >= lo && (unsigned)own_lo <= hi && !(flags & CLOSE_RANGE_CLOEXEC)) {
-        if ((unsigned)own_lo > lo) r = REAL(close_range)(lo, (unsigned)own_lo - 1, flags);
-        if (r == 0 && (unsigned)own_hi < hi) r = REAL(close_range)((unsigned)own_hi + 1, hi, flags);
-        if (own_lo != own_hi && own_hi - own_lo > 1 && r == 0)
-            r = REAL(close_range)((unsigned)own_lo + 1, (unsigned)own_hi - 1, flags);
-    } else {
-        r = REAL(close_range)(lo, hi, flags);
+    /* close everything asked for except the recorder's descriptors, in the gaps around each */
+    int own[2] = {iolens_g.part_fd, iolens_g.trace_fd};
+    if (own[0] > own[1]) {
+        int t = own[0];
+        own[0] = own[1];
+        own[1] = t;
     }
+    unsigned cur = lo;
+    int r = 0;
+    if (!(flags & CLOSE_RANGE_CLOEXEC))
+        for (int i = 0; i < 2 && r == 0; i++) {
+            if (own[i] < 0 || (unsigned)own[i] < cur || (unsigned)own[i] > hi) continue;
+            if ((unsigned)own[i] > cur) r = REAL(close_range)(cur, (unsigned)own[i] - 1, flags);
+            cur = (unsigned)own[i] + 1;
+            if (cur == 0) return r; /* wrapped past the top */
+        }
+    if (r == 0 && cur <= hi) r = REAL(close_range)(cur, hi, flags);
     if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC))
         for (unsigned fd = lo; fd <= hi && fd < IOLENS_FDMAX; fd++) iolens_closed((int)fd);
     return r;

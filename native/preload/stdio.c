@@ -60,11 +60,21 @@ static int mode_flags(const char *m)
     return fl;
 }
 
+/* Did the file exist before a creating fopen?  errno is left as it was. */
+static int existed_before(const char *p, int fl)
+{
+    if (!p || !(fl & O_CREAT) || (fl & O_EXCL)) return 0;
+    int e = errno;
+    int r = syscall(SYS_faccessat, AT_FDCWD, p, F_OK, 0) == 0;
+    errno = e;
+    return r;
+}
+
 static FILE *do_fopen(const char *p, const char *m, FILE *(*real)(const char *, const char *))
 {
     if (!iolens_on()) return real(p, m);
     int fl = mode_flags(m);
-    int existed = (fl & O_CREAT) && !(fl & O_EXCL) && p ? syscall(SYS_faccessat, AT_FDCWD, p, F_OK, 0) == 0 : 0;
+    int existed = existed_before(p, fl);
     struct iolens_call c;
     iolens_begin(&c, IOLENS_OP_FOPEN);
     FILE *fp = real(p, m);
@@ -95,7 +105,7 @@ static FILE *do_freopen(const char *p, const char *m, FILE *old, FILE *(*real)(c
         return r;
     }
     int fl = mode_flags(m);
-    int existed = (fl & O_CREAT) && !(fl & O_EXCL) && p ? syscall(SYS_faccessat, AT_FDCWD, p, F_OK, 0) == 0 : 0;
+    int existed = existed_before(p, fl);
     struct iolens_call c;
     iolens_begin(&c, IOLENS_OP_FOPEN);
     FILE *fp = real(p, m, old);
@@ -181,10 +191,13 @@ IOLENS_API int __uflow(FILE *fp)
     SDATA(IOLENS_OP_STDIO_FILL, fp, int, REAL(__uflow)(fp),
           r == EOF ? 0 : (int64_t)(fp->_IO_read_end - fp->_IO_read_base))
 }
+/* Bytes that left the buffer: what was pending, plus ch, minus what is pending
+ * afterwards (a line-buffered stream calls this for every character). */
 IOLENS_API int __overflow(FILE *fp, int ch)
 {
-    int64_t pending = fp ? (int64_t)(fp->_IO_write_ptr - fp->_IO_write_base) : 0;
-    SDATA(IOLENS_OP_STDIO_DRAIN, fp, int, REAL(__overflow)(fp, ch), r == EOF ? -1 : pending + (ch != EOF))
+    int64_t before = fp ? (int64_t)(fp->_IO_write_ptr - fp->_IO_write_base) : 0;
+    SDATA(IOLENS_OP_STDIO_DRAIN, fp, int, REAL(__overflow)(fp, ch),
+          r == EOF ? -1 : before + (ch != EOF) - (int64_t)(fp->_IO_write_ptr - fp->_IO_write_base))
 }
 
 #define LINE(r) ((r) > 0 ? (int64_t)(r) : 0)
