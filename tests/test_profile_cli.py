@@ -223,3 +223,20 @@ def test_timeline_coarsens_and_keeps_every_count(tmp_path):
     width = 2 ** tl["shift"]
     busy = [i for i in range(tl["nbins"]) if tl["bytes_written"][i]]
     assert (busy[-1] - busy[0] + 1) * width >= 2.5e9  # writes spread over the 3 s
+
+
+def test_static_binary_is_said_to_be_invisible(tmp_path):
+    import shutil
+
+    import pytest
+
+    src = tmp_path / "s.c"
+    src.write_text('#include <stdio.h>\nint main(void){ FILE *f = fopen("/etc/hostname", "r"); '
+                   'char b[64]; if (f) { fread(b, 1, sizeof b, f); fclose(f); } return 0; }\n')
+    exe = tmp_path / "static"
+    built = subprocess.run([shutil.which("cc") or "gcc", "-static", "-o", str(exe), str(src)], capture_output=True)
+    if built.returncode != 0:
+        pytest.skip(f"cannot link statically here (libc6-dev's libc.a missing?): {built.stderr[-200:]!r}")
+    res = iolens("profile", "-o", tmp_path / "s.iolens", "--", exe)
+    assert res.returncode == 0
+    assert "no process was recorded: the command is statically linked" in res.stderr

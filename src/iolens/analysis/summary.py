@@ -297,7 +297,9 @@ def summarize(cap: Capture, top: int = 10, *, files: bool = True) -> RunSummary:
         temp_files=temp_files,
         tree=tree,
         mounts=mounts,
-        problems=list(cap.problems),
+        problems=list(cap.problems) + ([] if procs else [
+            "no process was recorded: the command is statically linked or setuid, or cleared LD_PRELOAD; "
+            "the interposer sees only dynamically linked programs (its I/O is in the kernel's counters only)"]),
     )
 
 
