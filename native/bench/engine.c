@@ -1149,12 +1149,6 @@ static void evict_file(phase *ph, int fd, int measure)
     }
 }
 
-static int reads_data(const group *g)
-{
-    return g->op == OP_read || g->op == OP_randread || g->op == OP_randrw || g->op == OP_readfiles ||
-           g->op == OP_stat;
-}
-
 static void evict_phase(phase *ph, job_ctx *ctx)
 {
     for (int d = 0; d < ctx->ndirs; d++)
@@ -1171,7 +1165,9 @@ static void evict_phase(phase *ph, job_ctx *ctx)
     }
     for (size_t i = 0; i < ph->ngroups; i++) {
         group *g = &ph->groups[i];
-        if (g->engine == ENGINE_null || !reads_data(g))
+        /* every file the phase's groups will touch that exists now: a write to an
+         * evicted page is a cold write, as fio's invalidate=1 makes it */
+        if (g->engine == ENGINE_null)
             continue;
         const char *kind = OP_KINDS[g->op];
         if (!strcmp(kind, "small")) {
