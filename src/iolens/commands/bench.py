@@ -9,6 +9,7 @@ import click
 from rich.console import Console
 
 from iolens.errors import IolensError, UsageError
+from iolens.output import write_output
 
 SUITE_HELP = ("classic: one big file + 500 KB files, 1/4/8 threads; random: 4 KiB at queue depth 1 and 32; "
               "streams: 1/2/4/8 concurrent streams; meta: create/stat/delete rates; genomics: aligner, sort, "
@@ -134,14 +135,6 @@ def bench(targets, suite_names, size, files, runtime, threads, bs, content, temp
 
     doc = report.to_dict()
     if json_out:
-        data = bench_json(doc)
-        if json_out == "-":
-            sys.stdout.buffer.write(data)
-            sys.stdout.flush()
-        else:
-            try:
-                Path(json_out).write_bytes(data)
-            except OSError as err:
-                raise UsageError(f"cannot write {json_out}: {err.strerror}") from None
+        write_output(json_out, bench_json(doc))
     if json_out != "-":
         render_bench(doc, out_console)

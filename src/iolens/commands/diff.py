@@ -24,7 +24,8 @@ def diff(capture_a, capture_b, json_out, overrides, top):
     from iolens.analysis.diff import diff_reports
     from iolens.analysis.report import build_report
     from iolens.analysis.thresholds import with_overrides
-    from iolens.commands.report import load_capture, write_output
+    from iolens.commands.report import load_capture
+    from iolens.output import write_output
 
     th = with_overrides(list(overrides))
     ra = build_report(load_capture(capture_a), th)

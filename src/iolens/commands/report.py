@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
 import click
 
 from iolens.errors import CaptureError, UsageError
+from iolens.output import write_output
 
 
 def load_capture(path: str):
@@ -23,17 +22,6 @@ def load_capture(path: str):
     for prob in cap.problems:
         click.echo(f"iolens: warning: {prob}; reporting what came before it", err=True)
     return cap
-
-
-def write_output(path: str, data: bytes) -> None:
-    if path == "-":
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
-        return
-    try:
-        Path(path).write_bytes(data)
-    except OSError as err:
-        raise UsageError(f"cannot write {path}: {err.strerror or err}") from None
 
 
 def print_thresholds() -> None:

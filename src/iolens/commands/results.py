@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from iolens.errors import UsageError
+from iolens.output import write_output
 
 DB_OPTION = click.option("--db", type=click.Path(dir_okay=False, path_type=Path),
                          help="Results store (default: IOLENS_DB, else the user data directory).")
@@ -100,13 +101,7 @@ def export(db, run_ids, kind, fmt, output):
     with _open(db) as store:
         ids = list(run_ids) or [r["id"] for r in store.runs(kind=kind)]
         runs = [store.run(i) for i in sorted(ids)]
-    data = results_json(runs) if fmt == "json" else results_csv(runs)
+    write_output(output, results_json(runs) if fmt == "json" else results_csv(runs))
     if output == "-":
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
         return
-    try:
-        Path(output).write_bytes(data)
-    except OSError as err:
-        raise UsageError(f"cannot write {output}: {err.strerror}") from None
     click.echo(f"{len(runs)} run(s) written to {output}", err=True)
