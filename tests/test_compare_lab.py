@@ -9,15 +9,9 @@ import sys
 
 import pytest
 
-from conftest import iolens
+from conftest import iolens, unavailable
 
 pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(600)]
-
-
-def _unavailable(why: str):
-    if os.environ.get("CI") and os.geteuid() == 0:
-        pytest.fail(f"lab S3 unavailable in CI: {why}")
-    pytest.skip(why)
 
 
 @pytest.fixture(scope="module")
@@ -25,17 +19,17 @@ def s3lab(tmp_path_factory):
     if os.geteuid() != 0:
         pytest.skip("the lab's FUSE mounts need root")
     if not os.path.exists("/dev/fuse"):
-        _unavailable("no /dev/fuse")
+        unavailable("no /dev/fuse")
     from iolens.lab import tools
 
     if tools.missing(["versitygw", "s3fs"]):
         problems = tools.install(say=lambda m: print(m, file=sys.stderr))
         if tools.missing(["versitygw", "s3fs"]):
-            _unavailable(f"versitygw/s3fs missing after `iolens lab install`: {'; '.join(problems)}")
+            unavailable(f"versitygw/s3fs missing after `iolens lab install`: {'; '.join(problems)}")
     d = tmp_path_factory.mktemp("lab") / "lab"
     res = iolens("lab", "up", "--only", "s3", "--dir", d)
     if res.returncode != 0:
-        _unavailable(f"iolens lab up --only s3 failed: {res.stderr.strip()[-500:]}")
+        unavailable(f"iolens lab up --only s3 failed: {res.stderr.strip()[-500:]}")
     yield d
     iolens("lab", "down", "--dir", d)
 

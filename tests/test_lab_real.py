@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import iolens
+from conftest import iolens, unavailable
 
 from iolens import lab
 from iolens.lab import tools
@@ -33,24 +33,17 @@ NEEDED = ["losetup", "mkfs.ext4", "mkfs.xfs", "mkfs.btrfs", "compsize", "s3fs", 
 MiB = 1 << 20
 
 
-def _unavailable(why: str):
-    """Skip where the lab genuinely cannot run; in CI (as root) that is a failure, not a skip."""
-    if os.environ.get("CI") and os.geteuid() == 0:
-        pytest.fail(f"lab components unavailable in CI: {why}")
-    pytest.skip(why)
-
-
 @pytest.fixture(scope="module")
 def labdir(tmp_path_factory):
     if os.geteuid() != 0:
         pytest.skip("the lab's loop devices and mounts need root")
     if not os.path.exists("/dev/fuse"):
-        _unavailable("no /dev/fuse: FUSE is not available here")
+        unavailable("no /dev/fuse: FUSE is not available here")
     if tools.missing(NEEDED):  # installs are cached: a no-op once done
         problems = tools.install(say=lambda m: print(m, file=sys.stderr))
         still = tools.missing(NEEDED)
         if still:
-            _unavailable(f"missing {', '.join(still)} after `iolens lab install`: {'; '.join(problems)}")
+            unavailable(f"missing {', '.join(still)} after `iolens lab install`: {'; '.join(problems)}")
     d = tmp_path_factory.mktemp("lab") / "lab"
     res = iolens("lab", "up", "--dir", d, "--size", "384M", "--latency-ms", "5")
     print(res.stdout, res.stderr, file=sys.stderr)
@@ -178,7 +171,7 @@ def test_throttled_direct_read_rate_within_15_percent(labdir, name):
                                      check=True, timeout=300).stdout)
     unthrottled = free["bytes"] / free["seconds"]
     if unthrottled < 1.3 * limit:
-        _unavailable(f"the host disk reads only {unthrottled / MiB:.0f} MiB/s unthrottled: too slow to show "
+        unavailable(f"the host disk reads only {unthrottled / MiB:.0f} MiB/s unthrottled: too slow to show "
                      f"lab:{name}'s {limit / MiB:.0f} MiB/s limit")
     rates = []
     for _attempt in range(3):  # the throttle caps every attempt; a busy shared disk can only slow one down
