@@ -1019,4 +1019,3 @@ void iolens_materialize(void)
     iolens_guard = guard;
 }
 
-IOLENS_API const char *iolens_preload_version(void) { return "1"; }
