@@ -119,3 +119,79 @@ def test_export_to_a_file_and_select_runs(tmp_path, v1):
     assert res.returncode == 0 and "1 run(s)" in res.stderr
     rows = list(csv.DictReader(io.StringIO(out.read_text())))
     assert {r["run_id"] for r in rows} == {"1"}
+
+
+def _export(db, path):
+    res = iolens("results", "export", "--db", db, "--format", "json", "-o", path)
+    assert res.returncode == 0, res.stderr
+    return json.loads(path.read_text())
+
+
+def test_import_another_machines_export_and_compare_side_by_side(tmp_path, v1):
+    exported = _export(v1, tmp_path / "oldbox.json")
+    # this machine: one bench run of its own, written through the store as `iolens bench` does
+    here = tmp_path / "here.sqlite"
+    with ResultsStore(here) as store:
+        run = exported["runs"][0]
+        rid = store.add_run("bench", run["job"], {**run["provenance"], "host": "newbox"}, label="after")
+        for r in run["results"]:
+            m = json.loads(json.dumps(r["metrics"]))
+            m["metrics"]["throughput_Bps"]["mean"] *= 2  # the new machine is twice as fast
+            store.add_result(rid, r["name"], m, target=r["target"], cache_state=r["cache_state"],
+                             provenance=r["provenance"])
+    res = iolens("results", "import", "--db", here, tmp_path / "oldbox.json")
+    assert res.returncode == 0, res.stderr
+    assert "1 run(s) imported as 2" in res.stderr
+    with ResultsStore(here) as store:
+        imported = store.run(2)
+    original = exported["runs"][0]
+    assert (imported["host"], imported["created"], imported["label"]) == ("oldbox", original["created"],
+                                                                         "before-upgrade")
+    assert imported["provenance"]["imported"] == {"from": "oldbox.json", "id": 1}
+    assert [(r["name"], r["target"], r["cache_state"], r["metrics"]) for r in imported["results"]] == \
+        [(r["name"], r["target"], r["cache_state"], r["metrics"]) for r in original["results"]]
+
+    # importing the same file again adds nothing
+    again = iolens("results", "import", "--db", here, tmp_path / "oldbox.json")
+    assert again.returncode == 0 and "0 run(s) imported; 1 already here (2)" in again.stderr
+    with ResultsStore(here) as store:
+        assert len(store.runs()) == 2
+
+    cmp = iolens("results", "compare", "1", "2", "--db", here, env={**os.environ, "COLUMNS": "240"})
+    assert cmp.returncode == 0, cmp.stderr
+    assert "newbox" in cmp.stdout and "oldbox" in cmp.stdout and "imported from oldbox.json" in cmp.stdout
+    doc = json.loads(iolens("results", "compare", "1", "2", "--db", here, "--json").stdout)
+    names = [t["name"] for t in doc["targets"]]
+    assert names == ["run 1 newbox:/scratch", "run 2 oldbox:/scratch"]
+    tp = {(r["target"], r["test"]): r["metrics"]["throughput_Bps"]["mean"] for r in doc["results"]}
+    assert tp[("run 1 newbox:/scratch", "seq-read t1")] == 2 * tp[("run 2 oldbox:/scratch", "seq-read t1")] == 1040e6
+
+
+def test_import_refuses_bad_files_whole_and_in_one_line(tmp_path, v1):
+    good = tmp_path / "good.json"
+    doc = _export(v1, good)
+    db = tmp_path / "target.sqlite"
+    bad_result = json.loads(json.dumps(doc))
+    del bad_result["runs"][0]["results"][1]["metrics"]
+    newer = {**doc, "schema_version": [9, 0]}
+    cases = {"garbled.json": (b"{\"tag\": \"iolens-res", "is not JSON"),
+             "other.json": (json.dumps({"tag": "iolens-report"}).encode(), "is not an iolens results export"),
+             "newer.json": (json.dumps(newer).encode(), "newer iolens"),
+             "badresult.json": (json.dumps(bad_result).encode(), "result 2 needs a 'name' and 'metrics'")}
+    for name, (data, message) in cases.items():
+        (tmp_path / name).write_bytes(data)
+        # the good file comes first: nothing at all is imported when any file is bad
+        res = iolens("results", "import", "--db", db, good, tmp_path / name)
+        assert res.returncode == 6, (name, res.stderr)
+        assert message in res.stderr and res.stderr.strip().count("\n") == 0, (name, res.stderr)
+        assert not db.exists() or not ResultsStore(db).runs(), name
+    res = iolens("results", "import", "--db", db, tmp_path / "missing.json")
+    assert res.returncode == 2 and "cannot read" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_compare_refuses_runs_that_are_not_bench_runs(tmp_path):
+    db = tmp_path / "s.sqlite"
+    with ResultsStore(db) as store:
+        store.add_run("compare", {"template": "x"}, {"host": "h"})
+    res = iolens("results", "compare", "1", "--db", db)
+    assert res.returncode == 2 and "run 1 is a compare run" in res.stderr

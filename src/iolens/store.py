@@ -59,6 +59,11 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
+# `iolens results export --format json` writes {"tag", "schema_version", "runs": [run dicts as ResultsStore.run()]};
+# `iolens results import` reads it back (parse_export).
+RESULTS_TAG = "iolens-results"
+RESULTS_SCHEMA = (1, 0)
+
 
 class StoreError(IolensError):
     exit_code = 6
@@ -70,6 +75,38 @@ def default_db_path() -> Path:
         return Path(env)
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     return Path(base) / "iolens" / "results.sqlite"
+
+
+def parse_export(data: bytes, source: str) -> list[dict[str, Any]]:
+    """The runs of an `iolens results export` JSON file, checked; StoreError (one line) when it is not one."""
+    hint = "give a file written by `iolens results export --format json`"
+    try:
+        doc = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise StoreError(f"{source} is not JSON ({err}); {hint}") from None
+    if not isinstance(doc, dict) or doc.get("tag") != RESULTS_TAG:
+        raise StoreError(f"{source} is not an iolens results export; {hint}")
+    ver = doc.get("schema_version")
+    if not (isinstance(ver, list) and ver and isinstance(ver[0], int)):
+        raise StoreError(f"{source} has no schema_version; {hint}")
+    if ver[0] > RESULTS_SCHEMA[0]:
+        raise StoreError(f"{source} was exported by a newer iolens (results schema {ver[0]}, this iolens reads "
+                         f"{RESULTS_SCHEMA[0]}); upgrade iolens")
+    runs = doc.get("runs")
+    if not isinstance(runs, list):
+        raise StoreError(f"{source} has no list of runs; {hint}")
+    for i, run in enumerate(runs):
+        where = f"{source}: run {i + 1} of {len(runs)}"
+        if not isinstance(run, dict):
+            raise StoreError(f"{where} is not an object; {hint}")
+        for key, typ in (("kind", str), ("created", str), ("job", dict), ("provenance", dict), ("results", list)):
+            if not isinstance(run.get(key), typ):
+                raise StoreError(f"{where} has no valid '{key}'; {hint}")
+        for j, res in enumerate(run["results"]):
+            if not (isinstance(res, dict) and isinstance(res.get("name"), str) and isinstance(res.get("metrics"),
+                                                                                            dict)):
+                raise StoreError(f"{where}: result {j + 1} needs a 'name' and 'metrics'; {hint}")
+    return runs
 
 
 def _now() -> str:
@@ -133,6 +170,40 @@ class ResultsStore:
              status),
         )
         return int(cur.lastrowid)
+
+    def import_runs(self, runs: list[dict[str, Any]], source: str) -> tuple[list[int], list[int]]:
+        """Adds runs exported from another store (`results_json`), keeping their time, host and provenance.
+
+        All or nothing, in one transaction.  A run already present (same kind, time, host and job) is skipped, so
+        importing the same file twice changes nothing.  Returns (new ids, ids of runs that were already here).
+        """
+        added: list[int] = []
+        present: list[int] = []
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            for run in runs:
+                job = json.dumps(run["job"], sort_keys=True, default=str)
+                row = self.db.execute("SELECT id FROM runs WHERE kind = ? AND created = ? AND host IS ? AND job = ?",
+                                      (run["kind"], run["created"], run.get("host"), job)).fetchone()
+                if row is not None:
+                    present.append(int(row[0]))
+                    continue
+                prov = {**run["provenance"], "imported": {"from": source, "id": run.get("id")}}
+                cur = self.db.execute(
+                    "INSERT INTO runs (kind, created, label, iolens_version, host, job, provenance, status) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (run["kind"], run["created"], run.get("label"), run.get("iolens_version"), run.get("host"), job,
+                     json.dumps(prov, sort_keys=True, default=str), run.get("status") or "complete"))
+                rid = int(cur.lastrowid)
+                for res in run["results"]:
+                    self.add_result(rid, res["name"], res["metrics"], target=res.get("target"),
+                                    cache_state=res.get("cache_state"), provenance=res.get("provenance"))
+                added.append(rid)
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        return added, present
 
     def set_status(self, run_id: int, status: str) -> None:
         self.db.execute("UPDATE runs SET status = ? WHERE id = ?", (status, run_id))

@@ -93,3 +93,32 @@ def report_dict_from_store(run: dict[str, Any]) -> dict[str, Any]:
         "targets": [targets[k] for k in (job.get("targets") or list(targets))if k in targets],
         "results": results, "warnings": [],
     }
+
+
+def side_by_side(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several stored bench runs (from one machine or imported from others) as one report whose targets are
+    'run N host:target', so `render_bench` lays them out side by side.  Plain data; ValueError for a run that is
+    not a bench run."""
+    merged: dict[str, Any] | None = None
+    for run in runs:
+        if run.get("kind") != KIND:
+            raise ValueError(f"run {run.get('id')} is a {run.get('kind')} run; only bench runs can be put side by side")
+        doc = report_dict_from_store(run)
+        label = f"run {run.get('id')} {run.get('host') or '?'}"
+        rename = {t["name"]: f"{label}:{t['name']}" for t in doc["targets"]}
+        for t in doc["targets"]:
+            t["name"] = rename[t["name"]]
+        for r in doc["results"]:
+            r["target"] = rename.get(r["target"], f"{label}:{r['target']}")
+        if merged is None:
+            merged = {**doc, "run_id": None, "hosts": [doc["host"]]}
+            continue
+        merged["targets"] += doc["targets"]
+        merged["results"] += doc["results"]
+        merged["hosts"].append(doc["host"])
+        merged["suites"] = list(dict.fromkeys(merged["suites"] + doc["suites"]))
+        if merged.get("repeat") != doc.get("repeat"):
+            merged["repeat"] = None
+    if merged is None:
+        raise ValueError("no runs to put side by side")
+    return merged

@@ -105,3 +105,59 @@ def export(db, run_ids, kind, fmt, output):
     if output == "-":
         return
     click.echo(f"{len(runs)} run(s) written to {output}", err=True)
+
+
+@results.command("import")
+@DB_OPTION
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+def import_(db, files):
+    """Add runs exported on another machine (`iolens results export --format json`) to this store.
+
+    Each file is imported whole or not at all; runs already in the store are skipped, so importing twice is
+    harmless.  Then `iolens results compare` puts them beside this machine's runs."""
+    from iolens.store import ResultsStore, default_db_path, parse_export
+
+    loaded = []
+    for f in files:  # every file is checked before anything is written
+        try:
+            data = f.read_bytes()
+        except OSError as err:
+            raise UsageError(f"cannot read {f}: {err.strerror}") from None
+        loaded.append((f, parse_export(data, str(f))))
+    with ResultsStore(db or default_db_path()) as store:
+        for f, runs in loaded:
+            added, present = store.import_runs(runs, f.name)
+            msg = f"{f}: {len(added)} run(s) imported"
+            if added:
+                msg += f" as {', '.join(map(str, added))}"
+            if present:
+                msg += f"; {len(present)} already here ({', '.join(map(str, present))})"
+            click.echo(msg, err=True)
+
+
+@results.command("compare")
+@DB_OPTION
+@click.argument("run_ids", nargs=-1, required=True, type=int)
+@click.option("--json", "as_json", is_flag=True, help="The merged side-by-side report as JSON.")
+def compare_runs(db, run_ids, as_json):
+    """Bench runs side by side, one column per (run, target): e.g. this machine's run beside an imported one."""
+    from iolens.bench.storage import side_by_side
+    from iolens.render.bench_export import bench_json
+    from iolens.render.bench_table import render_bench
+
+    with _open(db) as store:
+        runs = [store.run(i) for i in run_ids]
+    try:
+        doc = side_by_side(runs)
+    except ValueError as err:
+        raise UsageError(f"{err}; `iolens results list --kind bench` shows the bench runs") from None
+    if as_json:
+        sys.stdout.buffer.write(bench_json(doc))
+        return
+    console = Console()
+    for run in runs:
+        p = run.get("provenance") or {}
+        console.print(f"run {run['id']} · {run['created']} · {run.get('host')} · {p.get('kernel') or '?'} · "
+                      f"{p.get('cpu_model') or '?'} · iolens {run.get('iolens_version')} · {run.get('status')}"
+                      + (f" · imported from {p['imported']['from']}" if p.get("imported") else ""))
+    render_bench(doc, console)

@@ -9,9 +9,7 @@ import json
 from typing import Any
 
 from iolens.bench.metrics import METRICS
-
-RESULTS_TAG = "iolens-results"
-RESULTS_SCHEMA = (1, 0)
+from iolens.store import RESULTS_SCHEMA, RESULTS_TAG
 
 CSV_FIELDS = ["run_id", "kind", "created", "label", "host", "iolens_version", "status", "target", "name",
               "cache_state", "fstype", "device_model", "metric", "unit", "mean", "sd", "n"]
