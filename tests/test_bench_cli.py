@@ -170,6 +170,11 @@ def test_cache_state_is_reported_for_each_mode(target):
     else:
         assert r == "cold-evicted"
         assert row["metrics"]["resident_fraction"]["mean"] <= 0.05
+        st = os.stat(target)
+        if os.path.exists(f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}/stat"):
+            # the device's own counters confirm the read was cold
+            m = row["metrics"]
+            assert m["device_read_bytes"]["mean"] >= 0.9 * m["bytes"]["mean"]
 
 
 def test_tmpfs_reads_are_reported_warm(tmp_path):

@@ -106,6 +106,35 @@ def test_eviction_empties_the_page_cache_on_a_disk(work):
     assert res["phases"][1]["cache"]["evict_requested"] is True
 
 
+def device_stat(path: Path) -> str | None:
+    st = os.stat(path)
+    p = Path(f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}/stat")
+    return str(p) if p.exists() else None
+
+
+def test_device_counters_show_what_the_device_moved(work):
+    dev = device_stat(work)
+    if dev is None:
+        pytest.skip(f"{work} has no block device of its own (tmpfs or similar): nothing to count")
+    size = 32 * MiB
+    res = ok(run(work, phase("w", {"op": "write", "file": "f", "size": size, "bs": MiB, "sync": "fdatasync"}),
+                 phase("cold", {"op": "read", "file": "f", "size": size, "bs": MiB}, evict=True),
+                 phase("warm", {"op": "read", "file": "f", "size": size, "bs": MiB}),
+                 device_stats=[dev]))
+    w, cold, warm = (p["devices"][0] for p in res["phases"])
+    # the whole device is counted, so other programs can only add
+    assert w["write_bytes"] >= size and w["write_ios"] > 0
+    assert cold["read_bytes"] >= 0.9 * size and cold["read_ios"] > 0
+    assert warm["read_bytes"] < 0.5 * size  # served by the page cache
+    # no device to watch: null, and the run is unchanged
+    res = ok(run(work, phase("r", {"op": "read", "file": "f", "size": size, "bs": MiB}), device_stats=[None]))
+    assert res["phases"][0]["devices"] == [None]
+    assert ok(run(work, phase("r", {"op": "read", "file": "f", "size": MiB, "bs": MiB})))["phases"][0]["devices"] \
+        == [None]
+    bad = run(work, phase("r", {"op": "read", "file": "f", "size": MiB, "bs": MiB}), device_stats=["/etc/passwd"])
+    assert bad["status"] == "error" and "/sys/" in bad["error"]["message"]
+
+
 def test_random_io_stays_inside_the_file(work):
     fsize = 2 * MiB
     res = ok(run(work,
@@ -209,6 +238,8 @@ def test_null_engine_touches_nothing(work):
     ({"schema_version": [1, 0], "dirs": [], "phases": [{"name": "x", "groups": [{"op": "fly"}]}]}, "unknown op"),
     ({"schema_version": [1, 0], "dirs": [], "phases": [{"name": "x", "groups": [{"op": "write", "engine": "null"}]}]},
      "needs size"),
+    ({"schema_version": [1, 1], "dirs": [], "device_stats": ["/sys/x"], "phases": []}, "one entry"),
+    ({"schema_version": [1, 1], "dirs": [], "device_stats": {}, "phases": []}, "one entry"),
 ])
 def test_bad_jobs_are_errors_with_a_message(job, msg):
     p = subprocess.run([engine.engine_path()], input=json.dumps(job), capture_output=True, text=True)

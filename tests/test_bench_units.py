@@ -79,6 +79,40 @@ def test_failed_eviction_is_a_warning_and_tmpfs_a_note():
     assert any("pages are the storage" in n for n in cache.notes_for(warm, "warm", tmpfs))
 
 
+def on_device(ph, read_bytes, write_bytes=0):
+    ph["devices"] = [{"read_bytes": read_bytes, "write_bytes": write_bytes, "read_ios": 1, "write_ios": 0}]
+    return ph
+
+
+def test_the_device_counters_overrule_mincore():
+    cold = on_device(phase(), 100 << 20)  # mincore says evicted, the device delivered every byte
+    assert cache.state_of(cold, disk()) == "cold-evicted"
+    assert from_phase(cold)["device_read_bytes"] == 100 << 20
+    # mincore says evicted, but the device delivered 10 of 100 MiB: the rest came from a cache
+    lied = on_device(phase(), 10 << 20)
+    assert cache.state_of(lied, disk()) == "warm"
+    w = cache.plausibility("seq-read", disk(plausible_read_Bps=None), lied, "warm", from_phase(lied))
+    assert len(w) == 1 and "delivered only 10% of the bytes read" in w[0]
+    notes = cache.notes_for(lied, "warm", disk(device="vda"))
+    assert any("vda) delivered only 10.0 MiB of the 100.0 MiB read" in n for n in notes), notes
+    # too small to judge, a write, or no block device: mincore alone decides
+    small = on_device(phase(group(bytes=8 << 20)), 0)
+    assert cache.state_of(small, disk()) == "cold-evicted"
+    assert cache.state_of(on_device(phase(group("write", sync="fdatasync")), 0, 0), disk()) == "synced"
+    assert cache.state_of(phase(), disk()) == "cold-evicted" and from_phase(phase())["device_read_bytes"] is None
+
+
+def test_compressing_filesystems_are_judged_only_on_random_content():
+    btrfs = disk(fstype="btrfs", mount_options="rw,relatime,compress=zstd:3")
+    fastq = on_device(phase(group(content="fastq")), 30 << 20)  # 100 MiB of FASTQ in 30 MiB on disk: fine
+    assert cache.state_of(fastq, btrfs) == "cold-evicted"
+    rnd = on_device(phase(group(content="random")), 30 << 20)  # random data does not shrink: a cache
+    assert cache.state_of(rnd, btrfs) == "warm"
+    assert cache.state_of(on_device(phase(group(content="zeros")), 0), disk(fstype="zfs")) == "cold-evicted"
+    # the same FASTQ read on ext4 is judged
+    assert cache.state_of(fastq, disk()) == "warm"
+
+
 def test_metrics_from_a_phase():
     m = from_phase(phase())
     assert set(m) == set(METRIC_KEYS)

@@ -10,9 +10,9 @@
 #include <stdint.h>
 
 #define BENCH_JOB_MAJOR 1
-#define BENCH_JOB_MINOR 0
+#define BENCH_JOB_MINOR 1 /* 1.1: device_stats */
 #define BENCH_RESULT_MAJOR 1
-#define BENCH_RESULT_MINOR 0
+#define BENCH_RESULT_MINOR 1 /* 1.1: phases[].devices */
 #define BENCH_ENGINE_VERSION "1.0"
 
 /* X(name, kind, doc): kind is seq, rand, small or util. */

@@ -242,6 +242,13 @@ struct group {
     uint64_t dirs_made, dirs_removed;
 };
 
+/* What the device itself moved: the fields of /sys/dev/block/MAJ:MIN/stat (Documentation/block/stat.rst);
+ * sectors there are always 512 bytes.  Bytes a read phase "read" that the device never delivered came from a
+ * cache, whatever mincore said. */
+typedef struct {
+    uint64_t read_ios, read_sectors, write_ios, write_sectors;
+} devstat;
+
 typedef struct {
     const char *name;
     int evict_before, report;
@@ -254,6 +261,9 @@ typedef struct {
     /* timing */
     uint64_t t0, t_end;
     double cpu_user, cpu_sys;
+    /* block-layer counters of each dir's device around the timed part (devstat_ok: both reads worked) */
+    devstat dev0[MAX_DIRS], dev1[MAX_DIRS];
+    int devstat_ok[MAX_DIRS];
 } phase;
 
 typedef struct {
@@ -262,6 +272,7 @@ typedef struct {
     const char *dirs[MAX_DIRS];
     uint64_t seed;
     int drop_caches, progress;
+    const char *devstat_path[MAX_DIRS]; /* NULL: no block device to watch (tmpfs, network, ...) */
     pthread_mutex_t gate;
     pthread_cond_t cond;
     int ready, go, finished;
@@ -1206,6 +1217,39 @@ static void evict_phase(phase *ph, job_ctx *ctx)
     ph->evicted = 1;
 }
 
+static int read_devstat(const char *path, devstat *out)
+{
+    if (!path)
+        return 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    char buf[512];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    uint64_t f[7];
+    char *p = buf;
+    for (int i = 0; i < 7; i++) {
+        char *end;
+        errno = 0;
+        f[i] = strtoull(p, &end, 10);
+        if (end == p || errno)
+            return 0;
+        p = end;
+    }
+    *out = (devstat){f[0], f[2], f[4], f[6]};
+    return 1;
+}
+
+static void devstats_sample(job_ctx *ctx, devstat *into, int *ok)
+{
+    for (int d = 0; d < ctx->ndirs; d++)
+        ok[d] = read_devstat(ctx->devstat_path[d], &into[d]) && ok[d];
+}
+
 /* ---- output ------------------------------------------------------------------ */
 
 static void write_latency(jw *w, const hist *h)
@@ -1346,6 +1390,21 @@ static void write_phase(jw *w, phase *ph)
         jw_null(w, "resident_fraction");
     }
     jw_end_obj(w);
+    jw_arr(w, "devices");
+    for (int d = 0; d < g_ctx->ndirs; d++) {
+        if (!ph->devstat_ok[d]) {
+            jw_null(w, NULL);
+            continue;
+        }
+        const devstat *a = &ph->dev0[d], *b = &ph->dev1[d];
+        jw_obj(w, NULL);
+        jw_uint(w, "read_bytes", (b->read_sectors - a->read_sectors) * 512u);
+        jw_uint(w, "write_bytes", (b->write_sectors - a->write_sectors) * 512u);
+        jw_uint(w, "read_ios", b->read_ios - a->read_ios);
+        jw_uint(w, "write_ios", b->write_ios - a->write_ios);
+        jw_end_obj(w);
+    }
+    jw_end_arr(w);
     jw_arr(w, "groups");
     for (size_t i = 0; i < ph->ngroups; i++)
         if (ph->groups[i].w)
@@ -1548,6 +1607,9 @@ static int run_phase(job_ctx *ctx, phase *ph, size_t index, const char **eop, ch
     pthread_mutex_lock(&ctx->gate);
     while (ctx->ready < started)
         pthread_cond_wait(&ctx->cond, &ctx->gate);
+    for (int d = 0; d < ctx->ndirs; d++)
+        ph->devstat_ok[d] = 1;
+    devstats_sample(ctx, ph->dev0, ph->devstat_ok);
     getrusage(RUSAGE_SELF, &r0);
     g_phase_t0 = now_ns();
     ph->t0 = g_phase_t0;
@@ -1581,6 +1643,7 @@ static int run_phase(job_ctx *ctx, phase *ph, size_t index, const char **eop, ch
     }
     ph->t_end = now_ns();
     getrusage(RUSAGE_SELF, &r1);
+    devstats_sample(ctx, ph->dev1, ph->devstat_ok);
     ph->cpu_user = (r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) + (r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) * 1e-6;
     ph->cpu_sys = (r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) + (r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) * 1e-6;
     if (ctx->progress)
@@ -1658,6 +1721,20 @@ int bench_run(const jval *job, FILE *out)
         if (ctx.dirfds[d] < 0) {
             snprintf(err, sizeof err, "cannot open %s: %s", p->str, strerror(errno == ENOTDIR ? ELOOP : errno));
             bench_write_error(out, err);
+            return 2;
+        }
+    }
+    const jval *devs = json_get(job, "device_stats");
+    if (devs && (devs->type != J_ARR || (int)json_len(devs) != ctx.ndirs)) {
+        bench_write_error(out, "device_stats must be a list with one entry (a path or null) per dir");
+        return 2;
+    }
+    for (int d = 0; devs && d < ctx.ndirs; d++) {
+        const jval *p = json_at(devs, (size_t)d);
+        if (p->type == J_STR && !strncmp(p->str, "/sys/", 5))
+            ctx.devstat_path[d] = p->str;
+        else if (p->type != J_NULL) {
+            bench_write_error(out, "device_stats entries must be /sys/... paths or null");
             return 2;
         }
     }

@@ -17,7 +17,7 @@ from typing import Any, Callable
 from iolens.errors import IolensError, NativeMissing, TargetError
 from iolens.native import native_path
 
-JOB_SCHEMA = (1, 0)
+JOB_SCHEMA = (1, 1)
 RESULT_MAJOR = 1
 
 # errno values that mean "this target cannot take the run", as opposed to an engine bug

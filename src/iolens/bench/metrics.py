@@ -29,6 +29,9 @@ METRICS: list[tuple[str, str, str]] = [
     ("first_thread_done_s", "s", "when the first thread finished (IOR stonewall spread: compare with last)"),
     ("last_thread_done_s", "s", "when the last thread finished"),
     ("resident_fraction", "", "share of the read files still in the page cache after eviction (mincore)"),
+    ("device_read_bytes", "B", "bytes the target's block device read during the phase (its kernel counters; "
+     "whole device, so other programs' I/O counts too; null without a block device)"),
+    ("device_write_bytes", "B", "bytes the target's block device wrote during the phase (as above)"),
 ]
 METRIC_KEYS = [m[0] for m in METRICS]
 UNITS = {k: u for k, u, _ in METRICS}
@@ -50,8 +53,16 @@ def _us(ns: float | None) -> float | None:
     return None if ns is None else ns / 1e3
 
 
+def device_of(ph: dict[str, Any]) -> dict[str, Any] | None:
+    """Block-layer counters of the device under the phase's first group's directory (None when unknown)."""
+    devices = ph.get("devices") or []
+    d = ph["groups"][0].get("dir") or 0
+    return devices[d] if 0 <= d < len(devices) else None
+
+
 def from_phase(ph: dict[str, Any]) -> dict[str, float | None]:
     groups = ph["groups"]
+    dev = device_of(ph)
     threads = [t for g in groups for t in g["per_thread"]]
     start = min((t["start_s"] for t in threads), default=0.0)
     end = max((t["end_s"] for t in threads), default=0.0)
@@ -91,4 +102,6 @@ def from_phase(ph: dict[str, Any]) -> dict[str, float | None]:
         "first_thread_done_s": min(done) if done else None,
         "last_thread_done_s": max(done) if done else None,
         "resident_fraction": (ph.get("cache") or {}).get("resident_fraction"),
+        "device_read_bytes": float(dev["read_bytes"]) if dev else None,
+        "device_write_bytes": float(dev["write_bytes"]) if dev else None,
     }

@@ -36,6 +36,7 @@ class Job:
 
     def engine_job(self, dirs: list[str], seed: int, drop_caches: bool) -> dict[str, Any]:
         return {"schema_version": list(engine.JOB_SCHEMA), "dirs": dirs, "seed": seed, "drop_caches": drop_caches,
+                "device_stats": [t.dev_stat for t in self.targets if t.kind != "null"],
                 "phases": [p for _t, p in self.phases]}
 
 
@@ -180,5 +181,5 @@ def _run_job(job: Job, report: BenchReport, dirs_of: dict[str, str], opts: Optio
         row = report.row(owner, ph["name"], group=test.name, suite=test.suite, phase_job=ph, dirs=dirs)
         tgt = job.targets[int(ph["groups"][0].get("dir", 0) or 0)] if job.targets[0].kind != "null" else \
             job.targets[0]
-        row.add(res, tgt, cache.state_of(res))
+        row.add(res, tgt, cache.state_of(res, tgt))
     return base + sum(job.weights)

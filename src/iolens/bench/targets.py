@@ -58,6 +58,7 @@ class Target:
     plausible_read_Bps: float | None = None
     plausible_read_iops: float | None = None
     limit_source: str | None = None
+    dev_stat: str | None = None          # the block device's kernel counters (/sys/dev/block/MAJ:MIN/stat)
     lab_read_Bps: float | None = None    # throttle of a lab target
     lab_read_iops: float | None = None
     notes: list[str] = field(default_factory=list)
@@ -197,6 +198,8 @@ def describe_path(t: Target) -> None:
             info["device_class_under"] = "memory"
     t.device = info.get("device")
     t.device_model = info.get("device_model")
+    if info and majmin and (Path("/sys/dev/block") / majmin / "stat").exists():
+        t.dev_stat = str(Path("/sys/dev/block") / majmin / "stat")
     t.rotational = info.get("rotational")
     fstype = t.fstype or ""
     if fstype in MEMORY_FS:
