@@ -159,6 +159,17 @@ def test_runtime_limit_stops_a_phase(work):
     assert time.monotonic() - t0 < 10
 
 
+def test_loop_rereads_a_file_until_the_time_is_up(work):
+    f = {"op": "read", "file": "s", "layout": "shared", "size": MiB, "bs": 256 * 1024}
+    res = ok(run(work, phase("lay", {"op": "write", "file": "s", "layout": "shared", "size": MiB, "bs": MiB}),
+                 phase("once", {**f, "runtime_s": 0.3}),
+                 phase("loop", {**f, "runtime_s": 0.3, "loop": True})))
+    once, looped = g0(res, 1), g0(res, 2)
+    assert once["bytes"] == MiB and once["ops"] == 4  # size first: one pass, runtime unused
+    assert looped["bytes"] > 4 * MiB and looped["bytes"] % (256 * 1024) == 0 and looped["wall_s"] >= 0.29
+    assert (work / "s").stat().st_size == MiB  # reading in a loop never grows the file
+
+
 def test_small_files_create_read_stat_delete(work):
     n, fan, sizes = 37, 4, [0, 100, 5000, 70000]
     common = {"prefix": "sf", "count": n, "fanout": fan, "threads": 3}

@@ -232,7 +232,7 @@ struct group {
     uint64_t *sizes;
     size_t nsizes;
     double runtime_s, read_share;
-    int direct, prepare, fsync_files;
+    int direct, prepare, fsync_files, loop;
     sync_kind sync;
     content_kind content;
     unsigned char *pool;
@@ -460,7 +460,14 @@ static void run_seq(worker *w)
             limit = (uint64_t)st.st_size > w->base_off ? (uint64_t)st.st_size - w->base_off : 0;
     }
     uint64_t done = 0, since_sync = 0;
-    while (done < limit && !stopping()) {
+    /* loop (with runtime_s): start over at the end of the file until the time is up, as fio's time_based does */
+    int loop = g->loop && g->runtime_s > 0 && limit > 0;
+    while (!stopping()) {
+        if (done >= limit) {
+            if (!loop)
+                break;
+            done = 0;
+        }
         uint64_t n = limit - done < g->bs ? limit - done : g->bs;
         uint64_t off = w->base_off + done;
         uint64_t t0 = now_ns();
@@ -480,8 +487,12 @@ static void run_seq(worker *w)
             fail(w, errno, is_write ? "write" : "read", name);
             return;
         }
-        if (r == 0)
-            break; /* end of file */
+        if (r == 0) { /* end of file */
+            if (!loop || done == 0)
+                break;
+            done = limit;
+            continue;
+        }
         record(w, t0, t1, (uint64_t)r);
         done += (uint64_t)r;
         since_sync += (uint64_t)r;
@@ -903,6 +914,7 @@ static int parse_group(const jval *jg, group *g, job_ctx *ctx, char *err, size_t
         return -1;
     }
     g->runtime_s = json_num(jg, "runtime_s", 0, &bad);
+    g->loop = json_bool(jg, "loop", 0, &bad);
     g->read_share = json_num(jg, "read_share", g->op == OP_randwrite ? 0.0 : 1.0, &bad);
     if (g->op == OP_randrw && !json_get(jg, "read_share"))
         g->read_share = 0.5;
