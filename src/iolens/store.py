@@ -161,11 +161,11 @@ class ResultsStore:
 
     # -- writing --------------------------------------------------------------
     def add_run(self, kind: str, job: dict[str, Any], provenance: dict[str, Any], *, label: str | None = None,
-                status: str = "complete") -> int:
+                status: str = "complete", created: str | None = None) -> int:
         cur = self.db.execute(
             "INSERT INTO runs (kind, created, label, iolens_version, host, job, provenance, status) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (kind, _now(), label, provenance.get("iolens_version"), provenance.get("host"),
+            (kind, created or _now(), label, provenance.get("iolens_version"), provenance.get("host"),
              json.dumps(job, sort_keys=True, default=str), json.dumps(provenance, sort_keys=True, default=str),
              status),
         )
@@ -188,13 +188,10 @@ class ResultsStore:
                 if row is not None:
                     present.append(int(row[0]))
                     continue
-                prov = {**run["provenance"], "imported": {"from": source, "id": run.get("id")}}
-                cur = self.db.execute(
-                    "INSERT INTO runs (kind, created, label, iolens_version, host, job, provenance, status) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (run["kind"], run["created"], run.get("label"), run.get("iolens_version"), run.get("host"), job,
-                     json.dumps(prov, sort_keys=True, default=str), run.get("status") or "complete"))
-                rid = int(cur.lastrowid)
+                prov = {**run["provenance"], "host": run.get("host"), "iolens_version": run.get("iolens_version"),
+                        "imported": {"from": source, "id": run.get("id")}}
+                rid = self.add_run(run["kind"], run["job"], prov, label=run.get("label"),
+                                   status=run.get("status") or "complete", created=run["created"])
                 for res in run["results"]:
                     self.add_result(rid, res["name"], res["metrics"], target=res.get("target"),
                                     cache_state=res.get("cache_state"), provenance=res.get("provenance"))
