@@ -173,7 +173,9 @@ def doc():
            "primary_metric": "throughput_Bps", "cache_state": "cold-evicted", "warnings": ["w1"], "notes": [],
            "metrics": {"throughput_Bps": {"mean": 812e6, "sd": 8e6, "n": 3, "values": [1, 2, 3]},
                        "iops": {"mean": 774.0, "sd": None, "n": 3, "values": []},
-                       "lat_p99_us": {"mean": 2500.0, "sd": None, "n": 3, "values": []}}}
+                       "lat_p99_us": {"mean": 2500.0, "sd": None, "n": 3, "values": []},
+                       "bytes": {"mean": 100e6, "sd": None, "n": 3, "values": []},
+                       "device_read_bytes": {"mean": 99e6, "sd": None, "n": 3, "values": []}}}
     return {"targets": [{"name": "/a", "fstype": "xfs", "mount_options": "rw,noatime", "source": "/dev/sdb1",
                          "device_model": "Samsung SSD", "device_class": "ssd", "free_bytes": 1 << 30,
                          "total_bytes": 2 << 30, "plausible_read_Bps": 700e6, "limit_source": "ssd"},
@@ -186,7 +188,7 @@ def test_table_has_targets_side_by_side():
     render_bench(doc(), c)
     out = c.export_text()
     for s in ("/a", "/b", "xfs", "rw,noatime", "Samsung SSD", "812 MB/s ±1.0%", "cold-evicted", "p99 2.5 ms",
-              "mean ± SD of 3 runs", "warning: w1", "iolens results show 7"):
+              "mean ± SD of 3 runs", "warning: w1", "iolens results show 7", "cold-evicted · device 99%"):
         assert s in out, s
 
 

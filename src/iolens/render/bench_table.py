@@ -8,6 +8,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from iolens.bench.metrics import READ_OPS
 from iolens.render.units import human_bytes
 
 STATE_STYLE = {"cold-direct": "green", "cold-evicted": "green", "synced": "cyan", "warm": "yellow",
@@ -85,6 +86,11 @@ def cell(row: dict[str, Any] | None) -> Text:
     t.append(" · ".join(extra), style="dim")
     t.append("\n")
     t.append(state, style=STATE_STYLE.get(state, "red"))
+    moved = (m.get("bytes") or {}).get("mean")
+    from_dev = (m.get("device_read_bytes") or {}).get("mean")
+    if row.get("op") in READ_OPS and moved and from_dev is not None:
+        # the evidence behind a cold state: the share of the bytes read that the block device delivered
+        t.append(f" · device {min(100.0, 100 * from_dev / moved):.0f}%", style="dim")
     if row.get("warnings"):
         t.append(" ⚠", style="bold red")
     return t
@@ -135,7 +141,8 @@ def render_bench(doc: dict[str, Any], console: Console) -> None:
     console.print(results_table(doc))
     console.print(Text("cache: cold-direct = O_DIRECT; cold-evicted = flushed and evicted before reading; "
                        "warm = served from RAM; synced = fsync inside the timing; buffered = page cache only; "
-                       "none = no storage (null)",
+                       "none = no storage (null); device N% = share of the bytes read that the block device "
+                       "delivered (its kernel counters)",
                        style="dim"))
     warnings = list(doc.get("warnings") or [])
     notes: list[str] = []
