@@ -14,12 +14,12 @@ and pattern for bench, a configuration for compare) with its metrics as JSON.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
+from iolens.dirs import user_path
 from iolens.errors import IolensError
 
 # Each entry: (version it produces, SQL statements).  Append only.
@@ -70,11 +70,7 @@ class StoreError(IolensError):
 
 
 def default_db_path() -> Path:
-    env = os.environ.get("IOLENS_DB")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(base) / "iolens" / "results.sqlite"
+    return user_path("IOLENS_DB", "XDG_DATA_HOME", "results.sqlite")
 
 
 def parse_export(data: bytes, source: str) -> list[dict[str, Any]]:

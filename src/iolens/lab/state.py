@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
+from iolens.dirs import user_path
 from iolens.errors import IolensError, UsageError
 
 TAG = "iolens-lab-state"
@@ -28,11 +29,7 @@ STATE_FILE = "state.json"
 
 
 def default_dir() -> Path:
-    env = os.environ.get("IOLENS_LAB_DIR")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "iolens" / "lab"
+    return user_path("IOLENS_LAB_DIR", "XDG_STATE_HOME", "lab")
 
 
 def lab_dir(given: str | os.PathLike | None = None) -> Path:

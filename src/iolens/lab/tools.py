@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from iolens.dirs import user_path
 from iolens.errors import IolensError
 
 
@@ -49,11 +50,7 @@ DEBIAN_PACKAGES = sorted({t.debian for t in TOOLS.values() if t.debian})
 
 
 def cache_dir() -> Path:
-    env = os.environ.get("IOLENS_LAB_CACHE")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "iolens" / "lab"
+    return user_path("IOLENS_LAB_CACHE", "XDG_CACHE_HOME", "lab")
 
 
 def search_path() -> str:
