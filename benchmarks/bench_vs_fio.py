@@ -42,6 +42,7 @@ from iolens.compare.stats import bootstrap_ci  # noqa: E402
 
 MiB = 1 << 20
 FIO_EXTRA: list[str] = []
+POOL_BYTES = 0  # the engine's content pool (0: its default, 32 MiB)
 
 
 def fio(path: Path, rw: str, bs: int, size: int, runtime: float | None, direct: bool = False) -> dict:
@@ -85,6 +86,8 @@ def iolens(work: Path, rw: str, bs: int, size: int, runtime: float | None, direc
     # fio invalidates (evicts) the file before every job, writes included; so does the engine here
     job = {"dirs": [str(work)], "phases": [{"name": rw, "evict_before": rw != "write",
                                             "groups": [g]}]}
+    if POOL_BYTES:
+        job["pool_bytes"] = POOL_BYTES
     res = engine.run_job(job)
     if res["status"] != "ok":
         raise SystemExit(f"engine failed: {res['error']}")
@@ -129,8 +132,9 @@ def free_page_reporting() -> bool:
     """True in a VM whose balloon device returns freed guest pages to the host (VIRTIO_BALLOON_F_REPORTING, feature
     bit 5).  Memory freed by one run is then handed back about 2 s later, and the next run's page-cache or tmpfs
     pages fault in the host again: allocation costs anything from nothing to several times the copy, depending on
-    how much was returned.  Measured here: fio writing 2 GiB to tmpfs ran at 1.1-3.1 GB/s right after the previous
-    file was deleted, 0.7-1.0 GB/s after waiting 6 s."""
+    how much was returned.  Measured here (fio against fio writing 2 GiB to tmpfs, 6 pairs, `--aa --targets tmpfs
+    --only write --settle 0` then `--settle 6`): 0.52-3.20 GB/s and pair ratios 0.37-6.1 with no wait,
+    0.48-0.67 GB/s and 0.81-1.17 after 6 s."""
     for dev in Path("/sys/bus/virtio/drivers/virtio_balloon").glob("virtio*"):
         try:
             feats = (dev / "features").read_text().strip()
@@ -145,7 +149,7 @@ def cold_start(work: Path, dev: Path | None, wait_s: float) -> None:
     """Both tools start from the same state: nothing dirty, the device idle, the data file out of the page cache.
 
     Only the data is evicted.  Dropping the whole page cache (drop_caches) would also evict the tools' binaries and
-    libraries, so every run would begin with major page faults (64 for fio 3.33 here), a cost that is not the
+    libraries, so every run would begin with major page faults to load them again, a cost that is not the
     storage's and not the same for both tools."""
     os.sync()
     settle(dev)
@@ -250,11 +254,15 @@ def main() -> None:
                     help="O_DIRECT on the disk target for both tools (no page-cache allocation in the timing)")
     ap.add_argument("--settle", type=float, default=None,
                     help="seconds to wait before each run (default: 5 when the VM's balloon returns free pages, else 0)")
+    ap.add_argument("--pool-bytes", type=parse_size, default=0,
+                    help="the engine's content pool size (default 32 MiB; small = one cache-hot buffer, as fio's)")
     ap.add_argument("--fio-arg", action="append", default=[], help="one more fio option (repeatable)")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every pair")
     args = ap.parse_args()
     args.size = parse_size(args.size)
     FIO_EXTRA.extend(args.fio_arg)
+    global POOL_BYTES
+    POOL_BYTES = args.pool_bytes
     reporting = free_page_reporting()
     if args.settle is None:
         args.settle = 5.0 if reporting else 0.0
@@ -281,14 +289,12 @@ def main() -> None:
         bsz = "1 MiB" if bs == MiB else "4 KiB"
         print(f"| {label} | {rw} {bsz} | {human(f, metric)} | {human(i, metric)} | {med:.3f} | {lo:.3f}-{hi:.3f} | "
               f"{mn:.2f}-{mx:.2f} | {'>= 1' if at_least else '1 ± 0.05'} | {verdict(med, lo, hi, at_least)} |")
-    if args.aa:
+    if args.aa or not args.files:
         return
     print("\nsmall-file create, 500 KB files, 1 thread: engine vs `head -c` per file in a bash loop\n")
     print("| target | files | shell loop | engine | engine / shell |")
     print("|---|---|---|---|---|")
     for label, base in chosen:
-        if not args.files:
-            break
         lab, n, sh, en, ratio = smallfiles(label, base, args.files)
         print(f"| {lab} | {n} | {sh:,.0f} files/s | {en:,.0f} files/s | {ratio:.1f}x |")
 
