@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from iolens.analysis.breakdown import BIN_LABELS
 from iolens.analysis.classify import TEXT_FIX, is_remote
-from iolens.render.units import human_bytes, human_seconds
+from iolens.units import human_bytes, human_seconds
 
 SMALL = ("tiny_read", "small_read", "tiny_write", "small_write")
 META_OPS = ("OPEN", "FOPEN", "STAT", "ACCESS", "OPENDIR", "READDIR", "GETDENTS", "CLOSE", "FCLOSE", "UNLINK",

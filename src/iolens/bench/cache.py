@@ -17,7 +17,7 @@ from typing import Any
 
 from iolens.bench.metrics import READ_OPS, device_of
 from iolens.bench.targets import Target
-from iolens.render.units import human_bytes
+from iolens.units import human_bytes
 
 STATES = ("cold-direct", "cold-evicted", "warm", "synced", "buffered", "none")
 RESIDENT_LIMIT = 0.05

@@ -18,7 +18,7 @@ from iolens.bench.safety import Terminated, WorkDirs, check_space, signals_as_ex
 from iolens.bench.suites import Options, Test
 from iolens.bench.targets import Target, resolve
 from iolens.errors import UsageError
-from iolens.render.units import human_bytes
+from iolens.units import human_bytes
 from iolens.sysinfo import host_facts
 
 # on_progress(description, completed_weight, total_weight)

@@ -19,7 +19,7 @@ from typing import Iterator
 
 from iolens.bench.targets import Target
 from iolens.errors import TargetError
-from iolens.render.units import human_bytes
+from iolens.units import human_bytes
 
 WORKDIR_PREFIX = "iolens-bench-"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from iolens.errors import UsageError
-from iolens.render.units import human_bytes
+from iolens.units import human_bytes
 
 
 @click.group()

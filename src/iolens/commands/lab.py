@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from iolens.errors import IolensError, TargetError, UsageError
-from iolens.render.units import human_bytes
+from iolens.units import human_bytes
 
 DIR_OPTION = click.option("--dir", "lab_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
                           help="The lab directory [default: IOLENS_LAB_DIR, else ~/.local/state/iolens/lab].")

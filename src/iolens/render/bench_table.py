@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from iolens.bench.metrics import READ_OPS
-from iolens.render.units import human_bytes
+from iolens.units import human_bytes
 
 STATE_STYLE = {"cold-direct": "green", "cold-evicted": "green", "synced": "cyan", "warm": "yellow",
                "buffered": "yellow", "none": "dim"}

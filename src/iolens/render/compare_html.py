@@ -10,7 +10,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from iolens.render.units import human_bytes, human_seconds
+from iolens.units import human_bytes, human_seconds
 
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf"]

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from iolens.render.units import human_bytes, human_seconds
+from iolens.units import human_bytes, human_seconds
 
 
 def _pm(mean, sd) -> str:

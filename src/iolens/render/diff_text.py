@@ -10,7 +10,7 @@ from rich.text import Text
 
 from iolens.analysis.breakdown import LABELS
 from iolens.render.report_json import _clean
-from iolens.render.units import human_bytes, human_seconds
+from iolens.units import human_bytes, human_seconds
 
 TAG = "iolens-diff"
 SCHEMA_VERSION = [1, 0]

@@ -13,7 +13,7 @@ import math
 
 from iolens.analysis.breakdown import BREAKDOWN, CLASSES, LABELS
 from iolens.render.multiqc import COLORS
-from iolens.render.units import human_bytes, human_seconds, pct
+from iolens.units import human_bytes, human_seconds, pct
 
 MAX_FILE_ROWS = 2000
 MAX_PHASES = 500

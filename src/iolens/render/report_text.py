@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from iolens.analysis.breakdown import BREAKDOWN, LABELS
-from iolens.render.units import human_bytes, human_seconds, pct
+from iolens.units import human_bytes, human_seconds, pct
 
 COLORS = {
     "tiny_read": "red", "small_read": "yellow", "streaming_read": "green", "random_read": "magenta",

@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from iolens.analysis.summary import RunSummary
-from iolens.render.units import human_bytes, human_seconds, pct
+from iolens.units import human_bytes, human_seconds, pct
 
 
 def summary_console() -> Console:

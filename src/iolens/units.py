@@ -1,4 +1,4 @@
-"""Human units shared by the renderers."""
+"""Human units (sizes, rates, durations, shares): below every layer, used by analysis, bench and the renderers."""
 
 from __future__ import annotations
 
