@@ -136,7 +136,7 @@ def test_refuses_to_overwrite_and_runs_nothing(tmp_path):
     res = iolens("compare", f"touch {marker}; true {{t}}", "--param", "t=1,2", "--json", existing, "--no-store")
     assert res.returncode == 2
     assert res.stderr.strip() == (f"iolens: error: --json {existing} already exists; choose another name or remove "
-                                  "it (iolens never overwrites)")
+                                  "it, or pass --force to overwrite")
     assert existing.read_text() == "keep me" and not marker.exists()
     html = tmp_path / "r.html"
     html.write_text("mine")

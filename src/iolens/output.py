@@ -1,19 +1,101 @@
-"""Writing a rendered export: to a file, or to standard output for '-'."""
+"""The one policy for every file a command writes.
+
+- `-` means standard output;
+- an existing file is never overwritten unless the user passed `--force`;
+- outputs are checked before any work starts (exists, directory writable, two outputs on one path), so a long
+  run never ends in "cannot write";
+- a file is written under a temporary name in its directory and moved into place only when complete, so an error
+  or an interrupt never leaves a partial file behind, and without `--force` a name taken meanwhile is not replaced.
+"""
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
+import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+
+import click
 
 from iolens.errors import UsageError
 
+FORCE_OPTION = click.option("--force", is_flag=True, help="Overwrite output files that already exist.")
 
-def write_output(path: str, data: bytes) -> None:
-    if path == "-":
+
+def _exists_message(opt: str, path: str | os.PathLike[str]) -> str:
+    return f"{opt} {path} already exists; choose another name or remove it, or pass --force to overwrite"
+
+
+def check_outputs(outputs: Mapping[str, str | os.PathLike[str] | None], *, force: bool = False) -> None:
+    """Refuse, before any work, outputs that cannot be written: `outputs` maps an option name to its path."""
+    given = {opt: str(p) for opt, p in outputs.items() if p is not None and str(p) != ""}
+    if sum(1 for p in given.values() if p == "-") > 1:
+        raise UsageError("only one output can go to standard output ('-')")
+    seen: dict[str, str] = {}
+    for opt, p in given.items():
+        if p == "-":
+            continue
+        real = os.path.realpath(p)
+        if real in seen:
+            raise UsageError(f"{seen[real]} and {opt} both write {p}; give them different names")
+        seen[real] = opt
+        path = Path(p)
+        if path.is_dir():
+            raise UsageError(f"{opt} {p} is a directory; give a file name")
+        if path.exists() and not force:
+            raise UsageError(_exists_message(opt, p))
+        parent = path.parent if str(path.parent) else Path(".")
+        if not parent.is_dir() or not os.access(parent, os.W_OK):
+            raise UsageError(f"{opt} {p}: directory {parent} does not exist or is not writable")
+
+
+def write_output(path: str | os.PathLike[str], data: bytes, *, force: bool = False, opt: str = "output") -> None:
+    """Write `data` whole to `path` (`-` for stdout): temporary file, then an atomic move into place."""
+    if str(path) == "-":
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
         return
+    target = Path(path)
+    parent = target.parent if str(target.parent) else Path(".")
+    tmp = None
     try:
-        Path(path).write_bytes(data)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=parent)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o666 & ~_umask())
+        if force:
+            os.replace(tmp, target)
+        else:
+            _claim(tmp, target)
+        tmp = None
+    except FileExistsError:
+        raise UsageError(_exists_message(opt, path)) from None
     except OSError as err:
         raise UsageError(f"cannot write {path}: {err.strerror or err}") from None
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def _claim(tmp: str, target: Path) -> None:
+    """Move tmp to target unless target exists (FileExistsError), also where the filesystem has no hard links."""
+    try:
+        os.link(tmp, target)
+    except OSError as err:
+        if err.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS):
+            raise
+        os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))  # reserve the name
+        os.replace(tmp, target)
+    else:
+        os.unlink(tmp)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -48,6 +48,23 @@ def mounts(path: str = "/proc/self/mountinfo") -> list[dict[str, Any]]:
     return out
 
 
+def containing_mount(path: str, table: list[dict[str, Any]], dev: str | None = None) -> dict[str, Any] | None:
+    """The mount of `table` that holds the absolute, resolved `path`: the longest mount point containing it,
+    preferring mounts of device `dev` ("maj:min") when given; of stacked mounts, the last mounted wins."""
+    inside = [m for m in table if path == m["mountpoint"] or path.startswith(m["mountpoint"].rstrip("/") + "/")]
+    pick = [m for m in inside if m["dev"] == dev] if dev else []
+    return max(reversed(pick or inside), key=lambda m: len(m["mountpoint"]), default=None)
+
+
+def mount_of(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The mount holding a path on this machine (for a path that does not exist yet, the mount it would be on)."""
+    try:
+        dev: str | None = dev_string(os.stat(path).st_dev)
+    except OSError:
+        dev = None
+    return containing_mount(os.path.realpath(path), mounts(), dev)
+
+
 def dev_string(dev: int) -> str:
     """Linux dev_t as "major:minor"."""
     major = ((dev >> 8) & 0xFFF) | ((dev >> 32) & ~0xFFF)

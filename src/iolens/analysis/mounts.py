@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from iolens.analysis.classify import storage_kind
-from iolens.sysinfo import dev_string
+from iolens.sysinfo import containing_mount, dev_string
 
 
 class MountResolver:
@@ -15,7 +15,7 @@ class MountResolver:
         self.by_dev: dict[str, dict[str, Any]] = {}
         for m in mounts:
             self.by_dev.setdefault(m["dev"], m)
-        self.ordered = sorted(mounts, key=lambda m: len(m["mountpoint"]), reverse=True)
+        self.mounts = mounts
         self.dev_cache: dict[int, dict[str, Any] | None] = {}
         self.dir_cache: dict[str, dict[str, Any] | None] = {}
         self.kinds: dict[str, str] = {}
@@ -31,9 +31,7 @@ class MountResolver:
             return None
         d = path.rsplit("/", 1)[0] or "/"
         if d not in self.dir_cache:
-            self.dir_cache[d] = next((m for m in self.ordered if path == m["mountpoint"]
-                                      or d == m["mountpoint"] or d.startswith(m["mountpoint"].rstrip("/") + "/")),
-                                     None)
+            self.dir_cache[d] = containing_mount(path, self.mounts)
         return self.dir_cache[d]
 
     def kind(self, m: dict[str, Any] | None) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from iolens.errors import TargetError
-from iolens.sysinfo import dev_string, mounts
+from iolens.sysinfo import dev_string, mount_of
 
 # Filesystems that are not storage: writing benchmark files there is a mistake.
 PSEUDO_FS = {"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs",
@@ -149,20 +149,6 @@ def _blkio_throttle(majmin: str) -> float | None:
                 if dev == majmin and val.strip().isdigit():
                     return float(val)
     return None
-
-
-def mount_of(path: Path) -> dict[str, Any] | None:
-    """The mount holding path: same device, longest mountpoint prefix."""
-    try:
-        dev = dev_string(os.stat(path).st_dev)
-    except OSError:
-        return None
-    real = str(path.resolve())
-    inside = [m for m in mounts()
-              if real == m["mountpoint"] or real.startswith(m["mountpoint"].rstrip("/") + "/")]
-    same_dev = [m for m in inside if m["dev"] == dev] or inside
-    # the last-mounted of the longest mountpoints wins (mounts stack)
-    return max(reversed(same_dev), key=lambda m: len(m["mountpoint"]), default=None)
 
 
 def describe_path(t: Target) -> None:

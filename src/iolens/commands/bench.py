@@ -9,7 +9,7 @@ import click
 from rich.console import Console
 
 from iolens.errors import IolensError, UsageError
-from iolens.output import write_output
+from iolens.output import FORCE_OPTION, check_outputs, write_output
 
 SUITE_HELP = ("classic: one big file + 500 KB files, 1/4/8 threads; random: 4 KiB at queue depth 1 and 32; "
               "streams: 1/2/4/8 concurrent streams; meta: create/stat/delete rates; genomics: aligner, sort, "
@@ -74,8 +74,9 @@ def _size(ctx, param, value: str | None) -> int | None:
 @click.option("--no-store", is_flag=True, help="Do not record the run in the results store.")
 @click.option("--label", help="A label for this run in the results store.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@FORCE_OPTION
 def bench(targets, suite_names, size, files, runtime, threads, bs, content, template, direct, warm, drop_caches,
-          shared, read_share, ioengine, repeat, seed, json_out, db, no_store, label, quiet):
+          shared, read_share, ioengine, repeat, seed, json_out, db, no_store, label, quiet, force):
     """Benchmark storage targets side by side: directories, lab:NAME targets, or `null` (engine overhead).
 
     Files are written only inside a new iolens-bench-* directory under each target, which is removed at the end
@@ -87,6 +88,7 @@ def bench(targets, suite_names, size, files, runtime, threads, bs, content, temp
     from iolens.render.bench_export import bench_json
     from iolens.render.bench_table import render_bench
 
+    check_outputs({"--json": json_out}, force=force)
     if warm and (direct or drop_caches):
         raise UsageError("--warm measures the page cache; it cannot be combined with --direct or --drop-caches")
     if template is not None:
@@ -135,6 +137,6 @@ def bench(targets, suite_names, size, files, runtime, threads, bs, content, temp
 
     doc = report.to_dict()
     if json_out:
-        write_output(json_out, bench_json(doc))
+        write_output(json_out, bench_json(doc), force=force, opt="--json")
     if json_out != "-":
         render_bench(doc, out_console)

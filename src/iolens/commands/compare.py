@@ -13,21 +13,7 @@ import click
 
 from iolens import __version__
 from iolens.errors import UsageError
-
-
-def _check_new_file(opt: str, path: Path | None) -> None:
-    if path is None:
-        return
-    if path.exists():
-        raise UsageError(f"{opt} {path} already exists; choose another name or remove it (iolens never overwrites)")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir() or not os.access(parent, os.W_OK):
-        raise UsageError(f"{opt} {path}: directory {parent} does not exist or is not writable")
-
-
-def _write_new(path: Path, data: bytes) -> None:
-    with open(path, "xb") as f:  # never overwrite, even if the name was taken meanwhile
-        f.write(data)
+from iolens.output import FORCE_OPTION, check_outputs, write_output
 
 
 def _split_list(values: tuple[str, ...]) -> list[str]:
@@ -38,20 +24,16 @@ def _split_list(values: tuple[str, ...]) -> list[str]:
 
 
 def _locations(plan) -> dict[str, dict]:
-    from iolens.sysinfo import mounts
+    from iolens.sysinfo import mount_of
 
-    ms = sorted(mounts(), key=lambda m: len(m["mountpoint"]), reverse=True)
     out = {}
     for cfg in plan.configurations:
         for loc in [*cfg.inputs.values(), *cfg.places.values()]:
             if loc.raw in out:
                 continue
-            real = os.path.realpath(loc.path)
-            m = next((m for m in ms if real == m["mountpoint"] or real.startswith(m["mountpoint"].rstrip("/") + "/")),
-                     None)
-            out[loc.raw] = {"path": loc.path, "kind": loc.kind, "lab": loc.lab,
-                            "mountpoint": m["mountpoint"] if m else None, "fstype": m["fstype"] if m else None,
-                            "source": m["source"] if m else None}
+            m = mount_of(loc.path) or {}
+            out[loc.raw] = {"path": loc.path, "kind": loc.kind, "lab": loc.lab, "mountpoint": m.get("mountpoint"),
+                            "fstype": m.get("fstype"), "source": m.get("source")}
     return out
 
 
@@ -98,18 +80,19 @@ def _raise_terminate(signum, _frame):
 @click.option("--profile", is_flag=True, help="Also capture every run with the iolens profiler and compare "
               "per-phase (child process) times and the I/O time breakdown.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the report as JSON (never overwrites).")
+              help="Write the report as JSON (never overwrites without --force).")
 @click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write an HTML page with box plots (never overwrites; works offline).")
+              help="Write an HTML page with box plots (works offline; never overwrites without --force).")
 @click.option("--db", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Results store. [default: $IOLENS_DB or ~/.local/share/iolens/results.sqlite]")
 @click.option("--no-store", is_flag=True, help="Do not record the comparison in the results store.")
 @click.option("--keep-outputs", is_flag=True, help="Keep the outputs of each configuration's last run.")
 @click.option("--show-output", is_flag=True, help="Let the command's stdout and stderr through.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress line.")
+@FORCE_OPTION
 def compare(template, inputs, places, params, configs, strategies, scratch, baseline, runs, warmup, prepare, cache,
             evict, precision, max_runs, seed, profile, json_out, html_out, db, no_store, keep_outputs, show_output,
-            quiet):
+            quiet, force):
     """Run TEMPLATE in every placement configuration, interleaved, and compare them with statistics.
 
     TEMPLATE is a shell command with {NAME} placeholders ({{ and }} for literal braces). Each run's wall,
@@ -136,10 +119,7 @@ def compare(template, inputs, places, params, configs, strategies, scratch, base
     # parse and validate everything before running anything
     plan = build_plan(template, inputs=list(inputs), places=list(places), params=list(params),
                       strategies=_split_list(strategies) or None, configs=list(configs), baseline=baseline)
-    _check_new_file("--json", json_out)
-    _check_new_file("--html", html_out)
-    if json_out is not None and html_out is not None and json_out.resolve() == html_out.resolve():
-        raise UsageError("--json and --html name the same file; give two names")
+    check_outputs({"--json": json_out, "--html": html_out}, force=force)
     if cache == "warm" and evict != "auto":
         raise UsageError("--evict only applies with --cache cold")
     if evict == "drop-caches" and os.geteuid() != 0:
@@ -205,10 +185,10 @@ def compare(template, inputs, places, params, configs, strategies, scratch, base
 
     render_compare(rep, out_console)
     if json_out is not None:
-        _write_new(json_out, render_json(rep))
+        write_output(json_out, render_json(rep), force=force, opt="--json")
         out_console.print(f"  json: {json_out}")
     if html_out is not None:
-        _write_new(html_out, render_html(rep))
+        write_output(html_out, render_html(rep), force=force, opt="--html")
         out_console.print(f"  html: {html_out}")
     if rep["store"]:
         out_console.print(f"  stored as run {rep['store']['run_id']} in {rep['store']['db']}")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from iolens.output import FORCE_OPTION
+
 
 @click.command()
 @click.argument("capture_a", type=click.Path(path_type=str))
@@ -11,7 +13,8 @@ import click
 @click.option("--json", "json_out", metavar="PATH", help="Write the comparison as JSON ('-' for stdout).")
 @click.option("--set", "overrides", metavar="NAME=VALUE", multiple=True, help="Change a threshold (as in report).")
 @click.option("--top", type=click.IntRange(min=1), default=15, show_default=True, help="Files to show.")
-def diff(capture_a, capture_b, json_out, overrides, top):
+@FORCE_OPTION
+def diff(capture_a, capture_b, json_out, overrides, top, force):
     """Compare two captures of the same command (two storages, or before and after a fix).
 
     Shows what changed in total, per time category and per file.  Files are matched by their path
@@ -25,8 +28,9 @@ def diff(capture_a, capture_b, json_out, overrides, top):
     from iolens.analysis.report import build_report
     from iolens.analysis.thresholds import with_overrides
     from iolens.commands.report import load_capture
-    from iolens.output import write_output
+    from iolens.output import check_outputs, write_output
 
+    check_outputs({"--json": json_out}, force=force)
     th = with_overrides(list(overrides))
     ra = build_report(load_capture(capture_a), th)
     rb = build_report(load_capture(capture_b), th)
@@ -34,7 +38,7 @@ def diff(capture_a, capture_b, json_out, overrides, top):
     if json_out:
         from iolens.render.diff_text import render_diff_json
 
-        write_output(json_out, render_diff_json(d))
+        write_output(json_out, render_diff_json(d), force=force, opt="--json")
     if json_out != "-":
         from rich.console import Console
 

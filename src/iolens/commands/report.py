@@ -7,7 +7,7 @@ import os
 import click
 
 from iolens.errors import CaptureError, UsageError
-from iolens.output import write_output
+from iolens.output import FORCE_OPTION, check_outputs, write_output
 
 
 def load_capture(path: str):
@@ -47,7 +47,9 @@ def print_thresholds() -> None:
 @click.option("--thresholds", "list_thresholds", is_flag=True, help="List the thresholds and their defaults, then exit.")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Files in the terminal report.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the terminal report.")
-def report(capture, html_out, json_out, csv_out, trace_out, mqc_out, sample, overrides, list_thresholds, top, quiet):
+@FORCE_OPTION
+def report(capture, html_out, json_out, csv_out, trace_out, mqc_out, sample, overrides, list_thresholds, top, quiet,
+           force):
     """Turn a capture into answers: time breakdown, phases, timeline, files, storage and advice.
 
     Prints the report in the terminal, and writes any of the other formats asked for.
@@ -64,9 +66,10 @@ def report(capture, html_out, json_out, csv_out, trace_out, mqc_out, sample, ove
         return
     if not capture:
         raise UsageError("no capture given; usage: iolens report CAPTURE [--html PATH] [--json PATH] ...")
-    outs = [o for o in (html_out, json_out, csv_out, trace_out, mqc_out) if o]
-    if sum(1 for o in outs if o == "-") > 1:
-        raise UsageError("only one output can go to standard output ('-')")
+    named = {"--html": html_out, "--json": json_out, "--csv": csv_out, "--chrome-trace": trace_out,
+             "--multiqc": mqc_out}
+    check_outputs(named, force=force)
+    outs = [o for o in named.values() if o]
     from iolens.analysis.report import build_report
     from iolens.analysis.thresholds import with_overrides
 
@@ -75,25 +78,25 @@ def report(capture, html_out, json_out, csv_out, trace_out, mqc_out, sample, ove
     if trace_out:
         from iolens.render.chrome_trace import render_chrome_trace
 
-        write_output(trace_out, render_chrome_trace(cap))
+        write_output(trace_out, render_chrome_trace(cap), force=force, opt="--chrome-trace")
     rep = build_report(cap, th)
     if json_out:
         from iolens.render.report_json import render_json
 
-        write_output(json_out, render_json(rep))
+        write_output(json_out, render_json(rep), force=force, opt="--json")
     if csv_out:
         from iolens.render.report_csv import render_csv
 
-        write_output(csv_out, render_csv(rep))
+        write_output(csv_out, render_csv(rep), force=force, opt="--csv")
     if mqc_out:
         from iolens.render.multiqc import render_multiqc
 
         name = sample or os.path.basename(capture).rsplit(".iolens", 1)[0]
-        write_output(mqc_out, render_multiqc(rep, name))
+        write_output(mqc_out, render_multiqc(rep, name), force=force, opt="--multiqc")
     if html_out:
         from iolens.render.report_html import render_html
 
-        write_output(html_out, render_html(rep))
+        write_output(html_out, render_html(rep), force=force, opt="--html")
     if not quiet and "-" not in outs:
         from rich.console import Console
 

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from iolens.errors import UsageError
-from iolens.output import write_output
+from iolens.output import FORCE_OPTION, check_outputs, write_output
 
 DB_OPTION = click.option("--db", type=click.Path(dir_okay=False, path_type=Path),
                          help="Results store (default: IOLENS_DB, else the user data directory).")
@@ -94,14 +94,17 @@ def show(db, run_id, as_json):
 @click.option("--kind", help="Only runs of this kind.")
 @click.option("--format", "fmt", type=click.Choice(["json", "csv"]), default="json", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default="-", show_default=True)
-def export(db, run_ids, kind, fmt, output):
+@FORCE_OPTION
+def export(db, run_ids, kind, fmt, output, force):
     """Runs (all, or the given ids) as JSON or CSV, to compare machines elsewhere."""
     from iolens.render.bench_export import results_csv, results_json
 
+    check_outputs({"--output": output}, force=force)
     with _open(db) as store:
         ids = list(run_ids) or [r["id"] for r in store.runs(kind=kind)]
         runs = [store.run(i) for i in sorted(ids)]
-    write_output(output, results_json(runs) if fmt == "json" else results_csv(runs))
+    write_output(output, results_json(runs) if fmt == "json" else results_csv(runs), force=force,
+                 opt="--output")
     if output == "-":
         return
     click.echo(f"{len(runs)} run(s) written to {output}", err=True)
