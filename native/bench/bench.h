@@ -58,12 +58,14 @@ typedef enum {
 #define X(n) SYNC_##n,
     BENCH_SYNCS(X)
 #undef X
+        SYNC__COUNT
 } sync_kind;
 
 typedef enum {
 #define X(n) LAYOUT_##n,
     BENCH_LAYOUTS(X)
 #undef X
+        LAYOUT__COUNT
 } layout_kind;
 
 typedef enum {
