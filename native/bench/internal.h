@@ -135,6 +135,7 @@ extern uint64_t g_phase_t0;  /* absolute ns of the phase start */
 
 extern const char *const OP_NAMES[OP__COUNT];
 extern const char *const OP_KINDS[OP__COUNT];
+extern const char *const OP_IOS[OP__COUNT];
 extern const char *const CONTENT_NAMES[CONTENT__COUNT];
 extern const char *const SYNC_NAMES[SYNC__COUNT];
 extern const char *const LAYOUT_NAMES[LAYOUT__COUNT];

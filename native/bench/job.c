@@ -12,12 +12,17 @@
 #include "internal.h"
 
 const char *const OP_NAMES[OP__COUNT] = {
-#define X(n, k, d) #n,
+#define X(n, k, io, d) #n,
     BENCH_OPS(X)
 #undef X
 };
 const char *const OP_KINDS[OP__COUNT] = {
-#define X(n, k, d) #k,
+#define X(n, k, io, d) #k,
+    BENCH_OPS(X)
+#undef X
+};
+const char *const OP_IOS[OP__COUNT] = {
+#define X(n, k, io, d) #io,
     BENCH_OPS(X)
 #undef X
 };

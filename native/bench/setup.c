@@ -16,8 +16,8 @@
 
 int needs_pool(const group *g)
 {
-    return g->engine != ENGINE_null && (g->op == OP_write || g->op == OP_randwrite || g->op == OP_randrw ||
-                                        g->op == OP_create || g->prepare);
+    const char *io = OP_IOS[g->op];
+    return g->engine != ENGINE_null && (!strcmp(io, "write") || !strcmp(io, "mixed") || g->prepare);
 }
 
 /* Content pools are shared per (content, template), made once per job. */
