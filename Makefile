@@ -2,11 +2,12 @@
 # these targets only rebuild the interposer with checks on and run the exact-I/O programs under it.
 #   make asan       AddressSanitizer + UBSan build, every tests/native program run under it
 #   make valgrind   memcheck of the same programs with the release interposer
+#   make asan-bench AddressSanitizer + UBSan build of the bench engine, its tests run against it
 BUILD ?= build/check
 PROGS = rw_exact meta_exact stdio_exact dup_exact family threads
 CC ?= cc
 
-.PHONY: asan valgrind clean-check
+.PHONY: asan asan-bench valgrind clean-check
 
 $(BUILD)/%: tests/native/%.c
 	@mkdir -p $(BUILD)
@@ -24,6 +25,14 @@ asan: $(addprefix $(BUILD)/,$(PROGS))
 	  IOLENS_DIR=$(CURDIR)/$(BUILD)/cap ./$(BUILD)/$$p $$args && rc=0 || rc=$$?; \
 	  [ $$p = family ] && [ $$rc = 7 ] || [ $$rc = 0 ] || { echo "asan: $$p failed ($$rc)"; exit 1; }; \
 	  echo "asan: $$p ok"; done
+
+asan-bench:
+	cmake -S . -B $(BUILD)/asan-bench -G Ninja -DCMAKE_BUILD_TYPE=Debug -DIOLENS_BENCH_SANITIZE=ON >/dev/null
+	ninja -C $(BUILD)/asan-bench iolens-bench >/dev/null
+	IOLENS_BENCH_ENGINE=$(CURDIR)/$(BUILD)/asan-bench/native/iolens-bench \
+	  ASAN_OPTIONS=abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  .venv/bin/python -m pytest -p no:cacheprovider -q \
+	  tests/test_bench_engine.py tests/test_bench_describe.py tests/test_bench_content.py
 
 valgrind: $(addprefix $(BUILD)/,$(PROGS))
 	cmake -S . -B $(BUILD)/rel -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

@@ -15,18 +15,20 @@
 #define BENCH_RESULT_MINOR 1 /* 1.1: phases[].devices */
 #define BENCH_ENGINE_VERSION "1.0"
 
-/* X(name, kind, doc): kind is seq, rand, small or util. */
-#define BENCH_OPS(X)                                                                              \
-    X(write, seq, "sequential write, file per thread or segments of one shared file")            \
-    X(read, seq, "sequential read; with files+interleave, round-robin over many files (merge)") \
-    X(randread, rand, "random reads of bs at bs-aligned offsets; queue depth = threads")         \
-    X(randwrite, rand, "random writes of bs at bs-aligned offsets")                                \
-    X(randrw, rand, "random reads and writes, read_share of them reads")                          \
-    X(create, small, "create and write small files (size 0: metadata only)")                     \
-    X(readfiles, small, "open, read whole, close small files")                                    \
-    X(stat, small, "stat small files")                                                             \
-    X(delete, small, "unlink small files, then remove their directories")                         \
-    X(remove, util, "untimed clean-up: remove files or a small-file tree")
+/* X(name, kind, io, doc)
+ *   kind: seq, rand, small or util (which loop runs it and which fields it needs)
+ *   io:   read, write, mixed or none (which data it moves: write and mixed ops take a content pool) */
+#define BENCH_OPS(X)                                                                                      \
+    X(write, seq, write, "sequential write, file per thread or segments of one shared file")             \
+    X(read, seq, read, "sequential read; with files+interleave, round-robin over many files (merge)")    \
+    X(randread, rand, read, "random reads of bs at bs-aligned offsets; queue depth = threads")            \
+    X(randwrite, rand, write, "random writes of bs at bs-aligned offsets")                                 \
+    X(randrw, rand, mixed, "random reads and writes, read_share of them reads")                           \
+    X(create, small, write, "create and write small files (size 0: metadata only)")                      \
+    X(readfiles, small, read, "open, read whole, close small files")                                       \
+    X(stat, small, none, "stat small files")                                                               \
+    X(delete, small, none, "unlink small files, then remove their directories")                           \
+    X(remove, util, none, "untimed clean-up: remove files or a small-file tree")
 
 /* X(name, doc) */
 #define BENCH_CONTENTS(X)                                                  \
@@ -41,7 +43,7 @@
 #define BENCH_ENGINES(X) X(psync) X(null) X(io_uring)
 
 typedef enum {
-#define X(n, k, d) OP_##n,
+#define X(n, k, io, d) OP_##n,
     BENCH_OPS(X)
 #undef X
         OP__COUNT
@@ -58,12 +60,14 @@ typedef enum {
 #define X(n) SYNC_##n,
     BENCH_SYNCS(X)
 #undef X
+        SYNC__COUNT
 } sync_kind;
 
 typedef enum {
 #define X(n) LAYOUT_##n,
     BENCH_LAYOUTS(X)
 #undef X
+        LAYOUT__COUNT
 } layout_kind;
 
 typedef enum {

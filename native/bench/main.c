@@ -66,10 +66,11 @@ static void describe(void)
     jw_int(&w, NULL, BENCH_RESULT_MINOR);
     jw_end_arr(&w);
     jw_obj(&w, "ops");
-#define X(n, k, d)        \
-    jw_obj(&w, #n);       \
+#define X(n, k, io, d)      \
+    jw_obj(&w, #n);         \
     jw_str(&w, "kind", #k); \
-    jw_str(&w, "doc", d); \
+    jw_str(&w, "io", #io);  \
+    jw_str(&w, "doc", d);   \
     jw_end_obj(&w);
     BENCH_OPS(X)
 #undef X

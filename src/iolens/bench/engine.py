@@ -54,6 +54,24 @@ def describe() -> dict[str, Any]:
     return d
 
 
+def op_names(*, kind: str | None = None, io: str | None = None) -> frozenset[str]:
+    """The op names the engine accepts, optionally only those of one kind or io, as `--describe` lists them.
+
+    kind is seq, rand, small or util (which loop runs the op); io is read, write, mixed or none (which data it
+    moves).  For example op_names(io="read") are the ops whose bytes are reads.
+    """
+    ops = describe()["ops"]
+    return frozenset(n for n, o in ops.items() if kind in (None, o["kind"]) and io in (None, o["io"]))
+
+
+def names(what: str) -> tuple[str, ...]:
+    """The names the engine accepts for one job field, in its order: contents, syncs, layouts, engines or ops."""
+    d = describe()
+    if what not in ("contents", "syncs", "layouts", "engines", "ops"):
+        raise ValueError(f"the engine describes no list {what!r}")
+    return tuple(d[what])
+
+
 ProgressFn = Callable[[dict[str, Any]], None]
 
 

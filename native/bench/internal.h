@@ -1,0 +1,238 @@
+/*
+ * What the engine's units share, private to them (the public face is engine.h).
+ *
+ * A job is a list of phases; a phase is a set of thread groups that start
+ * together; each thread of a group is a worker.  The units, in the order a
+ * job passes through them:
+ *   job.c     parse the job tree into phases and groups (the name tables)
+ *   paths.c   open and remove below a job directory, never through a symlink
+ *   setup.c   untimed phase set-up: content pools, laid-out files, small-file directories
+ *   evict.c   page-cache eviction before a phase, block-device counters around it
+ *   worker.c  a worker thread: open, wait for the start, run its op, close
+ *   ops.c     the timed loops: sequential, random, io_uring, small files
+ *   output.c  the result JSON
+ *   run.c     run the phases and write the result (bench_run)
+ */
+#ifndef IOLENS_BENCH_INTERNAL_H
+#define IOLENS_BENCH_INTERNAL_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "bench.h"
+#include "engine.h"
+#include "hist.h"
+#include "json.h"
+
+#define MAX_DIRS 16
+#define MAX_THREADS 1024
+#define MIN_POOL (32u << 20)
+
+/* ---- job structures -------------------------------------------------------- */
+
+typedef struct group group;
+
+typedef struct {
+    group *g;
+    int tid;
+    pthread_t th;
+    hist *h;
+    uint64_t bytes, ops;           /* final */
+    uint64_t pub_bytes, pub_ops;   /* published for progress (relaxed atomics) */
+    uint64_t t_start, t_first, t_last, t_end; /* ns since phase start; t_first = 0 if no op */
+    int any_op;
+    double cpu_s;
+    uint64_t *ser_bytes, *ser_ops;
+    size_t ser_len, ser_cap;
+    size_t ser_cur;                /* the second being filled, valid for [ser_lo, ser_hi) ns */
+    uint64_t ser_lo, ser_hi;
+    uint64_t syncs, sync_ns;
+    int err;
+    char errpath[512];
+    const char *errwhat;
+    rng_t rng;
+    unsigned char *buf;
+    int *fds;
+    size_t nfds;
+    int direct_refused, direct_used;
+    uint64_t base_off;
+} worker;
+
+struct group {
+    op_kind op;
+    engine_kind engine;
+    int dir;       /* index into job dirs, -1 for the null engine */
+    int dirfd;
+    const char *file, *prefix, *tmpl;
+    const jval *files;    /* list of names */
+    const jval *paths;    /* remove */
+    int interleave;
+    layout_kind layout;
+    int threads;
+    uint64_t size, bs, ops_limit, file_size, count, fanout, sync_every, iodepth;
+    uint64_t *sizes;
+    size_t nsizes;
+    double runtime_s, read_share;
+    int direct, prepare, fsync_files, loop;
+    sync_kind sync;
+    content_kind content;
+    unsigned char *pool;
+    size_t pool_len;
+    int *subfds;
+    worker *w;
+    uint64_t dirs_made, dirs_removed;
+};
+
+/* What the device itself moved: the fields of /sys/dev/block/MAJ:MIN/stat (Documentation/block/stat.rst);
+ * sectors there are always 512 bytes.  Bytes a read phase "read" that the device never delivered came from a
+ * cache, whatever mincore said. */
+typedef struct {
+    uint64_t read_ios, read_sectors, write_ios, write_sectors;
+} devstat;
+
+typedef struct {
+    const char *name;
+    int evict_before, report;
+    size_t ngroups;
+    group *groups;
+    /* cache facts */
+    int evicted, dropped, drop_errno;
+    uint64_t evicted_files, checked_bytes, resident_bytes;
+    int residency_known;
+    /* timing */
+    uint64_t t0, t_end;
+    double cpu_user, cpu_sys;
+    /* block-layer counters of each dir's device around the timed part (devstat_ok: both reads worked) */
+    devstat dev0[MAX_DIRS], dev1[MAX_DIRS];
+    int devstat_ok[MAX_DIRS];
+} phase;
+
+typedef struct {
+    int ndirs;
+    int dirfds[MAX_DIRS];
+    const char *dirs[MAX_DIRS];
+    uint64_t seed;
+    int drop_caches, progress;
+    const char *devstat_path[MAX_DIRS]; /* NULL: no block device to watch (tmpfs, network, ...) */
+    pthread_mutex_t gate;
+    pthread_cond_t cond;
+    int ready, go, finished;
+    size_t pool_bytes;
+} job_ctx;
+
+/* ---- shared state (run.c) ---------------------------------------------------- */
+
+extern volatile int g_abort; /* a worker failed: the others stop */
+extern job_ctx *g_ctx;
+extern int g_err_dir;        /* job dir index of the failing group */
+extern uint64_t g_phase_t0;  /* absolute ns of the phase start */
+
+/* ---- job.c: the names the parser looks up, one table per X-macro list in bench.h ---- */
+
+extern const char *const OP_NAMES[OP__COUNT];
+extern const char *const OP_KINDS[OP__COUNT];
+extern const char *const OP_IOS[OP__COUNT];
+extern const char *const CONTENT_NAMES[CONTENT__COUNT];
+extern const char *const SYNC_NAMES[SYNC__COUNT];
+extern const char *const LAYOUT_NAMES[LAYOUT__COUNT];
+extern const char *const ENGINE_NAMES[ENGINE__COUNT];
+
+/* Parses the whole job into ctx and *phases (allocated even on error, for the caller to free).
+ * 0, or -1 with the message in err. */
+int parse_job(const jval *job, job_ctx *ctx, phase **phases, size_t *nphases, char *err, size_t errlen);
+
+/* ---- paths.c ------------------------------------------------------------------- */
+
+int valid_component(const char *c, size_t n);
+int open_beneath(int rootfd, const char *rel, int flags, mode_t mode, int mkdirs);
+int remove_beneath(int rootfd, const char *rel);
+
+/* ---- setup.c --------------------------------------------------------------------- */
+
+int needs_pool(const group *g);
+int get_pool(group *g, uint64_t seed, char *err, size_t errlen);
+void free_pools(void);
+int prepare_file(group *g, const char *name, uint64_t size, char *err, size_t errlen);
+int open_subdirs(group *g, int create, char *err, size_t errlen);
+void close_subdirs(group *g, int remove);
+
+/* ---- evict.c --------------------------------------------------------------------- */
+
+void evict_phase(phase *ph, job_ctx *ctx);
+void devstats_sample(job_ctx *ctx, devstat *into, int *ok);
+
+/* ---- worker.c -------------------------------------------------------------------- */
+
+void *worker_main(void *arg);
+void fail(worker *w, int err, const char *what, const char *path);
+void series_add(worker *w, uint64_t t_rel, uint64_t bytes);
+int do_sync(group *g, int fd);
+void seq_name(const group *g, int tid, char *out, size_t n);
+void small_name(uint64_t i, char *out, size_t n);
+
+/* ---- ops.c ------------------------------------------------------------------------ */
+
+void run_seq(worker *w);
+void run_rand(worker *w);
+void run_uring(worker *w);
+void run_small(worker *w);
+
+/* ---- output.c --------------------------------------------------------------------- */
+
+void write_head(jw *w);
+void write_phase(jw *w, phase *ph);
+void write_error_obj(jw *w, const char *phase_name, const char *op, const char *path, int err,
+                     const char *message);
+
+/* ---- the hot path, inline ---------------------------------------------------------- */
+
+static inline uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline int stopping(void) { return bench_stop_signal || g_abort; }
+
+/* One completed op: latency t1 - t0 (absolute ns), bytes moved. */
+static inline void record(worker *w, uint64_t t0, uint64_t t1, uint64_t bytes)
+{
+    hist_add(w->h, t1 - t0);
+    uint64_t rel = t1 - g_phase_t0;
+    if (!w->any_op) {
+        w->any_op = 1;
+        w->t_first = rel;
+    }
+    w->t_last = rel;
+    w->bytes += bytes;
+    w->ops++;
+    __atomic_store_n(&w->pub_bytes, w->bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&w->pub_ops, w->ops, __ATOMIC_RELAXED);
+    if (rel >= w->ser_lo && rel < w->ser_hi && w->ser_cap) {
+        w->ser_bytes[w->ser_cur] += bytes;
+        w->ser_ops[w->ser_cur]++;
+    } else {
+        series_add(w, rel, bytes);
+    }
+}
+
+static inline int over_time(const group *g, uint64_t t1)
+{
+    return g->runtime_s > 0 && (double)(t1 - g_phase_t0) >= g->runtime_s * 1e9;
+}
+
+static inline unsigned char *pool_slice(group *g, uint64_t *pool_off, uint64_t n)
+{
+    if (*pool_off + n > g->pool_len)
+        *pool_off = 0;
+    unsigned char *p = g->pool + *pool_off;
+    *pool_off += (n + 4095) & ~4095ull;
+    return p;
+}
+
+#endif
