@@ -1,4 +1,4 @@
-"""The lab's targets, listed once: what each is built from, what it emulates and its limits."""
+"""The lab's targets, listed once: what each is built from (its kind, see kinds.py), what it emulates, its limits."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ class Limits:
 @dataclass(frozen=True)
 class Target:
     name: str
-    kind: str  # tmpfs | loop | s3fs | rclone | sshfs
+    kind: str  # a row of kinds.KINDS: how the target is started, checked and stopped
     fstype: str  # what the mount shows (fuse types as the kernel names them)
     emulates: str
     mkfs: str | None = None  # loop: the filesystem to make
@@ -77,16 +77,6 @@ TARGETS: dict[str, Target] = {
                remote=True, notes=(REMOTE_NOTE,)),
     ]
 }
-
-# Which components each kind of target needs (in bring-up order).
-NEEDS: dict[str, tuple[str, ...]] = {
-    "tmpfs": ("root",),
-    "loop": ("root", "losetup"),
-    "s3fs": ("versitygw", "s3fs"),
-    "rclone": ("versitygw", "rclone"),
-    "sshfs": ("sshd", "sshfs"),
-}
-
 
 def lookup(name: str) -> Target:
     """A target by name, with or without the `lab:` prefix."""

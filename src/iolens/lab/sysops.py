@@ -209,3 +209,39 @@ def loops_backed_by(directory: Path) -> list[tuple[str, str]]:
         if backing and backing.startswith(prefix):
             out.append((f"/dev/{blk.name}", backing))
     return out
+
+
+def unmount(path: str) -> bool:
+    """Unmount `path` (FUSE or not); lazily if it stays busy. True when nothing is mounted there any more."""
+    for _ in range(20):  # stacked mounts: unmount each layer
+        m = mount_at(path)
+        if m is None:
+            return True
+        attempts: list[list[str]] = []
+        if m["fstype"].startswith("fuse") and os.geteuid() != 0:
+            attempts += [["fusermount3", "-u", path], ["fusermount", "-u", path]]
+        attempts += [["umount", path], ["umount", "-l", path]]
+        for argv in attempts:
+            exe = tools.find(argv[0])
+            if exe is None:
+                continue
+            subprocess.run([exe, *argv[1:]], capture_output=True, stdin=subprocess.DEVNULL, timeout=60)
+            if mount_at(path) is None or mount_at(path) != m:
+                break
+            time.sleep(0.2)
+        if mount_at(path) == m:
+            return False
+    return mount_at(path) is None
+
+
+def detach_loop(device: str, image: str) -> bool:
+    """Detach `device` only while it is still backed by our image."""
+    if loop_backing_file(device) != image:
+        return True
+    exe = tools.find("losetup") or "losetup"
+    for _ in range(10):
+        subprocess.run([exe, "-d", device], capture_output=True, stdin=subprocess.DEVNULL, timeout=30)
+        if loop_backing_file(device) != image:
+            return True
+        time.sleep(0.3)  # a lazily unmounted filesystem lets go a moment later
+    return False
