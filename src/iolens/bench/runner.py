@@ -78,7 +78,8 @@ def check_plan(jobs: list[Job], what: str) -> None:
 
 
 def run_bench(specs: list[str], suite_names: list[str], opts: Options, *, repeat: int = 1,
-              on_progress: ProgressFn | None = None, store_run: Callable[[BenchReport, str], None] | None = None) -> BenchReport:
+              on_progress: ProgressFn | None = None,
+              store_run: Callable[[BenchReport, str], None] | None = None) -> BenchReport:
     """Runs the suites on the targets and returns the report (the caller renders and stores it).
 
     store_run(report, status) is called when the run starts ("running") and when it ends ("complete",

@@ -209,7 +209,7 @@ def random_suite(spec: str, sc: Scale, opts: Options, others: list[str]) -> list
                 content=content)
     phases = []
     qds = _threads(opts, [1, 32])
-    kinds = [("randread", {}), ("randwrite", {"sync": "fdatasync"})]
+    kinds: list[tuple[str, dict[str, Any]]] = [("randread", {}), ("randwrite", {"sync": "fdatasync"})]
     if opts.read_share is not None:
         kinds.append(("randrw", {"read_share": opts.read_share, "sync": "fdatasync"}))
     first = True
@@ -244,7 +244,8 @@ def streams(spec: str, sc: Scale, opts: Options, others: list[str]) -> list[Test
             _phase(r, [_g("read", file="stream", layout=layout, threads=n, size=per, bs=sc.bs, direct=opts.direct)],
                    evict=evict),
             _remove(r, _seq_names("stream", n, opts.shared)),
-        ], [spec], describe=f"{n} concurrent streams of {per} bytes, {'one shared file' if opts.shared else 'file per stream'}"))
+        ], [spec], describe=f"{n} concurrent streams of {per} bytes, "
+                            f"{'one shared file' if opts.shared else 'file per stream'}"))
     return tests
 
 

@@ -20,7 +20,7 @@ class SuiteChoice(click.Choice):
     def __init__(self) -> None:
         super().__init__(())
 
-    @property  # type: ignore[override]
+    @property
     def choices(self) -> tuple[str, ...]:
         return tuple(suites.SUITES)
 

@@ -67,8 +67,8 @@ TARGETS: dict[str, Target] = {
                notes=("versitygw on 127.0.0.1; objects are plain files in the lab directory",)),
         Target("s3-rclone", "rclone", "fuse.rclone",
                "Mountpoint-for-S3 semantics: new files written sequentially; no random writes, no append",
-               notes=("rclone mount --vfs-cache-mode off --dir-cache-time 1s: objects written through the S3 API show up "
-                      "within a second",)),
+               notes=("rclone mount --vfs-cache-mode off --dir-cache-time 1s: objects written through the S3 API "
+                      "show up within a second",)),
         Target("s3-remote", "s3fs", "fuse.s3fs", "cloud object storage a few ms away, through s3fs",
                remote=True, notes=(REMOTE_NOTE,)),
         Target("netfs", "sshfs", "fuse.sshfs", "a network filesystem (sshfs to a private sshd on loopback)",

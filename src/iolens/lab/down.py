@@ -33,6 +33,59 @@ def release_target(root: Path, state: dict[str, Any], name: str) -> None:
     state["targets"].pop(name, None)
 
 
+def _remove_recorded(root: Path, state: dict[str, Any]) -> list[str]:
+    """Remove what the state records, in reverse order of making it; returns what could not be removed."""
+    problems: list[str] = []
+    # 0. each target as its kind stops it (what it leaves behind, and the shared servers, go below)
+    for name in reversed(list(state["targets"])):
+        stop_target(root, state, name)
+    st.save(root, state)
+
+    # 1. mounts, newest first (FUSE clients exit once unmounted)
+    for path in reversed(list(state["mounts"])):
+        if unmount(path):
+            state["mounts"].remove(path)
+        else:
+            problems.append(f"{path} is still mounted")
+    st.save(root, state)
+
+    # 2. processes: FUSE clients first, then the servers they used
+    order = sorted(state["processes"], key=lambda k: (":" not in k, k))
+    for key in order:
+        rec = state["processes"][key]
+        if stop_process(rec):
+            del state["processes"][key]
+        else:
+            problems.append(f"process {rec['pid']} ({rec['argv0']}) did not stop")
+    st.save(root, state)
+
+    # 3. loop devices, only while still backed by our images
+    for loop in list(state["loops"]):
+        if detach_loop(loop["device"], loop["image"]):
+            state["loops"].remove(loop)
+        else:
+            problems.append(f"{loop['device']} is still attached to {loop['image']}")
+    for cg in list(state["cgroups"]):
+        if remove_cgroup(Path(cg)):
+            state["cgroups"].remove(cg)
+        else:
+            problems.append(f"cgroup {cg} could not be removed")
+    st.save(root, state)
+    return problems
+
+
+def _sweep(root: Path) -> list[str]:
+    """Safety net: anything still mounted or attached under the lab directory is ours."""
+    problems = []
+    for path in sorted(mounts_under(root), key=len, reverse=True):
+        if not unmount(path):
+            problems.append(f"{path} is still mounted")
+    for device, image in loops_backed_by(root):
+        if not detach_loop(device, image):
+            problems.append(f"{device} is still attached to {image}")
+    return problems
+
+
 def down(root: Path, say: Callable[[str], None]) -> list[str]:
     """Take the lab in `root` down. Returns what could not be removed (empty when all is gone)."""
     if not (root / st.STATE_FILE).exists():
@@ -45,52 +98,7 @@ def down(root: Path, say: Callable[[str], None]) -> list[str]:
     with st.locked(root):
         state = st.load(root)
         assert state is not None
-        problems: list[str] = []
-
-        # 0. each target as its kind stops it (what it leaves behind, and the shared servers, go below)
-        for name in reversed(list(state["targets"])):
-            stop_target(root, state, name)
-        st.save(root, state)
-
-        # 1. mounts, newest first (FUSE clients exit once unmounted)
-        for path in reversed(list(state["mounts"])):
-            if unmount(path):
-                state["mounts"].remove(path)
-            else:
-                problems.append(f"{path} is still mounted")
-        st.save(root, state)
-
-        # 2. processes: FUSE clients first, then the servers they used
-        order = sorted(state["processes"], key=lambda k: (":" not in k, k))
-        for key in order:
-            rec = state["processes"][key]
-            if stop_process(rec):
-                del state["processes"][key]
-            else:
-                problems.append(f"process {rec['pid']} ({rec['argv0']}) did not stop")
-        st.save(root, state)
-
-        # 3. loop devices, only while still backed by our images
-        for loop in list(state["loops"]):
-            if detach_loop(loop["device"], loop["image"]):
-                state["loops"].remove(loop)
-            else:
-                problems.append(f"{loop['device']} is still attached to {loop['image']}")
-        for cg in list(state["cgroups"]):
-            if remove_cgroup(Path(cg)):
-                state["cgroups"].remove(cg)
-            else:
-                problems.append(f"cgroup {cg} could not be removed")
-        st.save(root, state)
-
-        # 4. safety net: anything still mounted or attached under the lab directory is ours
-        for path in sorted(mounts_under(root), key=len, reverse=True):
-            if not unmount(path):
-                problems.append(f"{path} is still mounted")
-        for device, image in loops_backed_by(root):
-            if not detach_loop(device, image):
-                problems.append(f"{device} is still attached to {image}")
-
+        problems = _remove_recorded(root, state) + _sweep(root)
         if problems:
             st.save(root, state)
             return sorted(set(problems))

@@ -55,6 +55,13 @@ def mounts_under(root: Path) -> list[str]:
     return [m["mountpoint"] for m in mounts() if m["mountpoint"].startswith(prefix)]
 
 
+def _program(proc: subprocess.Popen) -> str:
+    """The name of the program a Popen runs (for messages)."""
+    args = proc.args
+    first = args[0] if isinstance(args, (list, tuple)) else args
+    return Path(str(first)).name
+
+
 def wait_mounted(path: Path, proc: subprocess.Popen | None, log: Path, timeout: float = 20) -> dict:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -62,7 +69,7 @@ def wait_mounted(path: Path, proc: subprocess.Popen | None, log: Path, timeout: 
         if m is not None:
             return m
         if proc is not None and proc.poll() is not None:
-            raise StepFailed(f"{Path(proc.args[0]).name} exited ({proc.returncode}) before mounting: {log_tail(log)}")
+            raise StepFailed(f"{_program(proc)} exited ({proc.returncode}) before mounting: {log_tail(log)}")
         time.sleep(0.1)
     raise StepFailed(f"{path} was not mounted after {timeout:.0f} s: {log_tail(log)}")
 
@@ -71,13 +78,13 @@ def wait_port(port: int, proc: subprocess.Popen, log: Path, timeout: float = 20)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise StepFailed(f"{Path(proc.args[0]).name} exited ({proc.returncode}) at start: {log_tail(log)}")
+            raise StepFailed(f"{_program(proc)} exited ({proc.returncode}) at start: {log_tail(log)}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
                 return
         except OSError:
             time.sleep(0.1)
-    raise StepFailed(f"{Path(proc.args[0]).name} did not listen on 127.0.0.1:{port} within {timeout:.0f} s: "
+    raise StepFailed(f"{_program(proc)} did not listen on 127.0.0.1:{port} within {timeout:.0f} s: "
                      f"{log_tail(log)}")
 
 
