@@ -292,3 +292,48 @@ def test_random_suite_with_io_uring_queue_depth(target):
     assert rows["randread qd4"]["engine"] == "io_uring" and rows["randread qd4"]["iodepth"] == 4
     assert rows["randread qd4"]["threads"] == 1
     assert list(target.iterdir()) == []
+
+
+@pytest.fixture
+def toy_suite():
+    """A suite added the way every suite is: one `register_suite` on its builder, nothing else."""
+    from iolens.bench import suites
+
+    @suites.register_suite("toy", "one small file written, then read back", content="zeros")
+    def toy(spec, sc, opts, others):
+        group = {"op": "write", "dir": 0, "file": "toy", "size": 64 << 10, "bs": 4096, "content": opts.content,
+                 "sync": "fdatasync"}
+        return [suites.Test("toy", "toy", [
+            {"name": "toy-write", "evict_before": False, "report": True, "groups": [group]},
+            {"name": "toy-read", "evict_before": True, "report": True,
+             "groups": [{"op": "read", "dir": 0, "file": "toy", "size": 64 << 10, "bs": 4096}]},
+            {"name": "toy (clean-up)", "evict_before": False, "report": False,
+             "groups": [{"op": "remove", "dir": 0, "paths": ["toy.0"]}]},
+        ], [spec], describe=f"{len(others)} other targets")]
+
+    try:
+        yield suites
+    finally:
+        suites.SUITES.pop("toy", None)
+
+
+def test_a_suite_registered_in_one_place_is_offered_and_runs(toy_suite, target):
+    from click.testing import CliRunner
+
+    from iolens.cli import main
+
+    sc = toy_suite.Scale(size=1 << 20, files=1, meta_files=1, runtime=0.1, bs=1 << 20)
+    built = toy_suite.build("toy", str(target), sc, toy_suite.Options())
+    assert built[0].reports == ["toy-write", "toy-read"]
+    assert built[0].phases[0]["groups"][0]["content"] == "zeros"  # the suite's own default content
+    res = CliRunner().invoke(main, ["bench", str(target), "--suite", "toy", "--suite", "meta", "--threads", "1",
+                                    *TINY, "--no-store", "--json", "-"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["suites"] == ["toy", "meta"]
+    assert [r["test"] for r in doc["results"]][:2] == ["toy-write", "toy-read"]
+    assert doc["results"][0]["metrics"]["bytes"]["mean"] == 64 << 10
+    assert list(target.iterdir()) == []
+    toy_suite.SUITES.pop("toy")
+    res = CliRunner().invoke(main, ["bench", str(target), "--suite", "toy", "--no-store"])
+    assert res.exit_code == 2 and "'toy' is not one of 'classic'" in res.output

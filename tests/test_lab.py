@@ -125,3 +125,69 @@ def test_missing_component_says_what_and_others_still_come_up(tmp_path):
         res = iolens("lab", "down", "--dir", d, env=env)
     assert res.returncode == 0, res.stderr
     assert not d.exists()
+
+
+@pytest.fixture
+def toy_kind(monkeypatch):
+    """A kind added the way every kind is: one `register_kind` row (plus a catalogue target that uses it).
+
+    Its "mount" is a directory holding a marker file, so up, status and down run without root or servers."""
+    from iolens.lab import catalog, kinds
+
+    calls: list[str] = []
+
+    def start(job, target, info):
+        calls.append("start")
+        mnt = job.mountpoint(target.name)
+        (mnt / "marker").write_text("up")
+        info.update(path=str(mnt))
+
+    def check(kind, info, state):
+        calls.append("check")
+        ok = (Path(info["path"]) / "marker").exists()
+        return ok, None if ok else "the marker is gone"
+
+    def stop(root, state, name):
+        calls.append("stop")
+        (root / "mnt" / name / "marker").unlink(missing_ok=True)
+
+    kinds.register_kind(kinds.Kind("toydir", start, check=check, stop=stop, tools=("true",)))
+    monkeypatch.setitem(catalog.TARGETS, "toy", catalog.Target("toy", "toydir", "none", "a plain directory"))
+    try:
+        yield calls
+    finally:
+        kinds.KINDS.pop("toydir", None)
+
+
+def test_a_kind_registered_in_one_place_goes_up_is_checked_and_comes_down(toy_kind, tmp_path):
+    from iolens.lab.down import down
+    from iolens.lab.kinds import KINDS
+    from iolens.lab.status import collect
+    from iolens.lab.up import Settings, up
+
+    root = tmp_path / "lab"
+    said: list[str] = []
+    assert KINDS["toydir"].needs == ("true",)
+    state = up(root, parse_only("lab:toy"), Settings(), said.append)
+    assert state["targets"]["toy"]["status"] == "up" and toy_kind == ["start"]
+    assert lab.resolve_target("lab:toy", root=root) == root / "mnt" / "toy"
+    by = {t["name"]: t for t in collect(root)["targets"]}
+    assert by["toy"]["healthy"] is True and by["toy"]["kind"] == "toydir"
+    (root / "mnt" / "toy" / "marker").unlink()
+    by = {t["name"]: t for t in collect(root)["targets"]}
+    assert by["toy"]["healthy"] is False and by["toy"]["problem"] == "the marker is gone"
+    with pytest.raises(TargetError, match="lab:toy is not healthy: the marker is gone"):
+        lab.resolve_target("lab:toy", root=root)
+    del toy_kind[:]
+    up(root, parse_only("toy"), Settings(), said.append)  # broken: stopped its way, then started again
+    assert toy_kind == ["check", "stop", "start"]
+    assert down(root, said.append) == [] and not root.exists()
+    assert toy_kind[-1] == "stop"
+
+
+def test_every_target_has_a_registered_kind_and_s3_comes_from_the_kind():
+    from iolens.lab.kinds import KINDS
+
+    assert {t.kind for t in TARGETS.values()} <= set(KINDS)
+    assert [n for n in TARGETS if lab.is_s3(n)] == ["s3", "s3-rclone", "s3-remote"]
+    assert KINDS["loop"].needs == ("root", "losetup") and KINDS["s3fs"].needs == ("versitygw", "s3fs")

@@ -103,7 +103,7 @@ def notes_for(ph: dict[str, Any], state: str, t: Target) -> list[str]:
 
 def plausibility(test: str, t: Target, ph: dict[str, Any], state: str, metrics: dict[str, Any]) -> list[str]:
     """Warnings for numbers no device of this class could deliver: the data came from a cache."""
-    warnings = []
+    warnings: list[str] = []
     op = ph["groups"][0]["op"]
     if op not in READ_OPS:
         return warnings

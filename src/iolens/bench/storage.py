@@ -52,6 +52,7 @@ class BenchStore:
         self.store.set_status(report.run_id, status)
 
     def save_results(self, report: BenchReport) -> None:
+        assert report.run_id is not None  # recorded when the run started
         facts = {t.spec: t.facts() for t in report.targets}
         host = run_provenance(report)
         for row in report.rows:

@@ -3,21 +3,21 @@
 A Test is plain data: engine phases (some reported, some set-up or clean-up), the job dirs it uses (by target),
 and what it reports.  `footprint` simulates the files each phase leaves behind to find the peak bytes and inodes
 per target, which the free-space check uses.  Each test removes its files before the next one starts.
+
+Every suite is one row of SUITES (name, help, default content, builder), added by `@register_suite` on its
+builder.  `iolens bench --suite` offers and explains exactly what is registered; nothing else lists suites.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
 
 from iolens.errors import UsageError
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 
-SUITES = ("classic", "random", "streams", "meta", "genomics")
-DEFAULT_CONTENT = {"classic": "random", "random": "random", "streams": "random", "meta": "random",
-                   "genomics": "fastq"}
 CLASSIC_FILE = 500_000  # the published comparison's 500 KB files
 
 
@@ -61,6 +61,44 @@ class Test:
 
     def reported(self) -> list[dict[str, Any]]:
         return [p for p in self.phases if p.get("report", True)]
+
+
+# builder(spec, scale, options, others) -> tests.  `spec` is the target the suite runs on, `others` the other real
+# targets of the run (for tests that move data between targets; most builders ignore it).  `options.content` is
+# already resolved: the user's choice, else the suite's default.
+Builder = Callable[[str, Scale, Options, list[str]], list[Test]]
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    help: str        # one line for `iolens bench --help`
+    content: str     # what writes contain unless --content says otherwise
+    builder: Builder
+
+
+SUITES: dict[str, Suite] = {}
+
+
+def register_suite(name: str, help: str, *, content: str = "random") -> Callable[[Builder], Builder]:
+    """Decorator: add a suite to the table `iolens bench --suite` reads.  The only step a new suite needs."""
+    def add(builder: Builder) -> Builder:
+        if name in SUITES:
+            raise ValueError(f"bench suite {name!r} is registered twice")
+        SUITES[name] = Suite(name, help, content, builder)
+        return builder
+    return add
+
+
+def lookup(name: str) -> Suite:
+    try:
+        return SUITES[name]
+    except KeyError:
+        raise UsageError(f"unknown suite {name!r}; choose from {', '.join(SUITES)}") from None
+
+
+def suites_help() -> str:
+    return "; ".join(f"{s.name}: {s.help}" for s in SUITES.values())
 
 
 def parse_size(text: str) -> int:
@@ -135,8 +173,9 @@ def _threads(opts: Options, default: list[int]) -> list[int]:
     return opts.threads or default
 
 
-def classic(spec: str, sc: Scale, opts: Options) -> list[Test]:
-    content = opts.content or DEFAULT_CONTENT["classic"]
+@register_suite("classic", "one big file + 500 KB files, 1/4/8 threads")
+def classic(spec: str, sc: Scale, opts: Options, others: list[str]) -> list[Test]:
+    content = opts.content
     evict = not opts.warm
     tests = []
     for t in _threads(opts, [1, 4, 8]):
@@ -161,15 +200,16 @@ def classic(spec: str, sc: Scale, opts: Options) -> list[Test]:
     return tests
 
 
-def random_suite(spec: str, sc: Scale, opts: Options) -> list[Test]:
-    content = opts.content or DEFAULT_CONTENT["random"]
+@register_suite("random", "4 KiB at queue depth 1 and 32")
+def random_suite(spec: str, sc: Scale, opts: Options, others: list[str]) -> list[Test]:
+    content = opts.content
     evict = not opts.warm
     fsize = _round(sc.size, 4096)
     base = dict(file="rand", layout="shared", file_size=fsize, bs=4096, runtime_s=sc.runtime, direct=opts.direct,
                 content=content)
     phases = []
     qds = _threads(opts, [1, 32])
-    kinds = [("randread", {}), ("randwrite", {"sync": "fdatasync"})]
+    kinds: list[tuple[str, dict[str, Any]]] = [("randread", {}), ("randwrite", {"sync": "fdatasync"})]
     if opts.read_share is not None:
         kinds.append(("randrw", {"read_share": opts.read_share, "sync": "fdatasync"}))
     first = True
@@ -189,8 +229,9 @@ def random_suite(spec: str, sc: Scale, opts: Options) -> list[Test]:
                           f"{'io_uring iodepth' if opts.ioengine == 'io_uring' else 'threads'}, {sc.runtime:g} s each")]
 
 
-def streams(spec: str, sc: Scale, opts: Options) -> list[Test]:
-    content = opts.content or DEFAULT_CONTENT["streams"]
+@register_suite("streams", "1/2/4/8 concurrent streams")
+def streams(spec: str, sc: Scale, opts: Options, others: list[str]) -> list[Test]:
+    content = opts.content
     evict = not opts.warm
     layout = "shared" if opts.shared else "per_thread"
     tests = []
@@ -203,11 +244,13 @@ def streams(spec: str, sc: Scale, opts: Options) -> list[Test]:
             _phase(r, [_g("read", file="stream", layout=layout, threads=n, size=per, bs=sc.bs, direct=opts.direct)],
                    evict=evict),
             _remove(r, _seq_names("stream", n, opts.shared)),
-        ], [spec], describe=f"{n} concurrent streams of {per} bytes, {'one shared file' if opts.shared else 'file per stream'}"))
+        ], [spec], describe=f"{n} concurrent streams of {per} bytes, "
+                            f"{'one shared file' if opts.shared else 'file per stream'}"))
     return tests
 
 
-def meta(spec: str, sc: Scale, opts: Options) -> list[Test]:
+@register_suite("meta", "create/stat/delete rates")
+def meta(spec: str, sc: Scale, opts: Options, others: list[str]) -> list[Test]:
     tests = []
     n = sc.meta_files
     fan = 10 if n >= 100 else 1
@@ -225,9 +268,10 @@ def meta(spec: str, sc: Scale, opts: Options) -> list[Test]:
 WORKDIR_SIZES = [1, 180, 1 * KiB, 2 * KiB, 6 * KiB, 0, 12 * KiB, 40 * KiB]  # .exitcode, .command.sh, logs, outputs
 
 
-def genomics(spec: str, sc: Scale, opts: Options, others: list[str] | None = None) -> list[Test]:
+@register_suite("genomics", "aligner, sort, index load, reference lookup, work directories", content="fastq")
+def genomics(spec: str, sc: Scale, opts: Options, others: list[str]) -> list[Test]:
     """Patterns modelled on real tools; `others` adds aligner runs reading here and writing to each other target."""
-    content = opts.content or DEFAULT_CONTENT["genomics"]
+    content = opts.content
     evict = not opts.warm
     blk = 64 * KiB  # htslib/BGZF and stdio-sized I/O
     S = sc.size
@@ -248,7 +292,7 @@ def genomics(spec: str, sc: Scale, opts: Options, others: list[str] | None = Non
                              f"({fin} in, {fout} out{', output on ' + targets[-1] if out_dir else ''})")
 
     tests.append(align("align", 0, [spec]))
-    for other in others or []:
+    for other in others:
         tests.append(align(f"align to {other}", 1, [spec, other]))
 
     chunks = 8
@@ -292,19 +336,9 @@ def genomics(spec: str, sc: Scale, opts: Options, others: list[str] | None = Non
 
 
 def build(suite: str, spec: str, sc: Scale, opts: Options, others: list[str] | None = None) -> list[Test]:
-    if suite == "classic":
-        tests = classic(spec, sc, opts)
-    elif suite == "random":
-        tests = random_suite(spec, sc, opts)
-    elif suite == "streams":
-        tests = streams(spec, sc, opts)
-    elif suite == "meta":
-        tests = meta(spec, sc, opts)
-    elif suite == "genomics":
-        tests = genomics(spec, sc, opts, others)
-    else:
-        raise UsageError(f"unknown suite {suite!r}; choose from {', '.join(SUITES)}")
-    chosen = opts.content or DEFAULT_CONTENT[suite]
+    """The tests of a registered suite on target `spec`; `others` are the run's other real targets."""
+    chosen = opts.content or lookup(suite).content
+    tests = lookup(suite).builder(spec, sc, replace(opts, content=chosen), list(others or []))
     for t in tests:
         t.reports = [p["name"] for p in t.reported()]
         for p in t.phases:

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from iolens import lab
 from iolens.errors import TargetError
 from iolens.sysinfo import dev_string, mount_of
 
@@ -207,20 +208,10 @@ def describe_path(t: Target) -> None:
 
 
 def _apply_lab(t: Target) -> None:
-    try:
-        from iolens import lab as lab_mod  # built by `iolens lab`; may be absent
-    except ImportError:
-        raise TargetError(f"{t.spec}: lab targets need `iolens lab`, which this iolens does not have") from None
-    resolve = getattr(lab_mod, "resolve_target", None)
-    if resolve is None:
-        raise TargetError(f"{t.spec}: this iolens lab cannot resolve targets (no resolve_target)")
-    path = Path(resolve(t.spec))  # raises TargetError itself when the lab or target is down
-    t.path = path
+    t.path = lab.resolve_target(t.spec)  # TargetError (one line) when the lab or the target is not up
     t.lab = t.spec[4:]
-    info_fn = getattr(lab_mod, "target_info", None)
-    info = info_fn(t.lab) if info_fn else {}
-    pre = getattr(lab_mod, "preexec", None)
-    t.preexec = pre(t.lab) if pre else None
+    info = lab.target_info(t.lab)
+    t.preexec = lab.preexec(t.lab)
     if info.get("emulates"):
         t.notes.append(f"lab:{t.lab} emulates {info['emulates']}")
     limits = info.get("limits") or {}
@@ -235,7 +226,7 @@ def resolve(spec: str) -> Target:
         return Target(spec="null", kind="null", fstype="null", device_class="none",
                       notes=["no storage: measures the engine's own per-operation overhead"])
     t = Target(spec=spec, kind="dir")
-    if spec.startswith("lab:"):
+    if lab.is_lab_spec(spec):
         _apply_lab(t)
     else:
         t.path = Path(spec).expanduser()

@@ -8,12 +8,25 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from iolens.bench import suites
 from iolens.errors import IolensError, UsageError
 from iolens.output import FORCE_OPTION, check_outputs, write_output
 
-SUITE_HELP = ("classic: one big file + 500 KB files, 1/4/8 threads; random: 4 KiB at queue depth 1 and 32; "
-              "streams: 1/2/4/8 concurrent streams; meta: create/stat/delete rates; genomics: aligner, sort, "
-              "index load, reference lookup, work directories")
+
+class SuiteChoice(click.Choice):
+    """The registered suites (bench/suites.py), read when the command line is parsed, so a suite registered after
+    this module was imported is offered too."""
+
+    def __init__(self) -> None:
+        super().__init__(())
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return tuple(suites.SUITES)
+
+    @choices.setter
+    def choices(self, _value: object) -> None:
+        pass  # click.Choice.__init__ assigns it; the registry is the only source
 
 
 def _threads(ctx, param, value: str | None) -> list[int] | None:
@@ -31,10 +44,8 @@ def _threads(ctx, param, value: str | None) -> list[int] | None:
 def _size(ctx, param, value: str | None) -> int | None:
     if value is None:
         return None
-    from iolens.bench.suites import parse_size
-
     try:
-        return parse_size(value)
+        return suites.parse_size(value)
     except IolensError as err:
         raise click.BadParameter(str(err)) from None
 
@@ -42,7 +53,7 @@ def _size(ctx, param, value: str | None) -> int | None:
 @click.command()
 @click.argument("targets", nargs=-1, required=True)
 @click.option("--suite", "suite_names", multiple=True, default=["classic"], show_default=True,
-              type=click.Choice(["classic", "random", "streams", "meta", "genomics"]), help=SUITE_HELP)
+              type=SuiteChoice(), help=suites.suites_help())
 @click.option("--size", callback=_size, metavar="SIZE",
               help="Large-file unit, e.g. 256M or 2G (default: scaled to free space and RAM, at most 1 GiB).")
 @click.option("--files", type=click.IntRange(min=1), help="Small-file count (default scaled, at most 1000; "
@@ -84,7 +95,6 @@ def bench(targets, suite_names, size, files, runtime, threads, bs, content, temp
     """
     from iolens.bench.runner import run_bench
     from iolens.bench.safety import Terminated
-    from iolens.bench.suites import Options
     from iolens.render.bench_export import bench_json
     from iolens.render.bench_table import render_bench
 
@@ -93,10 +103,10 @@ def bench(targets, suite_names, size, files, runtime, threads, bs, content, temp
         raise UsageError("--warm measures the page cache; it cannot be combined with --direct or --drop-caches")
     if template is not None:
         content = "template"
-    opts = Options(size=size, files=files, runtime=runtime, threads=threads, bs=bs, content=content,
-                   template=str(template.resolve()) if template else None, direct=direct, warm=warm,
-                   drop_caches=drop_caches, shared=shared, read_share=read_share, ioengine=ioengine,
-                   seed=seed)
+    opts = suites.Options(size=size, files=files, runtime=runtime, threads=threads, bs=bs, content=content,
+                          template=str(template.resolve()) if template else None, direct=direct, warm=warm,
+                          drop_caches=drop_caches, shared=shared, read_share=read_share, ioengine=ioengine,
+                          seed=seed)
     out_console = Console(stderr=json_out == "-")
     err_console = Console(stderr=True)
 

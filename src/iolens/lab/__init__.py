@@ -3,6 +3,7 @@
     resolve_target("lab:ext4")  -> Path of the mounted directory (plain paths come back unchanged)
     target_info("hdd")          -> dict: status, path, fstype, emulated, emulates, limits, cgroup, notes, ...
     s3_endpoint("s3")           -> dict: endpoint_url, bucket, access_key_id, secret_access_key, region
+    is_s3("s3-rclone")          -> True: an S3 bucket behind the mount (s3_endpoint works)
     join_cgroup("hdd", pid)     -> put a process under the target's blkio throttle
 
 Every function takes an optional `root` (the lab directory; default: IOLENS_LAB_DIR, else
@@ -18,13 +19,20 @@ from typing import Any, Callable
 from iolens.errors import TargetError
 from iolens.lab import state as _state
 from iolens.lab.catalog import TARGETS, lookup
+from iolens.lab.kinds import ACCESS_KEY, kind_of
 from iolens.lab.status import check, describe
 
-__all__ = ["TARGETS", "is_lab_spec", "resolve_target", "target_info", "s3_endpoint", "join_cgroup", "preexec"]
+__all__ = ["TARGETS", "is_lab_spec", "is_s3", "resolve_target", "target_info", "s3_endpoint", "s3_client",
+           "join_cgroup", "preexec"]
 
 
 def is_lab_spec(spec: str) -> bool:
     return isinstance(spec, str) and spec.startswith("lab:")
+
+
+def is_s3(name: str) -> bool:
+    """Whether a lab target (with or without `lab:`) is an S3 bucket behind its mount, reachable by s3_endpoint."""
+    return kind_of(lookup(name).kind).s3
 
 
 def _load(root: str | os.PathLike | None) -> tuple[Path, dict[str, Any] | None]:
@@ -70,14 +78,12 @@ def s3_endpoint(name: str = "s3", root: str | os.PathLike | None = None) -> dict
     `lab:s3-remote` gives the endpoint through toxiproxy, so API transfers see the same latency as the mount.
     """
     target = lookup(name)
-    if target.kind not in ("s3fs", "rclone"):
+    if not is_s3(target.name):
         raise TargetError(f"lab:{target.name} is not an S3 target; use lab:s3, lab:s3-rclone or lab:s3-remote")
     r, state = _load(root)
     rec = (state or {}).get("s3", {}).get(target.name)
     if state is None or rec is None or state["targets"].get(target.name, {}).get("status") != "up":
         raise TargetError(f"lab:{target.name} is not up in {r}; run `iolens lab up --only {target.name}`")
-    from iolens.lab.up import ACCESS_KEY
-
     return {
         "endpoint_url": rec["endpoint_url"],
         "bucket": rec["bucket"],

@@ -1,4 +1,4 @@
-"""The lab's targets, listed once: what each is built from, what it emulates and its limits."""
+"""The lab's targets, listed once: what each is built from (its kind, see kinds.py), what it emulates, its limits."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ class Limits:
 @dataclass(frozen=True)
 class Target:
     name: str
-    kind: str  # tmpfs | loop | s3fs | rclone | sshfs
+    kind: str  # a row of kinds.KINDS: how the target is started, checked and stopped
     fstype: str  # what the mount shows (fuse types as the kernel names them)
     emulates: str
     mkfs: str | None = None  # loop: the filesystem to make
@@ -67,8 +67,8 @@ TARGETS: dict[str, Target] = {
                notes=("versitygw on 127.0.0.1; objects are plain files in the lab directory",)),
         Target("s3-rclone", "rclone", "fuse.rclone",
                "Mountpoint-for-S3 semantics: new files written sequentially; no random writes, no append",
-               notes=("rclone mount --vfs-cache-mode off --dir-cache-time 1s: objects written through the S3 API show up "
-                      "within a second",)),
+               notes=("rclone mount --vfs-cache-mode off --dir-cache-time 1s: objects written through the S3 API "
+                      "show up within a second",)),
         Target("s3-remote", "s3fs", "fuse.s3fs", "cloud object storage a few ms away, through s3fs",
                remote=True, notes=(REMOTE_NOTE,)),
         Target("netfs", "sshfs", "fuse.sshfs", "a network filesystem (sshfs to a private sshd on loopback)",
@@ -77,16 +77,6 @@ TARGETS: dict[str, Target] = {
                remote=True, notes=(REMOTE_NOTE,)),
     ]
 }
-
-# Which components each kind of target needs (in bring-up order).
-NEEDS: dict[str, tuple[str, ...]] = {
-    "tmpfs": ("root",),
-    "loop": ("root", "losetup"),
-    "s3fs": ("versitygw", "s3fs"),
-    "rclone": ("versitygw", "rclone"),
-    "sshfs": ("sshd", "sshfs"),
-}
-
 
 def lookup(name: str) -> Target:
     """A target by name, with or without the `lab:` prefix."""

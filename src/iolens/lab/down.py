@@ -1,77 +1,89 @@
-"""`iolens lab down`: remove exactly what `up` recorded, in reverse order; idempotent."""
+"""`iolens lab down`: stop each target its kind's way, then remove whatever `up` recorded, in reverse; idempotent."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import time
 from pathlib import Path
 from typing import Any, Callable
 
 from iolens.errors import IolensError
 from iolens.lab import state as st
-from iolens.lab import tools
+from iolens.lab.catalog import TARGETS
+from iolens.lab.kinds import KINDS, release
 from iolens.lab.sysops import (
-    loop_backing_file,
+    detach_loop,
     loops_backed_by,
-    mount_at,
     mounts_under,
     remove_cgroup,
     stop_process,
+    unmount,
 )
 
 
-def unmount(path: str) -> bool:
-    """Unmount `path` (FUSE or not); lazily if it stays busy. True when nothing is mounted there any more."""
-    for _ in range(20):  # stacked mounts: unmount each layer
-        m = mount_at(path)
-        if m is None:
-            return True
-        attempts: list[list[str]] = []
-        if m["fstype"].startswith("fuse") and os.geteuid() != 0:
-            attempts += [["fusermount3", "-u", path], ["fusermount", "-u", path]]
-        attempts += [["umount", path], ["umount", "-l", path]]
-        for argv in attempts:
-            exe = tools.find(argv[0])
-            if exe is None:
-                continue
-            subprocess.run([exe, *argv[1:]], capture_output=True, stdin=subprocess.DEVNULL, timeout=60)
-            if mount_at(path) is None or mount_at(path) != m:
-                break
-            time.sleep(0.2)
-        if mount_at(path) == m:
-            return False
-    return mount_at(path) is None
-
-
-def detach_loop(device: str, image: str) -> bool:
-    """Detach `device` only while it is still backed by our image."""
-    if loop_backing_file(device) != image:
-        return True
-    exe = tools.find("losetup") or "losetup"
-    for _ in range(10):
-        subprocess.run([exe, "-d", device], capture_output=True, stdin=subprocess.DEVNULL, timeout=30)
-        if loop_backing_file(device) != image:
-            return True
-        time.sleep(0.3)  # a lazily unmounted filesystem lets go a moment later
-    return False
+def stop_target(root: Path, state: dict[str, Any], name: str) -> None:
+    """Undo one target's own resources, its kind's way (the target stays recorded)."""
+    rec = state["targets"].get(name) or {}
+    kind = KINDS.get(rec.get("kind") or (TARGETS[name].kind if name in TARGETS else ""))
+    (kind.stop if kind else release)(root, state, name)
 
 
 def release_target(root: Path, state: dict[str, Any], name: str) -> None:
-    """Undo one target's own resources (before it is brought up again)."""
-    mnt = str(root / "mnt" / name)
-    for key, rec in list(state["processes"].items()):
-        if key.endswith(f":{name}"):
-            unmount(mnt)
-            stop_process(rec)
-            del state["processes"][key]
-    unmount(mnt)
-    image = str(root / "images" / f"{name}.img")
-    for loop in list(state["loops"]):
-        if loop["image"] == image and detach_loop(loop["device"], image):
-            state["loops"].remove(loop)
+    """Undo one target's own resources and forget it (before it is brought up again)."""
+    stop_target(root, state, name)
     state["targets"].pop(name, None)
+
+
+def _remove_recorded(root: Path, state: dict[str, Any]) -> list[str]:
+    """Remove what the state records, in reverse order of making it; returns what could not be removed."""
+    problems: list[str] = []
+    # 0. each target as its kind stops it (what it leaves behind, and the shared servers, go below)
+    for name in reversed(list(state["targets"])):
+        stop_target(root, state, name)
+    st.save(root, state)
+
+    # 1. mounts, newest first (FUSE clients exit once unmounted)
+    for path in reversed(list(state["mounts"])):
+        if unmount(path):
+            state["mounts"].remove(path)
+        else:
+            problems.append(f"{path} is still mounted")
+    st.save(root, state)
+
+    # 2. processes: FUSE clients first, then the servers they used
+    order = sorted(state["processes"], key=lambda k: (":" not in k, k))
+    for key in order:
+        rec = state["processes"][key]
+        if stop_process(rec):
+            del state["processes"][key]
+        else:
+            problems.append(f"process {rec['pid']} ({rec['argv0']}) did not stop")
+    st.save(root, state)
+
+    # 3. loop devices, only while still backed by our images
+    for loop in list(state["loops"]):
+        if detach_loop(loop["device"], loop["image"]):
+            state["loops"].remove(loop)
+        else:
+            problems.append(f"{loop['device']} is still attached to {loop['image']}")
+    for cg in list(state["cgroups"]):
+        if remove_cgroup(Path(cg)):
+            state["cgroups"].remove(cg)
+        else:
+            problems.append(f"cgroup {cg} could not be removed")
+    st.save(root, state)
+    return problems
+
+
+def _sweep(root: Path) -> list[str]:
+    """Safety net: anything still mounted or attached under the lab directory is ours."""
+    problems = []
+    for path in sorted(mounts_under(root), key=len, reverse=True):
+        if not unmount(path):
+            problems.append(f"{path} is still mounted")
+    for device, image in loops_backed_by(root):
+        if not detach_loop(device, image):
+            problems.append(f"{device} is still attached to {image}")
+    return problems
 
 
 def down(root: Path, say: Callable[[str], None]) -> list[str]:
@@ -86,47 +98,7 @@ def down(root: Path, say: Callable[[str], None]) -> list[str]:
     with st.locked(root):
         state = st.load(root)
         assert state is not None
-        problems: list[str] = []
-
-        # 1. mounts, newest first (FUSE clients exit once unmounted)
-        for path in reversed(list(state["mounts"])):
-            if unmount(path):
-                state["mounts"].remove(path)
-            else:
-                problems.append(f"{path} is still mounted")
-        st.save(root, state)
-
-        # 2. processes: FUSE clients first, then the servers they used
-        order = sorted(state["processes"], key=lambda k: (":" not in k, k))
-        for key in order:
-            rec = state["processes"][key]
-            if stop_process(rec):
-                del state["processes"][key]
-            else:
-                problems.append(f"process {rec['pid']} ({rec['argv0']}) did not stop")
-        st.save(root, state)
-
-        # 3. loop devices, only while still backed by our images
-        for loop in list(state["loops"]):
-            if detach_loop(loop["device"], loop["image"]):
-                state["loops"].remove(loop)
-            else:
-                problems.append(f"{loop['device']} is still attached to {loop['image']}")
-        for cg in list(state["cgroups"]):
-            if remove_cgroup(Path(cg)):
-                state["cgroups"].remove(cg)
-            else:
-                problems.append(f"cgroup {cg} could not be removed")
-        st.save(root, state)
-
-        # 4. safety net: anything still mounted or attached under the lab directory is ours
-        for path in sorted(mounts_under(root), key=len, reverse=True):
-            if not unmount(path):
-                problems.append(f"{path} is still mounted")
-        for device, image in loops_backed_by(root):
-            if not detach_loop(device, image):
-                problems.append(f"{device} is still attached to {image}")
-
+        problems = _remove_recorded(root, state) + _sweep(root)
         if problems:
             st.save(root, state)
             return sorted(set(problems))

@@ -109,4 +109,4 @@ def process_start_time(pid: int) -> int | None:
 
 def process_alive(rec: dict[str, Any]) -> bool:
     pid = rec.get("pid")
-    return bool(pid) and process_start_time(pid) == rec.get("start_time")
+    return isinstance(pid, int) and pid > 0 and process_start_time(pid) == rec.get("start_time")

@@ -7,13 +7,10 @@ from typing import Any
 
 from iolens.lab import state as st
 from iolens.lab.catalog import TARGETS, Target
-from iolens.lab.sysops import mount_at, responsive
+from iolens.lab.kinds import kind_of
 
 TAG = "iolens-lab-status"
 SCHEMA_VERSION = (1, 0)
-
-# Which recorded processes a target needs alive, by kind (the FUSE client is "<client>:<name>").
-SERVERS = {"s3fs": ["versitygw"], "rclone": ["versitygw"], "sshfs": ["sshd"]}
 
 
 def describe(target: Target, rec: dict[str, Any] | None, state: dict[str, Any] | None) -> dict[str, Any]:
@@ -47,26 +44,8 @@ def describe(target: Target, rec: dict[str, Any] | None, state: dict[str, Any] |
 
 
 def check(info: dict[str, Any], state: dict[str, Any]) -> tuple[bool, str | None]:
-    """(healthy, problem) for a target recorded as up."""
-    path = info["path"]
-    m = mount_at(path) if path else None
-    if m is None:
-        return False, f"{path} is not mounted"
-    if m["fstype"] != info["fstype"]:
-        return False, f"{path} is mounted as {m['fstype']}, not {info['fstype']}"
-    procs = state.get("processes", {})
-    needed = [k for k in procs if k.endswith(f":{info['name']}")] + SERVERS.get(info["kind"], [])
-    if info["emulated"] and info["kind"] in SERVERS:
-        needed.append("toxiproxy")
-    for key in needed:
-        rec = procs.get(key)
-        if rec is None or not st.process_alive(rec):
-            return False, f"{key} is not running"
-    if info["cgroup"] and not Path(info["cgroup"]).is_dir():
-        return False, f"cgroup {info['cgroup']} is gone"
-    if not responsive(Path(path)):
-        return False, f"{path} does not answer (hung mount?)"
-    return True, None
+    """(healthy, problem) for a target recorded as up, as its kind checks it."""
+    return kind_of(info["kind"]).healthy(info, state)
 
 
 def collect(root: Path) -> dict[str, Any]:

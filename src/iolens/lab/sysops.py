@@ -55,6 +55,13 @@ def mounts_under(root: Path) -> list[str]:
     return [m["mountpoint"] for m in mounts() if m["mountpoint"].startswith(prefix)]
 
 
+def _program(proc: subprocess.Popen) -> str:
+    """The name of the program a Popen runs (for messages)."""
+    args = proc.args
+    first = args[0] if isinstance(args, (list, tuple)) else args
+    return Path(str(first)).name
+
+
 def wait_mounted(path: Path, proc: subprocess.Popen | None, log: Path, timeout: float = 20) -> dict:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -62,7 +69,7 @@ def wait_mounted(path: Path, proc: subprocess.Popen | None, log: Path, timeout: 
         if m is not None:
             return m
         if proc is not None and proc.poll() is not None:
-            raise StepFailed(f"{Path(proc.args[0]).name} exited ({proc.returncode}) before mounting: {log_tail(log)}")
+            raise StepFailed(f"{_program(proc)} exited ({proc.returncode}) before mounting: {log_tail(log)}")
         time.sleep(0.1)
     raise StepFailed(f"{path} was not mounted after {timeout:.0f} s: {log_tail(log)}")
 
@@ -71,13 +78,13 @@ def wait_port(port: int, proc: subprocess.Popen, log: Path, timeout: float = 20)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise StepFailed(f"{Path(proc.args[0]).name} exited ({proc.returncode}) at start: {log_tail(log)}")
+            raise StepFailed(f"{_program(proc)} exited ({proc.returncode}) at start: {log_tail(log)}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
                 return
         except OSError:
             time.sleep(0.1)
-    raise StepFailed(f"{Path(proc.args[0]).name} did not listen on 127.0.0.1:{port} within {timeout:.0f} s: "
+    raise StepFailed(f"{_program(proc)} did not listen on 127.0.0.1:{port} within {timeout:.0f} s: "
                      f"{log_tail(log)}")
 
 
@@ -209,3 +216,39 @@ def loops_backed_by(directory: Path) -> list[tuple[str, str]]:
         if backing and backing.startswith(prefix):
             out.append((f"/dev/{blk.name}", backing))
     return out
+
+
+def unmount(path: str) -> bool:
+    """Unmount `path` (FUSE or not); lazily if it stays busy. True when nothing is mounted there any more."""
+    for _ in range(20):  # stacked mounts: unmount each layer
+        m = mount_at(path)
+        if m is None:
+            return True
+        attempts: list[list[str]] = []
+        if m["fstype"].startswith("fuse") and os.geteuid() != 0:
+            attempts += [["fusermount3", "-u", path], ["fusermount", "-u", path]]
+        attempts += [["umount", path], ["umount", "-l", path]]
+        for argv in attempts:
+            exe = tools.find(argv[0])
+            if exe is None:
+                continue
+            subprocess.run([exe, *argv[1:]], capture_output=True, stdin=subprocess.DEVNULL, timeout=60)
+            if mount_at(path) is None or mount_at(path) != m:
+                break
+            time.sleep(0.2)
+        if mount_at(path) == m:
+            return False
+    return mount_at(path) is None
+
+
+def detach_loop(device: str, image: str) -> bool:
+    """Detach `device` only while it is still backed by our image."""
+    if loop_backing_file(device) != image:
+        return True
+    exe = tools.find("losetup") or "losetup"
+    for _ in range(10):
+        subprocess.run([exe, "-d", device], capture_output=True, stdin=subprocess.DEVNULL, timeout=30)
+        if loop_backing_file(device) != image:
+            return True
+        time.sleep(0.3)  # a lazily unmounted filesystem lets go a moment later
+    return False

@@ -6,10 +6,8 @@ targets that need it fail, each with the reason and how to fix it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import pwd
 import secrets
 import subprocess
 import urllib.error
@@ -23,12 +21,12 @@ from iolens.lab import state as st
 from iolens.lab import tools
 from iolens.lab.catalog import Target
 from iolens.lab.down import release_target
+from iolens.lab.kinds import ACCESS_KEY, BUCKET, kind_of
 from iolens.lab.status import check, describe
 from iolens.lab.sysops import (
     StepFailed,
     free_port,
     log_tail,
-    make_throttle_cgroup,
     mount_at,
     responsive,
     run,
@@ -36,10 +34,7 @@ from iolens.lab.sysops import (
     wait_port,
 )
 
-BUCKET = "iolens-lab"
-ACCESS_KEY = "iolenslab"
 PORTS = {"s3": 7070, "toxiproxy": 8474, "s3-proxy": 17070, "sshd": 2222, "ssh-proxy": 12222}
-MIN_SIZE = {"xfs": 300 << 20, "btrfs": 128 << 20, "ext4": 16 << 20}
 
 
 @dataclass
@@ -47,10 +42,6 @@ class Settings:
     size: int = 512 << 20  # loop images and tmpfs
     latency_ms: float = 5.0  # toxiproxy, per response (downstream)
     bandwidth_kbps: int = 51200  # toxiproxy, per connection and direction; 0 = unlimited
-
-
-def lab_id(root: Path) -> str:
-    return hashlib.sha1(str(root).encode()).hexdigest()[:8]
 
 
 class Up:
@@ -110,110 +101,16 @@ class Up:
             self.save()
         return ports[key]
 
-    # -- targets ----------------------------------------------------------------------------------------------
+    # -- targets (how each kind starts is in kinds.py) -------------------------------------------------------------
 
     def bring_up(self, target: Target) -> dict[str, Any]:
         info: dict[str, Any] = {"status": "up", "fstype": target.fstype, "kind": target.kind,
                                 "path": None, "error": None, "hint": None}
-        if target.kind in ("tmpfs", "loop") and not self.is_root:
+        kind = kind_of(target.kind)
+        if kind.root and not self.is_root:
             raise StepFailed(f"lab:{target.name} needs root (it mounts a {target.kind})", "run `sudo iolens lab up`")
-        getattr(self, f"_up_{target.kind}")(target, info)
+        kind.start(self, target, info)
         return info
-
-    def _up_tmpfs(self, target: Target, info: dict) -> None:
-        mnt = self.mountpoint(target.name)
-        if mount_at(mnt) is None:
-            run(["mount", "-t", "tmpfs", "-o", f"size={self.settings.size},mode=1777", "iolens-lab-tmpfs", str(mnt)])
-            self.add_mount(mnt)
-        info.update(path=str(mnt), size=self.settings.size)
-
-    def _up_loop(self, target: Target, info: dict) -> None:
-        assert target.mkfs
-        mkfs = f"mkfs.{target.mkfs}"
-        for tool in ("losetup", mkfs):
-            if tools.find(tool) is None:
-                raise StepFailed(f"{tool} is not installed", tools.install_hint(tool))
-        size = self.settings.size
-        if size < MIN_SIZE[target.mkfs]:
-            raise StepFailed(f"{target.mkfs} needs an image of at least {MIN_SIZE[target.mkfs] >> 20} MiB",
-                             f"use --size {MIN_SIZE[target.mkfs] >> 20}M or more")
-        images = self.root / "images"
-        images.mkdir(exist_ok=True)
-        image = images / f"{target.name}.img"
-        with open(image, "wb") as fh:  # sparse: costs disk only as it is written
-            fh.truncate(size)
-        try:
-            device = run(["losetup", "--find", "--show", "--direct-io=on", str(image)]).strip()
-        except StepFailed:
-            device = run(["losetup", "--find", "--show", str(image)]).strip()
-        self.state["loops"].append({"device": device, "image": str(image)})
-        self.save()
-        direct = Path(f"/sys/block/{Path(device).name}/loop/dio").read_text().strip() == "1"
-        force = {"ext4": "-F", "xfs": "-f", "btrfs": "-f"}[target.mkfs]
-        run([mkfs, "-q", force, device])
-        mnt = self.mountpoint(target.name)
-        argv = ["mount"] + (["-o", target.mount_options] if target.mount_options else []) + [device, str(mnt)]
-        run(argv)
-        self.add_mount(mnt)
-        os.chmod(mnt, 0o1777)
-        majmin = Path(f"/sys/block/{Path(device).name}/dev").read_text().strip()
-        info.update(path=str(mnt), loop=device, majmin=majmin, image=str(image), size=size, loop_direct_io=direct,
-                    mount_options=target.mount_options, cgroup=None)
-        if target.limits:
-            cg = Path("/sys/fs/cgroup/blkio") / f"iolens-lab-{lab_id(self.root)}-{target.name}"
-            self.state["cgroups"].append(str(cg))
-            self.save()
-            make_throttle_cgroup(cg.name, majmin, target.limits.as_dict())
-            info.update(cgroup=str(cg), limits=target.limits.as_dict())
-
-    def _up_s3fs(self, target: Target, info: dict) -> None:
-        self.component("s3", self.start_s3)
-        port = self.state["ports"]["s3"]
-        if target.remote:
-            self.component("toxiproxy", self.start_toxiproxy)
-            port = self.proxy("s3", "s3-proxy", self.state["ports"]["s3"])
-        mnt = self.mountpoint(target.name)
-        opts = f"url=http://127.0.0.1:{port},use_path_request_style,passwd_file={self.root / 's3' / 'passwd'}"
-        if self.is_root:
-            opts += ",allow_other"
-        self.fuse(target, mnt, ["s3fs", BUCKET, str(mnt), "-f", "-o", opts])
-        info.update(path=str(mnt), bucket=BUCKET, endpoint_url=f"http://127.0.0.1:{port}")
-        self.state["s3"][target.name] = {"endpoint_url": f"http://127.0.0.1:{port}", "bucket": BUCKET}
-
-    def _up_rclone(self, target: Target, info: dict) -> None:
-        self.component("s3", self.start_s3)
-        port = self.state["ports"]["s3"]
-        conf = self.root / "s3" / "rclone.conf"
-        conf.write_text("[lab]\ntype = s3\nprovider = Other\n"
-                        f"access_key_id = {ACCESS_KEY}\nsecret_access_key = {self.state['settings']['s3_secret']}\n"
-                        f"endpoint = http://127.0.0.1:{port}\nregion = us-east-1\nforce_path_style = true\n")
-        conf.chmod(0o600)
-        mnt = self.mountpoint(target.name)
-        argv = ["rclone", "--config", str(conf), "mount", f"lab:{BUCKET}", str(mnt), "--vfs-cache-mode", "off",
-                "--dir-cache-time", "1s", "--cache-dir", str(self.root / "cache" / "rclone")]
-        if self.is_root:
-            argv.append("--allow-other")
-        env = {k: v for k, v in os.environ.items() if k != "AWS_CA_BUNDLE"}  # a set bundle breaks rclone
-        self.fuse(target, mnt, argv, env=env)
-        info.update(path=str(mnt), bucket=BUCKET, endpoint_url=f"http://127.0.0.1:{port}", vfs_cache_mode="off", dir_cache_time="1s")
-        self.state["s3"][target.name] = {"endpoint_url": f"http://127.0.0.1:{port}", "bucket": BUCKET}
-
-    def _up_sshfs(self, target: Target, info: dict) -> None:
-        self.component("sshd", self.start_sshd)
-        port = self.state["ports"]["sshd"]
-        if target.remote:
-            self.component("toxiproxy", self.start_toxiproxy)
-            port = self.proxy("ssh", "ssh-proxy", port)
-        export = self.root / "netfs" / "export"
-        mnt = self.mountpoint(target.name)
-        ssh = self.root / "ssh"
-        user = pwd.getpwuid(os.geteuid()).pw_name
-        opts = (f"IdentityFile={ssh / 'client_key'},StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null,"
-                "BatchMode=yes,LogLevel=ERROR")
-        if self.is_root:
-            opts += ",allow_other"
-        self.fuse(target, mnt, ["sshfs", f"{user}@127.0.0.1:{export}", str(mnt), "-f", "-p", str(port), "-o", opts])
-        info.update(path=str(mnt), export=str(export), ssh_port=port)
 
     def fuse(self, target: Target, mnt: Path, argv: list[str], env: dict | None = None) -> None:
         if mount_at(mnt) is not None:

@@ -1,0 +1,240 @@
+"""The kinds of lab target, listed once: what each needs, how to start, check and stop one.
+
+A kind is one row of KINDS.  `up` calls its `start` (with the bring-up job, which offers the shared components:
+the S3 server, toxiproxy, sshd, FUSE mounts), `status` its `check`, and `down` (and a rebuild) its `stop`.
+A new kind is a `register_kind(Kind(...))` here plus the targets in catalog.py that use it; nothing else names
+kinds.  Every resource a kind makes goes through the job (`spawn`, `add_mount`, `state["loops"]`,
+`state["cgroups"]`), so the state records it before `up` moves on and `down` can remove it even after a crash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pwd
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from iolens.errors import IolensError
+from iolens.lab import state as st
+from iolens.lab import tools
+from iolens.lab.sysops import (
+    StepFailed,
+    detach_loop,
+    make_throttle_cgroup,
+    mount_at,
+    responsive,
+    run,
+    stop_process,
+    unmount,
+)
+
+if TYPE_CHECKING:
+    from iolens.lab.catalog import Target
+    from iolens.lab.up import Up
+
+BUCKET = "iolens-lab"
+ACCESS_KEY = "iolenslab"
+MIN_SIZE = {"xfs": 300 << 20, "btrfs": 128 << 20, "ext4": 16 << 20}
+
+# start(job, target, info): bring one target up, filling `info` (path, ...); StepFailed says why it cannot.
+StartFn = Callable[["Up", "Target", dict[str, Any]], None]
+# check(kind, info, state) -> (healthy, problem) for a target recorded as up.
+CheckFn = Callable[["Kind", dict[str, Any], dict[str, Any]], tuple[bool, "str | None"]]
+# stop(root, state, name): undo one target's own resources; never raises (`down` reports what is left).
+StopFn = Callable[[Path, dict[str, Any], str], None]
+
+
+def lab_id(root: Path) -> str:
+    return hashlib.sha1(str(root).encode()).hexdigest()[:8]
+
+
+# -- how to check and stop (shared by the built-in kinds) -------------------------------------------------------
+
+def check_mounted(kind: Kind, info: dict[str, Any], state: dict[str, Any]) -> tuple[bool, str | None]:
+    """Mounted with the right filesystem, its processes and the kind's servers alive, cgroup present, answering."""
+    path = info["path"]
+    m = mount_at(path) if path else None
+    if m is None:
+        return False, f"{path} is not mounted"
+    if m["fstype"] != info["fstype"]:
+        return False, f"{path} is mounted as {m['fstype']}, not {info['fstype']}"
+    procs = state.get("processes", {})
+    needed = [k for k in procs if k.endswith(f":{info['name']}")] + list(kind.servers)
+    if info["emulated"] and kind.servers:
+        needed.append("toxiproxy")
+    for key in needed:
+        rec = procs.get(key)
+        if rec is None or not st.process_alive(rec):
+            return False, f"{key} is not running"
+    if info["cgroup"] and not Path(info["cgroup"]).is_dir():
+        return False, f"cgroup {info['cgroup']} is gone"
+    if not responsive(Path(path)):
+        return False, f"{path} does not answer (hung mount?)"
+    return True, None
+
+
+def release(root: Path, state: dict[str, Any], name: str) -> None:
+    """Unmount a target, stop its own processes (FUSE clients) and detach its loop device, as recorded."""
+    mnt = str(root / "mnt" / name)
+    for key, rec in list(state["processes"].items()):
+        if key.endswith(f":{name}"):
+            unmount(mnt)
+            stop_process(rec)
+            del state["processes"][key]
+    unmount(mnt)
+    image = str(root / "images" / f"{name}.img")
+    for loop in list(state["loops"]):
+        if loop["image"] == image and detach_loop(loop["device"], image):
+            state["loops"].remove(loop)
+
+
+# -- how to start -------------------------------------------------------------------------------------------------
+
+def start_tmpfs(job: Up, target: Target, info: dict[str, Any]) -> None:
+    mnt = job.mountpoint(target.name)
+    if mount_at(mnt) is None:
+        run(["mount", "-t", "tmpfs", "-o", f"size={job.settings.size},mode=1777", "iolens-lab-tmpfs", str(mnt)])
+        job.add_mount(mnt)
+    info.update(path=str(mnt), size=job.settings.size)
+
+
+def start_loop(job: Up, target: Target, info: dict[str, Any]) -> None:
+    assert target.mkfs
+    mkfs = f"mkfs.{target.mkfs}"
+    for tool in ("losetup", mkfs):
+        if tools.find(tool) is None:
+            raise StepFailed(f"{tool} is not installed", tools.install_hint(tool))
+    size = job.settings.size
+    if size < MIN_SIZE[target.mkfs]:
+        raise StepFailed(f"{target.mkfs} needs an image of at least {MIN_SIZE[target.mkfs] >> 20} MiB",
+                         f"use --size {MIN_SIZE[target.mkfs] >> 20}M or more")
+    images = job.root / "images"
+    images.mkdir(exist_ok=True)
+    image = images / f"{target.name}.img"
+    with open(image, "wb") as fh:  # sparse: costs disk only as it is written
+        fh.truncate(size)
+    try:
+        device = run(["losetup", "--find", "--show", "--direct-io=on", str(image)]).strip()
+    except StepFailed:
+        device = run(["losetup", "--find", "--show", str(image)]).strip()
+    job.state["loops"].append({"device": device, "image": str(image)})
+    job.save()
+    direct = Path(f"/sys/block/{Path(device).name}/loop/dio").read_text().strip() == "1"
+    force = {"ext4": "-F", "xfs": "-f", "btrfs": "-f"}[target.mkfs]
+    run([mkfs, "-q", force, device])
+    mnt = job.mountpoint(target.name)
+    argv = ["mount"] + (["-o", target.mount_options] if target.mount_options else []) + [device, str(mnt)]
+    run(argv)
+    job.add_mount(mnt)
+    os.chmod(mnt, 0o1777)
+    majmin = Path(f"/sys/block/{Path(device).name}/dev").read_text().strip()
+    info.update(path=str(mnt), loop=device, majmin=majmin, image=str(image), size=size, loop_direct_io=direct,
+                mount_options=target.mount_options, cgroup=None)
+    if target.limits:
+        cg = Path("/sys/fs/cgroup/blkio") / f"iolens-lab-{lab_id(job.root)}-{target.name}"
+        job.state["cgroups"].append(str(cg))
+        job.save()
+        make_throttle_cgroup(cg.name, majmin, target.limits.as_dict())
+        info.update(cgroup=str(cg), limits=target.limits.as_dict())
+
+
+def start_s3fs(job: Up, target: Target, info: dict[str, Any]) -> None:
+    job.component("s3", job.start_s3)
+    port = job.state["ports"]["s3"]
+    if target.remote:
+        job.component("toxiproxy", job.start_toxiproxy)
+        port = job.proxy("s3", "s3-proxy", job.state["ports"]["s3"])
+    mnt = job.mountpoint(target.name)
+    opts = f"url=http://127.0.0.1:{port},use_path_request_style,passwd_file={job.root / 's3' / 'passwd'}"
+    if job.is_root:
+        opts += ",allow_other"
+    job.fuse(target, mnt, ["s3fs", BUCKET, str(mnt), "-f", "-o", opts])
+    info.update(path=str(mnt), bucket=BUCKET, endpoint_url=f"http://127.0.0.1:{port}")
+    job.state["s3"][target.name] = {"endpoint_url": f"http://127.0.0.1:{port}", "bucket": BUCKET}
+
+
+def start_rclone(job: Up, target: Target, info: dict[str, Any]) -> None:
+    job.component("s3", job.start_s3)
+    port = job.state["ports"]["s3"]
+    conf = job.root / "s3" / "rclone.conf"
+    conf.write_text("[lab]\ntype = s3\nprovider = Other\n"
+                    f"access_key_id = {ACCESS_KEY}\nsecret_access_key = {job.state['settings']['s3_secret']}\n"
+                    f"endpoint = http://127.0.0.1:{port}\nregion = us-east-1\nforce_path_style = true\n")
+    conf.chmod(0o600)
+    mnt = job.mountpoint(target.name)
+    argv = ["rclone", "--config", str(conf), "mount", f"lab:{BUCKET}", str(mnt), "--vfs-cache-mode", "off",
+            "--dir-cache-time", "1s", "--cache-dir", str(job.root / "cache" / "rclone")]
+    if job.is_root:
+        argv.append("--allow-other")
+    env = {k: v for k, v in os.environ.items() if k != "AWS_CA_BUNDLE"}  # a set bundle breaks rclone
+    job.fuse(target, mnt, argv, env=env)
+    info.update(path=str(mnt), bucket=BUCKET, endpoint_url=f"http://127.0.0.1:{port}", vfs_cache_mode="off",
+                dir_cache_time="1s")
+    job.state["s3"][target.name] = {"endpoint_url": f"http://127.0.0.1:{port}", "bucket": BUCKET}
+
+
+def start_sshfs(job: Up, target: Target, info: dict[str, Any]) -> None:
+    job.component("sshd", job.start_sshd)
+    port = job.state["ports"]["sshd"]
+    if target.remote:
+        job.component("toxiproxy", job.start_toxiproxy)
+        port = job.proxy("ssh", "ssh-proxy", port)
+    export = job.root / "netfs" / "export"
+    mnt = job.mountpoint(target.name)
+    ssh = job.root / "ssh"
+    user = pwd.getpwuid(os.geteuid()).pw_name
+    opts = (f"IdentityFile={ssh / 'client_key'},StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null,"
+            "BatchMode=yes,LogLevel=ERROR")
+    if job.is_root:
+        opts += ",allow_other"
+    job.fuse(target, mnt, ["sshfs", f"{user}@127.0.0.1:{export}", str(mnt), "-f", "-p", str(port), "-o", opts])
+    info.update(path=str(mnt), export=str(export), ssh_port=port)
+
+
+# -- the table ----------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    start: StartFn
+    check: CheckFn = check_mounted
+    stop: StopFn = release
+    root: bool = False                # mounts itself: needs root
+    servers: tuple[str, ...] = ()     # shared processes (by state key) its targets need alive
+    tools: tuple[str, ...] = ()       # programs it runs itself
+    s3: bool = False                  # an S3 bucket behind the mount: lab.s3_endpoint works for it
+
+    def healthy(self, info: dict[str, Any], state: dict[str, Any]) -> tuple[bool, str | None]:
+        return self.check(self, info, state)
+
+    @property
+    def needs(self) -> tuple[str, ...]:
+        """What the kind needs, in bring-up order."""
+        return (("root",) if self.root else ()) + self.servers + self.tools
+
+
+KINDS: dict[str, Kind] = {}
+
+
+def register_kind(kind: Kind) -> Kind:
+    if kind.name in KINDS:
+        raise ValueError(f"lab kind {kind.name!r} is registered twice")
+    KINDS[kind.name] = kind
+    return kind
+
+
+def kind_of(name: str) -> Kind:
+    try:
+        return KINDS[name]
+    except KeyError:
+        raise IolensError(f"{name!r} is not a lab target kind this iolens knows; "
+                          f"it knows {', '.join(KINDS)}") from None
+
+
+register_kind(Kind("tmpfs", start_tmpfs, root=True))
+register_kind(Kind("loop", start_loop, root=True, tools=("losetup",)))
+register_kind(Kind("s3fs", start_s3fs, servers=("versitygw",), tools=("s3fs",), s3=True))
+register_kind(Kind("rclone", start_rclone, servers=("versitygw",), tools=("rclone",), s3=True))
+register_kind(Kind("sshfs", start_sshfs, servers=("sshd",), tools=("sshfs",)))

@@ -1,0 +1,60 @@
+"""pagecache: eviction and mincore residency on a real file, and dropping the whole cache as root."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from iolens import pagecache
+
+MiB = 1 << 20
+
+
+@pytest.fixture
+def cached_file(tmp_path):
+    """8 MiB written, flushed and read back, so it is in the page cache; skips where eviction cannot apply."""
+    fs = subprocess.run(["stat", "-f", "-c", "%T", str(tmp_path)], capture_output=True, text=True).stdout.strip()
+    if fs in ("tmpfs", "ramfs"):
+        pytest.skip(f"{tmp_path} is on {fs}: its pages are the storage and cannot be evicted")
+    path = tmp_path / "data"
+    with open(path, "wb") as fh:
+        fh.write(os.urandom(8 * MiB))
+        fh.flush()
+        os.fsync(fh.fileno())
+    assert len(path.read_bytes()) == 8 * MiB
+    return str(path)
+
+
+def test_evict_drops_a_file_from_the_page_cache(cached_file):
+    have, size = pagecache.resident_bytes(cached_file)
+    assert size == 8 * MiB and have > size // 2
+    assert pagecache.evict(cached_file) is True
+    assert pagecache.resident_fraction([cached_file]) <= 0.05
+
+
+def test_make_cold_falls_back_to_fadvise_without_root(cached_file, monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert pagecache.drop_caches() is False
+    assert pagecache.make_cold([cached_file], "auto") == "fadvise"
+    assert pagecache.resident_fraction([cached_file]) <= 0.05
+
+
+def test_files_that_cannot_be_checked_or_evicted(tmp_path):
+    empty = tmp_path / "empty"
+    empty.touch()
+    assert pagecache.resident_bytes(empty) == (0, 0)
+    assert pagecache.resident_fraction([str(empty)]) is None  # nothing to measure
+    missing = str(tmp_path / "missing")
+    assert pagecache.resident_bytes(missing) is None and pagecache.resident_fraction([missing, str(empty)]) is None
+    assert pagecache.evict(missing) is False
+    pagecache.fadvise_dontneed([missing])  # skipped, no error
+
+
+def test_drop_caches_as_root(cached_file):
+    if os.geteuid() != 0:
+        pytest.skip("dropping the whole page cache needs root (writes /proc/sys/vm/drop_caches)")
+    assert pagecache.resident_fraction([cached_file]) > 0.5
+    assert pagecache.make_cold([cached_file], "drop-caches") == "drop-caches"
+    assert pagecache.resident_fraction([cached_file]) <= 0.05
