@@ -165,7 +165,8 @@ class ResultsStore:
              json.dumps(job, sort_keys=True, default=str), json.dumps(provenance, sort_keys=True, default=str),
              status),
         )
-        return int(cur.lastrowid)
+        assert cur.lastrowid is not None
+        return cur.lastrowid
 
     def import_runs(self, runs: list[dict[str, Any]], source: str) -> tuple[list[int], list[int]]:
         """Adds runs exported from another store (`results_json`), keeping their time, host and provenance.
@@ -208,7 +209,8 @@ class ResultsStore:
             (run_id, target, name, cache_state, json.dumps(metrics, sort_keys=True, default=str),
              json.dumps(provenance or {}, sort_keys=True, default=str)),
         )
-        return int(cur.lastrowid)
+        assert cur.lastrowid is not None
+        return cur.lastrowid
 
     # -- reading --------------------------------------------------------------
     @staticmethod

@@ -28,7 +28,8 @@ def _metric_rows(metrics: dict[str, Any]) -> list[tuple[str, str, Any, Any, Any]
     """(metric, unit, mean, sd, n): bench metrics in METRICS order, then anything else numeric."""
     units = {k: u for k, u, _ in METRICS}
     out = []
-    inner = metrics.get("metrics") if isinstance(metrics.get("metrics"), dict) else metrics
+    nested = metrics.get("metrics")
+    inner: dict[str, Any] = nested if isinstance(nested, dict) else metrics
     keys = [k for k, _u, _d in METRICS if k in inner] + sorted(k for k in inner if k not in units)
     for k in keys:
         v = inner[k]

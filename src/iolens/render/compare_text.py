@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from rich.console import Console
 from rich.table import Table
@@ -39,6 +39,7 @@ def render_compare(rep: dict[str, Any], console: Console) -> None:
 
     t = Table(show_edge=False, pad_edge=False, title="Wall time per run (stage: copy-in + run + copy-out)",
               title_justify="left")
+    just: Literal["left", "right"]
     for col, just in (("configuration", "left"), ("runs", "right"), ("median", "right"), ("95% CI", "right"),
                       ("mean ± SD", "right"), ("min … max", "right"), ("CV", "right"),
                       (f"vs {rep['baseline']}", "right"), ("p", "right")):
