@@ -14,8 +14,8 @@ References:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Sequence
 
 import numpy as np
 from scipy import stats as sps
@@ -67,8 +67,8 @@ def _rng(seed: int | None) -> np.random.Generator:
     return np.random.default_rng(0 if seed is None else seed)
 
 
-def bootstrap_ci(x: Sequence[float], stat=np.median, *, level: float = 0.95, resamples: int = BOOTSTRAP_RESAMPLES,
-                 seed: int | None = 0) -> tuple[float, float]:
+def bootstrap_ci(x: Sequence[float] | np.ndarray, stat=np.median, *, level: float = 0.95,
+                 resamples: int = BOOTSTRAP_RESAMPLES, seed: int | None = 0) -> tuple[float, float]:
     """Percentile bootstrap CI of `stat` (a numpy reduction taking axis=), by `scipy.stats.bootstrap`."""
     a = np.asarray(x, dtype=float)
     if a.size == 0:
