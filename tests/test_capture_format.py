@@ -115,6 +115,17 @@ def test_schema_matches_generated_layouts(real_capture):
         assert lay.fields == [tuple(f) for f in fields]
 
 
+def test_container_structs_come_from_the_header():
+    """The container's own structs are generated from the C header: their sizes agree with the compiler's."""
+    from iolens.capture import container as C
+
+    assert C.FILE_HDR.size == F.FILE_HDR_SIZE and C.REC_HDR.size == F.REC_HDR_SIZE
+    assert C.SCHEMA_KIND.size == F.SCHEMA_KIND_SIZE and C.SCHEMA_FIELD.size == F.SCHEMA_FIELD_SIZE
+    assert C.FILE_HDR.unpack(W.file_header()) == (F.MAGIC, F.CONTAINER_MAJOR, F.CONTAINER_MINOR, F.FILE_HDR_SIZE)
+    name = C.SCHEMA_FIELD.unpack(W.schema_payload()[C.SCHEMA_KIND.size :][: C.SCHEMA_FIELD.size])[0]
+    assert name.rstrip(b"\0").decode() == F.LAYOUTS["PROC"][3][0][0]
+
+
 def test_fuzzed_captures_never_raise_anything_but_capture_errors(real_capture):
     """Random byte flips and cuts: either a capture (maybe with problems) or a CaptureError."""
     import random

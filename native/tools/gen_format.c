@@ -2,12 +2,74 @@
  * Emits src/iolens/_format.py from iolens_format.h, so the Python reader uses
  * the same constants and layouts as the C writer.  Run by the build.
  */
+#include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 #include "iolens_schema.h"
 
 static const char *type_name(uint32_t t)
 {
     return t == IOLENS_T_u8 ? "u8" : t == IOLENS_T_u32 ? "u32" : "u64";
+}
+
+/* The container's own structs as Python struct-module formats, from the compiler's offsets and sizes, so the
+ * reader, writer and merger never restate them.  A member is `count` elements of `elem` bytes at `off`. */
+static size_t fmt_pos;
+static char fmt_buf[128];
+
+static void fmt_member(size_t off, size_t size, size_t elem)
+{
+    const char code = elem == 1 ? 's' : elem == 2 ? 'H' : elem == 4 ? 'I' : 'Q';
+    size_t n = strlen(fmt_buf);
+    if (off > fmt_pos)
+        n += (size_t)snprintf(fmt_buf + n, sizeof(fmt_buf) - n, "%zux", off - fmt_pos);
+    if (size == elem && elem != 1)
+        snprintf(fmt_buf + n, sizeof(fmt_buf) - n, "%c", code);
+    else
+        snprintf(fmt_buf + n, sizeof(fmt_buf) - n, "%zu%c", size / elem, code);
+    fmt_pos = off + size;
+}
+
+static int fmt_end(const char *name, size_t size)
+{
+    if (fmt_pos != size) {
+        fprintf(stderr, "gen_format: struct %s: members cover %zu of %zu bytes; list every member\n", name,
+                fmt_pos, size);
+        return 1;
+    }
+    printf("    \"%s\": \"<%s\",\n", name, fmt_buf);
+    fmt_pos = 0;
+    fmt_buf[0] = 0;
+    return 0;
+}
+
+#define FMT_S(st, m) fmt_member(offsetof(struct st, m), sizeof(((struct st *)0)->m), sizeof(((struct st *)0)->m))
+#define FMT_A(st, m) fmt_member(offsetof(struct st, m), sizeof(((struct st *)0)->m), sizeof(((struct st *)0)->m[0]))
+#define FMT_KIND_S(type, name) FMT_S(iolens_schema_kind, name);
+#define FMT_KIND_A(type, name, n) FMT_A(iolens_schema_kind, name);
+#define FMT_FIELD_S(type, name) FMT_S(iolens_schema_field, name);
+#define FMT_FIELD_A(type, name, n) FMT_A(iolens_schema_field, name);
+
+static int print_structs(void)
+{
+    int bad = 0;
+    printf("# container struct -> struct-module format, from the compiler's member offsets and sizes\n");
+    printf("STRUCTS = {\n");
+    FMT_A(iolens_file_hdr, magic);
+    FMT_S(iolens_file_hdr, major);
+    FMT_S(iolens_file_hdr, minor);
+    FMT_S(iolens_file_hdr, hdr_size);
+    bad |= fmt_end("FILE_HDR", sizeof(struct iolens_file_hdr));
+    FMT_S(iolens_rec_hdr, kind);
+    FMT_S(iolens_rec_hdr, version);
+    FMT_S(iolens_rec_hdr, size);
+    bad |= fmt_end("REC_HDR", sizeof(struct iolens_rec_hdr));
+    IOLENS_LAYOUT_SCHEMA_KIND(FMT_KIND_S, FMT_KIND_A)
+    bad |= fmt_end("SCHEMA_KIND", sizeof(struct iolens_schema_kind));
+    IOLENS_LAYOUT_SCHEMA_FIELD(FMT_FIELD_S, FMT_FIELD_A)
+    bad |= fmt_end("SCHEMA_FIELD", sizeof(struct iolens_schema_field));
+    printf("}\n");
+    return bad;
 }
 
 int main(void)
@@ -73,5 +135,5 @@ int main(void)
         printf("    ]),\n");
     }
     printf("}\n");
-    return 0;
+    return print_structs();
 }

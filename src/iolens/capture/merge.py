@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import os
-import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from iolens import _format as F
+from iolens.capture.container import FILE_HDR, REC_HDR
 from iolens.capture.writer import file_header, meta_record, record
+from iolens.output import _claim
 
-_HDR = struct.Struct("<8sHHI")
-_REC = struct.Struct("<HHI")
 TRACE_CHUNK = 32 << 20  # raw event bytes per TRACE record
 
 
@@ -33,19 +32,19 @@ def _part_key(p: Path) -> tuple[int, int]:
 
 def part_records(data: bytes, name: str, problems: list[str]) -> bytes:
     """The records of one part, up to its end marker; damage is reported and the rest dropped."""
-    if len(data) < _HDR.size or data[:8] != F.MAGIC:
+    if len(data) < FILE_HDR.size or data[: len(F.MAGIC)] != F.MAGIC:
         problems.append(f"{name}: not an iolens part (skipped)")
         return b""
-    pos = _HDR.unpack_from(data, 0)[3]
+    pos = FILE_HDR.unpack_from(data, 0)[3]
     start = pos
-    while pos + _REC.size <= len(data):
-        kid, _ver, size = _REC.unpack_from(data, pos)
+    while pos + REC_HDR.size <= len(data):
+        kid, _ver, size = REC_HDR.unpack_from(data, pos)
         if kid == 0:
             break
-        if size % 8 or pos + _REC.size + size > len(data):
+        if size % 8 or pos + REC_HDR.size + size > len(data):
             problems.append(f"{name}: damaged record at byte {pos} (rest of this process dropped)")
             break
-        pos += _REC.size + size
+        pos += REC_HDR.size + size
     return data[start:pos]
 
 
@@ -62,15 +61,20 @@ def trace_records(path: Path) -> bytes:
     return bytes(out)
 
 
-def merge_parts(part_dir: Path, out_path: Path, meta: dict[str, Any]) -> MergeResult:
-    """Write out_path (which must not exist) from every part in part_dir."""
+def merge_parts(part_dir: Path, out_path: Path, meta: dict[str, Any], *, overwrite: bool = False) -> MergeResult:
+    """Write out_path from every part in part_dir: under a temporary name beside it, moved into place when whole.
+
+    Without `overwrite` an existing out_path is never replaced (FileExistsError, also for a name taken meanwhile).
+    """
     res = MergeResult()
     parts = sorted(part_dir.glob("*.part"), key=_part_key)
     tmp = out_path.with_name(f".{out_path.name}.{os.getpid()}.tmp")
     try:
         _write(tmp, parts, meta, res)
-        # never overwrite: link fails if the name was taken meanwhile
-        os.link(tmp, out_path)
+        if overwrite:
+            os.replace(tmp, out_path)
+        else:
+            _claim(str(tmp), out_path)
     finally:
         tmp.unlink(missing_ok=True)
     return res

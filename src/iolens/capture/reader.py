@@ -20,16 +20,13 @@ from typing import Any, Iterator
 import numpy as np
 
 from iolens import _format as F
+from iolens.capture.container import FILE_HDR, REC_HDR, SCHEMA_FIELD, SCHEMA_KIND
 from iolens.errors import CaptureError, CaptureTruncated
 
 KIND_BY_ID = {kid: name for name, (kid, _ver, _doc) in F.KINDS.items()}
 KNOWN_VERSION = {name: ver for name, (_kid, ver, _doc) in F.KINDS.items()}
 _TYPECHAR = {"u8": "B", "u32": "I", "u64": "Q"}
 _TYPESIZE = {"u8": 1, "u32": 4, "u64": 8}
-_HDR = struct.Struct("<8sHHI")
-_REC = struct.Struct("<HHI")
-_SK = struct.Struct("<IIII")
-_SF = struct.Struct(f"<{F.SCHEMA_NAME_LEN}sIIII")
 MAX_RECORD = 1 << 31
 
 
@@ -90,15 +87,15 @@ _CURRENT = current_layouts()
 def parse_schema(payload: bytes | memoryview, where: str) -> dict[int, Layout]:
     layouts: dict[int, Layout] = {}
     pos = 0
-    while pos + _SK.size <= len(payload):
-        kid, ver, size, nfields = _SK.unpack_from(payload, pos)
-        pos += _SK.size
-        if pos + nfields * _SF.size > len(payload):
+    while pos + SCHEMA_KIND.size <= len(payload):
+        kid, ver, size, nfields = SCHEMA_KIND.unpack_from(payload, pos)
+        pos += SCHEMA_KIND.size
+        if pos + nfields * SCHEMA_FIELD.size > len(payload):
             raise ValueError("SCHEMA record is damaged")
         fields = []
         for _ in range(nfields):
-            raw, typ, count, off, _pad = _SF.unpack_from(payload, pos)
-            pos += _SF.size
+            raw, typ, count, off, _pad = SCHEMA_FIELD.unpack_from(payload, pos)
+            pos += SCHEMA_FIELD.size
             name = raw.split(b"\0", 1)[0].decode("ascii", "replace")
             if typ not in F.TYPES or not 0 < count <= 1 << 16 or off + count * _TYPESIZE[F.TYPES[typ]] > size:
                 raise ValueError(f"SCHEMA record is damaged (field {name!r})")
@@ -118,9 +115,9 @@ class RawRecord:
 
 def iter_records(data: bytes, path: str, problems: list[str]) -> Iterator[RawRecord]:
     """Records after the container header; damage is appended to `problems` and ends the walk."""
-    if len(data) < _HDR.size:
+    if len(data) < FILE_HDR.size:
         raise CaptureError(f"{path}: not an iolens capture (only {len(data)} bytes)")
-    magic, major, minor, hdr_size = _HDR.unpack_from(data, 0)
+    magic, major, minor, hdr_size = FILE_HDR.unpack_from(data, 0)
     if magic != F.MAGIC:
         raise CaptureError(f"{path}: not an iolens capture (bad magic)")
     if major > F.CONTAINER_MAJOR:
@@ -132,17 +129,17 @@ def iter_records(data: bytes, path: str, problems: list[str]) -> Iterator[RawRec
     view = memoryview(data)
     n = len(data)
     while pos < n:
-        if pos + _REC.size > n:
+        if pos + REC_HDR.size > n:
             problems.append(f"{path}: record header cut short at byte {pos}")
             return
-        kid, ver, size = _REC.unpack_from(data, pos)
+        kid, ver, size = REC_HDR.unpack_from(data, pos)
         if kid == 0:
             return
         kind = KIND_BY_ID.get(kid)
         if kind is None or size % 8 or size > MAX_RECORD:
             problems.append(f"{path}: damaged record (kind {kid}, size {size}) at byte {pos}")
             return
-        if pos + _REC.size + size > n:
+        if pos + REC_HDR.size + size > n:
             problems.append(f"{path}: {kind} record cut short at byte {pos}")
             return
         if ver > KNOWN_VERSION[kind]:
@@ -150,8 +147,8 @@ def iter_records(data: bytes, path: str, problems: list[str]) -> Iterator[RawRec
                 f"{path}: {kind} record version {ver} at byte {pos} is newer than this iolens reads "
                 f"(version {KNOWN_VERSION[kind]}); upgrade iolens to read it"
             )
-        yield RawRecord(kind, ver, pos, view[pos + _REC.size : pos + _REC.size + size])
-        pos += _REC.size + size
+        yield RawRecord(kind, ver, pos, view[pos + REC_HDR.size : pos + REC_HDR.size + size])
+        pos += REC_HDR.size + size
 
 
 @dataclass
@@ -291,7 +288,7 @@ class _Decoder:
 
 
 def decode(data: bytes, path: str = "<capture>") -> Capture:
-    major, minor = _HDR.unpack_from(data, 0)[1:3] if len(data) >= _HDR.size else (0, 0)
+    major, minor = FILE_HDR.unpack_from(data, 0)[1:3] if len(data) >= FILE_HDR.size else (0, 0)
     d = _Decoder(path)
     for rec in iter_records(data, path, d.problems):
         try:

@@ -10,31 +10,28 @@ import struct
 from typing import Any
 
 from iolens import _format as F
+from iolens.capture.container import FILE_HDR, REC_HDR, SCHEMA_FIELD, SCHEMA_KIND
 
-_HDR = struct.Struct("<8sHHI")
-_REC = struct.Struct("<HHI")
-_SK = struct.Struct("<IIII")
-_SF = struct.Struct(f"<{F.SCHEMA_NAME_LEN}sIIII")
 _TYPECODE = {name: code for code, name in F.TYPES.items()}
 _CHAR = {"u8": "B", "u32": "I", "u64": "Q"}
 
 
 def file_header(major: int = F.CONTAINER_MAJOR, minor: int = F.CONTAINER_MINOR) -> bytes:
-    return _HDR.pack(F.MAGIC, major, minor, _HDR.size)
+    return FILE_HDR.pack(F.MAGIC, major, minor, FILE_HDR.size)
 
 
 def record(kind: str, payload: bytes, version: int | None = None) -> bytes:
     kid, ver, _doc = F.KINDS[kind]
     pad = (-len(payload)) % 8
-    return _REC.pack(kid, ver if version is None else version, len(payload) + pad) + payload + b"\0" * pad
+    return REC_HDR.pack(kid, ver if version is None else version, len(payload) + pad) + payload + b"\0" * pad
 
 
 def schema_payload(layouts: dict[str, tuple[int, int, int, list]] | None = None) -> bytes:
     out = bytearray()
     for _name, (kid, ver, size, fields) in (layouts or F.LAYOUTS).items():
-        out += _SK.pack(kid, ver, size, len(fields))
+        out += SCHEMA_KIND.pack(kid, ver, size, len(fields))
         for fname, typ, count, off in fields:
-            out += _SF.pack(fname.encode(), _TYPECODE[typ], count, off, 0)
+            out += SCHEMA_FIELD.pack(fname.encode(), _TYPECODE[typ], count, off, 0)
     return bytes(out)
 
 

@@ -130,13 +130,13 @@ def compare(template, inputs, places, params, configs, strategies, scratch, base
         seed = random.SystemRandom().randrange(1, 2**31)
     settings = Settings(runs=runs, warmup=warmup, cache=cache, evict=evict, precision=precision, max_runs=max_runs,
                         prepare=prepare, seed=seed, show_output=show_output, profile=profile)
+    console = Console(stderr=True, highlight=False)
     profiler = None
     if profile:
         from iolens.compare.profiling import Profiler
 
-        profiler = Profiler()
+        profiler = Profiler(warn=console.print)
 
-    console = Console(stderr=True, highlight=False)
     out_console = Console(highlight=False, width=max(150, Console().width), soft_wrap=False)
     show_progress = not quiet and console.is_terminal
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")

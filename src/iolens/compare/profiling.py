@@ -7,54 +7,30 @@ The capture itself is discarded.
 
 from __future__ import annotations
 
-import os
-import shutil
-from pathlib import Path
 from typing import Any
 
-from iolens import __version__
 from iolens.analysis.summary import summarize
-from iolens.capture.merge import merge_parts
-from iolens.capture.reader import decode
-from iolens.commands.profile import staging_dir
+from iolens.capture.record import Recording, Warn, staging_base
 from iolens.native import preload_library
-from iolens.sysinfo import mounts
 
 
 class Profiler:
-    def __init__(self) -> None:
-        self.lib = preload_library()  # raises a clear error when iolens was installed without its native part
-        self.mounts = mounts()
+    """One `Recording` per run; the runner starts the command itself (through its launcher), so the interposer
+    travels in IOLENS_COMPARE_PRELOAD, which the launcher moves into LD_PRELOAD for the command only."""
 
-    def start(self) -> tuple[dict[str, str], Path]:
-        stage = staging_dir()
-        env = dict(os.environ)
-        # the launcher moves this into LD_PRELOAD for the command only (see runner.LAUNCHER)
-        env["IOLENS_COMPARE_PRELOAD"] = f"{self.lib} {env['LD_PRELOAD']}" if env.get("LD_PRELOAD") else str(self.lib)
-        env["IOLENS_DIR"] = str(stage)
-        env["IOLENS_PARENT_PID"] = str(os.getpid())
-        env["IOLENS_TRACE"] = "0"
-        return env, stage
+    def __init__(self, warn: Warn | None = None) -> None:
+        preload_library()  # a clear error, before any run, when iolens was installed without its native part
+        _base, note = staging_base()
+        if note and warn:
+            warn(f"iolens: note: {note}")  # said once, not once per run
 
-    def finish(self, stage: Path, command: str, measured) -> dict[str, Any] | None:
-        meta = {
-            "tool": "iolens",
-            "iolens_version": __version__,
-            "command": ["/bin/sh", "-c", command],
-            "parent_pid": os.getpid(),
-            "wall_s": measured.wall_s,
-            "exit_status": measured.exit_status,
-            "mounts": self.mounts,
-        }
-        try:
-            target = stage / "capture.iolens"
-            merge_parts(stage, target, meta)
-            cap = decode(target.read_bytes(), str(target))
-            return phase_summary(summarize(cap))
-        except OSError:
-            return None
-        finally:
-            shutil.rmtree(stage, ignore_errors=True)
+    def start(self, command: str) -> tuple[dict[str, str], Recording]:
+        rec = Recording(["/bin/sh", "-c", command], preload_var="IOLENS_COMPARE_PRELOAD")
+        return rec.environment(), rec
+
+    def finish(self, rec: Recording, measured) -> dict[str, Any] | None:
+        result = rec.finish(measured.exit_status, measured.wall_s)
+        return None if result.capture is None else phase_summary(summarize(result.capture))
 
 
 def phase_summary(s) -> dict[str, Any]:

@@ -372,11 +372,16 @@ class Runner:
             if prep.copy_in:
                 cin, cin_b = copy_in(prep)
             env = None
-            pstate = None
+            rec = None
             if self.profiler is not None:
-                env, pstate = self.profiler.start()
-            m = execute(prep.command, env=env, show_output=self.s.show_output)
-            prof = self.profiler.finish(pstate, prep.command, m) if self.profiler is not None else None
+                env, rec = self.profiler.start(prep.command)
+            try:
+                m = execute(prep.command, env=env, show_output=self.s.show_output)
+            except BaseException:
+                if rec is not None:
+                    rec.close()
+                raise
+            prof = self.profiler.finish(rec, m) if rec is not None else None
             ok = m.exit_status == 0
             if prep.strategy == "stage" and ok:
                 cout, cout_b = copy_out(prep)

@@ -1,10 +1,10 @@
 """Pure statistics for `iolens compare`: plain numbers in, plain data out.
 
 References:
-- Mann-Whitney U: Mann & Whitney (1947); exact null distribution by the recurrence of
-  their paper, normal approximation with tie and continuity corrections (as in scipy's
-  `mannwhitneyu(method="auto")`, which the tests check against).
-- Bootstrap: Efron & Tibshirani, *An Introduction to the Bootstrap* (1993), percentile interval.
+- Mann-Whitney U: Mann & Whitney (1947), by `scipy.stats.mannwhitneyu` (exact null distribution for small
+  samples without ties, else the normal approximation with tie and continuity corrections).
+- Bootstrap: Efron & Tibshirani, *An Introduction to the Bootstrap* (1993), percentile interval, by
+  `scipy.stats.bootstrap`.
 - Outliers: Iglewicz & Hoaglin, *How to Detect and Handle Outliers* (1993): modified
   z-score 0.6745 (x - median) / MAD, outlier when |z| > 3.5; when MAD is 0 the mean absolute
   deviation scaled by 1.253314 is used instead (as IBM SPSS documents).
@@ -14,11 +14,11 @@ References:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from functools import lru_cache
-from typing import Sequence
 
 import numpy as np
+from scipy import stats as sps
 
 Z_975 = 1.959963984540054  # standard normal quantiles
 Z_80 = 0.8416212335729143
@@ -67,29 +67,33 @@ def _rng(seed: int | None) -> np.random.Generator:
     return np.random.default_rng(0 if seed is None else seed)
 
 
-def bootstrap_ci(x: Sequence[float], stat=np.median, *, level: float = 0.95, resamples: int = BOOTSTRAP_RESAMPLES,
-                 seed: int | None = 0) -> tuple[float, float]:
-    """Percentile bootstrap CI of `stat` (a numpy reduction taking axis=)."""
+def bootstrap_ci(x: Sequence[float] | np.ndarray, stat=np.median, *, level: float = 0.95,
+                 resamples: int = BOOTSTRAP_RESAMPLES, seed: int | None = 0) -> tuple[float, float]:
+    """Percentile bootstrap CI of `stat` (a numpy reduction taking axis=), by `scipy.stats.bootstrap`."""
     a = np.asarray(x, dtype=float)
     if a.size == 0:
         raise ValueError("bootstrap of an empty sample")
-    idx = _rng(seed).integers(0, a.size, size=(resamples, a.size))
-    stats = stat(a[idx], axis=1)
-    tail = (1 - level) / 2
-    lo, hi = np.quantile(stats, [tail, 1 - tail])
-    return float(lo), float(hi)
+    if np.all(a == a[0]):
+        return float(stat(a)), float(stat(a))  # every resample is the sample itself
+    res = sps.bootstrap((a,), stat, n_resamples=resamples, vectorized=True, confidence_level=level,
+                        method="percentile", rng=_rng(seed))
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def _rel_median_diff(base: np.ndarray, other: np.ndarray, axis: int = -1) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.median(other, axis=axis) / np.median(base, axis=axis) - 1
 
 
 def bootstrap_rel_diff_ci(base: Sequence[float], other: Sequence[float], *, level: float = 0.95,
                           resamples: int = BOOTSTRAP_RESAMPLES, seed: int | None = 0) -> tuple[float, float]:
-    """Percentile bootstrap CI of median(other)/median(base) - 1, both samples resampled independently."""
+    """Percentile bootstrap CI of median(other)/median(base) - 1, both samples resampled independently
+    (`scipy.stats.bootstrap` with unpaired samples); resamples with a zero base median are left out."""
     b = np.asarray(base, dtype=float)
     o = np.asarray(other, dtype=float)
-    rng = _rng(seed)
-    mb = np.median(b[rng.integers(0, b.size, size=(resamples, b.size))], axis=1)
-    mo = np.median(o[rng.integers(0, o.size, size=(resamples, o.size))], axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = mo / mb - 1
+    res = sps.bootstrap((b, o), _rel_median_diff, n_resamples=resamples, vectorized=True, paired=False,
+                        confidence_level=level, method="percentile", rng=_rng(seed))
+    rel = res.bootstrap_distribution
     rel = rel[np.isfinite(rel)]
     tail = (1 - level) / 2
     lo, hi = np.quantile(rel, [tail, 1 - tail])
@@ -112,84 +116,19 @@ def describe(x: Sequence[float], *, seed: int | None = 0) -> Describe:
                     sd / mean if sd is not None and mean else None, lo, hi, half)
 
 
-def _rankdata(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Average ranks (1-based) and the sizes of the tie groups."""
-    order = np.argsort(a, kind="mergesort")
-    s = a[order]
-    ranks = np.empty(a.size, dtype=float)
-    ties = []
-    i = 0
-    while i < s.size:
-        j = i
-        while j + 1 < s.size and s[j + 1] == s[i]:
-            j += 1
-        ranks[order[i : j + 1]] = (i + j) / 2 + 1
-        ties.append(j - i + 1)
-        i = j + 1
-    return ranks, np.asarray(ties, dtype=float)
-
-
-@lru_cache(maxsize=256)
-def _u_counts(n1: int, n2: int) -> tuple[int, ...]:
-    """Number of arrangements giving each U = 0..n1*n2 (Mann & Whitney's recurrence)."""
-    # f(n1, n2, u) = f(n1-1, n2, u-n2) + f(n1, n2-1, u)
-    table = {}
-
-    def f(a: int, b: int) -> list[int]:
-        key = (a, b)
-        if key in table:
-            return table[key]
-        if a == 0 or b == 0:
-            res = [1]
-        else:
-            left = f(a - 1, b)  # largest value from sample 1: contributes b to U
-            right = f(a, b - 1)
-            res = [0] * (a * b + 1)
-            for u, c in enumerate(left):
-                res[u + b] += c
-            for u, c in enumerate(right):
-                res[u] += c
-        table[key] = res
-        return res
-
-    return tuple(f(n1, n2))
-
-
-def _norm_sf(z: float) -> float:
-    return 0.5 * math.erfc(z / math.sqrt(2))
-
-
 def mann_whitney_u(x: Sequence[float], y: Sequence[float], *, method: str = "auto") -> tuple[float, float]:
-    """Two-sided Mann-Whitney U test: (U of x, p-value).
+    """Two-sided Mann-Whitney U test (`scipy.stats.mannwhitneyu`): (U of x, p-value).
 
     method: "exact" (no ties), "asymptotic" (tie-corrected normal with continuity correction),
     or "auto": exact when a sample has at most 8 values and there are no ties.
     """
     a = np.asarray(x, dtype=float)
     b = np.asarray(y, dtype=float)
-    n1, n2 = a.size, b.size
-    if n1 == 0 or n2 == 0:
+    if a.size == 0 or b.size == 0:
         raise ValueError("Mann-Whitney U needs two non-empty samples")
-    ranks, ties = _rankdata(np.concatenate([a, b]))
-    u1 = float(ranks[:n1].sum() - n1 * (n1 + 1) / 2)
-    has_ties = bool((ties > 1).any())
-    if method == "auto":
-        method = "exact" if (min(n1, n2) <= 8 and not has_ties) else "asymptotic"
-    u_big = max(u1, n1 * n2 - u1)
-    if method == "exact":
-        counts = _u_counts(n1, n2)
-        total = sum(counts)
-        # P(U >= u_big), doubled, capped at 1
-        k = int(round(u_big))
-        p = 2 * sum(counts[k:]) / total
-        return u1, min(1.0, p)
-    n = n1 + n2
-    mu = n1 * n2 / 2
-    var = n1 * n2 / 12 * ((n + 1) - float((ties**3 - ties).sum()) / (n * (n - 1)))
-    if var <= 0:
-        return u1, 1.0
-    z = (u_big - mu - 0.5) / math.sqrt(var)
-    return u1, min(1.0, 2 * _norm_sf(z))
+    res = sps.mannwhitneyu(a, b, alternative="two-sided", method=method)
+    p = float(res.pvalue)
+    return float(res.statistic), 1.0 if math.isnan(p) else p
 
 
 def modified_z_scores(x: Sequence[float]) -> list[float]:
