@@ -1,8 +1,9 @@
 """Advice: one small function per rule, each returning an Advice (with its evidence) or None.
 
-Every rule reads a Report (analysis/report.py) and the thresholds table (analysis/thresholds.py, the
-entries named after the rule).  `time_at_stake_s` is an upper bound on what fixing the problem could
-save: the time the run spent in the I/O the rule is about.  Rules are listed in RULES; docs/report.md
+Every rule reads the finished report model (analysis/model.py: Report) and the thresholds table
+(analysis/thresholds.py, the entries named after the rule); it never reads the capture.
+`time_at_stake_s` is an upper bound on what fixing the problem could save: the time the run spent in
+the I/O the rule is about.  Rules are listed in RULES; docs/report.md
 has the same list in prose.
 """
 
@@ -10,33 +11,15 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from iolens.analysis.breakdown import BIN_LABELS
 from iolens.analysis.classify import TEXT_FIX, is_remote
+from iolens.analysis.model import META_OPS, SYNC_OPS, Advice, Report
 from iolens.units import human_bytes, human_seconds
 
+__all__ = ["META_OPS", "RULES", "SYNC_OPS", "Advice", "advise"]
+
 SMALL = ("tiny_read", "small_read", "tiny_write", "small_write")
-META_OPS = ("OPEN", "FOPEN", "STAT", "ACCESS", "OPENDIR", "READDIR", "GETDENTS", "CLOSE", "FCLOSE", "UNLINK",
-            "RENAME", "MKDIR", "RMDIR", "MKSTEMP", "LSEEK", "FSEEK", "TRUNCATE")
-SYNC_OPS = ("FSYNC", "FDATASYNC", "SYNC_FILE_RANGE", "SYNCFS", "SYNC", "MSYNC")
-
-
-@dataclass
-class Advice:
-    rule: str
-    title: str
-    severity: str  # high, medium, low, info
-    time_at_stake_s: float | None
-    share: float | None
-    evidence: list[str]
-    fix: str
-    data: dict[str, Any] = field(default_factory=dict)
-
-    def short(self) -> str:
-        stake = "" if self.time_at_stake_s is None else f" (up to {human_seconds(self.time_at_stake_s)} at stake)"
-        return f"{self.title}{stake}: {self.fix}"
 
 
 def _own(r) -> float:
@@ -478,7 +461,7 @@ RULES: list[Callable] = [
 SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
 
 
-def advise(report, rules: list[Callable] | None = None) -> list[Advice]:
+def advise(report: Report, rules: list[Callable] | None = None) -> list[Advice]:
     """Every rule that fires, most time at stake first; the informational ones last."""
     th = report.thresholds
     out = [a for a in (rule(report, th) for rule in (rules or RULES)) if a is not None]
@@ -486,13 +469,10 @@ def advise(report, rules: list[Callable] | None = None) -> list[Advice]:
     return out
 
 
-def top_advice(capture, n: int = 1, thresholds: dict[str, float] | None = None) -> list[str]:
-    """The first n advice lines for a capture (or a built Report), for the end-of-run summary."""
-    from iolens.analysis.report import Report, build_report
+def __getattr__(name: str) -> Any:
+    """top_advice moved to analysis/report.py (it builds a report); the old name still works."""
+    if name == "top_advice":
+        from iolens.analysis.report import top_advice
 
-    report = capture if isinstance(capture, Report) else build_report(capture, thresholds)
-    return [a.short() for a in report.advice[:n]]
-
-
-def _bin_label(i: int) -> str:
-    return BIN_LABELS[i]
+        return top_advice
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
