@@ -130,7 +130,7 @@ def metadata_storm(r, th) -> Advice | None:
     ev.append("calls: " + ", ".join(f"{k.lower()} {v:,}" for k, v in sorted(ops.items(), key=lambda kv: -kv[1])[:6]))
     if small_files:
         ev.append(f"{len(small_files):,} files smaller than {human_bytes(th['small_bytes'])}")
-    dirs = Counter()
+    dirs: Counter[str] = Counter()
     for f in _real_files(r):
         dirs[os.path.dirname(f.path)] += f.metadata_ops
     for d, k in dirs.most_common(3):
@@ -159,15 +159,9 @@ def fsync_storm(r, th) -> Advice | None:
                  {"seconds": t, "syncs": n, "files": [f.path for f in files]})
 
 
-def temp_placement(r, th) -> Advice | None:
-    """Temporary files on the same device as the inputs or outputs, or on network/FUSE storage."""
-    temps = [f for f in _real_files(r) if f.temporary]
-    if sum(f.bytes_written for f in temps) < th["temp_bytes"]:
-        return None
-    by_mount: dict[str, list] = {}
-    for f in temps:
-        by_mount.setdefault(f.mount, []).append(f)
-    data_devices: dict[str, set[str]] = {"inputs": set(), "outputs": set()}
+def _data_devices(r: Report) -> dict[str, set[str]]:
+    """The devices the run's inputs were read from and its outputs written to (temporary files aside)."""
+    out: dict[str, set[str]] = {"inputs": set(), "outputs": set()}
     for f in _real_files(r):
         if f.temporary:
             continue
@@ -175,9 +169,17 @@ def temp_placement(r, th) -> Advice | None:
         if m is None:
             continue
         if f.bytes_read and not f.created:
-            data_devices["inputs"].add(_device(m))
+            out["inputs"].add(_device(m))
         if f.bytes_written:
-            data_devices["outputs"].add(_device(m))
+            out["outputs"].add(_device(m))
+    return out
+
+
+def _worst_temp_mount(r: Report, temps: list, data_devices: dict[str, set[str]]) -> tuple | None:
+    """The mount whose temporary files cost most among those on remote storage or on a data device."""
+    by_mount: dict[str, list] = {}
+    for f in temps:
+        by_mount.setdefault(f.mount, []).append(f)
     worst = None
     for mp, fs in by_mount.items():
         m = _mount(r, mp)
@@ -193,9 +195,18 @@ def temp_placement(r, th) -> Advice | None:
         if not why:
             continue
         t = sum(f.time_s for f in fs)
-        cand = (t, mp, m, fs, why)
-        if worst is None or cand[0] > worst[0]:
-            worst = cand
+        if worst is None or t > worst[0]:
+            worst = (t, mp, m, fs, why)
+    return worst
+
+
+def temp_placement(r, th) -> Advice | None:
+    """Temporary files on the same device as the inputs or outputs, or on network/FUSE storage."""
+    temps = [f for f in _real_files(r) if f.temporary]
+    if sum(f.bytes_written for f in temps) < th["temp_bytes"]:
+        return None
+    data_devices = _data_devices(r)
+    worst = _worst_temp_mount(r, temps, data_devices)
     if worst is None:
         return None
     t, mp, m, fs, why = worst
@@ -212,8 +223,7 @@ def temp_placement(r, th) -> Advice | None:
         ev.append(f"{f.path}: {human_bytes(f.bytes_written)}, lived {human_seconds(f.lifetime_s)} ({', '.join(f.tools)})")
     if alt:
         ev.append(f"{alt['mount']} ({alt['storage']}, {alt['fstype']} on {alt['source']}) is another device")
-    sort = [x for x in tools if x == "samtools sort"]
-    if sort:
+    if "samtools sort" in tools:
         fix = (f"Give samtools sort a temp prefix on another device: `samtools sort -T {alt_dir}/sort ...` "
                "(without -T it spills next to the output)")
     else:

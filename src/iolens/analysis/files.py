@@ -111,13 +111,12 @@ def _tools(recs: Records, names: list[str], rec_path: np.ndarray, npath: int) ->
     return tools
 
 
-def fold_paths(cap: Capture, recs: Records, names: list[str], resolve: MountResolver) -> tuple[Paths, dict]:
+def fold_paths(cap: Capture, recs: Records, resolve: MountResolver) -> tuple[Paths, dict[str, np.ndarray]]:
     """Per-path sums, kinds and mounts; also the remaining per-path columns the file rows need."""
     per_path = _ByPath(recs)
     npath = len(per_path.names)
     cols = _columns(recs, per_path)
     cols.update(_users(cap, recs, per_path.of_record, npath))
-    cols["tools"] = _tools(recs, names, per_path.of_record, npath)
     first_rec = (np.unique(per_path.of_record, return_index=True)[1] if len(recs)
                  else np.zeros(0, dtype=np.int64))
     kinds = [file_kind({"flags": int(fl)}) for fl in recs.extra["flags"][first_rec].tolist()]
@@ -133,18 +132,19 @@ def fold_paths(cap: Capture, recs: Records, names: list[str], resolve: MountReso
 def fold_files(cap: Capture, recs: Records, names: list[str], th: dict[str, float], resolve: MountResolver,
                span: tuple[int, int]) -> tuple[Paths, list[FileRow]]:
     """One FileRow per path, in the order paths first appear; span is the run's (start, end) monotonic ns."""
-    paths, cols = fold_paths(cap, recs, names, resolve)
+    paths, cols = fold_paths(cap, recs, resolve)
     agg = paths.sums
     both = agg["read_hist"] + agg["write_hist"]
     rpat = B.patterns(cols["pairs_r"] + 1, cols["pairs_r"] - cols["rnd_r"], th)
     wpat = B.patterns(cols["pairs_w"] + 1, cols["pairs_w"] - cols["rnd_w"], th)
-    col = {k: v.astype(np.int64).tolist() for k, v in agg.items()}
+    col: dict[str, list[Any]] = {k: v.astype(np.int64).tolist() for k, v in agg.items()}
     for k in ("first", "last", "size", "created", "deleted", "flags", "readers", "writers", "users"):
         col[k] = cols[k].tolist()
     for k in ("opens", "metas", "syncs", "rnd_r", "rnd_w"):
         col[k] = cols[k].astype(np.int64).tolist()
     col["dom"] = np.where(both.any(axis=1), both.argmax(axis=1), -1).tolist()
-    col["rpat"], col["wpat"], col["tools"] = rpat, wpat, cols["tools"]
+    col["rpat"], col["wpat"] = rpat, wpat
+    col["tools"] = _tools(recs, names, paths.of_record, len(paths))
     col["breakdown"] = (paths.breakdown * NS).tolist()
     row = _RowMaker(col, resolve, span)
     files = [row(k, path, paths.kinds[k], paths.mounts[k]) for k, path in enumerate(paths.names)]
@@ -152,7 +152,7 @@ def fold_files(cap: Capture, recs: Records, names: list[str], th: dict[str, floa
 
 
 class _RowMaker:
-    def __init__(self, col: dict[str, list], resolve: MountResolver, span: tuple[int, int]):
+    def __init__(self, col: dict[str, list[Any]], resolve: MountResolver, span: tuple[int, int]):
         self.col, self.resolve, (self.t0, self.t_end) = col, resolve, span
         self.flag_names = list(F.FILE_FLAGS.items())
         self.flag_cache: dict[int, list[str]] = {}

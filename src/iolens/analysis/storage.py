@@ -83,7 +83,8 @@ def fold_mounts(files: list[FileRow], paths: Paths, unattributed: np.ndarray) ->
 
 def available_mounts(mounts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Writable storage the run could have used: one entry per device (not per bind mount)."""
-    out, seen = [], set()
+    out: list[dict[str, Any]] = []
+    seen: set[str | None] = set()
     for m in mounts:
         kind = storage_kind(m.get("fstype", ""), m.get("source", ""))
         if kind in ("pseudo", "unknown"):
