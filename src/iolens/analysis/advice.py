@@ -14,7 +14,7 @@ from collections import Counter
 from typing import Any, Callable
 
 from iolens.analysis.classify import TEXT_FIX, is_remote
-from iolens.analysis.model import META_OPS, SYNC_OPS, Advice, Report
+from iolens.analysis.model import META_OPS, SYNC_OPS, Advice, ProcRow, Report
 from iolens.units import human_bytes, human_seconds
 
 __all__ = ["META_OPS", "RULES", "SYNC_OPS", "Advice", "advise"]
@@ -400,6 +400,18 @@ def uncompressed_text(r, th) -> Advice | None:
                  "and read back", t, ev, fix[0].upper() + fix[1:], {"seconds": t, "files": [f.path for _x, f in hits]})
 
 
+def _why_unseen(p: ProcRow) -> list[str]:
+    """What a process did that the interposer does not see as calls."""
+    why = []
+    if p.mmap_bytes:
+        why.append(f"{human_bytes(p.mmap_bytes)} memory-mapped (page faults are not calls)")
+    if p.untracked_ops:
+        why.append(f"{p.untracked_ops:,} calls on descriptors it could not name")
+    if not p.bytes_read and not p.bytes_written and not p.files:
+        why.append("no calls seen at all: statically linked, or I/O by raw system calls")
+    return why
+
+
 def low_coverage(r, th) -> Advice | None:
     """Part of the I/O was not seen: say what and where."""
     cov = r.totals["coverage"]
@@ -420,13 +432,7 @@ def low_coverage(r, th) -> Advice | None:
     gaps.sort(key=lambda g: -g[0])
     stake = 0.0
     for gap, p in gaps[:5]:
-        why = []
-        if p.mmap_bytes:
-            why.append(f"{human_bytes(p.mmap_bytes)} memory-mapped (page faults are not calls)")
-        if p.untracked_ops:
-            why.append(f"{p.untracked_ops:,} calls on descriptors it could not name")
-        if not p.bytes_read and not p.bytes_written and not p.files:
-            why.append("no calls seen at all: statically linked, or I/O by raw system calls")
+        why = _why_unseen(p)
         ev.append(f"{p.name} [{p.pid}]: {human_bytes(gap)} unseen" + (f" ({'; '.join(why)})" if why else
                                                                      " (raw system calls, mmap or a static binary)"))
     for gap, p in gaps:

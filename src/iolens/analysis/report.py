@@ -29,6 +29,7 @@ from iolens.capture.reader import Capture
 
 
 def build_report(cap: Capture, thresholds: dict[str, float] | None = None, *, advise: bool = True) -> Report:
+    """The whole report of a capture: each fold in turn, then (unless advise=False) the advice rules."""
     th = thresholds or with_overrides()
     meta, procs = cap.meta, cap.processes
     t0 = P.start_mono(cap)
