@@ -1,8 +1,9 @@
 """Advice: one small function per rule, each returning an Advice (with its evidence) or None.
 
-Every rule reads a Report (analysis/report.py) and the thresholds table (analysis/thresholds.py, the
-entries named after the rule).  `time_at_stake_s` is an upper bound on what fixing the problem could
-save: the time the run spent in the I/O the rule is about.  Rules are listed in RULES; docs/report.md
+Every rule reads the finished report model (analysis/model.py: Report) and the thresholds table
+(analysis/thresholds.py, the entries named after the rule); it never reads the capture.
+`time_at_stake_s` is an upper bound on what fixing the problem could save: the time the run spent in
+the I/O the rule is about.  Rules are listed in RULES; docs/report.md
 has the same list in prose.
 """
 
@@ -10,33 +11,15 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from iolens.analysis.breakdown import BIN_LABELS
 from iolens.analysis.classify import TEXT_FIX, is_remote
+from iolens.analysis.model import META_OPS, SYNC_OPS, Advice, ProcRow, Report
 from iolens.units import human_bytes, human_seconds
 
+__all__ = ["META_OPS", "RULES", "SYNC_OPS", "Advice", "advise"]
+
 SMALL = ("tiny_read", "small_read", "tiny_write", "small_write")
-META_OPS = ("OPEN", "FOPEN", "STAT", "ACCESS", "OPENDIR", "READDIR", "GETDENTS", "CLOSE", "FCLOSE", "UNLINK",
-            "RENAME", "MKDIR", "RMDIR", "MKSTEMP", "LSEEK", "FSEEK", "TRUNCATE")
-SYNC_OPS = ("FSYNC", "FDATASYNC", "SYNC_FILE_RANGE", "SYNCFS", "SYNC", "MSYNC")
-
-
-@dataclass
-class Advice:
-    rule: str
-    title: str
-    severity: str  # high, medium, low, info
-    time_at_stake_s: float | None
-    share: float | None
-    evidence: list[str]
-    fix: str
-    data: dict[str, Any] = field(default_factory=dict)
-
-    def short(self) -> str:
-        stake = "" if self.time_at_stake_s is None else f" (up to {human_seconds(self.time_at_stake_s)} at stake)"
-        return f"{self.title}{stake}: {self.fix}"
 
 
 def _own(r) -> float:
@@ -147,7 +130,7 @@ def metadata_storm(r, th) -> Advice | None:
     ev.append("calls: " + ", ".join(f"{k.lower()} {v:,}" for k, v in sorted(ops.items(), key=lambda kv: -kv[1])[:6]))
     if small_files:
         ev.append(f"{len(small_files):,} files smaller than {human_bytes(th['small_bytes'])}")
-    dirs = Counter()
+    dirs: Counter[str] = Counter()
     for f in _real_files(r):
         dirs[os.path.dirname(f.path)] += f.metadata_ops
     for d, k in dirs.most_common(3):
@@ -176,15 +159,9 @@ def fsync_storm(r, th) -> Advice | None:
                  {"seconds": t, "syncs": n, "files": [f.path for f in files]})
 
 
-def temp_placement(r, th) -> Advice | None:
-    """Temporary files on the same device as the inputs or outputs, or on network/FUSE storage."""
-    temps = [f for f in _real_files(r) if f.temporary]
-    if sum(f.bytes_written for f in temps) < th["temp_bytes"]:
-        return None
-    by_mount: dict[str, list] = {}
-    for f in temps:
-        by_mount.setdefault(f.mount, []).append(f)
-    data_devices: dict[str, set[str]] = {"inputs": set(), "outputs": set()}
+def _data_devices(r: Report) -> dict[str, set[str]]:
+    """The devices the run's inputs were read from and its outputs written to (temporary files aside)."""
+    out: dict[str, set[str]] = {"inputs": set(), "outputs": set()}
     for f in _real_files(r):
         if f.temporary:
             continue
@@ -192,9 +169,17 @@ def temp_placement(r, th) -> Advice | None:
         if m is None:
             continue
         if f.bytes_read and not f.created:
-            data_devices["inputs"].add(_device(m))
+            out["inputs"].add(_device(m))
         if f.bytes_written:
-            data_devices["outputs"].add(_device(m))
+            out["outputs"].add(_device(m))
+    return out
+
+
+def _worst_temp_mount(r: Report, temps: list, data_devices: dict[str, set[str]]) -> tuple | None:
+    """The mount whose temporary files cost most among those on remote storage or on a data device."""
+    by_mount: dict[str, list] = {}
+    for f in temps:
+        by_mount.setdefault(f.mount, []).append(f)
     worst = None
     for mp, fs in by_mount.items():
         m = _mount(r, mp)
@@ -210,9 +195,18 @@ def temp_placement(r, th) -> Advice | None:
         if not why:
             continue
         t = sum(f.time_s for f in fs)
-        cand = (t, mp, m, fs, why)
-        if worst is None or cand[0] > worst[0]:
-            worst = cand
+        if worst is None or t > worst[0]:
+            worst = (t, mp, m, fs, why)
+    return worst
+
+
+def temp_placement(r, th) -> Advice | None:
+    """Temporary files on the same device as the inputs or outputs, or on network/FUSE storage."""
+    temps = [f for f in _real_files(r) if f.temporary]
+    if sum(f.bytes_written for f in temps) < th["temp_bytes"]:
+        return None
+    data_devices = _data_devices(r)
+    worst = _worst_temp_mount(r, temps, data_devices)
     if worst is None:
         return None
     t, mp, m, fs, why = worst
@@ -229,8 +223,7 @@ def temp_placement(r, th) -> Advice | None:
         ev.append(f"{f.path}: {human_bytes(f.bytes_written)}, lived {human_seconds(f.lifetime_s)} ({', '.join(f.tools)})")
     if alt:
         ev.append(f"{alt['mount']} ({alt['storage']}, {alt['fstype']} on {alt['source']}) is another device")
-    sort = [x for x in tools if x == "samtools sort"]
-    if sort:
+    if "samtools sort" in tools:
         fix = (f"Give samtools sort a temp prefix on another device: `samtools sort -T {alt_dir}/sort ...` "
                "(without -T it spills next to the output)")
     else:
@@ -407,6 +400,18 @@ def uncompressed_text(r, th) -> Advice | None:
                  "and read back", t, ev, fix[0].upper() + fix[1:], {"seconds": t, "files": [f.path for _x, f in hits]})
 
 
+def _why_unseen(p: ProcRow) -> list[str]:
+    """What a process did that the interposer does not see as calls."""
+    why = []
+    if p.mmap_bytes:
+        why.append(f"{human_bytes(p.mmap_bytes)} memory-mapped (page faults are not calls)")
+    if p.untracked_ops:
+        why.append(f"{p.untracked_ops:,} calls on descriptors it could not name")
+    if not p.bytes_read and not p.bytes_written and not p.files:
+        why.append("no calls seen at all: statically linked, or I/O by raw system calls")
+    return why
+
+
 def low_coverage(r, th) -> Advice | None:
     """Part of the I/O was not seen: say what and where."""
     cov = r.totals["coverage"]
@@ -427,13 +432,7 @@ def low_coverage(r, th) -> Advice | None:
     gaps.sort(key=lambda g: -g[0])
     stake = 0.0
     for gap, p in gaps[:5]:
-        why = []
-        if p.mmap_bytes:
-            why.append(f"{human_bytes(p.mmap_bytes)} memory-mapped (page faults are not calls)")
-        if p.untracked_ops:
-            why.append(f"{p.untracked_ops:,} calls on descriptors it could not name")
-        if not p.bytes_read and not p.bytes_written and not p.files:
-            why.append("no calls seen at all: statically linked, or I/O by raw system calls")
+        why = _why_unseen(p)
         ev.append(f"{p.name} [{p.pid}]: {human_bytes(gap)} unseen" + (f" ({'; '.join(why)})" if why else
                                                                      " (raw system calls, mmap or a static binary)"))
     for gap, p in gaps:
@@ -478,7 +477,7 @@ RULES: list[Callable] = [
 SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
 
 
-def advise(report, rules: list[Callable] | None = None) -> list[Advice]:
+def advise(report: Report, rules: list[Callable] | None = None) -> list[Advice]:
     """Every rule that fires, most time at stake first; the informational ones last."""
     th = report.thresholds
     out = [a for a in (rule(report, th) for rule in (rules or RULES)) if a is not None]
@@ -486,13 +485,10 @@ def advise(report, rules: list[Callable] | None = None) -> list[Advice]:
     return out
 
 
-def top_advice(capture, n: int = 1, thresholds: dict[str, float] | None = None) -> list[str]:
-    """The first n advice lines for a capture (or a built Report), for the end-of-run summary."""
-    from iolens.analysis.report import Report, build_report
+def __getattr__(name: str) -> Any:
+    """top_advice moved to analysis/report.py (it builds a report); the old name still works."""
+    if name == "top_advice":
+        from iolens.analysis.report import top_advice
 
-    report = capture if isinstance(capture, Report) else build_report(capture, thresholds)
-    return [a.short() for a in report.advice[:n]]
-
-
-def _bin_label(i: int) -> str:
-    return BIN_LABELS[i]
+        return top_advice
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
+
+from iolens import _format as F
 
 # fstype -> storage kind.  FUSE clients show as "fuse" or "fuse.<client>"; object-store clients are
 # recognised by the client name in the fstype or the mount source.
@@ -20,6 +23,18 @@ PSEUDO_FS = {"proc", "sysfs", "devpts", "cgroup", "cgroup2", "securityfs", "debu
 OBJECT_CLIENTS = ("s3fs", "mountpoint-s3", "mount-s3", "goofys", "gcsfuse", "rclone", "blobfuse", "blobfuse2",
                   "juicefs", "geesefs", "s3backer", "riofs", "objectivefs", "azurefile")
 NETWORK_FUSE_CLIENTS = ("sshfs", "davfs", "curlftpfs")
+_FF = {name: bit for name, (bit, _doc) in F.FILE_FLAGS.items()}
+
+
+def file_kind(f: dict[str, Any]) -> str:
+    """What a FILE record names, from its flags: file, dir, stream (pipe, socket, terminal) or aggregate."""
+    if f["flags"] & _FF["AGGREGATE"]:
+        return "aggregate"
+    if f["flags"] & _FF["NOT_A_FILE"]:
+        return "stream"
+    if f["flags"] & _FF["DIRECTORY"]:
+        return "dir"
+    return "file"
 
 
 def storage_kind(fstype: str, source: str = "") -> str:

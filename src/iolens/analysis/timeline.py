@@ -9,12 +9,15 @@ files (docs/report.md, "Timeline").
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from iolens import _format as F
+from iolens.analysis.model import NO_FILE, MountRow, Timeline
+from iolens.analysis.records import Records
+from iolens.analysis.storage import Placement
 
 NCAT = len(F.CATEGORIES)
 
@@ -76,21 +79,6 @@ def mount_shares(nbins: int, t0: int, width: int, first: np.ndarray, last: np.nd
     return np.divide(est, tot, out=np.zeros_like(est), where=tot > 0)
 
 
-@dataclass
-class Timeline:
-    """Rates on the common grid: ops per second per category, bytes per second, and per mount."""
-
-    bin_s: float
-    nbins: int
-    t_s: list[float]
-    iops: dict[str, list[float]]
-    read_bps: list[float]
-    write_bps: list[float]
-    per_mount_iops: dict[str, list[float]] = field(default_factory=dict)
-    per_mount_bps: dict[str, list[float]] = field(default_factory=dict)
-    per_mount_basis: str = "estimate"
-
-
 def build_timeline(procs: list[Any], proc_files: list[dict[str, np.ndarray]], mounts: list[str], t0: int,
                    t_end: int, max_bins: int) -> Timeline:
     """procs: Process objects (their .timeline); proc_files[i]: arrays first, last, mount, ops, bytes of
@@ -137,3 +125,25 @@ def build_timeline(procs: list[Any], proc_files: list[dict[str, np.ndarray]], mo
         per_mount_iops={mounts[j]: (m_ops[:, j] / sec).tolist() for j in keep},
         per_mount_bps={mounts[j]: (m_bytes[:, j] / sec).tolist() for j in keep},
     )
+
+
+def report_timeline(procs: list[Any], recs: Records, path_of_record: np.ndarray, placement: Placement,
+                    mounts: list[MountRow], span: tuple[int, int], max_bins: int) -> Timeline:
+    """The report's timeline: each image's file records, as use windows on the mounts of the report."""
+    names = [m.mount for m in mounts if m.mount != NO_FILE]
+    midx = {m: j for j, m in enumerate(names)}
+    if len(placement.of_path):
+        path_mount = np.asarray([midx.get(n, -1) for n in placement.names], dtype=np.int64)[placement.of_path]
+    else:
+        path_mount = np.zeros(0, dtype=np.int64)
+    rec_mount = path_mount[path_of_record] if len(recs) else np.zeros(0, dtype=np.int64)
+    ex, arrays = recs.extra, recs.arrays
+    rec_ops = arrays["reads"] + arrays["writes"] + ex["opens"] + ex["stats"] + ex["metas"] + ex["syncs"]
+    rec_bytes = arrays["bytes_read"] + arrays["bytes_written"]
+    proc_files = []
+    for i in range(len(procs)):
+        sl = slice(int(recs.offsets[i]), int(recs.offsets[i + 1]))
+        keep = rec_mount[sl] >= 0
+        proc_files.append({"first": ex["first_mono"][sl][keep], "last": ex["last_mono"][sl][keep],
+                           "mount": rec_mount[sl][keep], "ops": rec_ops[sl][keep], "bytes": rec_bytes[sl][keep]})
+    return build_timeline(procs, proc_files, names, span[0], span[1], max_bins)

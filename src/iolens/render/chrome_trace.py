@@ -11,7 +11,7 @@ import json
 import os
 
 from iolens import _format as F
-from iolens.analysis.summary import proc_name
+from iolens.analysis.processes import proc_name
 from iolens.errors import UsageError
 
 OPS = [name for name, _cat in F.OPS]

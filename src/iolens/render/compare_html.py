@@ -5,11 +5,11 @@ fetched from the network when the page is opened.
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 import plotly.graph_objects as go
 
+from iolens.render.htmlsafe import esc
 from iolens.units import human_bytes, human_seconds
 
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
@@ -24,10 +24,6 @@ th:first-child, td:first-child { text-align: left; }
 .verdict { font-size: 1.05em; margin: 0.3em 0; } .sig { font-weight: 600; color: #1a6d1a; }
 .warn { color: #9a5b00; } .meta { color: #666; font-size: 0.9em; }
 """
-
-
-def _e(s: Any) -> str:
-    return html.escape(str(s))
 
 
 def box_figure(rep: dict[str, Any]) -> go.Figure:
@@ -132,9 +128,9 @@ def _table(rep: dict[str, Any]) -> str:
             human_seconds(r["user"]), human_seconds(r["system"]), human_bytes(r["io"]["max_rss_bytes"]),
             human_bytes(r["io"]["read_bytes"]), human_bytes(r["io"]["write_bytes"]),
         ])
-    out = ['<div style="overflow-x: auto"><table><tr>' + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr>"]
+    out = ['<div style="overflow-x: auto"><table><tr>' + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr>"]
     for row in rows:
-        out.append("<tr>" + "".join(f"<td>{_e(v)}</td>" for v in row) + "</tr>")
+        out.append("<tr>" + "".join(f"<td>{esc(v)}</td>" for v in row) + "</tr>")
     out.append("</table></div>")
     return "\n".join(out)
 
@@ -148,24 +144,24 @@ def render_html(rep: dict[str, Any]) -> bytes:
     s = rep["settings"]
     prov = rep["provenance"]
     verdicts = "\n".join(
-        f'<p class="verdict{" sig" if c["significant"] else ""}">{_e(c["verdict"])}</p>' for c in rep["comparisons"])
-    warnings = "\n".join(f'<p class="warn">warning: {_e(w)}</p>' for w in rep["warnings"])
+        f'<p class="verdict{" sig" if c["significant"] else ""}">{esc(c["verdict"])}</p>' for c in rep["comparisons"])
+    warnings = "\n".join(f'<p class="warn">warning: {esc(w)}</p>' for w in rep["warnings"])
     failures = []
     for r in rep["results"]:
         for f in r["failures"][:3]:
-            failures.append(f"<p><b>{_e(r['name'])}</b>, run {f['seq']}, exit {f['exit_status']}:</p>"
-                            f"<pre>{_e((f['stderr_tail'] or '').strip()[-1500:])}</pre>")
+            failures.append(f"<p><b>{esc(r['name'])}</b>, run {f['seq']}, exit {f['exit_status']}:</p>"
+                            f"<pre>{esc((f['stderr_tail'] or '').strip()[-1500:])}</pre>")
     precision = f", precision target ±{s['precision_pct']:g}%" if s["precision_pct"] else ""
     meta = (f"{s['runs']} runs per configuration, {s['warmup']} warmup, randomized interleaving (seed {s['seed']}), "
-            f"cache {_e(s['cache'])}{' (' + ', '.join(s['evict_methods']) + ')' if s['evict_methods'] else ''}"
+            f"cache {esc(s['cache'])}{' (' + ', '.join(s['evict_methods']) + ')' if s['evict_methods'] else ''}"
             f"{precision}; "
-            f"host {_e(prov.get('host'))}, {_e(prov.get('cpu_model'))}, {_e(prov.get('cpus'))} CPUs, "
-            f"kernel {_e(prov.get('kernel'))}, iolens {_e(prov.get('iolens_version'))}")
-    commands = "".join(f"<li><b>{_e(r['name'])}</b>: <code>{_e(r['command'])}</code></li>" for r in rep["results"])
+            f"host {esc(prov.get('host'))}, {esc(prov.get('cpu_model'))}, {esc(prov.get('cpus'))} CPUs, "
+            f"kernel {esc(prov.get('kernel'))}, iolens {esc(prov.get('iolens_version'))}")
+    commands = "".join(f"<li><b>{esc(r['name'])}</b>: <code>{esc(r['command'])}</code></li>" for r in rep["results"])
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>iolens compare</title><style>{CSS}</style></head>
 <body>
-<h1>iolens compare: <code>{_e(rep['command_template'])}</code></h1>
+<h1>iolens compare: <code>{esc(rep['command_template'])}</code></h1>
 <p class="meta">{meta}</p>
 {verdicts}
 {warnings}

@@ -7,7 +7,7 @@ import io
 from dataclasses import fields
 
 from iolens.analysis.breakdown import CLASSES
-from iolens.analysis.report import FileRow
+from iolens.analysis.model import FileRow
 
 _LISTS = {"read_hist", "write_hist", "flags", "tools"}
 

@@ -7,28 +7,16 @@ entity-escaped in the page, so a file named `<script>...` shows as text and neve
 
 from __future__ import annotations
 
-import html
-import json
 import math
 
 from iolens.analysis.breakdown import BREAKDOWN, CLASSES, LABELS
+from iolens.render.htmlsafe import esc, script_json
 from iolens.render.multiqc import COLORS
 from iolens.units import human_bytes, human_seconds, pct
 
 MAX_FILE_ROWS = 2000
 MAX_PHASES = 500
 MAX_PROC_BARS = 30
-
-
-def _e(s) -> str:
-    return html.escape(str(s), quote=True)
-
-
-def _script_json(obj) -> str:
-    """JSON that can sit inside <script type="application/json"> whatever the strings hold."""
-    text = json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    return (text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
-            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
 def _num(v) -> float:
@@ -38,11 +26,11 @@ def _num(v) -> float:
 def _td(text, value=None, cls: str = "") -> str:
     v = "" if value is None else f' data-v="{_num(value):.9g}"'
     c = f' class="{cls}"' if cls else ""
-    return f"<td{v}{c}>{_e(text)}</td>"
+    return f"<td{v}{c}>{esc(text)}</td>"
 
 
 def _table(tid: str, headers: list[tuple[str, str]], rows: list[str]) -> str:
-    th = "".join(f'<th data-type="{t}" title="click to sort">{_e(h)}</th>' for h, t in headers)
+    th = "".join(f'<th data-type="{t}" title="click to sort">{esc(h)}</th>' for h, t in headers)
     return (f'<table class="sortable" id="{tid}"><thead><tr>{th}</tr></thead><tbody>' + "".join(rows)
             + "</tbody></table>")
 
@@ -115,12 +103,12 @@ def _advice(r) -> str:
     out = []
     for a in r.advice:
         stake = "" if a.time_at_stake_s is None else (
-            f'<span class="stake">up to {_e(human_seconds(a.time_at_stake_s))} at stake'
+            f'<span class="stake">up to {esc(human_seconds(a.time_at_stake_s))} at stake'
             + (f" ({100 * a.share:.0f}% of process time)" if a.share is not None else "") + "</span>")
-        ev = "".join(f"<li>{_e(e)}</li>" for e in a.evidence)
-        out.append(f'<div class="advice {_e(a.severity)}" data-rule="{_e(a.rule)}"><div class="atitle">'
-                   f'<span class="sev">{_e(a.severity)}</span> {_e(a.title)} {stake}</div>'
-                   f'<ul class="evidence">{ev}</ul><div class="fix"><b>Fix:</b> {_e(a.fix)}</div></div>')
+        ev = "".join(f"<li>{esc(e)}</li>" for e in a.evidence)
+        out.append(f'<div class="advice {esc(a.severity)}" data-rule="{esc(a.rule)}"><div class="atitle">'
+                   f'<span class="sev">{esc(a.severity)}</span> {esc(a.title)} {stake}</div>'
+                   f'<ul class="evidence">{ev}</ul><div class="fix"><b>Fix:</b> {esc(a.fix)}</div></div>')
     return "\n".join(out)
 
 
@@ -172,14 +160,14 @@ def render_html(r, *, plotly_js: str | None = None) -> bytes:
         ("coverage", "unknown" if cov is None else f"{100 * cov:.1f}%"),
         ("exit status", "?" if cap["exit_status"] is None else str(cap["exit_status"])),
     ]
-    cards_html = "".join(f'<div class="card"><div class="k">{_e(k)}</div><div class="v">{_e(v)}</div></div>'
+    cards_html = "".join(f'<div class="card"><div class="k">{esc(k)}</div><div class="v">{esc(v)}</div></div>'
                          for k, v in cards)
-    problems = "".join(f'<p class="warn">warning: {_e(p)}</p>' for p in cap["problems"])
-    thresholds = "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in r.thresholds.items())
+    problems = "".join(f'<p class="warn">warning: {esc(p)}</p>' for p in cap["problems"])
+    thresholds = "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in r.thresholds.items())
     page = _TEMPLATE.format(
-        title=_e(f"iolens report: {cmd}"[:200]),
-        cmd=_e(cmd),
-        host=_e(f"{cap['host'] or '?'} · {cap['cpus'] or '?'} CPUs · {human_bytes(cap['mem_bytes'])} RAM · "
+        title=esc(f"iolens report: {cmd}"[:200]),
+        cmd=esc(cmd),
+        host=esc(f"{cap['host'] or '?'} · {cap['cpus'] or '?'} CPUs · {human_bytes(cap['mem_bytes'])} RAM · "
                 f"kernel {cap['kernel'] or '?'} · capture {cap['path']}"),
         cards=cards_html,
         problems=problems,
@@ -188,12 +176,12 @@ def render_html(r, *, plotly_js: str | None = None) -> bytes:
         files=_files_table(r),
         procs=_procs_table(r),
         thresholds=thresholds,
-        data=_script_json(_clean(_chart_data(r))),
+        data=script_json(_clean(_chart_data(r))),
         plotly=plotly_js,
         app=_APP_JS,
         css=_CSS,
-        tiny=_e(human_bytes(r.thresholds["tiny_bytes"])),
-        small=_e(human_bytes(r.thresholds["small_bytes"])),
+        tiny=esc(human_bytes(r.thresholds["tiny_bytes"])),
+        small=esc(human_bytes(r.thresholds["small_bytes"])),
     )
     return page.encode("utf-8")
 

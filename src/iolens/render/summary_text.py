@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from iolens.analysis.summary import RunSummary
+from iolens.analysis.model import RunSummary
 from iolens.units import human_bytes, human_seconds, pct
 
 

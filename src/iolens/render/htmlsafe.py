@@ -1,0 +1,19 @@
+"""Escaping for the HTML exporters: text for the page, JSON for a <script> element."""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+
+def esc(s: Any) -> str:
+    """Any value as HTML text, safe in element content and in quoted attribute values."""
+    return html.escape(str(s), quote=True)
+
+
+def script_json(obj: Any) -> str:
+    """JSON that can sit inside <script type="application/json"> whatever the strings hold."""
+    text = json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return (text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
