@@ -6,7 +6,7 @@ import pytest
 
 from helpers.capture import build_capture, fil, proc
 from iolens.analysis import advice as A
-from iolens.analysis.report import build_report
+from iolens.analysis.report import build_report, top_advice
 from iolens.analysis.thresholds import with_overrides
 
 GiB = 1 << 30
@@ -290,7 +290,7 @@ def test_advice_is_sorted_by_time_at_stake_with_info_last():
 
 def test_top_advice_gives_short_lines():
     cap = build_capture(one(["python3"], [fil("/data/reads.fq", reads=2_000_000, read_size=100, read_time=20.0)]))
-    lines = A.top_advice(cap)
+    lines = top_advice(cap)
     assert len(lines) == 1 and lines[0].startswith("2,000,000 tiny or small I/O calls")
     assert "at stake" in lines[0]
 

@@ -9,7 +9,7 @@ from helpers.capture import build_capture, fil, proc
 from iolens import _format as F
 from iolens.analysis import advice as A
 from iolens.analysis import model as M
-from iolens.analysis.report import Report, build_report
+from iolens.analysis.report import Report, build_report, top_advice
 from iolens.analysis.summary import summarize
 from iolens.render import compare_html, htmlsafe, report_html
 
@@ -52,9 +52,9 @@ def test_advice_reads_the_model_without_importing_the_report_builder():
     code = "import sys, iolens.analysis.advice; print('iolens.analysis.report' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == "False"
-    # the old entry point still works for a capture and for a built report
+    # top_advice takes a capture or a built report
     cap = exec_chain_at_one_instant()
-    assert A.top_advice(cap, n=5) == A.top_advice(build_report(cap), n=5)
+    assert top_advice(cap, n=5) == top_advice(build_report(cap), n=5)
     assert isinstance(build_report(cap, advise=False), Report)
 
 

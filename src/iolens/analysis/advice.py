@@ -484,11 +484,3 @@ def advise(report: Report, rules: list[Callable] | None = None) -> list[Advice]:
     out.sort(key=lambda a: (a.severity == "info", -(a.time_at_stake_s or 0.0), SEVERITY_ORDER[a.severity], a.rule))
     return out
 
-
-def __getattr__(name: str) -> Any:
-    """top_advice moved to analysis/report.py (it builds a report); the old name still works."""
-    if name == "top_advice":
-        from iolens.analysis.report import top_advice
-
-        return top_advice
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

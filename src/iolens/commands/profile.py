@@ -11,7 +11,6 @@ import click
 from rich.console import Console
 from rich.text import Text
 
-from iolens.analysis.advice import top_advice
 from iolens.analysis.summary import summarize
 from iolens.capture.record import Recording, RecordingResult, resolve_command
 from iolens.errors import UsageError
@@ -48,6 +47,8 @@ def render(result: RecordingResult, console: Console) -> None:
     """The summary, the top advice and where the capture went."""
     if result.capture is not None:
         render_summary(summarize(result.capture), console)
+        from iolens.analysis.report import top_advice
+
         advice = top_advice(result.capture, n=2) or ["no advice rule fired; `iolens report` shows the full analysis"]
         for line in advice:
             console.print(Text(f"  advice: {line}"))
