@@ -3,7 +3,7 @@
 #   make asan       AddressSanitizer + UBSan build, every tests/native program run under it
 #   make valgrind   memcheck of the same programs with the release interposer
 BUILD ?= build/check
-PROGS = rw_exact meta_exact stdio_exact dup_exact family threads
+PROGS = rw_exact meta_exact stdio_exact dup_exact family threads vfork_exact fdcheck
 CC ?= cc
 
 .PHONY: asan valgrind clean-check
@@ -18,6 +18,7 @@ asan: $(addprefix $(BUILD)/,$(PROGS))
 	@rm -rf $(BUILD)/cap && mkdir -p $(BUILD)/cap $(BUILD)/work
 	@set -e; for p in $(PROGS); do \
 	  case $$p in rw_exact) args="$(BUILD)/work/f 64 4096";; threads) args="$(BUILD)/work 4 500";; \
+	    vfork_exact) args="$(BUILD)/work/v /bin/echo";; fdcheck) args="list";; \
 	    stdio_exact|dup_exact) args="$(BUILD)/work/f";; *) rm -rf $(BUILD)/work/sub; args="$(BUILD)/work";; esac; \
 	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
 	  LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $(CURDIR)/$(BUILD)/asan/native/libiolens_preload.so" \
@@ -29,8 +30,9 @@ valgrind: $(addprefix $(BUILD)/,$(PROGS))
 	cmake -S . -B $(BUILD)/rel -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	ninja -C $(BUILD)/rel iolens_preload >/dev/null
 	@rm -rf $(BUILD)/cap && mkdir -p $(BUILD)/cap $(BUILD)/work
-	@set -e; for p in rw_exact meta_exact stdio_exact dup_exact threads; do \
+	@set -e; for p in rw_exact meta_exact stdio_exact dup_exact threads vfork_exact; do \
 	  case $$p in rw_exact) args="$(BUILD)/work/f 64 4096";; threads) args="$(BUILD)/work 4 200";; \
+	    vfork_exact) args="$(BUILD)/work/v /bin/echo";; \
 	    stdio_exact|dup_exact) args="$(BUILD)/work/f";; *) rm -rf $(BUILD)/work/sub; args="$(BUILD)/work";; esac; \
 	  IOLENS_DIR=$(CURDIR)/$(BUILD)/cap LD_PRELOAD=$(CURDIR)/$(BUILD)/rel/native/libiolens_preload.so \
 	    valgrind -q --error-exitcode=99 ./$(BUILD)/$$p $$args \
