@@ -821,7 +821,9 @@ static int start_part(uint64_t pflags)
     t_real = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
     uint64_t t_mono = iolens_now();
     g->pid = (int)syscall(SYS_getpid);
-    snprintf(g->part_path, sizeof g->part_path, "%s/%d-%llu.part", g->dir, g->pid, (unsigned long long)t_mono);
+    int pl = snprintf(g->part_path, sizeof g->part_path, "%s/%d-%llu.part", g->dir, g->pid,
+                      (unsigned long long)t_mono);
+    if (pl < 0 || (size_t)pl >= sizeof g->part_path) return -1;
     g->trace_path[0] = 0;
     if (!g->base) {
         g->reserve = RESERVE_DEFAULT;
@@ -889,8 +891,10 @@ static int start_part(uint64_t pflags)
     publish(tl, IOLENS_KIND_TIMELINE, IOLENS_VER_TIMELINE);
 
     if (g->trace) {
-        snprintf(g->trace_path, sizeof g->trace_path, "%.*s.trace", (int)(strlen(g->part_path) - 5), g->part_path);
-        int tfd = sys_open(g->trace_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        int tn = snprintf(g->trace_path, sizeof g->trace_path, "%.*s.trace", pl - 5, g->part_path);
+        int tfd = tn > 0 && (size_t)tn < sizeof g->trace_path
+                      ? sys_open(g->trace_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)
+                      : -1;
         if (tfd >= 0) sys_close(tfd);
         else g->trace_path[0] = 0; /* flushes count their events as lost */
     }
