@@ -9,12 +9,14 @@ Workloads (inputs generated locally; cache state: warm — every input is read o
   write-1B       N one-byte write() calls   (worst case per call)
   fputc          N fputc() calls            (worst case per call)
   true x200      200 short processes        (fixed cost per process)
+  vfork x200     200 vfork + exec of true from a program with 8 threads and 64 MB in use
+                 (tests/native/vfork_threads.c; --vfork runs only this one, no inputs to prepare)
 
 "interposer" runs set LD_PRELOAD and IOLENS_DIR directly (what the program pays);
 "iolens profile" adds the CLI's start-up, merge and summary (what the user waits for, once per run).
 strace -f -c runs beside each workload once (on fewer calls for the hot loops, scaled per call).
 
-Usage: benchmarks/profile_overhead.py [--pairs 10] [--sam-mb 300] [--calls 10000000] [--quick]
+Usage: benchmarks/profile_overhead.py [--pairs 10] [--sam-mb 300] [--calls 10000000] [--quick] [--vfork]
 """
 
 from __future__ import annotations
@@ -72,21 +74,49 @@ def strace_time(argv, cwd: Path) -> float | None:
     return timed(["strace", "-f", "-c", "-o", "/dev/null", *argv], cwd=cwd)
 
 
+def prepare(args, work: Path, hot: Path) -> list:
+    """Generate the inputs and warm the page cache; the workloads that read them."""
+    from iolens.synth import synth
+
+    pairs_for_sam = max(20_000, args.sam_mb * 1_000_000 // 700)
+    print(f"# preparing inputs in {work} (synthetic reads, SAM of ~{args.sam_mb} MB)", flush=True)
+    small = synth(work / "small", ref_bases=5_000_000, pairs=100_000 if not args.quick else 20_000, seed=1)
+    big = synth(work / "big", ref_bases=5_000_000, pairs=pairs_for_sam, seed=2)
+    sam = work / "big.sam"
+    with open(sam, "wb") as fh:
+        sh(["minimap2", "-ax", "sr", "-t", "2", str(big.reference), str(big.reads1), str(big.reads2)],
+           stdout=fh, stderr=subprocess.DEVNULL)
+    fq = work / "reads.fq"
+    with open(fq, "wb") as fh:
+        sh(["gzip", "-dc", str(small.reads1)], stdout=fh)
+    for p in (sam, fq, small.reads1, small.reads2, small.reference):  # warm the page cache
+        p.read_bytes()
+    return [
+        ("samtools sort", ["samtools", "sort", "-@", "2", "-m", "64M", "-T", str(work / "srt"), "-o",
+                           str(work / "out.bam"), str(sam)], None),
+        ("minimap2", ["minimap2", "-ax", "sr", "-t", "2", "-o", str(work / "aln.sam"), str(small.reference),
+                      str(small.reads1), str(small.reads2)], None),
+        ("gzip -1", ["sh", "-c", f"gzip -1 -c {fq} > {work}/fq.gz"], None),
+        ("write-1B", [str(hot), "write", str(args.calls), str(work / "hot.bin")], args.calls),
+        ("fputc", [str(hot), "fputc", str(args.calls), str(work / "hot.txt")], args.calls),
+        ("true x200", ["sh", "-c", "for i in $(seq 200); do /bin/true; done"], 200),
+    ]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pairs", type=int, default=10, help="interleaved pairs per workload (default 10)")
     ap.add_argument("--sam-mb", type=int, default=300, help="size of the SAM to sort (default 300 MB)")
     ap.add_argument("--calls", type=int, default=10_000_000, help="calls in the hot loops (default 10 M)")
     ap.add_argument("--quick", action="store_true", help="small sizes, 3 pairs (a smoke run, not a measurement)")
+    ap.add_argument("--vfork", action="store_true", help="only the vfork-from-threads workload")
     args = ap.parse_args()
     if args.quick:
         args.pairs, args.sam_mb, args.calls = 3, 30, 1_000_000
-    for t in ("minimap2", "samtools", "gzip", "cc"):
+    for t in ("cc",) if args.vfork else ("minimap2", "samtools", "gzip", "cc"):
         if shutil.which(t) is None:
             print(f"benchmark needs {t}; run dev/setup as root", file=sys.stderr)
             return 2
-
-    from iolens.synth import synth
 
     work = Path(tempfile.mkdtemp(prefix="iolens-overhead-"))
     try:
@@ -95,29 +125,10 @@ def main() -> int:
         here = Path(__file__).resolve().parent.parent
         hot = work / "hotloop"
         sh(["cc", "-O2", "-o", str(hot), str(here / "tests" / "native" / "hotloop.c")])
-        pairs_for_sam = max(20_000, args.sam_mb * 1_000_000 // 700)
-        print(f"# preparing inputs in {work} (synthetic reads, SAM of ~{args.sam_mb} MB)", flush=True)
-        small = synth(work / "small", ref_bases=5_000_000, pairs=100_000 if not args.quick else 20_000, seed=1)
-        big = synth(work / "big", ref_bases=5_000_000, pairs=pairs_for_sam, seed=2)
-        sam = work / "big.sam"
-        with open(sam, "wb") as fh:
-            sh(["minimap2", "-ax", "sr", "-t", "2", str(big.reference), str(big.reads1), str(big.reads2)],
-               stdout=fh, stderr=subprocess.DEVNULL)
-        fq = work / "reads.fq"
-        with open(fq, "wb") as fh:
-            sh(["gzip", "-dc", str(small.reads1)], stdout=fh)
-        for p in (sam, fq, small.reads1, small.reads2, small.reference):  # warm the page cache
-            p.read_bytes()
-        workloads = [
-            ("samtools sort", ["samtools", "sort", "-@", "2", "-m", "64M", "-T", str(work / "srt"), "-o",
-                               str(work / "out.bam"), str(sam)], None),
-            ("minimap2", ["minimap2", "-ax", "sr", "-t", "2", "-o", str(work / "aln.sam"), str(small.reference),
-                          str(small.reads1), str(small.reads2)], None),
-            ("gzip -1", ["sh", "-c", f"gzip -1 -c {fq} > {work}/fq.gz"], None),
-            ("write-1B", [str(hot), "write", str(args.calls), str(work / "hot.bin")], args.calls),
-            ("fputc", [str(hot), "fputc", str(args.calls), str(work / "hot.txt")], args.calls),
-            ("true x200", ["sh", "-c", "for i in $(seq 200); do /bin/true; done"], 200),
-        ]
+        vft = work / "vfork_threads"
+        sh(["cc", "-O2", "-pthread", "-o", str(vft), str(here / "tests" / "native" / "vfork_threads.c")])
+        vfork = ("vfork x200", [str(vft), "8", "200", shutil.which("true") or "/bin/true"], 200)
+        workloads = [vfork] if args.vfork else [*prepare(args, work, hot), vfork]
         print(f"# {args.pairs} interleaved pairs per workload; cache state: warm; "
               f"{os.cpu_count()} CPUs; medians")
         print(f"{'workload':<14} {'plain s':>9} {'profiled s':>10} {'ratio':>7} {'ratio IQR':>15} {'overhead':>9} "
@@ -131,7 +142,7 @@ def main() -> int:
             per_txt = ""
             if per:
                 added = statistics.median([b - a for a, b in zip(plain, prof)]) / per
-                per_txt = f"{added * 1e9:.0f} ns" if name != "true x200" else f"{added * 1e3:.3f} ms"
+                per_txt = f"{added * 1e9:.0f} ns" if per == args.calls else f"{added * 1e3:.3f} ms"
             # strace on a tenth of the calls for the hot loops (it is ~100x slower per call)
             st_argv = argv
             scale = 1.0

@@ -5,6 +5,7 @@
 #include "core.h"
 
 #include <dlfcn.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -28,8 +29,9 @@ static int sys_munmap(void *a, size_t n) { return (int)syscall(SYS_munmap, a, n)
 IOLENS_HOOKS(IOLENS_X_DEF)
 #undef IOLENS_X_DEF
 
-struct iolens_state iolens_g = {.part_fd = -1, .trace_fd = -1};
+struct iolens_state iolens_g;
 IOLENS_TLS int iolens_guard;
+IOLENS_TLS int iolens_in_vfork;
 IOLENS_TLS int iolens_resolving;
 struct iolens_fdstate iolens_fds[IOLENS_FDMAX];
 static int fd_high; /* highest descriptor seen, bounds the scans after fork */
@@ -120,23 +122,43 @@ static void lock(void)
 }
 static void unlock(void) { __atomic_store_n(&iolens_g.lock, 0, __ATOMIC_RELEASE); }
 
-/* Move one of our descriptors high and mark it close-on-exec and ignored. */
-static int park_fd(int fd)
+/* The kernel's signal set is 8 bytes on every Linux ABI we build for. */
+#define KSIGSET 8
+#define XFSZ_BIT (1ull << (SIGXFSZ - 1))
+
+void iolens_xfsz_hold(struct iolens_xfsz *x)
+{
+    uint64_t block = XFSZ_BIT, pending = 0;
+    int e = errno;
+    x->old_mask = 0;
+    syscall(SYS_rt_sigprocmask, SIG_BLOCK, &block, &x->old_mask, KSIGSET);
+    syscall(SYS_rt_sigpending, &pending, KSIGSET);
+    x->was_pending = (pending & XFSZ_BIT) != 0; /* the program's own, left alone */
+    errno = e;
+}
+
+void iolens_xfsz_release(struct iolens_xfsz *x)
+{
+    uint64_t pending = 0;
+    int e = errno;
+    if (!x->was_pending && syscall(SYS_rt_sigpending, &pending, KSIGSET) == 0 && (pending & XFSZ_BIT)) {
+        uint64_t want = XFSZ_BIT;
+        struct timespec zero = {0, 0};
+        syscall(SYS_rt_sigtimedwait, &want, 0, &zero, KSIGSET); /* the one our call raised */
+    }
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &x->old_mask, 0, KSIGSET);
+    errno = e;
+}
+
+/* Set when RLIMIT_FSIZE, the program's own limit, kept the part from growing. */
+static int fsize_short;
+
+/* RLIMIT_FSIZE now, in bytes; the recorder sizes its files under it. */
+static uint64_t fsize_limit(void)
 {
     struct rlimit rl;
-    int floor = 1000;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
-        long top = (long)rl.rlim_cur - 64;
-        if (top > 65000) top = 65000;
-        if (top > 10) floor = (int)top;
-    }
-    int hi = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, floor);
-    if (hi >= 0) {
-        sys_close(fd);
-        fd = hi;
-    }
-    if (fd >= 0 && fd < IOLENS_FDMAX) iolens_fds[fd].state = FD_IGNORED;
-    return fd;
+    if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return UINT64_MAX;
+    return (uint64_t)rl.rlim_cur;
 }
 
 /* ---- the part file ----------------------------------------------------------- */
@@ -146,21 +168,38 @@ static int park_fd(int fd)
  * fallocate fails cleanly instead, and the recorder stops adding records. */
 static int reserve_space(int fd, uint64_t from, uint64_t to)
 {
-    if (syscall(SYS_fallocate, fd, 0, (long)from, (long)(to - from)) == 0) return 0;
-    if (errno != EOPNOTSUPP) return -1;
-    return syscall(SYS_ftruncate, fd, (long)to) == 0 ? 0 : -1;
+    struct iolens_xfsz x;
+    iolens_xfsz_hold(&x);
+    int r = (int)syscall(SYS_fallocate, fd, 0, (long)from, (long)(to - from));
+    if (r != 0 && errno == EOPNOTSUPP) r = (int)syscall(SYS_ftruncate, fd, (long)to);
+    iolens_xfsz_release(&x);
+    return r == 0 ? 0 : -1;
 }
 
+/* Extend the mapping of the part file to hold need more bytes.  The part is
+ * reopened by name for this rare step and closed again: between calls the
+ * recorder holds no descriptor at all, so the program's descriptor numbers,
+ * limits and /proc/self/fd listings are its own.  Growth stays under
+ * RLIMIT_FSIZE; past it (or with no descriptor to spare) the part is full. */
 static int grow(uint64_t need)
 {
     struct iolens_state *g = &iolens_g;
-    uint64_t want = g->mapped;
+    uint64_t want = g->mapped, page = 4096;
     while (g->used + need + sizeof(struct iolens_rec_hdr) > want) want += want < (8u << 20) ? want : (8u << 20);
     if (want > g->reserve) return -1;
-    if (reserve_space(g->part_fd, g->mapped, want) != 0) return -1;
-    void *p = sys_mmap(g->base + g->mapped, want - g->mapped, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
-                   g->part_fd, (off_t)g->mapped);
-    if (p == MAP_FAILED) return -1;
+    uint64_t lim = fsize_limit() & ~(page - 1);
+    if (want > lim) {
+        want = lim;
+        fsize_short = 1;
+    }
+    if (want <= g->mapped || g->used + need + sizeof(struct iolens_rec_hdr) > want) return -1;
+    int fd = sys_open(g->part_path, O_RDWR | O_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    int ok = reserve_space(fd, g->mapped, want) == 0 &&
+             sys_mmap(g->base + g->mapped, want - g->mapped, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
+                      (off_t)g->mapped) != MAP_FAILED;
+    sys_close(fd);
+    if (!ok) return -1;
     g->mapped = want;
     return 0;
 }
@@ -171,7 +210,10 @@ static void *rec_alloc(uint32_t size)
     struct iolens_state *g = &iolens_g;
     size = (size + 7u) & ~7u;
     uint64_t need = sizeof(struct iolens_rec_hdr) + size;
-    if (g->used + need + sizeof(struct iolens_rec_hdr) > g->mapped && grow(need) != 0) return 0;
+    if (g->used + need + sizeof(struct iolens_rec_hdr) > g->mapped && grow(need) != 0) {
+        if (g->proc) __atomic_fetch_or(&g->proc->flags, IOLENS_PF_OVERFLOW, __ATOMIC_RELAXED); /* records lost */
+        return 0;
+    }
     struct iolens_rec_hdr *h = (struct iolens_rec_hdr *)(g->base + g->used);
     h->size = size;
     g->used += need;
@@ -422,9 +464,27 @@ static int ntbufs; /* high-water mark of tbufs in use */
 static void tbuf_flush(struct tbuf *b)
 {
     if (!b || !b->n) return;
-    if (iolens_g.trace_fd < 0 || iolens_sys_write(iolens_g.trace_fd, b->ev, b->n * sizeof b->ev[0]) < 0) {
-        iolens_add(&iolens_g.proc->trace_lost, b->n);
-        iolens_g.proc->flags |= IOLENS_PF_TRACE_LOST;
+    /* Opened for each flush of 64 KiB, and written in whole events that fit
+     * under RLIMIT_FSIZE (async-signal-safe: it runs at exit and on fatal signals). */
+    uint64_t fit = 0;
+    int fd = iolens_g.trace_path[0] ? sys_open(iolens_g.trace_path, O_WRONLY | O_APPEND | O_CLOEXEC, 0) : -1;
+    if (fd >= 0) {
+        uint64_t lim = fsize_limit();
+        long end = syscall(SYS_lseek, fd, 0L, SEEK_END);
+        fit = b->n;
+        if (lim != UINT64_MAX && end >= 0) {
+            uint64_t room = lim > (uint64_t)end ? (lim - (uint64_t)end) / sizeof b->ev[0] : 0;
+            if (room < fit) fit = room;
+        }
+        struct iolens_xfsz x;
+        iolens_xfsz_hold(&x);
+        if (fit && iolens_sys_write(fd, b->ev, fit * sizeof b->ev[0]) < 0) fit = 0;
+        iolens_xfsz_release(&x);
+        sys_close(fd);
+    }
+    if (fit < b->n) {
+        iolens_add(&iolens_g.proc->trace_lost, b->n - fit);
+        __atomic_fetch_or(&iolens_g.proc->flags, IOLENS_PF_TRACE_LOST, __ATOMIC_RELAXED);
     }
     b->n = 0;
 }
@@ -709,14 +769,14 @@ void iolens_opened(struct iolens_call *c, int dirfd, const char *path, int fd, i
 
 void iolens_closed(int fd)
 {
-    if ((unsigned)fd >= IOLENS_FDMAX || iolens_fds[fd].state == FD_IGNORED) return;
+    if ((unsigned)fd >= IOLENS_FDMAX || iolens_in_vfork) return;
     iolens_fds[fd].state = FD_UNKNOWN;
     iolens_fds[fd].rec = 0;
 }
 
 void iolens_dup(int oldfd, int newfd)
 {
-    if ((unsigned)newfd >= IOLENS_FDMAX) return;
+    if ((unsigned)newfd >= IOLENS_FDMAX || iolens_in_vfork) return;
     /* copy the slot as it is: an unknown descriptor stays unknown (named on first use) */
     if ((unsigned)oldfd < IOLENS_FDMAX && iolens_fds[oldfd].state == FD_TRACKED) {
         struct iolens_fdstate *f = &iolens_fds[oldfd];
@@ -725,8 +785,6 @@ void iolens_dup(int oldfd, int newfd)
         iolens_closed(newfd);
     }
 }
-
-int iolens_is_own_fd(int fd) { return fd >= 0 && (fd == iolens_g.part_fd || fd == iolens_g.trace_fd); }
 
 /* ---- process lifetime -------------------------------------------------------- */
 
@@ -745,6 +803,14 @@ static void proc_strings(int argc, char **argv, char **envp)
     if (len) add_string(IOLENS_STR_ENV, text, (uint32_t)len);
 }
 
+/* A part that could not be set up is removed, so no half-written part is merged. */
+static int part_failed(void)
+{
+    syscall(SYS_unlinkat, AT_FDCWD, iolens_g.part_path, 0);
+    iolens_g.proc = 0;
+    return -1;
+}
+
 /* Create this image's part file and map it.  Returns 0 on success. */
 static int start_part(uint64_t pflags)
 {
@@ -755,10 +821,10 @@ static int start_part(uint64_t pflags)
     t_real = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
     uint64_t t_mono = iolens_now();
     g->pid = (int)syscall(SYS_getpid);
-    snprintf(g->part_path, sizeof g->part_path, "%s/%d-%llu.part", g->dir, g->pid, (unsigned long long)t_mono);
-    int fd = sys_open(g->part_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) return -1;
-    g->part_fd = park_fd(fd);
+    int pl = snprintf(g->part_path, sizeof g->part_path, "%s/%d-%llu.part", g->dir, g->pid,
+                      (unsigned long long)t_mono);
+    if (pl < 0 || (size_t)pl >= sizeof g->part_path) return -1;
+    g->trace_path[0] = 0;
     if (!g->base) {
         g->reserve = RESERVE_DEFAULT;
         g->base = sys_mmap(0, g->reserve, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -768,11 +834,19 @@ static int start_part(uint64_t pflags)
         }
     }
     g->used = g->mapped = 0;
-    g->mapped = 0;
-    if (reserve_space(g->part_fd, 0, PART_CHUNK) != 0) return -1;
-    if (sys_mmap(g->base, PART_CHUNK, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, g->part_fd, 0) == MAP_FAILED)
-        return -1;
-    g->mapped = PART_CHUNK;
+    g->proc = 0;
+    /* the first chunk, as much of it as RLIMIT_FSIZE allows; records that do not fit grow it (or are lost) */
+    uint64_t first = fsize_limit() & ~(uint64_t)4095;
+    if (first >= PART_CHUNK) first = PART_CHUNK;
+    else fsize_short = 1;
+    if (first == 0) return -1;
+    int fd = sys_open(g->part_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return -1;
+    int ok = reserve_space(fd, 0, first) == 0 &&
+             sys_mmap(g->base, first, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) != MAP_FAILED;
+    sys_close(fd);
+    if (!ok) return part_failed();
+    g->mapped = first;
 
     struct iolens_file_hdr *h = (struct iolens_file_hdr *)g->base;
     memcpy(h->magic, IOLENS_MAGIC, IOLENS_MAGIC_LEN);
@@ -783,13 +857,13 @@ static int start_part(uint64_t pflags)
 
     size_t ss = iolens_schema_size();
     void *schema = rec_alloc((uint32_t)ss);
-    if (!schema) return -1;
+    if (!schema) return part_failed();
     iolens_schema_write(schema);
     publish(schema, IOLENS_KIND_SCHEMA, IOLENS_VER_SCHEMA);
 
     struct iolens_proc *p = rec_alloc(sizeof *p);
     struct iolens_timeline *tl = rec_alloc(sizeof *tl);
-    if (!p || !tl) return -1;
+    if (!p || !tl) return part_failed();
     g->proc = p;
     g->tl = tl;
     p->pid = (uint64_t)g->pid;
@@ -817,26 +891,30 @@ static int start_part(uint64_t pflags)
     publish(tl, IOLENS_KIND_TIMELINE, IOLENS_VER_TIMELINE);
 
     if (g->trace) {
-        char tp[620];
-        snprintf(tp, sizeof tp, "%.*s.trace", (int)(strlen(g->part_path) - 5), g->part_path);
-        int tfd = sys_open(tp, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
-        g->trace_fd = tfd >= 0 ? park_fd(tfd) : -1;
+        int tn = snprintf(g->trace_path, sizeof g->trace_path, "%.*s.trace", pl - 5, g->part_path);
+        int tfd = tn > 0 && (size_t)tn < sizeof g->trace_path
+                      ? sys_open(g->trace_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)
+                      : -1;
+        if (tfd >= 0) sys_close(tfd);
+        else g->trace_path[0] = 0; /* flushes count their events as lost */
     }
     return 0;
 }
 
 static void warn_once(const char *what)
 {
+    /* A part that does not fit under the program's own RLIMIT_FSIZE is not a
+     * set-up error to report on the program's stderr: the image is missing
+     * from the capture, and its parent's record of it says so. */
+    if (fsize_short) return;
     /* Only the top process warns, so a pipeline of thousands says it once. */
-    const char *parent = getenv("IOLENS_PARENT_PID");
+    const char *parent = iolens_env("IOLENS_PARENT_PID");
     if (parent && atoi(parent) != (int)syscall(SYS_getppid)) return;
     char msg[900];
     int n = snprintf(msg, sizeof msg, "iolens: warning: %s in %s (%s); the program runs unprofiled\n", what,
                      iolens_g.dir, strerror(errno));
     if (n > 0) iolens_sys_write(2, msg, (unsigned long)n);
 }
-
-void iolens_signals_install(void);
 
 __attribute__((constructor(101))) static void iolens_init(int argc, char **argv, char **envp)
 {
@@ -845,9 +923,10 @@ __attribute__((constructor(101))) static void iolens_init(int argc, char **argv,
     if (!dir || !*dir || strlen(dir) >= sizeof g->dir) return;
     iolens_guard = 1;
     strcpy(g->dir, dir);
-    const char *t = getenv("IOLENS_TRACE");
+    iolens_env_take(); /* the program sees the environment it would see unprofiled */
+    const char *t = iolens_env("IOLENS_TRACE");
     g->trace = t && *t == '1';
-    const char *mf = getenv("IOLENS_MAX_FILES");
+    const char *mf = iolens_env("IOLENS_MAX_FILES");
     g->max_files = mf ? strtoull(mf, 0, 10) : 0;
     if (!g->max_files) g->max_files = 1000000;
     if (start_part(0) != 0) {
@@ -889,7 +968,7 @@ static void fill_end(struct iolens_proc *p)
 void iolens_finalize(uint64_t flags, uint64_t status)
 {
     struct iolens_state *g = &iolens_g;
-    if (!g->active || g->pending || g->pid != (int)syscall(SYS_getpid)) return;
+    if (!g->active || g->pending || iolens_in_vfork || g->pid != (int)syscall(SYS_getpid)) return;
     if (g->proc->flags & IOLENS_PF_FINALIZED) return;
     int saved = errno;
     int guard = iolens_guard;
@@ -906,12 +985,10 @@ void iolens_finalize(uint64_t flags, uint64_t status)
 void iolens_unfinalize(void)
 {
     struct iolens_state *g = &iolens_g;
-    if (!g->active || g->pending) return;
+    if (!g->active || g->pending || iolens_in_vfork) return; /* a vfork child's failed exec: not ours */
     g->proc->flags &= ~(uint64_t)(IOLENS_PF_FINALIZED | IOLENS_PF_EXECED);
     g->proc->end_mono = 0;
 }
-
-extern int iolens_exit_status;
 
 __attribute__((destructor(101))) static void iolens_fini(void)
 {
@@ -971,14 +1048,7 @@ void iolens_materialize(void)
     g->active = 0;
     char *old_base = g->base;
     uint64_t old_used = g->used;
-    int old_part = g->part_fd, old_trace = g->trace_fd;
     g->base = 0; /* a new address-space reservation; the old one stays mapped until copied */
-    g->trace_fd = -1;
-    if (old_part >= 0 && old_part < IOLENS_FDMAX) iolens_fds[old_part].state = FD_UNKNOWN;
-    if (old_trace >= 0 && old_trace < IOLENS_FDMAX) iolens_fds[old_trace].state = FD_UNKNOWN;
-    sys_close(old_part);
-    if (old_trace >= 0) sys_close(old_trace);
-    g->part_fd = -1;
     if (pt.slot) sys_munmap(pt.slot, pt.cap * sizeof *pt.slot);
     pt.slot = 0;
     pt.cap = pt.n = 0;

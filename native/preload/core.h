@@ -35,7 +35,7 @@
 #define IOLENS_FDMAX 65536
 #define IOLENS_POS ((uint64_t)-1) /* "at the descriptor's current position" */
 
-enum { FD_UNKNOWN = 0, FD_TRACKED = 1, FD_IGNORED = 2 };
+enum { FD_UNKNOWN = 0, FD_TRACKED = 1 };
 
 struct iolens_fdstate {
     struct iolens_file *rec;
@@ -52,10 +52,9 @@ struct iolens_state {
     int pid;
     struct iolens_proc *proc;
     struct iolens_timeline *tl;
-    /* part file mapping */
+    /* part file mapping; no descriptor is held between calls (see core.c) */
     char *base;
     uint64_t used, mapped, reserve;
-    int part_fd, trace_fd;
     uint64_t max_files;
     int lock; /* spinlock for the rare paths: new records, growth, coarsening */
     /* in-flight counters for honest wall time with threads */
@@ -63,10 +62,14 @@ struct iolens_state {
     uint64_t wall_start[IOLENS_NCAT + 1];
     char dir[512];
     char part_path[600];
+    char trace_path[620]; /* empty when not tracing */
 };
 
 extern struct iolens_state iolens_g;
 extern IOLENS_TLS int iolens_guard;
+/* Set on the thread that called vfork while its child borrows the memory:
+ * the child's calls pass through and change none of the recorder's state. */
+extern IOLENS_TLS int iolens_in_vfork;
 extern struct iolens_fdstate iolens_fds[IOLENS_FDMAX];
 extern const uint8_t iolens_op_cat[IOLENS_NOPS];
 
@@ -144,7 +147,6 @@ static inline struct iolens_fdstate *iolens_fd(int fd)
     if (UNLIKELY((unsigned)fd >= IOLENS_FDMAX)) return 0;
     struct iolens_fdstate *f = &iolens_fds[fd];
     if (LIKELY(f->state == FD_TRACKED)) return f;
-    if (f->state == FD_IGNORED) return 0;
     return iolens_fd_slow(fd);
 }
 
@@ -167,6 +169,9 @@ struct iolens_file *iolens_pathop(struct iolens_call *c, int dirfd, const char *
 /* Mark a path's record with flags, without counting a call (rename target). */
 struct iolens_file *iolens_pathmark(int dirfd, const char *path, uint64_t flags);
 
+/* The source side of sendfile and copy_file_range: a read of n bytes. */
+void iolens_xfer_in(struct iolens_call *c, struct iolens_fdstate *f, uint64_t off, int64_t n);
+
 /* Descriptor lifetime. */
 void iolens_opened(struct iolens_call *c, int dirfd, const char *path, int fd, int oflags, int existed);
 void iolens_closed(int fd);
@@ -180,6 +185,12 @@ int iolens_abspath(int dirfd, const char *path, char *out, size_t cap);
 void iolens_file_stat(struct iolens_file *rec, uint64_t dev, uint64_t ino, uint64_t mode);
 
 /* Process lifetime (process.c and core.c). */
+extern int iolens_exit_status; /* main's return or exit's argument */
+void iolens_signals_install(void);
+/* Take the recorder's variables out of environ, keeping copies (process.c). */
+void iolens_env_take(void);
+/* A variable the recorder took out of environ, or 0. */
+const char *iolens_env(const char *key);
 void iolens_finalize(uint64_t flags, uint64_t status);
 void iolens_unfinalize(void);
 void iolens_after_fork_child(void);
@@ -188,6 +199,16 @@ void iolens_trace_flush_all(void);
 
 /* Raw syscalls that never re-enter the hooks. */
 long iolens_sys_write(int fd, const void *buf, unsigned long n);
+
+/* Around the recorder's own calls that may grow a file (fallocate, write):
+ * SIGXFSZ from RLIMIT_FSIZE is held back and, if the call raised it, taken
+ * again, so the limit shows as EFBIG to the recorder and never to the program. */
+struct iolens_xfsz {
+    uint64_t old_mask;
+    int was_pending;
+};
+void iolens_xfsz_hold(struct iolens_xfsz *x);
+void iolens_xfsz_release(struct iolens_xfsz *x);
 
 /* A call on a descriptor that moves no data (sync, fstat, truncate, ...). */
 #define FDCALL(op, type, call) \

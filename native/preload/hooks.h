@@ -122,6 +122,7 @@ struct statx;
                          const posix_spawnattr_t *, char *const[], char *const[])) \
     X(int, posix_spawnp, (pid_t *, const char *, const posix_spawn_file_actions_t *, \
                           const posix_spawnattr_t *, char *const[], char *const[])) \
+    X(int, system, (const char *)) X(FILE *, popen, (const char *, const char *)) \
     X(void, exit, (int)) X(void, _exit, (int)) X(void, _Exit, (int)) \
     X(pid_t, wait, (int *)) X(pid_t, waitpid, (pid_t, int *, int)) \
     X(pid_t, wait4, (pid_t, int *, int, struct rusage *)) X(pid_t, wait3, (int *, int, struct rusage *)) \

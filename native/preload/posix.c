@@ -9,9 +9,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-int iolens_is_own_fd(int fd);
-void iolens_xfer_in(struct iolens_call *c, struct iolens_fdstate *f, uint64_t off, int64_t n);
-
 /* ---- opens ---- */
 
 /* Did the file exist before an O_CREAT open?  errno is left as it was. */
@@ -103,7 +100,6 @@ IOLENS_API int mkostemps(char *t, int sl, int fl) { MKSTEMP(REAL(mkostemps)(t, s
 
 IOLENS_API int close(int fd)
 {
-    if (iolens_is_own_fd(fd)) return 0; /* the recorder's descriptor stays open */
     /* a fork child shuffling descriptors before exec: keep the table, record nothing */
     if (iolens_g.pending || !iolens_on()) {
         iolens_closed(fd);
@@ -122,30 +118,14 @@ IOLENS_API int close(int fd)
 
 IOLENS_API int close_range(unsigned lo, unsigned hi, int flags)
 {
-    /* close everything asked for except the recorder's descriptors, in the gaps around each */
-    int own[2] = {iolens_g.part_fd, iolens_g.trace_fd};
-    if (own[0] > own[1]) {
-        int t = own[0];
-        own[0] = own[1];
-        own[1] = t;
-    }
-    unsigned cur = lo;
-    int r = 0;
-    if (!(flags & CLOSE_RANGE_CLOEXEC))
-        for (int i = 0; i < 2 && r == 0; i++) {
-            if (own[i] < 0 || (unsigned)own[i] < cur || (unsigned)own[i] > hi) continue;
-            if ((unsigned)own[i] > cur) r = REAL(close_range)(cur, (unsigned)own[i] - 1, flags);
-            cur = (unsigned)own[i] + 1;
-            if (cur == 0) return r; /* wrapped past the top */
-        }
-    if (r == 0 && cur <= hi) r = REAL(close_range)(cur, hi, flags);
+    int r = REAL(close_range)(lo, hi, flags);
     if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC))
         for (unsigned fd = lo; fd <= hi && fd < IOLENS_FDMAX; fd++) iolens_closed((int)fd);
     return r;
 }
 
-/* closefrom closes through an internal close_range, which would take the
- * recorder's descriptors with it: route it through the hook above. */
+/* closefrom closes through libc's internal close_range, which the hook above
+ * would not see: route it there so the descriptor table forgets them too. */
 IOLENS_API void closefrom(int lo)
 {
     if (lo < 0) lo = 0;
@@ -245,22 +225,8 @@ IOLENS_API off_t lseek64(int fd, off_t off, int whence) { return do_lseek(fd, of
     return r;
 
 IOLENS_API int dup(int fd) { DUPCALL(fd, REAL(dup)(fd)) }
-IOLENS_API int dup2(int fd, int nfd)
-{
-    if (iolens_is_own_fd(nfd)) {
-        errno = EBADF; /* never let the program replace the recorder's descriptor */
-        return -1;
-    }
-    DUPCALL(fd, REAL(dup2)(fd, nfd))
-}
-IOLENS_API int dup3(int fd, int nfd, int fl)
-{
-    if (iolens_is_own_fd(nfd)) {
-        errno = EBADF;
-        return -1;
-    }
-    DUPCALL(fd, REAL(dup3)(fd, nfd, fl))
-}
+IOLENS_API int dup2(int fd, int nfd) { DUPCALL(fd, REAL(dup2)(fd, nfd)) }
+IOLENS_API int dup3(int fd, int nfd, int fl) { DUPCALL(fd, REAL(dup3)(fd, nfd, fl)) }
 
 static int do_fcntl(int fd, int cmd, long arg, int (*real)(int, int, ...))
 {

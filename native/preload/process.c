@@ -1,17 +1,22 @@
 /*
  * Process lifetime: the exit status of main, exit and _exit, fatal signals,
- * fork, exec (with the profiler kept in the environment), posix_spawn,
- * reaping children and thread creation.
+ * fork and vfork, the environment (the recorder's variables hidden from the
+ * program, passed on at exec, posix_spawn, system and popen), reaping
+ * children and thread creation.
  */
 #include "core.h"
 
 #include <alloca.h>
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 int iolens_exit_status;
+
+#define IOLENS_STR2(x) #x
+#define IOLENS_STR(x) IOLENS_STR2(x)
 
 /* ---- main's exit status ---- */
 
@@ -92,6 +97,7 @@ void iolens_signals_install(void)
 
 IOLENS_API int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
+    if (iolens_in_vfork) return REAL(sigaction)(sig, act, old); /* the child's table is its own, ours[] is not */
     int mine = sig > 0 && sig < 65 && ours[sig];
     int r = REAL(sigaction)(sig, act, old);
     if (r == 0 && mine) {
@@ -106,6 +112,7 @@ IOLENS_API int sigaction(int sig, const struct sigaction *act, struct sigaction 
 
 IOLENS_API __sighandler_t signal(int sig, __sighandler_t h)
 {
+    if (iolens_in_vfork) return REAL(signal)(sig, h);
     int mine = sig > 0 && sig < 65 && ours[sig];
     __sighandler_t r = REAL(signal)(sig, h);
     if (r != SIG_ERR && mine) {
@@ -124,38 +131,210 @@ IOLENS_API pid_t fork(void)
     return p;
 }
 
-/* A vfork child shares the parent's memory, which the recorder cannot; a
- * fork has the same semantics for any program that uses vfork correctly. */
-IOLENS_API pid_t vfork(void) { return fork(); }
-
-/* ---- exec: end this image, keep the profiler in the new one ---- */
-
-/* Ensure LD_PRELOAD and the IOLENS_* settings survive an exec with a custom
- * environment.  Returns envp itself when nothing is missing. */
-static char *const *fix_env(char *const envp[], char **out, int cap)
+/*
+ * vfork is served as a real vfork: a fork would copy the page tables of a
+ * large or threaded program for a child that only execs (0.9 s -> 5.8 s for
+ * a loop of them from a threaded program).  The child borrows the parent's
+ * memory and thread, so on that thread the guard is up and iolens_in_vfork
+ * set until the parent resumes: every call the child makes (dup2, close,
+ * execve, _exit) passes through without touching the recorder's state, the
+ * descriptor table included.  exec* still puts the recorder's variables back
+ * into the child's environment (it only reads); the new image records.
+ *
+ * The wrapper has no stack frame across the system call (the child may reuse
+ * the stack below its caller before the parent resumes), as libc's own vfork.
+ */
+__attribute__((used)) int iolens_vfork_enter(void)
 {
-    static const char *keys[] = {"LD_PRELOAD", "IOLENS_DIR", "IOLENS_TRACE", "IOLENS_MAX_FILES", "IOLENS_PARENT_PID"};
-    int n = 0, o;
-    if (!iolens_g.active || !envp) return envp;
-    while (envp[n]) n++;
-    if (n + 6 > cap) return envp;
-    for (o = 0; o < n; o++) out[o] = envp[o];
-    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
-        size_t kl = strlen(keys[k]);
-        int found = 0;
-        for (int i = 0; i < n && !found; i++) found = strncmp(envp[i], keys[k], kl) == 0 && envp[i][kl] == '=';
-        const char *v = getenv(keys[k]);
-        if (!found && v) out[o++] = (char *)(v - kl - 1); /* our own "KEY=value" entry */
+    int old = iolens_guard;
+    /* resolved now: the child must not run the resolver on borrowed memory */
+    (void)REAL(execve);
+    (void)REAL(execvpe);
+    (void)REAL(_exit);
+    (void)REAL(dup2);
+    (void)REAL(close);
+    iolens_guard = 1;
+    iolens_in_vfork = 1;
+    return old;
+}
+
+__attribute__((used)) long iolens_vfork_leave(long r, int old_guard)
+{
+    iolens_in_vfork = 0;
+    iolens_guard = old_guard;
+    if (r < 0 && r > -4096) {
+        errno = (int)-r;
+        return -1;
     }
-    if (o == n) return envp;
+    return r;
+}
+
+#if defined(__x86_64__)
+__asm__(".text\n"
+        ".globl vfork\n"
+        ".type vfork, @function\n"
+        "vfork:\n"
+        "    sub $8, %rsp\n"
+        "    call iolens_vfork_enter\n" /* old guard in eax */
+        "    add $8, %rsp\n"
+        "    mov %eax, %esi\n"          /* kept in a register across the call */
+        "    pop %rdi\n"                /* the return address, likewise */
+        "    mov $" IOLENS_STR(SYS_vfork) ", %eax\n"
+        "    syscall\n"
+        "    push %rdi\n"
+        "    test %rax, %rax\n"
+        "    jz 1f\n"                   /* the child returns 0 with the guard up */
+        "    mov %rax, %rdi\n"
+        "    sub $8, %rsp\n"
+        "    call iolens_vfork_leave\n"
+        "    add $8, %rsp\n"
+        "1:  ret\n"
+        ".size vfork, .-vfork\n");
+#else
+/* Elsewhere a fork: the same semantics for any program that uses vfork correctly. */
+IOLENS_API pid_t vfork(void) { return fork(); }
+#endif
+
+/* ---- the environment: the recorder's variables are its own ---- */
+
+/* Set by the launcher; taken out of environ at start, so the program (and
+ * `env`) sees what it would see unprofiled, and put back only into the
+ * environments passed on. */
+static const char *const env_keys[] = {"IOLENS_DIR", "IOLENS_TRACE", "IOLENS_MAX_FILES", "IOLENS_PARENT_PID"};
+#define NKEYS (sizeof env_keys / sizeof env_keys[0])
+static char env_saved[NKEYS][640]; /* "KEY=value", empty when unset */
+static char preload_full[4096];    /* "LD_PRELOAD=..." as the launcher set it */
+static char preload_rest[4096];    /* the program's part of it, as left in environ; empty: none */
+static char preload_own[1100];     /* "LD_PRELOAD=<this library>" */
+static const char *own_path;
+static int env_taken;
+
+static int starts(const char *s, const char *key, size_t kl) { return strncmp(s, key, kl) == 0 && s[kl] == '='; }
+
+/* Is [s, s+n) this library?  The same path as the loader used, or its file name. */
+static int is_own(const char *s, size_t n)
+{
+    static const char name[] = "libiolens_preload.so";
+    size_t nl = sizeof name - 1;
+    if (own_path && strlen(own_path) == n && memcmp(s, own_path, n) == 0) return 1;
+    return n >= nl && memcmp(s + n - nl, name, nl) == 0 && (n == nl || s[n - nl - 1] == '/');
+}
+
+/* Where our entry is in an LD_PRELOAD value (space or colon separated). */
+static const char *find_own(const char *v, size_t *len)
+{
+    for (const char *p = v; *p;) {
+        while (*p == ' ' || *p == ':') p++;
+        const char *e = p;
+        while (*e && *e != ' ' && *e != ':') e++;
+        if (e > p && is_own(p, (size_t)(e - p))) {
+            *len = (size_t)(e - p);
+            return p;
+        }
+        p = e;
+    }
+    return 0;
+}
+
+const char *iolens_env(const char *key)
+{
+    if (!env_taken) return getenv(key);
+    size_t kl = strlen(key);
+    for (size_t k = 0; k < NKEYS; k++)
+        if (env_saved[k][0] && starts(env_saved[k], key, kl)) return env_saved[k] + kl + 1;
+    return 0;
+}
+
+void iolens_env_take(void)
+{
+    Dl_info di;
+    if (dladdr((void *)iolens_env_take, &di) && di.dli_fname) own_path = di.dli_fname;
+    char **env = environ;
+    if (!env) return;
+    size_t o = 0;
+    for (size_t i = 0; env[i]; i++) {
+        char *e = env[i];
+        int drop = 0;
+        for (size_t k = 0; k < NKEYS && !drop; k++) {
+            size_t kl = strlen(env_keys[k]);
+            if (!starts(e, env_keys[k], kl)) continue;
+            if (strlen(e) < sizeof env_saved[k]) strcpy(env_saved[k], e);
+            drop = 1;
+        }
+        size_t at_len;
+        const char *at;
+        if (!drop && starts(e, "LD_PRELOAD", 10) && strlen(e) < sizeof preload_full &&
+            (at = find_own(e + 11, &at_len)) != 0 && at_len + 12 < sizeof preload_own) {
+            strcpy(preload_full, e);
+            memcpy(preload_own, "LD_PRELOAD=", 11);
+            memcpy(preload_own + 11, at, at_len);
+            preload_own[11 + at_len] = 0;
+            /* the rest: the value without our entry and one separator beside it */
+            size_t head = (size_t)(at - e), tail = head + at_len;
+            if (e[tail] == ' ' || e[tail] == ':') tail++;
+            else if (head > 11 && (e[head - 1] == ' ' || e[head - 1] == ':')) head--;
+            memcpy(preload_rest, e, head);
+            strcpy(preload_rest + head, e + tail);
+            const char *v = preload_rest + 11;
+            while (*v == ' ' || *v == ':') v++;
+            if (*v) env[o++] = preload_rest;
+            else preload_rest[0] = 0;
+            continue;
+        }
+        if (!drop) env[o++] = e;
+    }
+    env[o] = 0; /* the array shrinks in place; the strings stay where they are */
+    env_taken = 1;
+}
+
+/* The environment to pass on at exec or spawn: envp with the recorder's
+ * variables put back.  An empty environment stays empty: the caller asked
+ * for nothing to be passed on, and that child is not followed.  Returns envp
+ * itself when nothing is missing (or when it does not fit in out). */
+static char *const *fix_env(char *const envp[], char **out, int cap, char *merged, size_t mcap)
+{
+    int n = 0, o = 0, seen = 0;
+    if (!env_taken || !envp || !envp[0]) return envp;
+    while (envp[n]) n++;
+    if (n + (int)NKEYS + 2 > cap) return envp;
+    for (int i = 0; i < n; i++) {
+        char *e = envp[i];
+        if (preload_own[0] && starts(e, "LD_PRELOAD", 10)) {
+            size_t l;
+            seen = 1;
+            if (preload_rest[0] && strcmp(e, preload_rest) == 0) {
+                e = preload_full; /* the program's own as left: the launcher's order back */
+            } else if (!find_own(e + 11, &l)) {
+                size_t ol = strlen(preload_own), vl = strlen(e + 11);
+                if (ol + 1 + vl + 1 <= mcap) { /* ours first, as the launcher puts it */
+                    memcpy(merged, preload_own, ol);
+                    merged[ol] = ' ';
+                    memcpy(merged + ol + 1, e + 11, vl + 1);
+                    e = merged;
+                }
+            }
+        }
+        out[o++] = e;
+    }
+    if (preload_own[0] && !seen) out[o++] = preload_own;
+    for (size_t k = 0; k < NKEYS; k++) {
+        size_t kl = strlen(env_keys[k]);
+        int found = 0;
+        for (int i = 0; i < n && !found; i++) found = starts(envp[i], env_keys[k], kl);
+        if (!found && env_saved[k][0]) out[o++] = env_saved[k];
+    }
     out[o] = 0;
     return out;
 }
 
 #define ENVCAP 4096
-#define EXEC(call_with_env) \
+#define MERGECAP 8192
+#define FIXED_ENV \
     char **fixed = alloca(sizeof(char *) * (ENVCAP + 8)); \
-    char *const *env = fix_env(envp, fixed, ENVCAP); \
+    char *merged = alloca(MERGECAP); \
+    char *const *env = fix_env(envp, fixed, ENVCAP, merged, MERGECAP);
+#define EXEC(call_with_env) \
+    FIXED_ENV \
     iolens_finalize(IOLENS_PF_EXECED, 0); \
     int r = call_with_env; \
     int e = errno; \
@@ -209,8 +388,7 @@ IOLENS_API int execle(const char *p, const char *a0, ...)
 }
 
 #define SPAWN(call_with_env) \
-    char **fixed = alloca(sizeof(char *) * (ENVCAP + 8)); \
-    char *const *env = fix_env(envp, fixed, ENVCAP); \
+    FIXED_ENV \
     return call_with_env;
 
 IOLENS_API int posix_spawn(pid_t *pid, const char *p, const posix_spawn_file_actions_t *fa,
@@ -223,6 +401,28 @@ IOLENS_API int posix_spawnp(pid_t *pid, const char *p, const posix_spawn_file_ac
 {
     SPAWN(REAL(posix_spawnp)(pid, p, fa, at, argv, env))
 }
+
+/* system and popen start their shell through libc's internal spawn with
+ * environ itself: for the length of the call environ is the array with the
+ * recorder's variables put back (another thread reading environ meanwhile
+ * sees them too; one that replaces environ meanwhile keeps its own). */
+#define WITH_ENV(type, call) \
+    char *const *envp = environ; \
+    FIXED_ENV \
+    if (env == envp) return call; \
+    environ = (char **)env; \
+    type r = call; \
+    int e = errno; \
+    if (environ == (char **)env) environ = (char **)envp; \
+    errno = e; \
+    return r;
+
+IOLENS_API int system(const char *cmd)
+{
+    if (!cmd) return REAL(system)(cmd);
+    WITH_ENV(int, REAL(system)(cmd))
+}
+IOLENS_API FILE *popen(const char *cmd, const char *mode) { WITH_ENV(FILE *, REAL(popen)(cmd, mode)) }
 
 /* ---- reaping: each child's status and time, for the process tree ---- */
 
