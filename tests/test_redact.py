@@ -141,6 +141,18 @@ def test_odd_inputs():
     many = "&".join(f"token{i}=SEC{i:02d}" for i in range(100))
     out = redact_argv(["curl", f"https://h/x?{many}"])[1]  # more masks than the rule table holds: the rest masked
     assert not _secrets([out]) and out.startswith("https://h/x?token0=***&token1=***")
+    assert redact_argv(["x", ",".join(["https://u:SEC01@h"] * 10)])[1] == ",".join(["https://u:***@h"] * 10)
+
+
+def test_hostile_inputs_take_linear_time():
+    """The interposer runs these rules in every process it starts in: no input may make them slow."""
+    import time
+
+    for text in ("x://" * 16000, "password=" * 8000, "Authorization: x\n" * 4000, "a" * 60000 + ":",
+                 "x://a?b=c&" * 6000, "bash -c '" * 6000, "https://u:p@h/x " * 4000):
+        t = time.perf_counter()
+        redact_argv(["bash", "-c", text, text])
+        assert time.perf_counter() - t < 1.0, text[:20]
 
 
 # ---- end to end: a real command carrying each secret, profiled ---------------------------------------------------

@@ -50,6 +50,8 @@ static void ranges_init(struct ranges *r)
 static void add_range(struct ranges *r, size_t s, size_t e)
 {
     if (e <= s) return;
+    for (int k = 0; k < r->n; k++) /* found twice (a script and its words): kept once */
+        if (r->s[k] <= s && e <= r->e[k]) return;
     if (r->n == MAX_RANGES) {
         if (s < r->floor) r->floor = s;
         return;
@@ -114,8 +116,19 @@ static int secret_name(const char *s, size_t n)
 /* scheme://user:PASSWORD@host/path?sig=SECRET&token=SECRET, every URL in v */
 static void url_rule(const char *v, size_t n, struct ranges *r)
 {
+    size_t run_end = 0; /* end of the current run of non-blank characters */
+    int in_run = 0;     /* URLs seen in it: a run of thousands is masked, not scanned thousands of times */
     for (size_t i = 0; i + 3 <= n; i++) {
         if (!(v[i] == ':' && v[i + 1] == '/' && v[i + 2] == '/')) continue;
+        if (i >= run_end) {
+            for (run_end = i; run_end < n && !in_set(v[run_end], "\"' \t\n\r");) run_end++;
+            in_run = 0;
+        }
+        if (++in_run > 64) {
+            add_range(r, i, run_end);
+            i = run_end;
+            continue;
+        }
         size_t a = i + 3, end = a, at = SIZE_MAX;
         while (end < n && !in_set(v[end], "/?#\"' \t\n\r")) end++;
         for (size_t k = a; k < end; k++)
@@ -176,6 +189,7 @@ static void header_rule(const char *v, size_t n, struct ranges *r)
                 while (e < n && !in_set(v[e], ",}\n\r \t")) e++;
             }
             add_range(r, b, e);
+            i = e;
             continue;
         }
         e = b;
@@ -185,6 +199,7 @@ static void header_rule(const char *v, size_t n, struct ranges *r)
         if (w > b && w < e && v[w] == ' ') /* keep the scheme: Bearer, Basic, token, ... */
             for (b = w; b < e && v[b] == ' ';) b++;
         add_range(r, b, e);
+        if (e > i) i = e - 1;
     }
 }
 
@@ -201,6 +216,7 @@ static void conn_rule(const char *v, size_t n, struct ranges *r)
         size_t e = i + 1;
         while (e < n && (semi ? v[e] != ';' : !is_space(v[e]))) e++;
         add_range(r, i + 1, e);
+        i = e; /* linear time, whatever the value */
     }
 }
 
