@@ -195,3 +195,195 @@ def test_compare_refuses_runs_that_are_not_bench_runs(tmp_path):
         store.add_run("compare", {"template": "x"}, {"host": "h"})
     res = iolens("results", "compare", "1", "--db", db)
     assert res.returncode == 2 and "run 1 is a compare run" in res.stderr
+
+
+# ---- damaged stores: one line, never a traceback -----------------------------------------------------------------
+
+def _filled_store(tmp_path, v1):
+    """A current-schema store with a few bench runs and results (the v1 fixture, migrated, plus more)."""
+    db = tmp_path / "filled.sqlite"
+    shutil.copy(v1, db)
+    with ResultsStore(db) as store:
+        run = store.run(1)
+        for k in range(3):
+            rid = store.add_run("bench", run["job"], {**run["provenance"], "host": f"box{k}"}, label=f"l{k}")
+            for r in run["results"]:
+                store.add_result(rid, r["name"], r["metrics"], target=r["target"], cache_state=r["cache_state"],
+                                 provenance=r["provenance"])
+    return db.read_bytes()
+
+
+def _one_line_store_error(res, what):
+    assert res.returncode == 6, (what, res.returncode, res.stderr)
+    assert "Traceback" not in res.stderr and res.stderr.strip().count("\n") == 0, (what, res.stderr)
+    assert "not a usable iolens results store" in res.stderr and "move it aside" in res.stderr, (what, res.stderr)
+
+
+def test_damaged_stores_give_one_line_that_says_what_to_do(tmp_path, v1):
+    good = _filled_store(tmp_path, v1)
+    page = 4096
+    flipped_header = bytearray(good)
+    flipped_header[0:4] = b"XQLi"
+    btree = bytearray(good)  # page 2's b-tree header: its page type byte
+    btree[page] = 0x77
+    cells = bytearray(good)  # page 2's cell pointer array, pointing outside the page
+    cells[page + 8:page + 12] = b"\xff\xf0\xff\xf0"
+    json_text = bytearray(good)  # a row's JSON text: valid SQLite, not JSON any more
+    at = bytes(json_text).find(b'"throughput_Bps"')
+    assert at > 0
+    json_text[at] = ord("{")
+    mutants = {"flipped magic": bytes(flipped_header), "b-tree page type": bytes(btree),
+               "cell pointers": bytes(cells), "JSON text": bytes(json_text),
+               "truncated mid-page": good[:len(good) - page // 2], "truncated to the header": good[:100],
+               "zeros": b"\0" * len(good)}
+    for what, data in mutants.items():
+        db = tmp_path / "m.sqlite"
+        for f in tmp_path.glob("m.sqlite*"):
+            f.unlink()
+        db.write_bytes(data)
+        results = [iolens("results", "list", "--db", db), iolens("results", "show", "2", "--db", db),
+                   iolens("results", "export", "--db", db, "--format", "csv")]
+        assert any(r.returncode == 6 for r in results), what
+        for res in results:
+            if res.returncode != 0:
+                _one_line_store_error(res, what)
+
+
+def test_randomly_mutated_stores_never_give_a_traceback(tmp_path, v1):
+    """Byte flips, insertions and cuts anywhere: every command works or gives one line (6: the store is damaged; 2:
+    what it still holds is refused, e.g. a kind that was flipped into another)."""
+    import random
+
+    from click.testing import CliRunner
+
+    from iolens.cli import main
+
+    good = _filled_store(tmp_path, v1)
+    rng = random.Random(12)
+    runner = CliRunner()
+    failures = 0
+    for i in range(120):
+        data = bytearray(good)
+        kind = i % 3
+        if kind == 0:
+            for _ in range(rng.randint(1, 8)):
+                data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+        elif kind == 1:
+            at = rng.randrange(len(data))
+            data[at:at] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 7)))
+        else:
+            del data[rng.randrange(100, len(data)):]
+        db = tmp_path / f"r{i}.sqlite"
+        db.write_bytes(bytes(data))
+        for args in (["list"], ["show", "2"], ["show", "2", "--json"], ["export", "--format", "csv"],
+                     ["compare", "1", "2", "--json"]):
+            res = runner.invoke(main, ["results", *args, "--db", str(db)])
+            assert not res.exception or isinstance(res.exception, SystemExit), (i, args, res.exception)
+            assert res.exit_code in (0, 2, 6), (i, args, res.exit_code, res.output)
+            if res.exit_code:
+                assert res.output.startswith("iolens: error: ") and res.output.count("\n") == 1, res.output
+            failures += res.exit_code == 6
+    assert failures > 0  # the mutations did reach the store
+
+
+# ---- runs whose process died -----------------------------------------------------------------------------------
+
+OWNER = """
+import sys, time
+from iolens.store import ResultsStore
+s = ResultsStore(sys.argv[1])
+rid = s.add_run("bench", {"targets": ["/x"]}, {"host": "h"}, label="doomed", status="running")
+print(rid, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_run_whose_process_was_killed_is_marked_interrupted(tmp_path):
+    db = tmp_path / "s.sqlite"
+    with ResultsStore(db) as store:  # a run this (live) process owns stays running
+        mine = store.add_run("bench", {"targets": []}, {"host": "h"}, status="running")
+    proc = subprocess.Popen([sys.executable, "-c", OWNER, str(db)], stdout=subprocess.PIPE, text=True)
+    try:
+        doomed = int(proc.stdout.readline())
+        with ResultsStore(db) as store:  # while its process lives, it is running
+            assert store.run(doomed)["status"] == "running"
+    finally:
+        proc.kill()
+        proc.wait(timeout=60)
+        proc.stdout.close()
+    out = iolens("results", "list", "--db", db, env={**os.environ, "COLUMNS": "200"})
+    assert out.returncode == 0, out.stderr
+    line = next(ln for ln in out.stdout.splitlines() if "doomed" in ln)
+    assert "interrupted" in line
+    with ResultsStore(db) as store:
+        assert store.run(doomed)["status"] == "interrupted" and store.run(mine)["status"] == "running"
+    raw = sqlite3.connect(db)  # written to the store, not only shown
+    assert raw.execute("SELECT status FROM runs WHERE id = ?", (doomed,)).fetchone()[0] == "interrupted"
+    raw.close()
+
+
+def test_owners_that_cannot_be_judged_are_left_alone(tmp_path):
+    """Another host's run (a shared store), a run from before owners were recorded, a reused pid."""
+    from iolens.store import process_identity
+
+    db = tmp_path / "s.sqlite"
+    me = process_identity()
+    with ResultsStore(db) as store:
+        elsewhere = store.add_run("bench", {}, {"host": "h"}, status="running")
+        legacy = store.add_run("bench", {}, {"host": "h"}, status="running")
+        reused = store.add_run("bench", {}, {"host": "h"}, status="running")
+        done = store.add_run("bench", {}, {"host": "h"}, status="complete")
+        store.db.execute("UPDATE runs SET owner = ? WHERE id = ?", (json.dumps({**me, "host": "not-" + me["host"],
+                                                                                "pid": 1 << 22}), elsewhere))
+        store.db.execute("UPDATE runs SET owner = NULL WHERE id = ?", (legacy,))
+        # this process's pid, but another start time: the pid was reused, the owner is gone
+        store.db.execute("UPDATE runs SET owner = ? WHERE id = ?", (json.dumps({**me, "start": "1"}), reused))
+    with ResultsStore(db) as store:
+        status = {r["id"]: r["status"] for r in store.runs()}
+    assert status == {elsewhere: "running", legacy: "running", reused: "interrupted", done: "complete"}
+
+
+def test_read_only_store_shows_stale_runs_as_interrupted(tmp_path):
+    if os.geteuid() == 0:
+        pytest.skip("root writes read-only files")
+    db = tmp_path / "s.sqlite"
+    proc = subprocess.Popen([sys.executable, "-c", OWNER, str(db)], stdout=subprocess.PIPE, text=True)
+    doomed = int(proc.stdout.readline())
+    proc.kill()
+    proc.wait(timeout=60)
+    proc.stdout.close()
+    with ResultsStore(db):
+        pass  # leave no WAL behind
+    db.chmod(0o444)
+    with ResultsStore(db) as store:
+        assert store.run(doomed)["status"] == "interrupted"
+
+
+@pytest.mark.slow
+def test_kill_9_of_a_bench_leaves_a_run_the_next_open_marks_interrupted(tmp_path):
+    import signal
+    import time
+
+    db = tmp_path / "s.sqlite"
+    proc = subprocess.Popen([sys.executable, "-m", "iolens", "bench", "null", "--suite", "random", "--runtime", "60",
+                             "--db", str(db), "-q"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if db.exists():
+                with ResultsStore(db) as store:
+                    if store.runs():
+                        break
+            time.sleep(0.2)
+        else:
+            pytest.fail("bench never stored its run")
+        with ResultsStore(db) as store:
+            assert [r["status"] for r in store.runs()] == ["running"]
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    out = iolens("results", "list", "--db", db, env={**os.environ, "COLUMNS": "200"})
+    assert out.returncode == 0 and "interrupted" in out.stdout, out.stdout + out.stderr
+    with ResultsStore(db) as store:
+        assert [r["status"] for r in store.runs()] == ["interrupted"]

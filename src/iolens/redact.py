@@ -1,62 +1,60 @@
-"""Redaction of secrets in command lines that iolens itself records (META).
+"""Redaction of secrets in command lines and environments that iolens records.
 
-The interposer redacts argv and environment in C before anything reaches the
-capture (native/preload/redact.c); this is the same rule set for the command
-line that `iolens profile` stores, and tests check the two agree.
+The rules live in one place, native/preload/redact.c: the interposer links it to redact argv, script text and
+the environment before anything reaches the capture, and the same file is built alone as libiolens_redact.so,
+which this module loads, so `iolens profile`'s own record of the command (META) is redacted by the very same code.
 """
 
 from __future__ import annotations
 
-import re
+import ctypes
+import functools
+import os
+from collections.abc import Mapping
+
+from iolens.native import native_path
 
 MASK = "***"
-_SECRET_WORDS = ("password", "passwd", "secret", "token", "apikey", "api_key", "api-key", "access_key",
-                 "access-key", "accesskey", "credential", "private_key", "private-key", "session_key",
-                 "authorization", "_key", "-key")
-_URL_AUTH = re.compile(r"(://[^/@:\s]*:)[^/@\s]*(@)")
 
 
-def secret_name(name: str) -> bool:
-    low = name.lower()
-    return any(w in low for w in _SECRET_WORDS)
+@functools.cache
+def _library() -> ctypes.CDLL:
+    lib = ctypes.CDLL(str(native_path("libiolens_redact.so")))
+    for fn in (lib.iolens_redact_argv, lib.iolens_capture_env):
+        fn.restype = ctypes.c_size_t
+    lib.iolens_redact_argv.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p), ctypes.c_char_p,
+                                       ctypes.c_size_t]
+    lib.iolens_capture_env.argtypes = [ctypes.POINTER(ctypes.c_char_p), ctypes.c_char_p, ctypes.c_size_t]
+    return lib
 
 
-def _value(v: str) -> str:
-    if "://" not in v:
-        return v
-    v = _URL_AUTH.sub(lambda m: m.group(1) + MASK + m.group(2), v, count=1)
-    if "?" not in v:
-        return v
-    base, _, query = v.partition("?")
-    parts = []
-    for item in query.split("&"):
-        k, eq, _val = item.partition("=")
-        low = k.lower()
-        if eq and (secret_name(k) or low.startswith("signature") or low in ("x-amz-signature", "sig")):
-            parts.append(f"{k}={MASK}")
-        else:
-            parts.append(item)
-    return base + "?" + "&".join(parts)
-
-
-def _is_flag(a: str) -> bool:
-    return len(a) > 1 and a[0] == "-" and not a[1].isdigit()
+def _call(items: list[str], fn) -> list[str]:
+    """Runs a C rule over NUL-free strings; the output is NUL-separated, grown until it was not cut."""
+    raw = [os.fsencode(s).split(b"\0", 1)[0] for s in items]
+    arr = (ctypes.c_char_p * (len(raw) + 1))(*raw, None)
+    cap = 2 * sum(len(b) + 1 for b in raw) + 256
+    while True:
+        buf = ctypes.create_string_buffer(cap)
+        n = fn(len(raw), arr, buf, cap)
+        if n + 1 < cap:
+            break
+        cap *= 4
+    out = buf.raw[:n].split(b"\0")
+    return [os.fsdecode(b) for b in out[:-1]] if out and out[-1] == b"" else [os.fsdecode(b) for b in out]
 
 
 def redact_argv(argv: list[str]) -> list[str]:
-    out: list[str] = []
-    mask_next = False
-    for a in argv:
-        name, eq, _v = a.partition("=")
-        if mask_next:
-            out.append(MASK)
-            mask_next = False
-        elif _is_flag(a) and eq and secret_name(name):
-            out.append(f"{name}={MASK}")
-        elif not _is_flag(a) and eq and name and secret_name(name) and "/" not in a and len(name) < 64:
-            out.append(f"{name}={MASK}")
-        else:
-            if _is_flag(a) and a.startswith("--") and not eq and secret_name(a):
-                mask_next = True
-            out.append(_value(a))
-    return out
+    """argv with secret values replaced by "***" (flags, NAME=V, URLs, headers, connection strings, scripts)."""
+    if not argv:
+        return []
+    return _call(list(argv), _library().iolens_redact_argv)
+
+
+def capture_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The variables the interposer records (temp dirs, thread counts, scheduler, cloud), secrets redacted."""
+    lib = _library()
+    kv = [f"{k}={v}" for k, v in env.items()]
+    if not kv:
+        return {}
+    out = _call(kv, lambda n, arr, buf, cap: lib.iolens_capture_env(arr, buf, cap))
+    return dict(item.split("=", 1) for item in out if "=" in item)

@@ -5,6 +5,9 @@
 - Versioned schema (`PRAGMA user_version`) with forward-only migrations listed
   in MIGRATIONS; a store written by a newer iolens is refused with a message.
 - Safe for concurrent writers: WAL journal and a busy timeout.
+- A damaged store (flipped bytes, truncated, not SQLite at all) is a one-line StoreError that says what to do.
+- A run is stored `running` with its owner (pid, host, boot and start time of the process); a `running` run whose
+  process is gone from this host is marked `interrupted` when the store is next opened (kill -9, power cut).
 
 A *run* is one invocation (its job and provenance: host, kernel, CPU, RAM,
 iolens version, time); a *result* is one measured thing inside it (a target
@@ -13,11 +16,14 @@ and pattern for bench, a configuration for compare) with its metrics as JSON.
 
 from __future__ import annotations
 
+import functools
 import json
+import os
+import socket
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from iolens.dirs import user_path
 from iolens.errors import IolensError
@@ -54,6 +60,13 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
         [
             "ALTER TABLE runs ADD COLUMN status TEXT NOT NULL DEFAULT 'complete'",
             "CREATE INDEX runs_kind ON runs(kind, created)",
+        ],
+    ),
+    (
+        3,
+        [
+            # JSON {pid, host, boot_id, pid_ns, start}: the process that keeps a `running` run up to date
+            "ALTER TABLE runs ADD COLUMN owner TEXT",
         ],
     ),
 ]
@@ -109,9 +122,92 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
 
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="ascii", errors="replace") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def _start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (/proc/PID/stat field 22); None when there is none."""
+    stat = _read(f"/proc/{pid}/stat")
+    if not stat or ")" not in stat:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    return fields[19] if len(fields) > 19 else None
+
+
+def _pid_ns() -> str | None:
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
+
+
+def process_identity(pid: int | None = None) -> dict[str, Any]:
+    """What tells this process apart from any other, even one that later gets the same pid."""
+    pid = os.getpid() if pid is None else pid
+    return {"pid": pid, "host": socket.gethostname(), "boot_id": _read("/proc/sys/kernel/random/boot_id"),
+            "pid_ns": _pid_ns(), "start": _start_time(pid)}
+
+
+def owner_gone(owner: dict[str, Any]) -> bool:
+    """True when the owner is provably not running: same host and pid namespace, and the machine was rebooted
+    or no process with that pid and start time exists.  An owner on another host is never judged."""
+    here = process_identity()
+    if not isinstance(owner, dict) or owner.get("host") != here["host"] or not isinstance(owner.get("pid"), int):
+        return False
+    if owner.get("boot_id") and here["boot_id"] and owner["boot_id"] != here["boot_id"]:
+        return True
+    if owner.get("pid_ns") != here["pid_ns"]:
+        return False
+    start = _start_time(owner["pid"])
+    return start is None or (owner.get("start") is not None and start != owner["start"])
+
+
+class _Damaged(ValueError):
+    """A row that does not have the shape this iolens wrote."""
+
+
+def _text(d: dict[str, Any], key: str, optional: bool = True) -> None:
+    v = d.get(key)
+    if not (isinstance(v, str) or (optional and v is None)):
+        raise _Damaged(f"{key} of row {d.get('id')} is {type(v).__name__}, not text")
+
+
+def _obj(d: dict[str, Any], key: str) -> None:
+    try:
+        d[key] = json.loads(d.get(key))  # type: ignore[arg-type]  # not text: caught below
+    except (TypeError, ValueError) as err:
+        raise _Damaged(f"{key} of row {d.get('id')} is not JSON ({err})") from None
+    if not isinstance(d[key], dict):
+        raise _Damaged(f"{key} of row {d.get('id')} is not a JSON object")
+
+
+_T = TypeVar("_T")
+
+
+def _guarded(method: Callable[..., _T]) -> Callable[..., _T]:
+    """Turns what a damaged or unusable store raises into one StoreError line."""
+
+    @functools.wraps(method)
+    def wrapper(self: "ResultsStore", *args: Any, **kw: Any) -> _T:
+        try:
+            return method(self, *args, **kw)
+        except (sqlite3.ProgrammingError, sqlite3.InterfaceError):
+            raise
+        except (sqlite3.DatabaseError, ValueError) as err:
+            raise StoreError(self.problem(err)) from None
+
+    return wrapper
+
+
 class ResultsStore:
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path else default_db_path()
+        self.interrupted: set[int] = set()  # stale `running` runs, shown as interrupted even if not writable
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
@@ -122,10 +218,48 @@ class ResultsStore:
             self.db.execute("PRAGMA busy_timeout = 30000")
             self.db.execute("PRAGMA journal_mode = WAL")
             self.db.execute("PRAGMA foreign_keys = ON")
+            self._check()
             self.migrate()
-        except sqlite3.DatabaseError as err:
+            self._mark_interrupted()
+        except (sqlite3.DatabaseError, ValueError) as err:
             self.db.close()
-            raise StoreError(f"{self.path} is not a usable iolens results store ({err})") from None
+            raise StoreError(self.problem(err)) from None
+        except BaseException:
+            self.db.close()
+            raise
+
+    def problem(self, err: Exception) -> str:
+        """The one line for an error from SQLite or from a row that is not what iolens wrote."""
+        text = " ".join(str(err).split())[:300] or type(err).__name__  # SQLite's check reports span lines
+        if isinstance(err, sqlite3.OperationalError) and not any(
+                w in text for w in ("malformed", "not a database", "decode", "no such", "corrupt")):
+            return f"cannot use the results store {self.path}: {text}; set --db or IOLENS_DB"
+        return (f"{self.path} is not a usable iolens results store: it is damaged ({text}); move it aside and "
+                f"iolens starts a new one (`sqlite3 {self.path.name} .recover` may save its runs), or give another "
+                "--db")
+
+    def _check(self) -> None:
+        """SQLite's own structure check: damage is found here, not halfway through a command."""
+        rows = [r[0] for r in self.db.execute("PRAGMA quick_check(5)")]
+        if rows != ["ok"]:
+            raise sqlite3.DatabaseError("; ".join(map(str, rows)))
+
+    def _mark_interrupted(self) -> None:
+        """`running` runs whose process is gone from this host become `interrupted`."""
+        if self.version < 3:
+            return
+        for row in self.db.execute("SELECT id, owner FROM runs WHERE status = 'running' AND owner IS NOT NULL"):
+            try:
+                owner = json.loads(row["owner"])
+            except (TypeError, ValueError):
+                continue
+            if owner_gone(owner):
+                self.interrupted.add(int(row["id"]))
+        for rid in sorted(self.interrupted):
+            try:
+                self.db.execute("UPDATE runs SET status = 'interrupted' WHERE id = ? AND status = 'running'", (rid,))
+            except sqlite3.OperationalError:  # a read-only store: shown as interrupted all the same
+                break
 
     # -- schema ---------------------------------------------------------------
     @property
@@ -156,18 +290,21 @@ class ResultsStore:
             raise
 
     # -- writing --------------------------------------------------------------
+    @_guarded
     def add_run(self, kind: str, job: dict[str, Any], provenance: dict[str, Any], *, label: str | None = None,
                 status: str = "complete", created: str | None = None) -> int:
+        owner = json.dumps(process_identity(), sort_keys=True) if status == "running" else None
         cur = self.db.execute(
-            "INSERT INTO runs (kind, created, label, iolens_version, host, job, provenance, status) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO runs (kind, created, label, iolens_version, host, job, provenance, status, owner) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (kind, created or _now(), label, provenance.get("iolens_version"), provenance.get("host"),
              json.dumps(job, sort_keys=True, default=str), json.dumps(provenance, sort_keys=True, default=str),
-             status),
+             status, owner),
         )
         assert cur.lastrowid is not None
         return cur.lastrowid
 
+    @_guarded
     def import_runs(self, runs: list[dict[str, Any]], source: str) -> tuple[list[int], list[int]]:
         """Adds runs exported from another store (`results_json`), keeping their time, host and provenance.
 
@@ -199,9 +336,12 @@ class ResultsStore:
             raise
         return added, present
 
+    @_guarded
     def set_status(self, run_id: int, status: str) -> None:
         self.db.execute("UPDATE runs SET status = ? WHERE id = ?", (status, run_id))
+        self.interrupted.discard(run_id)
 
+    @_guarded
     def add_result(self, run_id: int, name: str, metrics: dict[str, Any], *, target: str | None = None,
                    cache_state: str | None = None, provenance: dict[str, Any] | None = None) -> int:
         cur = self.db.execute(
@@ -213,19 +353,29 @@ class ResultsStore:
         return cur.lastrowid
 
     # -- reading --------------------------------------------------------------
-    @staticmethod
-    def _run_dict(row: sqlite3.Row) -> dict[str, Any]:
+    def _run_dict(self, row: sqlite3.Row) -> dict[str, Any]:
         d = dict(row)
-        d["job"] = json.loads(d["job"])
-        d["provenance"] = json.loads(d["provenance"])
+        d.pop("owner", None)
+        if not isinstance(d.get("id"), int):
+            raise _Damaged(f"a run id is {d.get('id')!r}")
+        for key in ("kind", "created", "status"):
+            _text(d, key, optional=False)
+        for key in ("label", "iolens_version", "host"):
+            _text(d, key)
+        _obj(d, "job")
+        _obj(d, "provenance")
+        if d["id"] in self.interrupted and d["status"] == "running":
+            d["status"] = "interrupted"
         return d
 
+    @_guarded
     def runs(self, kind: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         sql = "SELECT * FROM runs" + (" WHERE kind = ?" if kind else "") + " ORDER BY id DESC"
         if limit:
             sql += f" LIMIT {int(limit)}"
         return [self._run_dict(r) for r in self.db.execute(sql, (kind,) if kind else ())]
 
+    @_guarded
     def run(self, run_id: int) -> dict[str, Any]:
         row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
@@ -234,12 +384,16 @@ class ResultsStore:
         d["results"] = self.results(run_id)
         return d
 
+    @_guarded
     def results(self, run_id: int) -> list[dict[str, Any]]:
         out = []
         for r in self.db.execute("SELECT * FROM results WHERE run_id = ? ORDER BY id", (run_id,)):
             d = dict(r)
-            d["metrics"] = json.loads(d["metrics"])
-            d["provenance"] = json.loads(d["provenance"])
+            _text(d, "name", optional=False)
+            _text(d, "target")
+            _text(d, "cache_state")
+            _obj(d, "metrics")
+            _obj(d, "provenance")
             out.append(d)
         return out
 

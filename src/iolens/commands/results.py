@@ -1,7 +1,11 @@
-"""iolens results: list, show and export what bench and compare stored, so machines can be compared."""
+"""iolens results: list, show and export what bench and compare stored, so machines can be compared.
+
+Runs whose process died without saying so (kill -9) are shown `interrupted`; a damaged store or run is one line.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
@@ -23,6 +27,18 @@ def _open(db: Path | None):
     if not path.exists():
         raise UsageError(f"no results store at {path}; run `iolens bench` first, or give --db")
     return ResultsStore(path)
+
+
+@contextlib.contextmanager
+def _stored(what: str, db: Path | None):
+    """Rendering stored runs: contents that are valid JSON but not what iolens wrote give one line, not a traceback."""
+    from iolens.store import StoreError, default_db_path
+
+    try:
+        yield
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
+        raise StoreError(f"{what} in {db or default_db_path()} is damaged ({type(err).__name__}: {err}); "
+                         "`iolens results export --format json` shows what is stored") from None
 
 
 @click.group()
@@ -66,6 +82,11 @@ def show(db, run_id, as_json):
     if as_json:
         sys.stdout.buffer.write(results_json([run]))
         return
+    with _stored(f"run {run_id}", db):
+        _show(run)
+
+
+def _show(run) -> None:
     console = Console()
     if run["kind"] == "bench":
         from iolens.bench.storage import report_dict_from_store
@@ -103,8 +124,9 @@ def export(db, run_ids, kind, fmt, output, force):
     with _open(db) as store:
         ids = list(run_ids) or [r["id"] for r in store.runs(kind=kind)]
         runs = [store.run(i) for i in sorted(ids)]
-    write_output(output, results_json(runs) if fmt == "json" else results_csv(runs), force=force,
-                 opt="--output")
+    with _stored("a run", db):
+        data = results_json(runs) if fmt == "json" else results_csv(runs)
+    write_output(output, data, force=force, opt="--output")
     if output == "-":
         return
     click.echo(f"{len(runs)} run(s) written to {output}", err=True)
@@ -150,17 +172,18 @@ def compare_runs(db, run_ids, as_json):
 
     with _open(db) as store:
         runs = [store.run(i) for i in run_ids]
-    try:
-        doc = side_by_side(runs)
-    except ValueError as err:
-        raise UsageError(f"{err}; `iolens results list --kind bench` shows the bench runs") from None
-    if as_json:
-        sys.stdout.buffer.write(bench_json(doc))
-        return
-    console = Console()
-    for run in runs:
-        p = run.get("provenance") or {}
-        console.print(f"run {run['id']} · {run['created']} · {run.get('host')} · {p.get('kernel') or '?'} · "
-                      f"{p.get('cpu_model') or '?'} · iolens {run.get('iolens_version')} · {run.get('status')}"
-                      + (f" · imported from {p['imported']['from']}" if p.get("imported") else ""))
-    render_bench(doc, console)
+    with _stored("a run", db):
+        try:
+            doc = side_by_side(runs)
+        except ValueError as err:
+            raise UsageError(f"{err}; `iolens results list --kind bench` shows the bench runs") from None
+        if as_json:
+            sys.stdout.buffer.write(bench_json(doc))
+            return
+        console = Console()
+        for run in runs:
+            p = run.get("provenance") or {}
+            console.print(f"run {run['id']} · {run['created']} · {run.get('host')} · {p.get('kernel') or '?'} · "
+                          f"{p.get('cpu_model') or '?'} · iolens {run.get('iolens_version')} · {run.get('status')}"
+                          + (f" · imported from {p['imported']['from']}" if p.get("imported") else ""))
+        render_bench(doc, console)
