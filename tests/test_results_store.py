@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from conftest import datapath, iolens
+from conftest import datapath, iolens, unavailable
 from iolens.store import SCHEMA_VERSION, ResultsStore
 
 
@@ -344,8 +344,6 @@ def test_owners_that_cannot_be_judged_are_left_alone(tmp_path):
 
 
 def test_read_only_store_shows_stale_runs_as_interrupted(tmp_path):
-    if os.geteuid() == 0:
-        pytest.skip("root writes read-only files")
     db = tmp_path / "s.sqlite"
     proc = subprocess.Popen([sys.executable, "-c", OWNER, str(db)], stdout=subprocess.PIPE, text=True)
     doomed = int(proc.stdout.readline())
@@ -355,8 +353,15 @@ def test_read_only_store_shows_stale_runs_as_interrupted(tmp_path):
     with ResultsStore(db):
         pass  # leave no WAL behind
     db.chmod(0o444)
-    with ResultsStore(db) as store:
-        assert store.run(doomed)["status"] == "interrupted"
+    immutable = os.geteuid() == 0  # root writes read-only files: make it immutable instead
+    if immutable and subprocess.run(["chattr", "+i", str(db)], capture_output=True).returncode != 0:
+        unavailable(f"root ignores file modes and chattr +i does not work on {tmp_path}")
+    try:
+        with ResultsStore(db) as store:
+            assert store.run(doomed)["status"] == "interrupted"
+    finally:
+        if immutable:
+            subprocess.run(["chattr", "-i", str(db)], check=True)
 
 
 @pytest.mark.slow
