@@ -54,11 +54,13 @@ def describe() -> dict[str, Any]:
     return d
 
 
+@lru_cache(maxsize=None)
 def op_names(*, kind: str | None = None, io: str | None = None) -> frozenset[str]:
     """The op names the engine accepts, optionally only those of one kind or io, as `--describe` lists them.
 
     kind is seq, rand, small or util (which loop runs the op); io is read, write, mixed or none (which data it
-    moves).  For example op_names(io="read") are the ops whose bytes are reads.
+    moves).  For example op_names(io="read") are the ops whose bytes are reads.  Asked of the engine on first use
+    (never at import) and cached.
     """
     ops = describe()["ops"]
     return frozenset(n for n, o in ops.items() if kind in (None, o["kind"]) and io in (None, o["io"]))

@@ -1,11 +1,16 @@
 """The metrics of a bench result, listed once: JSON, CSV, the store and the table all use this list.
 
 `from_phase` turns one engine phase result into these metrics (plain floats, None when not applicable).
+
+Which ops read, write, stream or touch small files is the engine's to say (`iolens-bench --describe`, through
+`engine.op_names`): `reading_ops()` and friends ask it on first use, never at import, and it answers once.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from iolens.bench import engine
 
 # key, unit, what it is
 METRICS: list[tuple[str, str, str]] = [
@@ -14,6 +19,8 @@ METRICS: list[tuple[str, str, str]] = [
     ("read_Bps", "B/s", "bytes read per second (null when nothing was read or reads and writes mix)"),
     ("write_Bps", "B/s", "bytes written per second (null when nothing was written or reads and writes mix)"),
     ("bytes", "B", "bytes moved"),
+    ("read_bytes", "B", "bytes read (null when a group mixes reads and writes, as randrw does)"),
+    ("write_bytes", "B", "bytes written (null when a group mixes reads and writes)"),
     ("ops", "op", "operations done"),
     ("wall_s", "s", "first thread start to last thread end, including final syncs and closes"),
     ("cpu_user_s", "s", "user CPU time of the engine during the phase"),
@@ -36,17 +43,42 @@ METRICS: list[tuple[str, str, str]] = [
 METRIC_KEYS = [m[0] for m in METRICS]
 UNITS = {k: u for k, u, _ in METRICS}
 
-READ_OPS = {"read", "randread", "readfiles"}
-WRITE_OPS = {"write", "randwrite", "create"}
-SEQ_OPS = {"read", "write"}
-RAND_OPS = {"randread", "randwrite", "randrw"}
-SMALL_OPS = {"create", "readfiles", "stat", "delete"}
+# The op sets under their old names (metrics.READ_OPS and so on), as the engine describes them, made on first use
+_OP_SETS: dict[str, dict[str, str]] = {"READ_OPS": {"io": "read"}, "WRITE_OPS": {"io": "write"},
+                                       "MIXED_OPS": {"io": "mixed"}, "SEQ_OPS": {"kind": "seq"},
+                                       "RAND_OPS": {"kind": "rand"}, "SMALL_OPS": {"kind": "small"}}
+
+
+def __getattr__(name: str) -> frozenset[str]:
+    if name in _OP_SETS:
+        return engine.op_names(**_OP_SETS[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def read_ops() -> frozenset[str]:
+    """Ops whose bytes are all reads."""
+    return engine.op_names(io="read")
+
+
+def write_ops() -> frozenset[str]:
+    """Ops whose bytes are all writes."""
+    return engine.op_names(io="write")
+
+
+def mixed_ops() -> frozenset[str]:
+    """Ops that both read and write (randrw)."""
+    return engine.op_names(io="mixed")
+
+
+def reading_ops() -> frozenset[str]:
+    """Ops that read at all: pure reads and mixed ones."""
+    return read_ops() | mixed_ops()
 
 
 def primary_metric(groups: list[dict[str, Any]]) -> str:
     """The one number a test is judged by: throughput for streaming, IOPS for random and small-file ops."""
     op = groups[0]["op"]
-    return "throughput_Bps" if len(groups) > 1 or op in SEQ_OPS else "iops"
+    return "throughput_Bps" if len(groups) > 1 or op in engine.op_names(kind="seq") else "iops"
 
 
 def _us(ns: float | None) -> float | None:
@@ -69,11 +101,12 @@ def from_phase(ph: dict[str, Any]) -> dict[str, float | None]:
     wall = end - start
     total_b = sum(g["bytes"] for g in groups)
     total_o = sum(g["ops"] for g in groups)
-    rb = sum(g["bytes"] for g in groups if g["op"] in READ_OPS)
-    wb = sum(g["bytes"] for g in groups if g["op"] in WRITE_OPS)
-    has_r = any(g["op"] in READ_OPS for g in groups)
-    has_w = any(g["op"] in WRITE_OPS for g in groups)
-    mixed = any(g["op"] == "randrw" for g in groups)
+    reads, writes = read_ops(), write_ops()
+    rb = sum(g["bytes"] for g in groups if g["op"] in reads)
+    wb = sum(g["bytes"] for g in groups if g["op"] in writes)
+    has_r = any(g["op"] in reads for g in groups)
+    has_w = any(g["op"] in writes for g in groups)
+    mixed = any(g["op"] in mixed_ops() for g in groups)
     lat = groups[0]["latency_ns"]
     cpu = (ph.get("cpu_user_s") or 0.0) + (ph.get("cpu_sys_s") or 0.0)
     done = [t["end_s"] - start for t in threads]
@@ -88,6 +121,8 @@ def from_phase(ph: dict[str, Any]) -> dict[str, float | None]:
         "write_Bps": rate(wb) if has_w and not mixed else None,
         "bytes": float(total_b),
         "ops": float(total_o),
+        "read_bytes": None if mixed else float(rb),
+        "write_bytes": None if mixed else float(wb),
         "wall_s": wall,
         "cpu_user_s": ph.get("cpu_user_s"),
         "cpu_sys_s": ph.get("cpu_sys_s"),

@@ -1,6 +1,6 @@
 """Bench results as plain data: one row per (target, reported phase), with every repeat's values.
 
-`BenchReport.to_dict()` is the JSON document (tag `iolens-bench`, schema [1, 0], documented in docs/bench.md);
+`BenchReport.to_dict()` is the JSON document (tag `iolens-bench`, schema [1, 1], documented in docs/bench.md);
 the renderers and the results store read the same rows.
 """
 
@@ -15,7 +15,7 @@ from iolens.bench.metrics import METRIC_KEYS, from_phase, primary_metric
 from iolens.bench.targets import Target
 
 TAG = "iolens-bench"
-SCHEMA_VERSION = (1, 0)
+SCHEMA_VERSION = (1, 1)
 
 
 def summarize(values: list[float | None]) -> dict[str, Any]:
@@ -62,10 +62,13 @@ class ResultRow:
         for k in METRIC_KEYS:
             self.values[k].append(m.get(k))
         self.states.append(state)
-        for w in cache.plausibility(self.test, t, ph, state, m) + cache.notes_for(ph, state, t):
-            target = self.warnings if "faster than" in w or "more than" in w or "read warm" in w else self.notes
-            if w not in target:
-                target.append(w)
+        sent = (self.job or {}).get("phase")
+        for w in cache.plausibility(self.test, t, ph, state, m, sent):
+            if w not in self.warnings:
+                self.warnings.append(w)
+        for note in cache.notes_for(ph, state, t, sent) + cache.burst_notes(self.test, t, ph, state, m):
+            if note not in self.notes:
+                self.notes.append(note)
         if self.series is None:
             g = ph["groups"]
             n = max(len(x["series_bytes"]) for x in g)
@@ -113,6 +116,7 @@ class BenchReport:
     targets: list[Target]
     rows: list[ResultRow] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     run_id: int | None = None
     db: str | None = None
     _index: dict[tuple[str, str], ResultRow] = field(default_factory=dict, repr=False)
@@ -152,4 +156,5 @@ class BenchReport:
             "targets": [t.facts() for t in self.targets],
             "results": [r.to_dict() for r in self.rows],
             "warnings": list(self.warnings),
+            "notes": list(self.notes),
         }

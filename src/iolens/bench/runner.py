@@ -14,7 +14,7 @@ from typing import Any, Callable
 from iolens import __version__
 from iolens.bench import cache, engine, suites
 from iolens.bench.report import BenchReport
-from iolens.bench.safety import Terminated, WorkDirs, check_space, signals_as_exceptions, stale_dirs
+from iolens.bench.safety import Terminated, WorkDirs, check_space, clean_leftovers, signals_as_exceptions
 from iolens.bench.suites import Options, Test
 from iolens.bench.targets import Target, resolve
 from iolens.errors import UsageError
@@ -77,6 +77,31 @@ def check_plan(jobs: list[Job], what: str) -> None:
         check_space(by_spec[spec], b, i, what)
 
 
+def content_caveats(jobs: list[Job], opts: Options) -> list[str]:
+    """One line per compressing target that a suite fills with random content by choice (--content random, or the
+    suite's default), which no compressor shrinks.  Random data a suite writes on purpose to stand for compressed
+    files (genomics: gzipped reads, BGZF) is not a caveat."""
+    hit: dict[str, tuple[Target, list[str]]] = {}
+    writes = engine.op_names(io="write") | engine.op_names(io="mixed")
+    for job in jobs:
+        for test in job.tests:
+            if (opts.content or suites.lookup(test.suite).content) != "random":
+                continue
+            for p in test.phases:
+                for g in p["groups"]:
+                    sized = g.get("size") or g.get("file_size") or any(g.get("sizes") or [])
+                    t = job.targets[int(g.get("dir", 0) or 0)] if job.targets[0].kind != "null" else None
+                    if t is None or not t.compression or g["op"] not in writes or g.get("content") != "random" \
+                            or not sized:
+                        continue
+                    names = hit.setdefault(t.spec, (t, []))[1]
+                    if test.suite not in names:
+                        names.append(test.suite)
+    return [f"{t.spec} compresses ({t.fstype or 'its filesystem'} compress={t.compression}) but the "
+            f"{'+'.join(names)} suite wrote random content, which does not compress: this measures incompressible "
+            "data; use --content fastq (or sam, or --template FILE) for genomics data" for t, names in hit.values()]
+
+
 def run_bench(specs: list[str], suite_names: list[str], opts: Options, *, repeat: int = 1,
               on_progress: ProgressFn | None = None,
               store_run: Callable[[BenchReport, str], None] | None = None) -> BenchReport:
@@ -104,7 +129,8 @@ def run_bench(specs: list[str], suite_names: list[str], opts: Options, *, repeat
     if opts.content and opts.content not in desc["contents"]:
         raise UsageError(f"unknown content {opts.content!r}; choose from {', '.join(desc['contents'])}")
     real = [t for t in targets if t.kind != "null"]
-    scale = suites.default_scale(opts, [t.free_bytes or 0 for t in real], [t.free_inodes for t in real])
+    scale = suites.default_scale(opts, [t.free_bytes for t in real if t.free_bytes is not None],
+                                 [t.free_inodes for t in real])
     jobs = plan(targets, suite_names, opts, scale)
     check_plan(jobs, f"the {'+'.join(suite_names)} suite at --size {human_bytes(scale.size)}")
 
@@ -112,10 +138,11 @@ def run_bench(specs: list[str], suite_names: list[str], opts: Options, *, repeat
         created=time.strftime("%Y-%m-%dT%H:%M:%S%z"), iolens_version=__version__, suites=list(suite_names),
         repeat=repeat, options=asdict(opts), scale=asdict(scale), host=host_facts(),
         engine_version=desc.get("engine_version"), targets=targets)
-    for t in targets:
-        for d in stale_dirs(t):
-            report.warnings.append(f"{d} was left by an earlier run that was killed; remove it when no benchmark "
-                                   "is running")
+    for t in real:
+        notes, warnings = clean_leftovers(t)
+        report.notes.extend(notes)
+        report.warnings.extend(warnings)
+    report.warnings.extend(content_caveats(jobs, opts))
     if opts.drop_caches and os.geteuid() != 0:
         report.warnings.append("--drop-caches needs root; files were evicted one by one instead")
 
@@ -181,5 +208,5 @@ def _run_job(job: Job, report: BenchReport, dirs_of: dict[str, str], opts: Optio
         row = report.row(owner, ph["name"], group=test.name, suite=test.suite, phase_job=ph, dirs=dirs)
         tgt = job.targets[int(ph["groups"][0].get("dir", 0) or 0)] if job.targets[0].kind != "null" else \
             job.targets[0]
-        row.add(res, tgt, cache.state_of(res, tgt))
+        row.add(res, tgt, cache.state_of(res, tgt, ph))
     return base + sum(job.weights)

@@ -3,25 +3,35 @@
 - Each target gets a new `iolens-bench-*` directory (mkdtemp: unique, mode 0700); the engine refuses any other.
 - WorkDirs removes them on normal exit, on errors, on Ctrl-C (KeyboardInterrupt) and on SIGTERM/SIGHUP (turned
   into `Terminated` by `signals_as_exceptions`).  Removal never follows symlinks (shutil.rmtree is fd-based).
+- Each work directory holds a marker (`.iolens-bench-owner`: pid, host, boot, process start time, uid, time) written
+  right after it is made.  A later run removes an `iolens-bench-*` directory only when it is provably a leftover of
+  a killed run: marker present, same user, same host, and its process gone (dead, or an earlier boot, or its pid
+  now another process).  A same-named directory without the marker is someone else's and is never touched.
 - check_space refuses a run whose peak footprint would not fit with a reserve to spare.
 """
 
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
 import signal
+import socket
 import tempfile
+import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from iolens.bench.targets import Target
 from iolens.errors import TargetError
 from iolens.units import human_bytes
 
 WORKDIR_PREFIX = "iolens-bench-"
+MARKER = ".iolens-bench-owner"
+MARKER_TAG = "iolens-bench-workdir"
 
 
 class Terminated(Exception):
@@ -78,7 +88,11 @@ class WorkDirs:
             d = Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX, dir=t.path))
         except OSError as err:
             raise _target_error(t, err) from None
-        self.dirs[t.spec] = d
+        self.dirs[t.spec] = d  # removed with the others from here on, marker or not
+        try:
+            write_marker(d)
+        except OSError as err:
+            raise _target_error(t, err) from None
         return d
 
     def remove_all(self) -> list[str]:
@@ -108,8 +122,93 @@ class WorkDirs:
         self.remove_all()
 
 
+def _boot_id() -> str | None:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or None
+    except OSError:
+        return None
+
+
+def _proc_start(pid: int) -> str | None:
+    """The start time of a process (clock ticks since boot, /proc/PID/stat field 22): a pid and its start time
+    name one process, even after the pid is reused."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2:].split()
+    return fields[19] if len(fields) > 19 else None
+
+
+def marker_of_this_process() -> dict[str, Any]:
+    pid = os.getpid()
+    return {"tag": MARKER_TAG, "pid": pid, "host": socket.gethostname(), "boot_id": _boot_id(),
+            "proc_start": _proc_start(pid), "uid": os.getuid(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+
+
+def write_marker(d: Path, marker: dict[str, Any] | None = None) -> None:
+    """Marks d as this process's work directory (a new file, never through a symlink)."""
+    fd = os.open(d / MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        json.dump(marker or marker_of_this_process(), fh)
+
+
+def read_marker(d: Path) -> dict[str, Any] | None:
+    """The marker of an iolens-bench-* directory, None when there is none (or it is not ours to read)."""
+    try:
+        fd = os.open(d / MARKER, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd) as fh:
+            m = json.loads(fh.read(4096))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(m, dict) or m.get("tag") != MARKER_TAG or not isinstance(m.get("pid"), int):
+        return None
+    return m
+
+
+def _alive(pid: int, proc_start: str | None) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # exists, another user's
+    now = _proc_start(pid)
+    return proc_start is None or now is None or now == proc_start
+
+
+@dataclass
+class Leftover:
+    """An iolens-bench-* directory found in a target before the run, and whose it is.
+
+    owner: `dead` (ours, its run was killed: safe to remove), `running` (ours, its run is alive), `other-host`,
+    `other-user`, or `unmarked` (no marker: not an iolens work directory; never touched)."""
+
+    path: Path
+    owner: str
+    marker: dict[str, Any] | None = None
+
+
+def owner_of(d: Path) -> Leftover:
+    m = read_marker(d)
+    if m is None:
+        return Leftover(d, "unmarked")
+    try:
+        uid = d.lstat().st_uid
+    except OSError:
+        return Leftover(d, "unmarked")
+    if uid != os.getuid() or m.get("uid") != os.getuid():
+        return Leftover(d, "other-user", m)
+    if m.get("host") != socket.gethostname():
+        return Leftover(d, "other-host", m)
+    boot = _boot_id()
+    if m.get("boot_id") and boot and m["boot_id"] != boot:
+        return Leftover(d, "dead", m)  # made before this machine last booted
+    return Leftover(d, "running" if _alive(m["pid"], m.get("proc_start")) else "dead", m)
+
+
 def stale_dirs(t: Target) -> list[Path]:
-    """iolens-bench-* directories left by a run that was killed without a chance to clean up."""
+    """iolens-bench-* directories in a target (any owner; `owner_of` says whose)."""
     if t.path is None:
         return []
     try:
@@ -117,6 +216,37 @@ def stale_dirs(t: Target) -> list[Path]:
                       and not p.is_symlink())
     except OSError:
         return []
+
+
+def clean_leftovers(t: Target) -> tuple[list[str], list[str]]:
+    """Removes the work directories that killed runs of ours left in t; (notes, warnings) about what was found.
+
+    Only a directory whose marker proves it ours and its run dead is removed; the rest are left as they are."""
+    notes: list[str] = []
+    warnings: list[str] = []
+    for d in stale_dirs(t):
+        lo = owner_of(d)
+        m = lo.marker or {}
+        if lo.owner == "dead":
+            try:
+                shutil.rmtree(d)
+            except OSError as err:
+                warnings.append(f"could not remove {d}, left by a killed iolens bench (pid {m.get('pid')}): "
+                                f"{err.strerror}")
+            else:
+                notes.append(f"removed {d}, left by an iolens bench that was killed (pid {m.get('pid')}, started "
+                             f"{m.get('started')})")
+        elif lo.owner == "running":
+            warnings.append(f"{d} belongs to an iolens bench still running (pid {m.get('pid')}): left alone; the "
+                            "two runs share the target, so each disturbs the other's numbers")
+        elif lo.owner == "other-host":
+            notes.append(f"{d} belongs to an iolens bench on {m.get('host')}: left alone")
+        elif lo.owner == "other-user":
+            notes.append(f"{d} belongs to an iolens bench of another user: left alone")
+        else:
+            notes.append(f"{d} is not an iolens work directory (no iolens marker inside), although its name "
+                         "looks like one: left alone")
+    return notes, warnings
 
 
 def reserve_bytes(t: Target) -> int:
@@ -133,7 +263,8 @@ def check_space(t: Target, need_bytes: int, need_inodes: int, what: str) -> None
     free = t.free_bytes or 0
     reserve = reserve_bytes(t)
     need = int(need_bytes * 1.02) + (1 << 20)
-    if need > free - reserve:
+    unsized = t.free_bytes is None and t.free_unknown  # an object store: no size to check against
+    if not unsized and need > free - reserve:
         raise TargetError(
             f"{t.spec}: {what} needs {human_bytes(need)} but only {human_bytes(free)} is free "
             f"(keeping {human_bytes(reserve)} spare); use --size to make it smaller")

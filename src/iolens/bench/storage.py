@@ -92,7 +92,7 @@ def report_dict_from_store(run: dict[str, Any]) -> dict[str, Any]:
         "suites": job.get("suites") or [], "repeat": job.get("repeat"), "run_id": run.get("id"), "db": None,
         "options": job.get("options") or {}, "scale": job.get("scale") or {}, "host": host,
         "targets": [targets[k] for k in (job.get("targets") or list(targets))if k in targets],
-        "results": results, "warnings": [],
+        "results": results, "warnings": [], "notes": [],
     }
 
 

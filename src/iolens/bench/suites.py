@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
+from iolens.bench.engine import op_names
 from iolens.errors import UsageError
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
@@ -339,6 +340,7 @@ def build(suite: str, spec: str, sc: Scale, opts: Options, others: list[str] | N
     """The tests of a registered suite on target `spec`; `others` are the run's other real targets."""
     chosen = opts.content or lookup(suite).content
     tests = lookup(suite).builder(spec, sc, replace(opts, content=chosen), list(others or []))
+    mark_read_content(tests)
     for t in tests:
         t.reports = [p["name"] for p in t.reported()]
         for p in t.phases:
@@ -347,6 +349,45 @@ def build(suite: str, spec: str, sc: Scale, opts: Options, others: list[str] | N
                     g["content"] = "template"
                     g["template"] = opts.template
     return tests
+
+
+def _names(g: dict[str, Any]) -> list[str]:
+    """The files (or small-file trees) a read group reads."""
+    if g["op"] == "readfiles":
+        return [g["prefix"]]
+    if g.get("files"):
+        return list(g["files"])
+    file = g.get("file", "data")
+    return [file] if g.get("layout") == "shared" else [f"{file}.{t}" for t in range(int(g.get("threads", 1)))]
+
+
+def mark_read_content(tests: list[Test]) -> None:
+    """Gives each read group without a `content` the content of the group that wrote the files it reads.
+
+    The engine ignores `content` on a read it does not lay out; it is recorded for the cache judgement (a compressing
+    filesystem stores FASTQ in fewer device bytes than it returns, random data in as many) and in the results.
+    Files are followed per job directory through the tests in order; a read of files written with different or
+    unknown contents stays unmarked."""
+    reads = op_names(io="read")
+    written: dict[tuple[int, str], str | None] = {}
+    for t in tests:
+        for p in t.phases:
+            for g in p["groups"]:
+                d = int(g.get("dir", 0))
+                op = g["op"]
+                if op in reads and not g.get("content"):
+                    found = {written.get((d, n)) for n in _names(g)}
+                    if len(found) == 1 and None not in found:
+                        g["content"] = found.pop()
+                if op == "remove":
+                    for path in g.get("paths", []):
+                        for k in [k for k in written if k[0] == d and (k[1] == path or k[1].startswith(path + "/"))]:
+                            del written[k]
+                    continue
+                for name in _group_files(g):
+                    if g.get("prepare") and (d, name) in written:
+                        continue  # prepare keeps a file that is already there
+                    written[(d, name)] = g.get("content")
 
 
 def nullify(tests: list[Test]) -> None:

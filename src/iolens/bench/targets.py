@@ -24,6 +24,13 @@ PSEUDO_FS = {"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "debugf
 MEMORY_FS = {"tmpfs", "ramfs"}
 NETWORK_FS_PREFIX = ("fuse", "nfs", "cifs", "smb", "9p", "ceph", "lustre", "glusterfs", "beegfs", "gpfs", "virtiofs")
 
+# FUSE clients of object stores: a bucket has no size, and their statfs returns a placeholder (s3fs: 2^64 bytes,
+# rclone: 1 PiB for a remote that cannot say).  A total at least this large on one is not a free-space figure.
+OBJECT_STORE_FS = {"fuse.s3fs", "fuse.rclone", "fuse.goofys", "fuse.mountpoint-s3", "fuse.geesefs", "fuse.gcsfuse",
+                   "fuse.blobfuse", "fuse.blobfuse2"}
+OBJECT_STORE_PLACEHOLDER = 1 << 50
+ANY_PLACEHOLDER = 1 << 60  # 1 EiB: no mounted filesystem is that large; whatever says so has no real figure
+
 # Plausible upper limits of a device class for reads (bytes/s, 4 KiB random reads/s at queue depth 1).
 # A "cold" read faster than this came from a cache.  Generous on purpose: the point is to catch RAM speed.
 DEVICE_LIMITS: dict[str, tuple[float | None, float | None]] = {
@@ -56,6 +63,8 @@ class Target:
     free_bytes: int | None = None
     total_bytes: int | None = None
     free_inodes: int | None = None
+    free_unknown: str | None = None      # why free space is unknown (an object store's placeholder statfs)
+    compression: str | None = None       # what a compressing filesystem compresses with (btrfs compress=ALG)
     plausible_read_Bps: float | None = None
     plausible_read_iops: float | None = None
     limit_source: str | None = None
@@ -87,6 +96,27 @@ class Target:
         self.free_bytes = st.f_bavail * st.f_frsize
         self.total_bytes = st.f_blocks * st.f_frsize
         self.free_inodes = st.f_favail if st.f_files else None
+        self.free_unknown = placeholder_space(self.fstype, self.total_bytes)
+        if self.free_unknown:
+            self.free_bytes = self.total_bytes = None
+
+
+def placeholder_space(fstype: str | None, total_bytes: int) -> str | None:
+    """Why a statfs total is a placeholder rather than a size (an object store has no size), else None."""
+    if (fstype or "") in OBJECT_STORE_FS and total_bytes >= OBJECT_STORE_PLACEHOLDER:
+        return f"unlimited: {fstype} is an object store, its statfs size is a placeholder"
+    if total_bytes >= ANY_PLACEHOLDER:
+        return f"unlimited: {fstype or 'the filesystem'} reports a placeholder size"
+    return None
+
+
+def compression_of(mount_options: str | None) -> str | None:
+    """The algorithm a btrfs mount compresses with (compress=ALG or compress-force=ALG), else None."""
+    for opt in (mount_options or "").split(","):
+        key, _, alg = opt.strip().partition("=")
+        if key in ("compress", "compress-force") and alg.split(":")[0] not in ("no", "none"):
+            return alg or "zlib"  # a bare `compress` means zlib
+    return None
 
 
 def _sys_read(path: Path) -> str | None:
@@ -162,6 +192,7 @@ def describe_path(t: Target) -> None:
         t.mount_options = ",".join(dict.fromkeys(o for o in opts if o))
         t.mountpoint = m["mountpoint"]
         t.source = m["source"]
+        t.compression = compression_of(t.mount_options) or t.compression
     info: dict[str, Any] = {}
     majmin = m["dev"] if m else None
     if majmin and not majmin.startswith("0:"):
@@ -214,6 +245,7 @@ def _apply_lab(t: Target) -> None:
     t.preexec = lab.preexec(t.lab)
     if info.get("emulates"):
         t.notes.append(f"lab:{t.lab} emulates {info['emulates']}")
+    t.compression = compression_of(info.get("mount_options"))  # the catalogue's, until the mount table says
     limits = info.get("limits") or {}
     if limits.get("read_bps"):
         t.lab_read_Bps = float(limits["read_bps"])

@@ -29,6 +29,32 @@ class SuiteChoice(click.Choice):
         pass  # click.Choice.__init__ assigns it; the registry is the only source
 
 
+class EngineChoice(click.Choice):
+    """The names the engine accepts for one job field (`iolens-bench --describe`), asked when the command line is
+    parsed or help is shown, never at import; `hidden` names are the engine's but not offered here."""
+
+    def __init__(self, field: str, hidden: tuple[str, ...] = ()) -> None:
+        self.field = field
+        self.hidden = hidden
+        super().__init__(())
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        from iolens.bench.engine import names
+
+        return tuple(n for n in names(self.field) if n not in self.hidden)
+
+    @choices.setter
+    def choices(self, _value: object) -> None:
+        pass  # click.Choice.__init__ assigns it; the engine is the only source
+
+    def get_metavar(self, *args, **kwargs) -> str | None:
+        try:
+            return super().get_metavar(*args, **kwargs)
+        except IolensError:  # no engine: help still shows, running says what is missing
+            return "NAME"
+
+
 def _threads(ctx, param, value: str | None) -> list[int] | None:
     if not value:
         return None
@@ -62,7 +88,7 @@ def _size(ctx, param, value: str | None) -> int | None:
 @click.option("--threads", callback=_threads, metavar="LIST",
               help="Thread counts / queue depths / stream counts instead of the suite's, e.g. 1,2.")
 @click.option("--bs", callback=_size, metavar="SIZE", help="Sequential block size (default 1M).")
-@click.option("--content", type=click.Choice(["random", "zeros", "fastq", "sam"]),
+@click.option("--content", type=EngineChoice("contents", hidden=("template",)),
               help="What writes contain (default: genomics fastq, others random). Compressing filesystems are "
                    "measured honestly only on fastq/sam.")
 @click.option("--template", type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -73,7 +99,7 @@ def _size(ctx, param, value: str | None) -> int | None:
               "(affects everything on the machine).")
 @click.option("--shared", is_flag=True, help="streams: one shared file instead of a file per stream.")
 @click.option("--read-share", type=click.FloatRange(0, 1), help="random: add a mixed test with this read share.")
-@click.option("--ioengine", type=click.Choice(["psync", "io_uring"]), default="psync", show_default=True,
+@click.option("--ioengine", type=EngineChoice("engines", hidden=("null",)), default="psync", show_default=True,
               help="Queue depth for random tests: psync threads, or one thread with io_uring at that depth.")
 @click.option("--repeat", type=click.IntRange(min=1, max=1000), default=1, show_default=True,
               help="Run everything N times, interleaving targets; report mean ± SD.")

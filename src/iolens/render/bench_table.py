@@ -8,7 +8,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from iolens.bench.metrics import READ_OPS
+from iolens.bench.metrics import read_ops, write_ops
 from iolens.units import human_bytes
 
 STATE_STYLE = {"cold-direct": "green", "cold-evicted": "green", "synced": "cyan", "warm": "yellow",
@@ -66,6 +66,45 @@ def primary_text(row: dict[str, Any]) -> str:
     return text
 
 
+def _mean(m: dict[str, Any], key: str) -> float | None:
+    return (m.get(key) or {}).get("mean")
+
+
+def _bytes_by_direction(row: dict[str, Any]) -> tuple[float | None, float | None]:
+    """(bytes read, bytes written) of a row; from the phase's groups for results stored before the metrics
+    had them (None when a direction cannot be told apart)."""
+    m = row.get("metrics") or {}
+    rb, wb = _mean(m, "read_bytes"), _mean(m, "write_bytes")
+    if rb is not None or wb is not None:
+        return rb, wb
+    groups = (((row.get("job") or {}).get("phase") or {}).get("groups") or [{"op": row.get("op")}])
+    moved = _mean(m, "bytes")
+    if all(g.get("op") in read_ops() for g in groups):
+        return moved, 0.0
+    if all(g.get("op") in write_ops() for g in groups):
+        return 0.0, moved
+    return None, None
+
+
+def device_shares(row: dict[str, Any]) -> list[tuple[str, float]]:
+    """The evidence behind a read's cold state, per direction: device-read bytes over bytes read and, when the
+    test also writes, device-written bytes over bytes written, in % (at most 100).  Direction "" for a plain
+    read.  Empty for tests that do not read or on a target without block-device counters."""
+    if row.get("op") not in read_ops():
+        return []
+    m = row.get("metrics") or {}
+    rb, wb = _bytes_by_direction(row)
+    dev_r, dev_w = _mean(m, "device_read_bytes"), _mean(m, "device_write_bytes")
+    if not rb or dev_r is None:
+        return []
+    if not wb:
+        return [("", min(100.0, 100 * dev_r / rb))]
+    out = [("read", min(100.0, 100 * dev_r / rb))]
+    if dev_w is not None:
+        out.append(("write", min(100.0, 100 * dev_w / wb)))
+    return out
+
+
 def cell(row: dict[str, Any] | None) -> Text:
     if row is None:
         return Text("-", style="dim")
@@ -86,14 +125,20 @@ def cell(row: dict[str, Any] | None) -> Text:
     t.append(" · ".join(extra), style="dim")
     t.append("\n")
     t.append(state, style=STATE_STYLE.get(state, "red"))
-    moved = (m.get("bytes") or {}).get("mean")
-    from_dev = (m.get("device_read_bytes") or {}).get("mean")
-    if row.get("op") in READ_OPS and moved and from_dev is not None:
-        # the evidence behind a cold state: the share of the bytes read that the block device delivered
-        t.append(f" · device {min(100.0, 100 * from_dev / moved):.0f}%", style="dim")
+    shares = device_shares(row)
+    if shares:
+        t.append(" · device " + ", ".join(f"{d} {v:.0f}%" if d else f"{v:.0f}%" for d, v in shares), style="dim")
     if row.get("warnings"):
         t.append(" ⚠", style="bold red")
     return t
+
+
+def free_text(t: dict[str, Any]) -> str:
+    if t.get("free_unknown"):
+        return f"unknown ({t['free_unknown']})"
+    if t.get("free_bytes") is None:
+        return "-"
+    return f"{human_bytes(t.get('free_bytes'))} of {human_bytes(t.get('total_bytes'))}"
 
 
 def targets_table(doc: dict[str, Any]) -> Table:
@@ -111,8 +156,7 @@ def targets_table(doc: dict[str, Any]) -> Table:
     row("device", lambda t: " ".join(x for x in (t.get("source"), f"({t['device_model']})"
                                                   if t.get("device_model") else None,
                                                   t.get("device_class")) if x) or "-")
-    row("free", lambda t: f"{human_bytes(t.get('free_bytes'))} of {human_bytes(t.get('total_bytes'))}"
-        if t.get("free_bytes") is not None else "-")
+    row("free", free_text)
     row("plausible read", lambda t: f"{fmt_rate(t.get('plausible_read_Bps'))} ({t.get('limit_source')})"
         if t.get("plausible_read_Bps") else "-")
     if any(t.get("notes") for t in targets):
@@ -142,10 +186,11 @@ def render_bench(doc: dict[str, Any], console: Console) -> None:
     console.print(Text("cache: cold-direct = O_DIRECT; cold-evicted = flushed and evicted before reading; "
                        "warm = served from RAM; synced = fsync inside the timing; buffered = page cache only; "
                        "none = no storage (null); device N% = share of the bytes read that the block device "
-                       "delivered (its kernel counters)",
+                       "delivered (its kernel counters); a test that reads and writes shows each direction: "
+                       "device read N%, write M% of the bytes written",
                        style="dim"))
     warnings = list(doc.get("warnings") or [])
-    notes: list[str] = []
+    notes: list[str] = list(doc.get("notes") or [])
     for r in doc.get("results") or []:
         warnings.extend(w for w in r.get("warnings") or [] if w not in warnings)
         notes.extend(n for n in r.get("notes") or [] if n not in notes)
