@@ -6,10 +6,13 @@ with `--threads` bounding the requests in service at once. nbdfuse exposes the e
 (`--direct-io=on`, so no second page cache) turns it into a block device, and the filesystem on it is mounted where
 the caller asks. The kernel's page cache and writeback then sit above a slow device, as on a real one.
 
-Device model (what the calibration in benchmarks/emulated_disks.py measures): a request of n bytes takes
-`latency + n / bandwidth`, at most `concurrency` requests are in service, so the IOPS limit is
-`concurrency / latency` and large requests (the stack issues up to 1 MiB) reach the bandwidth when
-`concurrency * 1 MiB / latency` is well above it.
+Device model: a request of n bytes takes `latency + n / bandwidth` (the bandwidth shared by all requests in
+service), and a bounded number of requests is in service at once, so the IOPS limit is about
+`requests in service / latency`. How many requests are in service is not simply what nbdkit is given: nbdfuse
+uses CONNECTIONS connections to nbdkit with `concurrency` threads each, but FUSE and nbdfuse keep only about 2.6
+(1 thread), 4 (2 threads) or 4.8 (4 threads) requests in flight here. So each profile's latency and concurrency
+were found by measurement (benchmarks/emulated_disks.py; docs/lab.md has the table), not computed. Large requests
+(the stack issues up to 1 MiB) reach the bandwidth because several are in service while one waits its latency.
 
 Every process is recorded (pid, start time, pidfile) in the state directory before the next step, so `down` removes
 exactly what `up` made, also after `up` failed half-way or after nbdkit or nbdfuse was killed.
@@ -36,7 +39,8 @@ GiB = 1 << 30
 NEEDS = ("nbdkit", "nbdfuse", "losetup", "fusermount3")
 STATE_FILE = "nbd.json"
 BURSTINESS_S = 0.1  # rate filter bucket, in seconds of the rate; nbdkit's default (2 s) lets 2 s of data through free
-READ_AHEAD_KB = 2048  # the loop device's read-ahead, which is the filesystem's: large sequential reads, few requests
+CONNECTIONS = 4  # nbdfuse's connections to nbdkit (its default multi-conn)
+READ_AHEAD_KB = 4096  # the loop device's read-ahead, which is the filesystem's: large sequential reads, few requests
 MKFS = {"ext4": ["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"],
         "xfs": ["mkfs.xfs", "-q", "-f"], "btrfs": ["mkfs.btrfs", "-q", "-f"]}
 
@@ -47,7 +51,7 @@ class Device:
 
     bandwidth: int | None = None  # bytes/s, reads and writes each; None: unthrottled
     latency_ms: int = 0  # added to every read and write request (nbdkit's delay filter takes whole ms)
-    concurrency: int = 16  # requests in service at once (nbdkit --threads over one connection)
+    concurrency: int = 16  # nbdkit --threads, per connection (nbdfuse makes CONNECTIONS of them)
 
     def __post_init__(self) -> None:
         if self.bandwidth is not None and self.bandwidth < 64 * 1024:
@@ -56,11 +60,6 @@ class Device:
             raise ValueError(f"latency {self.latency_ms} ms must be a whole number of ms in 0..10000")
         if not 1 <= self.concurrency <= 64:
             raise ValueError(f"concurrency {self.concurrency} must be in 1..64")
-
-    @property
-    def iops(self) -> float | None:
-        """The nominal IOPS limit, concurrency / latency (None when no latency is added)."""
-        return self.concurrency * 1000 / self.latency_ms if self.latency_ms else None
 
     def nbdkit_args(self, image: Path) -> list[str]:
         """Filters and plugin arguments, outermost filter first."""
@@ -90,39 +89,40 @@ class Profile:
 
 
 NO_BURST = "burst credits (the I/O credit bucket) are not emulated: the baseline holds from the first second"
-INT_MS = "the delay filter takes whole milliseconds, so low-queue-depth latency is concurrency / IOPS, not the device's"
+INT_MS = ("the delay filter takes whole milliseconds and the IOPS limit comes from latency x requests in flight, "
+          "so latency at queue depth 1 is several times the device's")
 SHARED = ("no jitter, no queueing effects of a shared network or spindle; every request of any size pays the "
           "same latency")
 
 PROFILES: tuple[Profile, ...] = (
     Profile("magnetic", "EBS magnetic (standard), previous generation",
             "40-200 IOPS (about 100 on average), 40-90 MiB/s, bursts to hundreds of IOPS",
-            40 * MiB, 100, Device(40 * MiB, 40, 4),
+            40 * MiB, 100, Device(40 * MiB, 44, 2),
             not_emulated=("the burst to hundreds of IOPS", "the spread of 40-200 IOPS: we give the average", SHARED)),
     Profile("gp2", "EBS gp2 SSD at baseline (3 IOPS per GiB, at least 100; 0.25 MiB per I/O)",
             "3 IOPS/GiB (min 100, max 16,000), bursts to 3,000 IOPS below 1 TiB; 128-250 MiB/s",
-            25 * MiB, 100, Device(25 * MiB, 20, 2),
+            25 * MiB, 100, Device(25 * MiB, 44, 2),
             not_emulated=(NO_BURST, "IOPS follow the image size only through the default: 100 IOPS up to 33 GiB",
                           INT_MS)),
     Profile("gp3", "EBS gp3 SSD at its included baseline", "3,000 IOPS, 125 MiB/s (provisionable to 16,000 / 1,000)",
-            125 * MiB, 3000, Device(125 * MiB, 2, 8),
-            not_emulated=(INT_MS, "sub-millisecond latency at queue depth 1 (ours is 2 ms)")),
+            125 * MiB, 3000, Device(125 * MiB, 1, 3),
+            not_emulated=(INT_MS, "sub-millisecond latency at queue depth 1 (ours is 1 ms)")),
     Profile("io2-100", "EBS io2 with 100 provisioned IOPS", "100 IOPS, 0.256 MiB/s per provisioned IOPS",
-            25 * MiB, 100, Device(25 * MiB, 20, 2),
-            not_emulated=(INT_MS, "sub-millisecond latency at queue depth 1 (ours is 20 ms)")),
+            25 * MiB, 100, Device(25 * MiB, 44, 2),
+            not_emulated=(INT_MS, "sub-millisecond latency at queue depth 1 (ours is 44 ms)")),
     Profile("io2-500", "EBS io2 with 500 provisioned IOPS", "500 IOPS, 0.256 MiB/s per provisioned IOPS",
-            125 * MiB, 500, Device(125 * MiB, 4, 2),
-            not_emulated=(INT_MS, "sub-millisecond latency at queue depth 1 (ours is 4 ms)")),
+            125 * MiB, 500, Device(125 * MiB, 9, 4),
+            not_emulated=(INT_MS, "sub-millisecond latency at queue depth 1 (ours is 9 ms)")),
     Profile("st1", "EBS st1 throughput HDD of 1 TiB at baseline",
             "40 MiB/s per TiB baseline, bursts to 250 MiB/s per TiB; 500 IOPS of up to 1 MiB",
-            40 * MiB, 500, Device(40 * MiB, 4, 2),
+            40 * MiB, 500, Device(40 * MiB, 9, 4),
             not_emulated=(NO_BURST, "small random I/O is not penalised as on st1 (each counts as a full 1 MiB I/O)")),
     Profile("sc1", "EBS sc1 cold HDD of 1 TiB at baseline",
             "12 MiB/s per TiB baseline, bursts to 80 MiB/s per TiB; 250 IOPS of up to 1 MiB",
-            12 * MiB, 250, Device(12 * MiB, 8, 2),
+            12 * MiB, 250, Device(12 * MiB, 18, 4),
             not_emulated=(NO_BURST, "small random I/O is not penalised as on sc1 (each counts as a full 1 MiB I/O)")),
     Profile("hdd", "a 7200 rpm hard disk with a deep queue", "about 120 MiB/s sequential, 75-250 IOPS (with NCQ)",
-            120 * MiB, 250, Device(120 * MiB, 16, 4),
+            120 * MiB, 250, Device(120 * MiB, 18, 4),
             not_emulated=("seek distance: every request costs the same, near or far", SHARED)),
     Profile("nvme", "a local NVMe SSD (instance store), unthrottled stand-in",
             "hundreds of thousands of IOPS, GB/s",
@@ -198,8 +198,7 @@ def _up(state_dir: Path, mnt: Path, device: Device, rec: dict, size: int, fstype
 
     fuse = state_dir / "fuse"
     fuse.mkdir(exist_ok=True)
-    # one connection, so --threads is the whole device's concurrency
-    _spawn(state_dir, rec, "nbdfuse", ["nbdfuse", "-C", "1", "-P", str(state_dir / "nbdfuse.pid"), str(fuse),
+    _spawn(state_dir, rec, "nbdfuse", ["nbdfuse", "-C", str(CONNECTIONS), "-P", str(state_dir / "nbdfuse.pid"), str(fuse),
                                        "--unix", str(sock)])
     _wait(lambda: (state_dir / "nbdfuse.pid").exists() and mount_at(fuse) is not None, state_dir, rec, "nbdfuse")
 
