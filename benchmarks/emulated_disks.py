@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Calibration of the emulated disks (iolens.lab.nbd): each profile's bandwidth and 4 KiB IOPS, measured cold.
+
+    sudo python benchmarks/emulated_disks.py [--only gp3,hdd] [--repeat 3] [--seconds 3] [--json out.json]
+
+For each profile: bring it up in a temporary directory, then, each --repeat times (the median is reported):
+- seq write, buffered + fsync: write --seconds worth of the bandwidth in 1 MiB writes, fsync; bytes / time;
+- seq read, cold buffered: drop caches, read that file in 1 MiB reads;
+- seq read, O_DIRECT: fio, 1 MiB reads, libaio, queue depth 8;
+- 4 KiB rand read, O_DIRECT: fio, libaio, queue depth 32, --seconds;
+- 4 KiB rand write, O_DIRECT: likewise;
+- 4 KiB rand write, buffered + fsync: pwrite --seconds worth of the IOPS limit to distinct, non-adjacent 4 KiB
+  blocks (so the block layer cannot merge them), then fsync; writes / time;
+- 4 KiB rand read, cold buffered: fio, 16 jobs of psync reads (POSIX_FADV_RANDOM, so no read-ahead), after fio
+  has dropped the file from the cache, --seconds.
+Every measurement starts with `sync` and drop_caches. Error % = (measured - limit) / limit; the target is 10%.
+Needs root, nbdkit, nbdfuse (libnbd-bin) and fio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from iolens.lab import nbd  # noqa: E402
+
+MiB = 1 << 20
+BLOCK = 4096
+
+
+def drop_caches() -> None:
+    os.sync()
+    Path("/proc/sys/vm/drop_caches").write_text("3\n")
+
+
+def seq_write(path: Path, nbytes: int) -> float:
+    buf = os.urandom(MiB)
+    drop_caches()
+    t = time.perf_counter()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for _ in range(nbytes // MiB):
+            os.write(fd, buf)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return nbytes / (time.perf_counter() - t)
+
+
+def seq_read(path: Path) -> float:
+    drop_caches()
+    t = time.perf_counter()
+    n = 0
+    with open(path, "rb", buffering=0) as fh:
+        while chunk := fh.read(MiB):
+            n += len(chunk)
+    return n / (time.perf_counter() - t)
+
+
+def rand_write_sync(path: Path, count: int) -> float:
+    blocks = path.stat().st_size // BLOCK
+    chosen = random.sample(range(0, blocks, 2), min(count, blocks // 2))  # even blocks: never adjacent
+    buf = os.urandom(BLOCK)
+    drop_caches()
+    t = time.perf_counter()
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        for b in chosen:
+            os.pwrite(fd, buf, b * BLOCK)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return len(chosen) / (time.perf_counter() - t)
+
+
+def fio(path: Path, seconds: float, *args: str) -> dict:
+    drop_caches()
+    argv = ["fio", "--name=cal", f"--filename={path}", f"--size={path.stat().st_size}", "--time_based",
+            f"--runtime={seconds}", "--invalidate=1", "--group_reporting", "--output-format=json", *args]
+    out = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=seconds * 10 + 60).stdout
+    job = json.loads(out[out.index("{"):])["jobs"][0]
+    return {"read_bw": job["read"]["bw_bytes"], "write_bw": job["write"]["bw_bytes"],
+            "read_iops": job["read"]["iops"], "write_iops": job["write"]["iops"]}
+
+
+MEASURES = ("seq write, buffered+fsync", "seq read, cold buffered", "seq read, O_DIRECT",
+            "4k rand read, O_DIRECT", "4k rand write, O_DIRECT", "4k rand write, buffered+fsync",
+            "4k rand read, cold buffered")
+
+
+def measure(mnt: Path, prof: nbd.Profile, seconds: float) -> dict[str, float]:
+    bw = prof.bandwidth or 400 * MiB
+    iops = prof.iops or 20000
+    f = mnt / "seq.dat"
+    nbytes = max(32 * MiB, int(bw * seconds) // MiB * MiB)
+    out = {MEASURES[0]: seq_write(f, nbytes), MEASURES[1]: seq_read(f)}
+    out[MEASURES[2]] = fio(f, seconds, "--rw=read", "--bs=1M", "--direct=1", "--ioengine=libaio",
+                           "--iodepth=8")["read_bw"]
+    out[MEASURES[3]] = fio(f, seconds, "--rw=randread", "--bs=4k", "--direct=1", "--ioengine=libaio",
+                           "--iodepth=32")["read_iops"]
+    out[MEASURES[4]] = fio(f, seconds, "--rw=randwrite", "--bs=4k", "--direct=1", "--ioengine=libaio",
+                           "--iodepth=32")["write_iops"]
+    out[MEASURES[5]] = rand_write_sync(f, int(iops * seconds))
+    out[MEASURES[6]] = fio(f, seconds, "--rw=randread", "--bs=4k", "--ioengine=psync", "--numjobs=16",
+                           "--fadvise_hint=random")["read_iops"]
+    return out
+
+
+def run_profile(prof: nbd.Profile, repeat: int, seconds: float, size: int) -> dict[str, list[float]]:
+    with tempfile.TemporaryDirectory(prefix=f"iolens-cal-{prof.name}-") as tmp:
+        state, mnt = Path(tmp) / "state", Path(tmp) / "mnt"
+        try:
+            nbd.up(state, mnt, prof.device, size=size)
+            runs = [measure(mnt, prof, seconds) for _ in range(repeat)]
+        finally:
+            left = nbd.down(state, mnt)
+            if left:
+                print(f"{prof.name}: teardown left {'; '.join(left)}", file=sys.stderr)
+    return {m: [r[m] for r in runs] for m in MEASURES}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", help="comma-separated profile names (default: all)")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--seconds", type=float, default=3.0, help="length of each measurement")
+    ap.add_argument("--size", default="2G", help="image size (sparse)")
+    ap.add_argument("--json", type=Path, help="also write every sample here")
+    a = ap.parse_args()
+    why = nbd.missing() + (["fio is not installed"] if subprocess.run(["which", "fio"], capture_output=True).returncode
+                           else [])
+    if why:
+        print(f"emulated_disks: {why[0]}", file=sys.stderr)
+        return 2
+    size = int(a.size[:-1]) << {"M": 20, "G": 30}[a.size[-1].upper()] if a.size[-1].isalpha() else int(a.size)
+    names = a.only.split(",") if a.only else [p.name for p in nbd.PROFILES]
+    profiles = [nbd.profile(n) for n in names]
+    print(f"{'profile':<9} {'measure':<30} {'limit':>10} {'measured':>10} {'error':>8}   samples")
+    samples = {}
+    for prof in profiles:
+        res = run_profile(prof, a.repeat, a.seconds, size)
+        samples[prof.name] = res
+        for m, vals in res.items():
+            med = statistics.median(vals)
+            is_bw = m.startswith("seq")
+            limit = prof.bandwidth if is_bw else prof.iops
+            unit = (lambda v: f"{v / MiB:.1f}") if is_bw else (lambda v: f"{v:.0f}")
+            err = f"{(med - limit) / limit * 100:+.1f}%" if limit else "-"
+            lim = f"{unit(limit)}" if limit else "none"
+            print(f"{prof.name:<9} {m + (' MiB/s' if is_bw else ' IOPS'):<30} {lim:>10} {unit(med):>10} {err:>8}   "
+                  f"{' '.join(unit(v) for v in vals)}", flush=True)
+    if a.json:
+        a.json.write_text(json.dumps(samples, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,394 @@
+"""Block devices emulated at the device: slow for every process, for buffered writeback and cache-missing reads.
+
+A sparse image, formatted before it is served, is served by nbdkit's file plugin through its `rate` filter (a
+bandwidth cap, one token bucket per direction) and `delay` filter (a fixed service time per read or write request),
+with `--threads` bounding the requests in service at once. nbdfuse exposes the export as a file, a loop device
+(`--direct-io=on`, so no second page cache) turns it into a block device, and the filesystem on it is mounted where
+the caller asks. The kernel's page cache and writeback then sit above a slow device, as on a real one.
+
+Device model: a request of n bytes takes `latency + n / bandwidth` (the bandwidth shared by all requests in
+service), and a bounded number of requests is in service at once, so the IOPS limit is about
+`requests in service / latency`. How many requests are in service is not simply what nbdkit is given: nbdfuse
+uses CONNECTIONS connections to nbdkit with `concurrency` threads each, but FUSE and nbdfuse keep only about 2.6
+(1 thread), 4 (2 threads) or 4.8 (4 threads) requests in flight here. So each profile's latency and concurrency
+were found by measurement (benchmarks/emulated_disks.py; docs/lab.md has the table), not computed. Large requests
+(the stack issues up to 1 MiB) reach the bandwidth because several are in service while one waits its latency.
+
+Every process is recorded (pid, start time, pidfile) in the state directory before the next step, so `down` removes
+exactly what `up` made, also after `up` failed half-way or after nbdkit or nbdfuse was killed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from iolens.lab import state as st
+from iolens.lab import tools
+from iolens.lab.sysops import StepFailed, log_tail, loops_backed_by, mount_at, responsive, run, stop_process
+
+MiB = 1 << 20
+GiB = 1 << 30
+NEEDS = ("nbdkit", "nbdfuse", "losetup", "fusermount3")
+STATE_FILE = "nbd.json"
+BURSTINESS_S = 0.1  # rate filter bucket, in seconds of the rate; nbdkit's default (2 s) lets 2 s of data through free
+CONNECTIONS = 4  # nbdfuse's connections to nbdkit (its default multi-conn)
+READ_AHEAD_KB = 4096  # the loop device's read-ahead, which is the filesystem's: large sequential reads, few requests
+MKFS = {"ext4": ["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"],
+        "xfs": ["mkfs.xfs", "-q", "-f"], "btrfs": ["mkfs.btrfs", "-q", "-f"]}
+
+
+@dataclass(frozen=True)
+class Device:
+    """What nbdkit is told: the emulated device's bandwidth, per-request latency and concurrency."""
+
+    bandwidth: int | None = None  # bytes/s, reads and writes each; None: unthrottled
+    latency_ms: int = 0  # added to every read and write request (nbdkit's delay filter takes whole ms)
+    concurrency: int = 16  # nbdkit --threads, per connection (nbdfuse makes CONNECTIONS of them)
+
+    def __post_init__(self) -> None:
+        if self.bandwidth is not None and self.bandwidth < 64 * 1024:
+            raise ValueError(f"bandwidth {self.bandwidth} B/s is below 64 KiB/s")
+        if not 0 <= self.latency_ms <= 10_000 or int(self.latency_ms) != self.latency_ms:
+            raise ValueError(f"latency {self.latency_ms} ms must be a whole number of ms in 0..10000")
+        if not 1 <= self.concurrency <= 64:
+            raise ValueError(f"concurrency {self.concurrency} must be in 1..64")
+
+    def nbdkit_args(self, image: Path) -> list[str]:
+        """Filters and plugin arguments, outermost filter first."""
+        args = ["--threads", str(self.concurrency)]
+        params = []
+        if self.bandwidth:
+            args.append("--filter=rate")
+            params += [f"rate={self.bandwidth * 8}", f"burstiness={BURSTINESS_S}"]  # the filter counts bits
+        if self.latency_ms:
+            args.append("--filter=delay")
+            params += [f"delay-read={self.latency_ms}ms", f"delay-write={self.latency_ms}ms"]
+        return [*args, "file", str(image), *params]
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One volume type of the catalogue: what it emulates, its published limits beside ours, and what we cannot do."""
+
+    name: str
+    emulates: str
+    published: str  # the provider's or maker's figures, as published
+    bandwidth: int | None  # our limit, bytes/s (None: unthrottled)
+    iops: int | None  # our 4 KiB IOPS limit at a deep queue (None: unthrottled)
+    device: Device  # the calibrated settings that give those limits here
+    size: int = 2 * GiB  # default image size (sparse)
+    not_emulated: tuple[str, ...] = field(default_factory=tuple)
+
+
+NO_BURST = "burst credits (the I/O credit bucket) are not emulated: the baseline holds from the first second"
+INT_MS = ("the delay filter takes whole milliseconds and the IOPS limit comes from latency x requests in flight, "
+          "so latency at queue depth 1 is several times the device's")
+SHARED = ("no jitter, no queueing effects of a shared network or spindle; every request of any size pays the "
+          "same latency")
+
+PROFILES: tuple[Profile, ...] = (
+    Profile("magnetic", "EBS magnetic (standard), previous generation",
+            "40-200 IOPS (about 100 on average), 40-90 MiB/s, bursts to hundreds of IOPS",
+            40 * MiB, 100, Device(40 * MiB, 44, 2),
+            not_emulated=("the burst to hundreds of IOPS", "the spread of 40-200 IOPS: we give the average", SHARED)),
+    Profile("gp2", "EBS gp2 SSD at baseline (3 IOPS per GiB, at least 100; 0.25 MiB per I/O)",
+            "3 IOPS/GiB (min 100, max 16,000), bursts to 3,000 IOPS below 1 TiB; 128-250 MiB/s",
+            25 * MiB, 100, Device(25 * MiB, 44, 2),
+            not_emulated=(NO_BURST, "IOPS follow the image size only through the default: 100 IOPS up to 33 GiB",
+                          INT_MS)),
+    Profile("gp3", "EBS gp3 SSD at its included baseline", "3,000 IOPS, 125 MiB/s (provisionable to 16,000 / 1,000)",
+            125 * MiB, 3000, Device(125 * MiB, 1, 3),
+            not_emulated=(INT_MS, "sub-millisecond latency at queue depth 1 (ours is 1 ms)")),
+    Profile("io2-100", "EBS io2 with 100 provisioned IOPS", "100 IOPS, 0.256 MiB/s per provisioned IOPS",
+            25 * MiB, 100, Device(25 * MiB, 44, 2),
+            not_emulated=(INT_MS, "sub-millisecond latency at queue depth 1 (ours is 44 ms)")),
+    Profile("io2-500", "EBS io2 with 500 provisioned IOPS", "500 IOPS, 0.256 MiB/s per provisioned IOPS",
+            125 * MiB, 500, Device(125 * MiB, 9, 4),
+            not_emulated=(INT_MS, "sub-millisecond latency at queue depth 1 (ours is 9 ms)")),
+    Profile("st1", "EBS st1 throughput HDD of 1 TiB at baseline",
+            "40 MiB/s per TiB baseline, bursts to 250 MiB/s per TiB; 500 IOPS of up to 1 MiB",
+            40 * MiB, 500, Device(40 * MiB, 9, 4),
+            not_emulated=(NO_BURST, "small random I/O is not penalised as on st1 (each counts as a full 1 MiB I/O)")),
+    Profile("sc1", "EBS sc1 cold HDD of 1 TiB at baseline",
+            "12 MiB/s per TiB baseline, bursts to 80 MiB/s per TiB; 250 IOPS of up to 1 MiB",
+            12 * MiB, 250, Device(12 * MiB, 18, 4),
+            not_emulated=(NO_BURST, "small random I/O is not penalised as on sc1 (each counts as a full 1 MiB I/O)")),
+    Profile("hdd", "a 7200 rpm hard disk with a deep queue", "about 120 MiB/s sequential, 75-250 IOPS (with NCQ)",
+            120 * MiB, 250, Device(120 * MiB, 18, 4),
+            not_emulated=("seek distance: every request costs the same, near or far", SHARED)),
+    Profile("nvme", "a local NVMe SSD (instance store), unthrottled stand-in",
+            "hundreds of thousands of IOPS, GB/s",
+            None, None, Device(None, 0, 16),
+            not_emulated=("the device's speed: this is as fast as nbdkit, FUSE and the host disk go (see the table)",)),
+)
+
+
+def profile(name: str) -> Profile:
+    """A profile by name; StepFailed naming the choices when there is none."""
+    for p in PROFILES:
+        if p.name == name:
+            return p
+    raise StepFailed(f"no emulated disk called {name!r}; choose from {', '.join(p.name for p in PROFILES)}")
+
+
+# -- bring-up ---------------------------------------------------------------------------------------------------
+
+
+def missing() -> list[str]:
+    """Why an emulated disk cannot be made here (empty when it can)."""
+    why = [f"{t} is not installed ({tools.install_hint(t) or 'apt-get install ' + t})"
+           for t in NEEDS if tools.find(t) is None]
+    if os.geteuid() != 0:
+        why.append("loop devices and mounts need root")
+    if not os.path.exists("/dev/fuse"):
+        why.append("/dev/fuse is missing (no FUSE in this kernel or container)")
+    return why
+
+
+def up(state_dir: Path, mountpoint: Path, device: Device, *, size: int = 2 * GiB, fstype: str = "ext4",
+       mount_options: str | None = None, read_ahead_kb: int = READ_AHEAD_KB) -> dict[str, Any]:
+    """Make an emulated disk in `state_dir` and mount it at `mountpoint`. Returns what `status` reports.
+
+    On failure everything made so far is removed again and StepFailed says which step failed.
+    """
+    problems = missing()
+    if problems:
+        raise StepFailed(problems[0], "run `iolens lab install` as root")
+    if fstype not in MKFS:
+        raise StepFailed(f"cannot make {fstype}; choose from {', '.join(MKFS)}")
+    state_dir = Path(state_dir).absolute()
+    mountpoint = Path(mountpoint).absolute()
+    if mount_at(mountpoint) is not None:
+        raise StepFailed(f"{mountpoint} is already mounted")
+    state_dir.mkdir(parents=True, exist_ok=True)
+    mountpoint.mkdir(parents=True, exist_ok=True)
+    rec: dict[str, Any] = {"device": asdict(device), "size": size, "fstype": fstype, "mountpoint": str(mountpoint),
+                           "processes": {}, "loop": None}
+    _save(state_dir, rec)
+    try:
+        return _up(state_dir, mountpoint, device, rec, size, fstype, mount_options, read_ahead_kb)
+    except BaseException:
+        down(state_dir)
+        raise
+
+
+def _up(state_dir: Path, mnt: Path, device: Device, rec: dict, size: int, fstype: str, mount_options: str | None,
+        read_ahead_kb: int) -> dict[str, Any]:
+    image = state_dir / "disk.img"
+    with open(image, "wb") as fh:  # sparse: costs disk only as it is written
+        fh.truncate(size)
+    mkfs = MKFS[fstype]
+    if tools.find(mkfs[0]) is None:
+        raise StepFailed(f"{mkfs[0]} is not installed", tools.install_hint(mkfs[0]))
+    run([*mkfs, str(image)], timeout=300)  # before serving: formatting does not pay the emulated limits
+
+    sock = state_dir / "nbd.sock"
+    sock.unlink(missing_ok=True)
+    _spawn(state_dir, rec, "nbdkit", ["nbdkit", "-f", "-U", str(sock), "--pidfile", str(state_dir / "nbdkit.pid"),
+                                      *device.nbdkit_args(image)])
+    _wait(lambda: sock.exists() and (state_dir / "nbdkit.pid").exists(), state_dir, rec, "nbdkit")
+
+    fuse = state_dir / "fuse"
+    fuse.mkdir(exist_ok=True)
+    _spawn(state_dir, rec, "nbdfuse", ["nbdfuse", "-C", str(CONNECTIONS), "-P", str(state_dir / "nbdfuse.pid"), str(fuse),
+                                       "--unix", str(sock)])
+    _wait(lambda: (state_dir / "nbdfuse.pid").exists() and mount_at(fuse) is not None, state_dir, rec, "nbdfuse")
+
+    backing = fuse / "nbd"
+    try:
+        loop = run(["losetup", "--find", "--show", "--direct-io=on", str(backing)]).strip()
+    except StepFailed:
+        loop = run(["losetup", "--find", "--show", str(backing)]).strip()
+    rec["loop"] = loop
+    _save(state_dir, rec)
+    queue = Path("/sys/block") / Path(loop).name / "queue"
+    (queue / "read_ahead_kb").write_text(f"{read_ahead_kb}\n")
+    run(["mount", *(["-o", mount_options] if mount_options else []), loop, str(mnt)])
+    os.chmod(mnt, 0o1777)
+    direct = (Path("/sys/block") / Path(loop).name / "loop" / "dio").read_text().strip() == "1"
+    rec.update(loop_direct_io=direct, read_ahead_kb=read_ahead_kb, image=str(image), mount_options=mount_options)
+    _save(state_dir, rec)
+    return status(state_dir)
+
+
+def _spawn(state_dir: Path, rec: dict, key: str, argv: list[str]) -> None:
+    exe = tools.find(argv[0])
+    if exe is None:
+        raise StepFailed(f"{argv[0]} is not installed", tools.install_hint(argv[0]))
+    log = state_dir / f"{key}.log"
+    with open(log, "ab") as fh:
+        proc = subprocess.Popen([exe, *argv[1:]], stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
+                                start_new_session=True, cwd=state_dir)
+    rec["processes"][key] = {"pid": proc.pid, "start_time": st.process_start_time(proc.pid), "argv0": argv[0],
+                             "log": str(log)}
+    _save(state_dir, rec)
+    _children[proc.pid] = proc
+
+
+# Popen objects of the servers this process started, so that their exit statuses are collected (no zombies).
+_children: dict[int, subprocess.Popen] = {}
+
+
+def _wait(ready, state_dir: Path, rec: dict, key: str, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    proc = _children.get(rec["processes"][key]["pid"])
+    while time.monotonic() < deadline:
+        if ready():
+            return
+        if proc is not None and proc.poll() is not None:
+            raise StepFailed(f"{key} exited ({proc.returncode}) at start: {log_tail(state_dir / f'{key}.log')}")
+        time.sleep(0.05)
+    raise StepFailed(f"{key} was not ready after {timeout:.0f} s: {log_tail(state_dir / f'{key}.log')}")
+
+
+def _save(state_dir: Path, rec: dict) -> None:
+    tmp = state_dir / f".{STATE_FILE}.tmp"
+    tmp.write_text(json.dumps(rec, indent=1) + "\n")
+    tmp.replace(state_dir / STATE_FILE)
+
+
+def _load(state_dir: Path) -> dict:
+    try:
+        return json.loads((Path(state_dir) / STATE_FILE).read_text())
+    except (OSError, ValueError):
+        return {"processes": {}, "loop": None, "mountpoint": None}
+
+
+# -- status and teardown ----------------------------------------------------------------------------------------
+
+
+def status(state_dir: Path) -> dict[str, Any]:
+    """What is up: path, loop device, limits, processes; `healthy` when every layer is there and answers."""
+    state_dir = Path(state_dir).absolute()
+    rec = _load(state_dir)
+    mnt = rec.get("mountpoint")
+    m = mount_at(mnt) if mnt else None
+    procs = {k: _alive(state_dir, k, r) for k, r in rec.get("processes", {}).items()}
+    healthy = bool(m and all(procs.values()) and len(procs) == 2 and responsive(Path(mnt)))
+    dev = rec.get("device") or {}
+    return {"path": mnt, "healthy": healthy, "loop": rec.get("loop"), "fstype": rec.get("fstype"),
+            "size": rec.get("size"), "image": rec.get("image"), "loop_direct_io": rec.get("loop_direct_io"),
+            "read_ahead_kb": rec.get("read_ahead_kb"), "mount_options": rec.get("mount_options"),
+            "bandwidth": dev.get("bandwidth"), "latency_ms": dev.get("latency_ms"),
+            "concurrency": dev.get("concurrency"),
+            "processes": {k: rec["processes"][k]["pid"] for k, alive in procs.items() if alive}}
+
+
+def _alive(state_dir: Path, key: str, rec: dict | None) -> bool:
+    proc = _children.get((rec or {}).get("pid", -1))
+    if proc is not None:
+        proc.poll()  # collect a dead child's status
+    if rec and st.process_alive(rec):
+        return True
+    pid = _pidfile(state_dir, key)
+    return pid is not None and _ours(state_dir, pid)
+
+
+def _pidfile(state_dir: Path, key: str) -> int | None:
+    try:
+        return int((state_dir / f"{key}.pid").read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _ours(state_dir: Path, pid: int) -> bool:
+    """A live (not zombie) process whose command line names our socket: never kill a recycled PID."""
+    if st.process_start_time(pid) is None:
+        return False
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return str(state_dir / "nbd.sock").encode() in cmdline
+
+
+def leftovers(state_dir: Path, mountpoint: Path | None = None) -> list[str]:
+    """Everything of this disk still present: mounts, loop devices, processes (empty when all is gone)."""
+    state_dir = Path(state_dir).absolute()
+    rec = _load(state_dir)
+    out = []
+    for path in filter(None, {str(mountpoint) if mountpoint else None, rec.get("mountpoint"), str(state_dir / "fuse")}):
+        if mount_at(path) is not None:
+            out.append(f"{path} is still mounted")
+    out += [f"{dev} is still attached to {img}" for dev, img in loops_backed_by(state_dir)]
+    for key in ("nbdfuse", "nbdkit"):
+        if _alive(state_dir, key, rec.get("processes", {}).get(key)):
+            out.append(f"{key} is still running")
+    return out
+
+
+def down(state_dir: Path, mountpoint: Path | None = None) -> list[str]:
+    """Take the disk in `state_dir` down, in reverse order, whatever state it is in. Returns what is left (empty: all
+    gone). Idempotent; works after nbdkit or nbdfuse was killed (their I/O fails, so nothing waits on them)."""
+    state_dir = Path(state_dir).absolute()
+    rec = _load(state_dir)
+    mnt = str(mountpoint.absolute()) if mountpoint else rec.get("mountpoint")
+    fuse = state_dir / "fuse"
+    procs = rec.get("processes", {})
+    if mount_at(fuse) is not None and not responsive(fuse, timeout=5):
+        _kill(state_dir, "nbdfuse", procs.get("nbdfuse"))  # a hung FUSE server: killing it aborts the connection
+    # 1. the filesystem (lazily if it is busy or its device is gone)
+    if mnt:
+        _unmount(mnt)
+    # 2. the loop device(s) on the FUSE file
+    for dev, _img in loops_backed_by(state_dir):
+        for _ in range(20):
+            _quiet(["losetup", "-d", dev])
+            if dev not in dict(loops_backed_by(state_dir)):
+                break
+            time.sleep(0.25)  # a lazily unmounted filesystem lets go a moment later
+    # 3. the FUSE mount (nbdfuse exits when it is unmounted), then the servers
+    _unmount(str(fuse), fuse=True)
+    _kill(state_dir, "nbdfuse", procs.get("nbdfuse"))
+    _kill(state_dir, "nbdkit", procs.get("nbdkit"))
+    problems = leftovers(state_dir, Path(mnt) if mnt else None)
+    if not problems:
+        for name in ("disk.img", "nbd.sock", "nbdkit.pid", "nbdfuse.pid", STATE_FILE):
+            (state_dir / name).unlink(missing_ok=True)
+        shutil.rmtree(fuse, ignore_errors=True)
+    return problems
+
+
+def _unmount(path: str, fuse: bool = False) -> None:
+    attempts = ([["fusermount3", "-u", path]] if fuse else []) + [["umount", path], ["umount", "-l", path]]
+    for argv in attempts:
+        if mount_at(path) is None:
+            return
+        _quiet(argv)
+
+
+def _quiet(argv: list[str], timeout: float = 60) -> None:
+    try:
+        run(argv, timeout=timeout)
+    except StepFailed:
+        pass
+
+
+def _kill(state_dir: Path, key: str, rec: dict | None) -> None:
+    if rec and st.process_alive(rec):
+        stop_process(rec)
+    pid = _pidfile(state_dir, key)
+    if pid is not None and _ours(state_dir, pid):  # started by an earlier run whose record was lost
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                break
+            for _ in range(40):
+                if not _ours(state_dir, pid):
+                    break
+                time.sleep(0.05)
+    proc = _children.pop((rec or {}).get("pid", -1), None)
+    if proc is not None:
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass

@@ -1,0 +1,132 @@
+"""Emulated disks (iolens.lab.nbd), as root: slow for buffered writeback and cold reads of any process, and a
+teardown that leaves nothing behind, also after nbdkit or nbdfuse was killed.
+
+The bounds are loose (±35%); benchmarks/emulated_disks.py measures the calibration itself.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import unavailable
+
+from iolens.lab import nbd
+from iolens.lab.sysops import loops_backed_by, mount_at
+
+pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(300)]
+
+MiB = 1 << 20
+RATE = 20 * MiB
+DEVICE = nbd.Device(RATE, 2, 2)  # 20 MiB/s, 2 ms per request
+
+
+@pytest.fixture
+def disk(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("loop devices and mounts need root")
+    why = nbd.missing()
+    if why:
+        unavailable("; ".join(why))
+    state, mnt = tmp_path / "state", tmp_path / "mnt"
+    info = nbd.up(state, mnt, DEVICE, size=512 * MiB)
+    yield state, mnt, info
+    nbd.down(state, mnt)
+
+
+def drop_caches() -> None:
+    os.sync()
+    Path("/proc/sys/vm/drop_caches").write_text("3\n")
+
+
+def assert_gone(state: Path, mnt: Path, pids: list[int]) -> None:
+    assert nbd.leftovers(state, mnt) == []
+    proc_mounts = Path("/proc/mounts").read_text()
+    assert str(mnt) not in proc_mounts and str(state) not in proc_mounts
+    attached = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    assert str(state) not in attached
+    assert loops_backed_by(state) == []
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        assert stat[stat.rindex(")") + 2] == "Z", f"pid {pid} still runs"  # reaped or a zombie, not running
+
+
+def test_up_reports_the_stack(disk):
+    _state, mnt, info = disk
+    assert info["healthy"] and info["path"] == str(mnt)
+    assert info["loop_direct_io"] is True
+    assert info["bandwidth"] == RATE and info["latency_ms"] == 2
+    assert mount_at(mnt)["fstype"] == "ext4"
+    assert set(info["processes"]) == {"nbdkit", "nbdfuse"}
+
+
+def test_buffered_write_and_cold_read_take_the_time_the_rate_implies(disk):
+    """dd from a plain process (no wrapper, no cgroup): the page cache absorbs the write, sync pays for it."""
+    _state, mnt, _info = disk
+    n = 60
+    expected = n * MiB / RATE
+    drop_caches()
+    t = time.monotonic()
+    subprocess.run(["dd", "if=/dev/zero", f"of={mnt}/f", "bs=1M", f"count={n}", "status=none"], check=True)
+    subprocess.run(["sync"], check=True)
+    write = time.monotonic() - t
+    drop_caches()
+    t = time.monotonic()
+    subprocess.run(["dd", f"if={mnt}/f", "of=/dev/null", "bs=1M", "status=none"], check=True)
+    read = time.monotonic() - t
+    assert 0.65 * expected < write < 1.35 * expected, (write, expected)
+    assert 0.65 * expected < read < 1.35 * expected, (read, expected)
+
+
+def test_teardown_leaves_nothing(disk):
+    state, mnt, info = disk
+    (mnt / "f").write_bytes(b"x" * MiB)
+    pids = list(info["processes"].values())
+    assert nbd.down(state, mnt) == []
+    assert_gone(state, mnt, pids)
+    assert nbd.down(state, mnt) == []  # idempotent
+
+
+@pytest.mark.parametrize("victim", ["nbdkit", "nbdfuse"])
+def test_teardown_after_sigkill(disk, victim):
+    state, mnt, info = disk
+    with open(mnt / "f", "wb") as fh:
+        fh.write(b"x" * MiB)  # dirty pages that can no longer reach the device
+    pids = list(info["processes"].values())
+    os.kill(info["processes"][victim], signal.SIGKILL)
+    time.sleep(0.2)
+    assert not nbd.status(state)["healthy"]
+    assert nbd.down(state, mnt) == []
+    assert_gone(state, mnt, pids)
+
+
+def test_a_failed_bring_up_removes_what_it_made(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("loop devices and mounts need root")
+    if nbd.missing():
+        unavailable("; ".join(nbd.missing()))
+    state, mnt = tmp_path / "state", tmp_path / "mnt"
+    with pytest.raises(nbd.StepFailed):
+        nbd.up(state, mnt, DEVICE, size=512 * MiB, fstype="ext4", mount_options="no-such-option")
+    assert_gone(state, mnt, [])
+
+
+def test_catalogue():
+    names = [p.name for p in nbd.PROFILES]
+    assert len(names) == len(set(names))
+    for want in ("magnetic", "gp2", "gp3", "io2-100", "io2-500", "st1", "sc1", "hdd", "nvme"):
+        assert nbd.profile(want).name == want
+    for name in ("gp2", "st1", "sc1"):
+        assert any("burst" in n for n in nbd.profile(name).not_emulated)
+    assert nbd.profile("gp3").iops == 3000 and nbd.profile("gp3").bandwidth == 125 * MiB
+    assert all(p.size <= 4 << 30 for p in nbd.PROFILES)
+    with pytest.raises(nbd.StepFailed, match="choose from"):
+        nbd.profile("io3")
+    assert "rate=167772160" in nbd.Device(RATE, 2, 2).nbdkit_args(Path("img"))  # the filter counts bits
