@@ -75,6 +75,7 @@ class ProcRow:
     subtree_bytes_read: int = 0
     subtree_bytes_written: int = 0
     subtree_processes: int = 1
+    overflow: bool = False  # OVERFLOW: past --max-files (aggregated per directory) or out of room for records
 
 
 @dataclass(slots=True)
@@ -115,6 +116,7 @@ class FileRow:
     random_reads: int = 0
     random_writes: int = 0
     tools: list[str] = field(default_factory=list)
+    program: bool = False  # an executable or shared library only looked up or mapped: no data calls
 
 
 @dataclass(slots=True)
@@ -216,6 +218,7 @@ class FileSummary:
     lifetime_s: float | None
     processes: int
     kind: str
+    mode: int = 0
 
 
 @dataclass

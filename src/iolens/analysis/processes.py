@@ -175,7 +175,7 @@ def wall_s(cap: Capture) -> float:
 
 
 def process_rows(cap: Capture, imgs: list[ProcSummary], order: list[tuple[int, int]], names: list[str],
-                 proc_break: np.ndarray, mmap_bytes: np.ndarray) -> list[ProcRow]:
+                 proc_break: np.ndarray, mmap_bytes: np.ndarray, overflow: set[int] = frozenset()) -> list[ProcRow]:
     """The report's process rows in tree order; proc_break is each image's time per class (ns)."""
     procs = cap.processes
     pb = proc_break.tolist()
@@ -191,6 +191,7 @@ def process_rows(cap: Capture, imgs: list[ProcSummary], order: list[tuple[int, i
             io_s=io, bytes_read=s.bytes_read, bytes_written=s.bytes_written, files=s.files,
             exit_status=s.exit_status, ended=s.ended, breakdown=bd, kernel_read=s.kernel_read,
             kernel_written=s.kernel_written, mmap_bytes=int(mmap_bytes[i]), untracked_ops=int(p.untracked_ops),
+            overflow=i in overflow,
         ))
     _subtree_totals(rows)
     return rows

@@ -12,6 +12,7 @@ import math
 from iolens.analysis.breakdown import BREAKDOWN, CLASSES, LABELS
 from iolens.render.htmlsafe import esc, script_json
 from iolens.render.multiqc import COLORS
+from iolens.render.report_text import integrity_lines
 from iolens.units import human_bytes, human_seconds, pct
 
 MAX_FILE_ROWS = 2000
@@ -36,7 +37,7 @@ def _table(tid: str, headers: list[tuple[str, str]], rows: list[str]) -> str:
 
 
 def _files_table(r) -> str:
-    files = [f for f in r.files if f.kind != "stream"][:MAX_FILE_ROWS]
+    files = [f for f in r.files if f.kind != "stream" and not f.program][:MAX_FILE_ROWS]
     rows = []
     for f in files:
         note = []
@@ -58,9 +59,13 @@ def _files_table(r) -> str:
     headers = [("file", "s"), ("kind", "s"), ("filesystem", "s"), ("storage", "s"), ("read", "n"), ("written", "n"),
                ("data calls", "n"), ("metadata calls", "n"), ("time", "n"), ("mostly", "s"), ("dominant size", "s"),
                ("pattern", "s"), ("temp lifetime", "n"), ("note", "s"), ("tools", "s")]
-    total = sum(1 for f in r.files if f.kind != "stream")
+    total = sum(1 for f in r.files if f.kind != "stream" and not f.program)
     more = (f'<p class="note">Showing the {len(files):,} files with the most I/O time of {total:,}; '
             "<code>iolens report --csv</code> writes them all.</p>") if total > len(files) else ""
+    programs = sum(1 for f in r.files if f.program)
+    if programs:
+        more += (f'<p class="note">{programs:,} executables and shared libraries that were only looked up or mapped '
+                 "by the loader (no data calls) are left out; the JSON and CSV list them.</p>")
     return _table("files", headers, rows) + more
 
 
@@ -162,7 +167,11 @@ def render_html(r, *, plotly_js: str | None = None) -> bytes:
     ]
     cards_html = "".join(f'<div class="card"><div class="k">{esc(k)}</div><div class="v">{esc(v)}</div></div>'
                          for k, v in cards)
-    problems = "".join(f'<p class="warn">warning: {esc(p)}</p>' for p in cap["problems"])
+    problems = "".join(
+        f'<div class="warn banner" role="alert" data-partial="1" style="border:2px solid #d62728;background:#fdecea;'
+        f'color:#8a1c1c;padding:10px 14px;margin:12px 0;border-radius:6px;font-weight:600">{esc(line)}</div>'
+        if line.startswith("PARTIAL") else f'<p class="warn">{esc(line)}</p>' for line in integrity_lines(r))
+    problems += "".join(f'<p class="warn">warning: {esc(p)}</p>' for p in cap["problems"])
     thresholds = "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in r.thresholds.items())
     page = _TEMPLATE.format(
         title=esc(f"iolens report: {cmd}"[:200]),
