@@ -76,6 +76,10 @@ class ProcRow:
     subtree_bytes_written: int = 0
     subtree_processes: int = 1
     overflow: bool = False  # OVERFLOW: past --max-files (aggregated per directory) or out of room for records
+    parent_index: int | None = None  # the parent's image that was running when this process was forked
+    exec_from: int | None = None  # the image this one replaced by exec (same pid), or None
+    chain: list[str] = field(default_factory=list)  # names of every image of this process's exec chain, in order
+    chain_indices: list[int] = field(default_factory=list)  # their indices
 
 
 @dataclass(slots=True)
@@ -199,6 +203,9 @@ class ProcSummary:
     ended: str
     depth: int = 0
     files: int = 0
+    index: int = 0  # the image's index in the capture
+    exec_from: int | None = None  # the image this one replaced by exec
+    chain: list[str] = field(default_factory=list)  # names of every image of its exec chain, in order
 
 
 @dataclass

@@ -40,8 +40,8 @@ def build_report(cap: Capture, thresholds: dict[str, float] | None = None, *, ad
     recs = fold_records(procs, imgs, th)
     mmap = per_proc_sum(recs, recs.extra["mmap_bytes"], len(procs))
     whole = check(cap)
-    proc_rows = P.process_rows(cap, imgs, P.tree_order(imgs, meta.get("parent_pid")), names, recs.proc_break, mmap,
-                               set(whole.overflow))
+    proc_rows = P.process_rows(cap, imgs, P.process_tree(imgs, meta.get("parent_pid")), names, recs.proc_break,
+                               mmap, set(whole.overflow))
     paths, files = fold_files(cap, recs, names, th, MountResolver(meta.get("mounts", [])), span)
     mounts, placement = fold_mounts(files, paths, recs.unattributed)
     timeline = report_timeline(procs, recs, paths.of_record, placement, mounts, span, int(th["timeline_bins"]))

@@ -30,9 +30,12 @@ def summarize(cap: Capture, top: int = 10, *, files: bool = True) -> RunSummary:
     procs = cap.processes
     imgs = P.images(cap)
     tree = []
-    for i, depth in P.tree_order(imgs, cap.meta.get("parent_pid")):
-        imgs[i].depth = depth
-        tree.append(imgs[i])
+    pt = P.process_tree(imgs, cap.meta.get("parent_pid"))
+    for i, depth in pt.order:
+        s = imgs[i]
+        s.depth, s.index, s.exec_from = depth, i, pt.exec_from[i]
+        s.chain = [imgs[k].name for k in pt.chain[i]]
+        tree.append(s)
     real_files = [f for f in _file_summaries(procs, _resolver(cap)) if f.kind in ("file", "aggregate")] if files else []
     exes = {p.exe for p in procs if p.exe}
     shown = [f for f in real_files if f.reads or f.writes or f.created or not is_program(f.path, f.mode, exes)]

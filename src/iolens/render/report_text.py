@@ -8,6 +8,7 @@ from rich.text import Text
 
 from iolens.analysis.breakdown import BREAKDOWN, LABELS
 from iolens.analysis.files import top_files
+from iolens.analysis.processes import chain_rows
 from iolens.units import human_bytes, human_seconds, pct
 
 COLORS = {
@@ -120,13 +121,14 @@ def render_report_text(r, console: Console, *, top: int = 10, max_procs: int = 2
         t = _tbl("Phases (process tree)", [("process", "left"), ("start", "right"), ("wall", "right"),
                                            ("cpu", "right"), ("I/O", "right"), ("read", "right"),
                                            ("written", "right"), ("exit", "right")])
-        for p in r.processes[:max_procs]:
-            t.add_row(Text("  " * p.depth + f"{p.name} [{p.pid}]"), human_seconds(p.start_s), human_seconds(p.wall_s),
+        chains = chain_rows(r.processes)
+        for p in chains[:max_procs]:
+            t.add_row(Text("  " * p.depth + f"{p.label} [{p.pid}]"), human_seconds(p.start_s), human_seconds(p.wall_s),
                       human_seconds(p.cpu_s), human_seconds(p.io_s), human_bytes(p.bytes_read),
                       human_bytes(p.bytes_written), "-" if p.exit_status is None else str(p.exit_status))
         console.print(t)
-        if len(r.processes) > max_procs:
-            console.print(f"  … and {len(r.processes) - max_procs} more process images (--json has all)")
+        if len(chains) > max_procs:
+            console.print(f"  … and {len(chains) - max_procs} more processes (--json has all)")
 
     console.print()
     console.print(Text("Advice", style="bold"))
