@@ -400,9 +400,27 @@ def uncompressed_text(r, th) -> Advice | None:
                  "and read back", t, ev, fix[0].upper() + fix[1:], {"seconds": t, "files": [f.path for _x, f in hits]})
 
 
+def _partial_coverage(r, cov: float, unseen: int) -> Advice:
+    """Coverage is low because the capture was cut: say that, not mmap or static binaries."""
+    cap = r.capture
+    at = "" if cap.get("partial_at_byte") is None else f" at byte {cap['partial_at_byte']:,}"
+    ev = [f"the capture is partial{at}: {cap.get('partial_reason') or 'it was cut short'}",
+          f"the images before the cut still carry the kernel's counters, which include the I/O of children whose "
+          f"records are missing: {human_bytes(unseen)} ({100 * (1 - cov):.0f}%) cannot be attributed"]
+    fix = ("Read this report as partial: processes, files and time after the cut are missing. Re-run the profile "
+           "to get a whole capture (keep the disk holding the capture from filling up, and let iolens profile "
+           "finish merging)")
+    return _make(r, "low_coverage", f"the capture is partial: {100 * (1 - cov):.0f}% of the kernel's I/O bytes are "
+                 "in records past the cut", None, ev, fix,
+                 {"coverage": cov, "unseen_bytes": unseen, "partial": True, "processes": []}, severity="medium")
+
+
 def _why_unseen(p: ProcRow) -> list[str]:
     """What a process did that the interposer does not see as calls."""
     why = []
+    if p.overflow:
+        why.append("its records outgrew --max-files or the capture's room (OVERFLOW): later calls were aggregated "
+                   "per directory or not attributed")
     if p.mmap_bytes:
         why.append(f"{human_bytes(p.mmap_bytes)} memory-mapped (page faults are not calls)")
     if p.untracked_ops:
@@ -422,6 +440,9 @@ def low_coverage(r, th) -> Advice | None:
     unseen = kr + kw - seen
     if unseen < th["coverage_bytes"]:
         return None
+    cap = r.capture
+    if cap.get("partial"):
+        return _partial_coverage(r, cov, unseen)
     ev = [f"the kernel counted {human_bytes(kr)} read and {human_bytes(kw)} written; iolens attributed "
           f"{100 * cov:.0f}% of that to calls it saw ({human_bytes(unseen)} unseen)"]
     gaps = []
@@ -459,7 +480,9 @@ def storage_not_bottleneck(r, th) -> Advice | None:
     if r.breakdown["pipe_wait"]:
         ev.append(f"waiting on pipes between processes: {human_seconds(r.breakdown['pipe_wait'])}")
     cov = r.totals["coverage"]
-    if cov is not None and cov < th["coverage_min"]:
+    if r.capture.get("partial"):
+        ev.append("caveat: the capture is partial, so the I/O after the cut is not in these numbers")
+    elif cov is not None and cov < th["coverage_min"]:
         ev.append(f"caveat: only {100 * cov:.0f}% of the I/O bytes were seen, so the I/O share may be higher")
     busiest = sorted(r.processes, key=lambda p: -p.cpu_s)[:3]
     ev += [f"{p.name} [{p.pid}]: {human_seconds(p.cpu_s)} CPU" for p in busiest if p.cpu_s > 0]

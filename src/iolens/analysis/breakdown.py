@@ -96,19 +96,46 @@ def _infer_cut_bins(hist: np.ndarray, nb: np.ndarray, frac: np.ndarray, fr: np.n
         mn[rows, k, c] = est
 
 
+def eof_reads(read_hist: np.ndarray, opens: np.ndarray) -> np.ndarray:
+    """Per record, the calls of its smallest read bin taken as empty reads at end of file.
+
+    Nearly every reader's last read on a file returns 0 bytes; the capture counts it in the smallest
+    size bin (0-100 B), where it is indistinguishable from a short read.  When that bin holds no more
+    calls than the record has opens (one end-of-file read per open; a descriptor inherited from the
+    shell counts as one open) and the record has reads in larger bins, those calls are taken as the
+    end-of-file reads: still calls, but of 0 bytes, and they do not decide the record's size class.
+    """
+    hist = np.asarray(read_hist, dtype=np.float64)
+    if not hist.size:
+        return np.zeros(hist.shape[0])
+    first = hist[:, 0]
+    larger = hist[:, 1:].sum(axis=1)
+    limit = np.maximum(np.asarray(opens, dtype=np.float64), 1.0)
+    return np.where((first > 0) & (first <= limit) & (larger > 0), first, 0.0)
+
+
 def split_direction(hist: np.ndarray, nbytes: np.ndarray, ops: np.ndarray, seq: np.ndarray, time_ns: np.ndarray,
-                    th: dict[str, float]) -> np.ndarray:
+                    th: dict[str, float], empty: np.ndarray | None = None) -> np.ndarray:
     """One direction (reads or writes) of many records: time (N,) -> (N, 4) tiny/small/streaming/random.
 
     hist is (N, 10) calls per size bin; nbytes, ops and seq (calls that continued forwards) are (N,).
+    empty (N,) is the calls of the first bin that moved no bytes (eof_reads): they are shared among
+    the classes of the record's other calls instead of counting as tiny.
     """
     hist = np.asarray(hist, dtype=np.float64)
     nb = np.asarray(nbytes, dtype=np.float64)
+    if empty is not None:
+        empty = np.asarray(empty, dtype=np.float64)
+        hist = hist.copy()
+        hist[:, 0] -= empty
     frac, mean = bin_split(th["tiny_bytes"], th["small_bytes"])
     fr = np.broadcast_to(frac, (hist.shape[0],) + frac.shape).copy()  # (N, 3, 10)
     mn = np.broadcast_to(mean, fr.shape).copy()
     _infer_cut_bins(hist, nb, frac, fr, mn, th)
     counts = np.einsum("nb,nkb->nk", hist, fr)  # (N, 3) calls per class
+    if empty is not None:
+        csum = counts.sum(axis=1, keepdims=True)
+        counts += np.divide(counts, csum, out=np.zeros_like(counts), where=csum > 0) * empty[:, None]
     modeled = np.einsum("nb,nkb->nk", hist, fr * mn)  # (N, 3) bytes per class
     total = modeled.sum(axis=1)
     scale = np.divide(nb, total, out=np.ones_like(nb), where=total > 0)
@@ -136,14 +163,17 @@ def split_records(rec: dict[str, np.ndarray], th: dict[str, float]) -> np.ndarra
     """Summed call time of many records split into CLASSES: (N, 11) nanoseconds.
 
     rec holds arrays named like the FILE fields: read_hist/write_hist (N, 10), cat_time_ns (N, 5),
-    reads, writes, seq_reads, seq_writes, bytes_read, bytes_written (N,).
+    reads, writes, seq_reads, seq_writes, bytes_read, bytes_written, opens (N,).  The empty reads at end of
+    file (eof_reads) count as calls of the record's other reads' classes.
     """
     cat = np.asarray(rec["cat_time_ns"], dtype=np.float64).reshape(-1, NCAT)
     n = cat.shape[0]
     out = np.zeros((n, len(CLASSES)))
     if n == 0:
         return out
-    out[:, 0:4] = split_direction(rec["read_hist"], rec["bytes_read"], rec["reads"], rec["seq_reads"], cat[:, READ], th)
+    empty = eof_reads(rec["read_hist"], rec["opens"]) if "opens" in rec else None
+    out[:, 0:4] = split_direction(rec["read_hist"], rec["bytes_read"], rec["reads"], rec["seq_reads"], cat[:, READ], th,
+                                  empty)
     out[:, 4:8] = split_direction(rec["write_hist"], rec["bytes_written"], rec["writes"], rec["seq_writes"],
                                   cat[:, WRITE], th)
     out[:, 8] = cat[:, META]
@@ -152,7 +182,7 @@ def split_records(rec: dict[str, np.ndarray], th: dict[str, float]) -> np.ndarra
     return out
 
 
-RECORD_FIELDS = ("reads", "writes", "seq_reads", "seq_writes", "bytes_read", "bytes_written")
+RECORD_FIELDS = ("reads", "writes", "seq_reads", "seq_writes", "bytes_read", "bytes_written", "opens")
 
 
 def record_arrays(records: Sequence[dict[str, Any]]) -> dict[str, np.ndarray]:

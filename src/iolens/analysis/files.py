@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import re
+import stat
+
 import numpy as np
 
 from iolens import _format as F
@@ -24,6 +27,18 @@ BIG = np.iinfo(np.int64).max  # "never" for per-path minima
 TEXT_EXTS = {e.lstrip(".") for e in TEXT_EXT}
 FF = {name: bit for name, (bit, _doc) in F.FILE_FLAGS.items()}
 SUM_FIELDS = ("reads", "writes", "bytes_read", "bytes_written", "read_hist", "write_hist")
+_SHARED_LIB = re.compile(r"\.so(\.\d+)*$")
+
+
+def is_program(path: str, mode: int, exes: set[str]) -> bool:
+    """An executable or shared library by its mode, its name or a process image run from it.
+
+    The loader maps these (ld.so's own opens and mmaps are not calls iolens sees), and shells and
+    interpreters stat them while searching PATH or sys.path: rows of 0 B and microseconds.
+    """
+    if path in exes or _SHARED_LIB.search(path):
+        return True
+    return stat.S_ISREG(mode) and bool(mode & 0o111)
 
 
 @dataclass
@@ -75,6 +90,7 @@ def _columns(recs: Records, per_path: _ByPath) -> dict[str, np.ndarray]:
         "opens": per_path(ex["opens"]),
         "metas": per_path(ex["stats"] + ex["seeks"] + ex["metas"] + ex["opens"]),
         "syncs": per_path(ex["syncs"]),
+        "mode": per_path(ex["mode"], np.bitwise_or),
         "rnd_r": per_path(np.where(reads_r > 0, np.maximum(0, reads_r - 1 - arrays["seq_reads"]), 0)),
         "rnd_w": per_path(np.where(writes_r > 0, np.maximum(0, writes_r - 1 - arrays["seq_writes"]), 0)),
         "pairs_r": per_path(np.maximum(0, reads_r - 1)),
@@ -138,7 +154,7 @@ def fold_files(cap: Capture, recs: Records, names: list[str], th: dict[str, floa
     rpat = B.patterns(cols["pairs_r"] + 1, cols["pairs_r"] - cols["rnd_r"], th)
     wpat = B.patterns(cols["pairs_w"] + 1, cols["pairs_w"] - cols["rnd_w"], th)
     col: dict[str, list[Any]] = {k: v.astype(np.int64).tolist() for k, v in agg.items()}
-    for k in ("first", "last", "size", "created", "deleted", "flags", "readers", "writers", "users"):
+    for k in ("first", "last", "size", "created", "deleted", "flags", "readers", "writers", "users", "mode"):
         col[k] = cols[k].tolist()
     for k in ("opens", "metas", "syncs", "rnd_r", "rnd_w"):
         col[k] = cols[k].astype(np.int64).tolist()
@@ -146,14 +162,14 @@ def fold_files(cap: Capture, recs: Records, names: list[str], th: dict[str, floa
     col["rpat"], col["wpat"] = rpat, wpat
     col["tools"] = _tools(recs, names, paths.of_record, len(paths))
     col["breakdown"] = (paths.breakdown * NS).tolist()
-    row = _RowMaker(col, resolve, span)
+    row = _RowMaker(col, resolve, span, {p.exe for p in cap.processes if p.exe})
     files = [row(k, path, paths.kinds[k], paths.mounts[k]) for k, path in enumerate(paths.names)]
     return paths, files
 
 
 class _RowMaker:
-    def __init__(self, col: dict[str, list[Any]], resolve: MountResolver, span: tuple[int, int]):
-        self.col, self.resolve, (self.t0, self.t_end) = col, resolve, span
+    def __init__(self, col: dict[str, list[Any]], resolve: MountResolver, span: tuple[int, int], exes: set[str]):
+        self.col, self.resolve, (self.t0, self.t_end), self.exes = col, resolve, span, exes
         self.flag_names = list(F.FILE_FLAGS.items())
         self.flag_cache: dict[int, list[str]] = {}
 
@@ -198,9 +214,16 @@ class _RowMaker:
             last_s=(last_k - t0) * NS if last_k else None, flags=self.flags(fl),
             text_format=text_format(path) if kind == "file" and path.rsplit(".", 1)[-1].lower() in TEXT_EXTS else None,
             random_reads=c["rnd_r"][k], random_writes=c["rnd_w"][k], tools=c["tools"][k],
+            program=(kind == "file" and not reads and not writes and not was_created
+                     and is_program(path, c["mode"][k], self.exes)),
         )
 
 
 def ranked(files: list[FileRow]) -> list[FileRow]:
     """Most time first, then most bytes, then by path."""
     return sorted(files, key=lambda f: (-f.time_s, -(f.bytes_read + f.bytes_written), f.path))
+
+
+def top_files(files: list[FileRow]) -> list[FileRow]:
+    """The rows of the top-files tables: files and aggregates, without the programs the loader maps."""
+    return [f for f in files if f.kind in ("file", "aggregate") and not f.program]

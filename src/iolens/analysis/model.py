@@ -75,6 +75,11 @@ class ProcRow:
     subtree_bytes_read: int = 0
     subtree_bytes_written: int = 0
     subtree_processes: int = 1
+    overflow: bool = False  # OVERFLOW: past --max-files (aggregated per directory) or out of room for records
+    parent_index: int | None = None  # the parent's image that was running when this process was forked
+    exec_from: int | None = None  # the image this one replaced by exec (same pid), or None
+    chain: list[str] = field(default_factory=list)  # names of every image of this process's exec chain, in order
+    chain_indices: list[int] = field(default_factory=list)  # their indices
 
 
 @dataclass(slots=True)
@@ -115,6 +120,7 @@ class FileRow:
     random_reads: int = 0
     random_writes: int = 0
     tools: list[str] = field(default_factory=list)
+    program: bool = False  # an executable or shared library only looked up or mapped: no data calls
 
 
 @dataclass(slots=True)
@@ -197,6 +203,9 @@ class ProcSummary:
     ended: str
     depth: int = 0
     files: int = 0
+    index: int = 0  # the image's index in the capture
+    exec_from: int | None = None  # the image this one replaced by exec
+    chain: list[str] = field(default_factory=list)  # names of every image of its exec chain, in order
 
 
 @dataclass
@@ -216,6 +225,7 @@ class FileSummary:
     lifetime_s: float | None
     processes: int
     kind: str
+    mode: int = 0
 
 
 @dataclass

@@ -104,34 +104,91 @@ def stream_s(s: ProcSummary) -> float:
     return min(s.cat_wall_s["stream"], max(0.0, s.own_s - min(s.io_wall_s, s.own_s)))
 
 
-def tree_order(imgs: list[ProcSummary], root_ppid: int | None) -> list[tuple[int, int]]:
-    """(index, depth) in depth-first order: the images of one pid (exec chain) in order, then its children."""
-    by_pid: dict[int, list[int]] = {}
-    for i in sorted(range(len(imgs)), key=lambda i: imgs[i].start_s):
-        by_pid.setdefault(imgs[i].pid, []).append(i)
-    children: dict[int, list[int]] = {}
-    for pid, chain in by_pid.items():
-        children.setdefault(imgs[chain[0]].ppid, []).append(pid)
-    out: list[tuple[int, int]] = []
+@dataclass
+class Tree:
+    """The process tree over images: exec chains, the image each process was forked from, depth-first order.
+
+    An exec chain is the images of one process (one pid, each but the last ended by exec), shown as
+    one process: `bash → samtools sort`.  A child hangs under the image of its parent that was running
+    when it started (the last image of the parent's chain that started at or before it), so a process
+    forked by bash before bash exec'd samtools is bash's child, not samtools'.
+    """
+
+    order: list[tuple[int, int]]  # (index, depth), depth-first: an image, the children it forked, the next image
+    parent: list[int | None]  # per image: the parent image running when its process was forked
+    exec_from: list[int | None]  # per image: the image it replaced by exec
+    chain: list[list[int]]  # per image: every image of its exec chain, in order
+
+
+def _chains(imgs: list[ProcSummary]) -> list[list[int]]:
+    """Images grouped into exec chains, by start; a pid seen again after an exit is a new process."""
+    open_chain: dict[int, list[int]] = {}
+    chains: list[list[int]] = []
+    for i in sorted(range(len(imgs)), key=lambda i: (imgs[i].start_s, i)):
+        cur = open_chain.get(imgs[i].pid)
+        if cur is not None and imgs[cur[-1]].ended == "execed":
+            cur.append(i)
+            continue
+        open_chain[imgs[i].pid] = cur = [i]
+        chains.append(cur)
+    return chains
+
+
+def process_tree(imgs: list[ProcSummary], root_ppid: int | None) -> Tree:
+    n = len(imgs)
+    chains = _chains(imgs)
+    chain_of: list[list[int]] = [[] for _ in range(n)]
+    for c in chains:
+        for i in c:
+            chain_of[i] = c
+    by_pid: dict[int, list[list[int]]] = {}
+    for c in chains:
+        by_pid.setdefault(imgs[c[0]].pid, []).append(c)
+    parent: list[int | None] = [None] * n
+    forked: dict[int, list[list[int]]] = {}  # parent image -> child chains
+    roots: list[list[int]] = []
+    for c in chains:
+        first = imgs[c[0]]
+        par = None
+        if first.ppid != root_ppid:
+            for pc in by_pid.get(first.ppid, []):
+                if pc is c:
+                    continue
+                before = [i for i in pc if imgs[i].start_s <= first.start_s]
+                if before:
+                    par = before[-1]  # later chains of a reused pid win: the list is by start
+        if par is None:
+            roots.append(c)
+        else:
+            forked.setdefault(par, []).append(c)
+        for i in c:
+            parent[i] = par
+    order: list[tuple[int, int]] = []
     seen: set[int] = set()
 
-    def first_start(pid: int) -> float:
-        return imgs[by_pid[pid][0]].start_s
-
-    def visit(pid: int, depth: int) -> None:
-        if pid in seen:
+    def visit(c: list[int], depth: int) -> None:
+        if c[0] in seen:
             return
-        seen.add(pid)
-        out.extend((i, depth) for i in by_pid[pid])
-        for c in sorted(children.get(pid, []), key=first_start):
-            visit(c, depth + 1)
+        seen.add(c[0])
+        for i in c:
+            order.append((i, depth))
+            for child in sorted(forked.get(i, []), key=lambda k: (imgs[k[0]].start_s, k[0])):
+                visit(child, depth + 1)
 
-    roots = [pid for pid, chain in by_pid.items() if imgs[chain[0]].ppid == root_ppid or imgs[chain[0]].ppid not in by_pid]
-    for pid in sorted(roots, key=first_start):
-        visit(pid, 0)
-    for pid in by_pid:  # anything unreachable still shows
-        visit(pid, 0)
-    return out
+    for c in sorted(roots, key=lambda k: (imgs[k[0]].start_s, k[0])):
+        visit(c, 0)
+    for c in chains:  # anything unreachable (damaged parent links) still shows
+        visit(c, 0)
+    exec_from: list[int | None] = [None] * n
+    for c in chains:
+        for a, b in zip(c, c[1:]):
+            exec_from[b] = a
+    return Tree(order=order, parent=parent, exec_from=exec_from, chain=chain_of)
+
+
+def tree_order(imgs: list[ProcSummary], root_ppid: int | None) -> list[tuple[int, int]]:
+    """(index, depth) in depth-first order (process_tree's)."""
+    return process_tree(imgs, root_ppid).order
 
 
 @dataclass
@@ -174,13 +231,13 @@ def wall_s(cap: Capture) -> float:
     return wall
 
 
-def process_rows(cap: Capture, imgs: list[ProcSummary], order: list[tuple[int, int]], names: list[str],
-                 proc_break: np.ndarray, mmap_bytes: np.ndarray) -> list[ProcRow]:
+def process_rows(cap: Capture, imgs: list[ProcSummary], tree: Tree, names: list[str],
+                 proc_break: np.ndarray, mmap_bytes: np.ndarray, overflow: set[int] = frozenset()) -> list[ProcRow]:
     """The report's process rows in tree order; proc_break is each image's time per class (ns)."""
     procs = cap.processes
     pb = proc_break.tolist()
     rows = []
-    for i, depth in order:
+    for i, depth in tree.order:
         p, s = procs[i], imgs[i]
         bd = dict(zip(B.CLASSES, (v * NS for v in pb[i])))
         io = sum(v for k, v in bd.items() if k != "pipe_wait")
@@ -191,6 +248,8 @@ def process_rows(cap: Capture, imgs: list[ProcSummary], order: list[tuple[int, i
             io_s=io, bytes_read=s.bytes_read, bytes_written=s.bytes_written, files=s.files,
             exit_status=s.exit_status, ended=s.ended, breakdown=bd, kernel_read=s.kernel_read,
             kernel_written=s.kernel_written, mmap_bytes=int(mmap_bytes[i]), untracked_ops=int(p.untracked_ops),
+            overflow=i in overflow, parent_index=tree.parent[i], exec_from=tree.exec_from[i],
+            chain=[names[k] for k in tree.chain[i]], chain_indices=list(tree.chain[i]),
         ))
     _subtree_totals(rows)
     return rows
@@ -217,3 +276,53 @@ def ops_total(cap: Capture, op_names: list[str]) -> dict[str, int]:
     for p in cap.processes:
         ops += np.asarray(p.op_count[: len(op_names)], dtype=np.int64)
     return {n: int(v) for n, v in zip(op_names, ops) if v}
+
+
+@dataclass
+class ChainRow:
+    """One process as the trees show it: an exec chain's images summed into one row."""
+
+    label: str  # `bash → samtools sort`
+    pid: int
+    depth: int
+    start_s: float
+    end_s: float
+    cpu_s: float
+    io_s: float
+    own_s: float
+    bytes_read: int
+    bytes_written: int
+    exit_status: int | None
+    subtree_io_s: float
+    subtree_processes: int
+    argv: list[str]
+    images: list[int]  # the images' indices
+
+    @property
+    def wall_s(self) -> float:
+        return max(0.0, self.end_s - self.start_s)
+
+
+def chain_rows(rows: list[ProcRow]) -> list[ChainRow]:
+    """Report rows (one per image, in tree order) -> one row per process, its exec chain in its label.
+
+    The continuation images of a chain are folded into the row of the chain's first image; their
+    children stay where tree order put them, under that row.
+    """
+    by_index = {r.index: r for r in rows}
+    out = []
+    for r in rows:
+        if r.exec_from is not None and r.exec_from in by_index:
+            continue
+        imgs = [by_index[k] for k in r.chain_indices if k in by_index] or [r]
+        last = imgs[-1]
+        out.append(ChainRow(
+            label=" → ".join(x.name for x in imgs), pid=r.pid, depth=r.depth, start_s=r.start_s,
+            end_s=max(x.end_s for x in imgs), cpu_s=sum(x.cpu_s for x in imgs), io_s=sum(x.io_s for x in imgs),
+            own_s=sum(x.own_s for x in imgs), bytes_read=sum(x.bytes_read for x in imgs),
+            bytes_written=sum(x.bytes_written for x in imgs), exit_status=last.exit_status,
+            subtree_io_s=sum(x.subtree_io_s for x in imgs),
+            subtree_processes=sum(x.subtree_processes for x in imgs),
+            argv=last.argv, images=[x.index for x in imgs],
+        ))
+    return out

@@ -19,7 +19,7 @@ from iolens.analysis.processes import stream_s
 from iolens.capture.reader import Process
 
 EXTRA_FIELDS = ("first_mono", "last_mono", "max_read_end", "max_write_end", "created_mono", "deleted_mono", "flags",
-                "opens", "stats", "seeks", "metas", "syncs", "mmap_bytes", "dev")
+                "opens", "stats", "seeks", "metas", "syncs", "mmap_bytes", "dev", "mode")
 
 
 @dataclass

@@ -19,6 +19,7 @@ from iolens.analysis import processes as P
 from iolens.analysis.advice import advise as run_rules
 from iolens.analysis.classify import tool_name
 from iolens.analysis.files import fold_files, ranked
+from iolens.analysis.integrity import Integrity, check
 from iolens.analysis.model import NO_FILE, OP_NAMES, FileRow, MountRow, ProcRow, Report  # noqa: F401 (re-exported)
 from iolens.analysis.mounts import MountResolver
 from iolens.analysis.records import fold_records, per_proc_sum
@@ -38,7 +39,9 @@ def build_report(cap: Capture, thresholds: dict[str, float] | None = None, *, ad
     names = [tool_name(p.argv, p.exe) for p in procs]
     recs = fold_records(procs, imgs, th)
     mmap = per_proc_sum(recs, recs.extra["mmap_bytes"], len(procs))
-    proc_rows = P.process_rows(cap, imgs, P.tree_order(imgs, meta.get("parent_pid")), names, recs.proc_break, mmap)
+    whole = check(cap)
+    proc_rows = P.process_rows(cap, imgs, P.process_tree(imgs, meta.get("parent_pid")), names, recs.proc_break,
+                               mmap, set(whole.overflow))
     paths, files = fold_files(cap, recs, names, th, MountResolver(meta.get("mounts", [])), span)
     mounts, placement = fold_mounts(files, paths, recs.unattributed)
     timeline = report_timeline(procs, recs, paths.of_record, placement, mounts, span, int(th["timeline_bins"]))
@@ -46,7 +49,7 @@ def build_report(cap: Capture, thresholds: dict[str, float] | None = None, *, ad
     run_break = {c: sum(r.breakdown[c] for r in proc_rows) for c in B.BREAKDOWN}
     not_stream = np.asarray([k != "stream" for k in paths.kinds], dtype=bool)
     report = Report(
-        capture=_capture_info(cap),
+        capture=_capture_info(cap, whole),
         totals=_totals(cap, P.run_times(imgs), proc_rows, files, run_break, recs.extra["mmap_bytes"]),
         breakdown=run_break, processes=proc_rows, files=files, mounts=mounts,
         histograms=_histograms(paths.sums, not_stream), timeline=timeline,
@@ -88,7 +91,7 @@ def _totals(cap: Capture, run: P.RunTimes, proc_rows: list[ProcRow], files: list
     }
 
 
-def _capture_info(cap: Capture) -> dict[str, Any]:
+def _capture_info(cap: Capture, whole: Integrity) -> dict[str, Any]:
     meta, procs = cap.meta, cap.processes
     return {
         "path": os.path.basename(cap.path),
@@ -103,8 +106,12 @@ def _capture_info(cap: Capture) -> dict[str, Any]:
         "iolens_version": meta.get("iolens_version"),
         "format_version": list(cap.version),
         "traced": bool(meta.get("trace")),
-        "complete": cap.complete,
+        "complete": not whole.partial,
         "problems": list(cap.problems),
+        "partial": whole.partial,
+        "partial_at_byte": whole.at_byte,
+        "partial_reason": whole.reason,
+        "overflow_processes": len(whole.overflow),
     }
 
 

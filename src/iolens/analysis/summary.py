@@ -11,6 +11,7 @@ from typing import Any, Callable
 from iolens import _format as F
 from iolens.analysis import processes as P
 from iolens.analysis.classify import file_kind
+from iolens.analysis.files import is_program
 from iolens.analysis.model import FileSummary, ProcSummary, RunSummary
 from iolens.analysis.mounts import MountResolver
 from iolens.capture.reader import Capture, Process
@@ -29,10 +30,15 @@ def summarize(cap: Capture, top: int = 10, *, files: bool = True) -> RunSummary:
     procs = cap.processes
     imgs = P.images(cap)
     tree = []
-    for i, depth in P.tree_order(imgs, cap.meta.get("parent_pid")):
-        imgs[i].depth = depth
-        tree.append(imgs[i])
+    pt = P.process_tree(imgs, cap.meta.get("parent_pid"))
+    for i, depth in pt.order:
+        s = imgs[i]
+        s.depth, s.index, s.exec_from = depth, i, pt.exec_from[i]
+        s.chain = [imgs[k].name for k in pt.chain[i]]
+        tree.append(s)
     real_files = [f for f in _file_summaries(procs, _resolver(cap)) if f.kind in ("file", "aggregate")] if files else []
+    exes = {p.exe for p in procs if p.exe}
+    shown = [f for f in real_files if f.reads or f.writes or f.created or not is_program(f.path, f.mode, exes)]
     run = P.run_times(imgs)
     return RunSummary(
         command=cap.meta.get("command", procs[0].argv if procs else []),
@@ -50,7 +56,7 @@ def summarize(cap: Capture, top: int = 10, *, files: bool = True) -> RunSummary:
         kernel_written=run.kernel_written,
         coverage=run.coverage,
         files=len(real_files),
-        top_files=sorted(real_files, key=lambda f: (f.time_s, f.bytes_read + f.bytes_written), reverse=True)[:top],
+        top_files=sorted(shown, key=lambda f: (f.time_s, f.bytes_read + f.bytes_written), reverse=True)[:top],
         temp_files=sorted((f for f in real_files if f.created and f.deleted), key=lambda f: -f.bytes_written),
         tree=tree,
         mounts=_mount_sums(real_files),
@@ -81,13 +87,14 @@ def _merged(procs: list[Process], resolve: Callable[[int, str], tuple[str, str]]
                 m = merged[f["path"]] = {
                     "path": f["path"], "mount": mp, "fstype": fst, "bytes_read": 0, "bytes_written": 0, "reads": 0,
                     "writes": 0, "opens": 0, "cat": [0] * len(CATS), "flags": 0, "created": None, "deleted": None,
-                    "pids": set(), "kind": file_kind(f),
+                    "pids": set(), "kind": file_kind(f), "mode": 0,
                 }
             for k in ("bytes_read", "bytes_written", "reads", "writes", "opens"):
                 m[k] += f[k]
             for i in range(len(CATS)):
                 m["cat"][i] += f["cat_time_ns"][i]
             m["flags"] |= f["flags"]
+            m["mode"] |= f["mode"]
             if f["created_mono"] and f["flags"] & FF["CREATED"]:
                 m["created"] = min(m["created"] or f["created_mono"], f["created_mono"])
             if f["deleted_mono"]:
@@ -107,7 +114,7 @@ def _file_summaries(procs: list[Process], resolve: Callable[[int, str], tuple[st
             time_s=sum(m["cat"]) * NS, cat_time_s={c: m["cat"][i] * NS for i, c in enumerate(CATS)},
             created=created, deleted=deleted,
             lifetime_s=(m["deleted"] - m["created"]) * NS if created and deleted and m["deleted"] else None,
-            processes=len(m["pids"]), kind=m["kind"],
+            processes=len(m["pids"]), kind=m["kind"], mode=m["mode"],
         ))
     return out
 

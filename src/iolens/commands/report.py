@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import click
 
 from iolens.errors import CaptureError, UsageError
 from iolens.output import FORCE_OPTION, check_outputs, write_output
+
+# the exit status of a report on a partial capture: every output was written, but from part of the run
+# (the same status `iolens parse` gives a truncated capture, and a capture that cannot be read at all)
+PARTIAL_EXIT = 3
 
 
 def load_capture(path: str):
@@ -54,6 +59,11 @@ def report(capture, html_out, json_out, csv_out, trace_out, mqc_out, sample, ove
 
     Prints the report in the terminal, and writes any of the other formats asked for.
     Any output PATH may be '-' for standard output (the terminal report is then not printed).
+
+    Exit status: 0 for a whole capture; 3 when the capture is partial (cut short or
+    damaged: the report is written from what came before the cut, says so, and its
+    JSON has "partial": true) or cannot be read at all (nothing is written); 2 for a
+    usage mistake.
 
     \b
     Examples:
@@ -104,3 +114,8 @@ def report(capture, html_out, json_out, csv_out, trace_out, mqc_out, sample, ove
 
         console = Console(highlight=False, soft_wrap=False, width=max(120, Console().width))
         render_report_text(rep, console, top=top)
+    if rep.capture["partial"]:
+        if not cap.problems:  # load_capture warned about the reader's problems already
+            click.echo(f"iolens: warning: {capture}: {rep.capture['partial_reason']}; reporting what came before it",
+                       err=True)
+        sys.exit(PARTIAL_EXIT)

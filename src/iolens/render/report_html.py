@@ -10,8 +10,10 @@ from __future__ import annotations
 import math
 
 from iolens.analysis.breakdown import BREAKDOWN, CLASSES, LABELS
+from iolens.analysis.processes import chain_rows
 from iolens.render.htmlsafe import esc, script_json
 from iolens.render.multiqc import COLORS
+from iolens.render.report_text import integrity_lines
 from iolens.units import human_bytes, human_seconds, pct
 
 MAX_FILE_ROWS = 2000
@@ -36,7 +38,7 @@ def _table(tid: str, headers: list[tuple[str, str]], rows: list[str]) -> str:
 
 
 def _files_table(r) -> str:
-    files = [f for f in r.files if f.kind != "stream"][:MAX_FILE_ROWS]
+    files = [f for f in r.files if f.kind != "stream" and not f.program][:MAX_FILE_ROWS]
     rows = []
     for f in files:
         note = []
@@ -58,9 +60,13 @@ def _files_table(r) -> str:
     headers = [("file", "s"), ("kind", "s"), ("filesystem", "s"), ("storage", "s"), ("read", "n"), ("written", "n"),
                ("data calls", "n"), ("metadata calls", "n"), ("time", "n"), ("mostly", "s"), ("dominant size", "s"),
                ("pattern", "s"), ("temp lifetime", "n"), ("note", "s"), ("tools", "s")]
-    total = sum(1 for f in r.files if f.kind != "stream")
+    total = sum(1 for f in r.files if f.kind != "stream" and not f.program)
     more = (f'<p class="note">Showing the {len(files):,} files with the most I/O time of {total:,}; '
             "<code>iolens report --csv</code> writes them all.</p>") if total > len(files) else ""
+    programs = sum(1 for f in r.files if f.program)
+    if programs:
+        more += (f'<p class="note">{programs:,} executables and shared libraries that were only looked up or mapped '
+                 "by the loader (no data calls) are left out; the JSON and CSV list them.</p>")
     return _table("files", headers, rows) + more
 
 
@@ -81,9 +87,9 @@ def _mounts_table(r) -> str:
 
 def _procs_table(r) -> str:
     rows = []
-    for p in r.processes[:MAX_PHASES]:
+    for p in chain_rows(r.processes)[:MAX_PHASES]:
         rows.append("<tr>" + "".join([
-            _td("\u00a0\u00a0" * p.depth + f"{p.name} [{p.pid}]", p.index, cls="path"),
+            _td("\u00a0\u00a0" * p.depth + f"{p.label} [{p.pid}]", p.images[0], cls="path"),
             _td(human_seconds(p.start_s), p.start_s), _td(human_seconds(p.wall_s), p.wall_s),
             _td(human_seconds(p.cpu_s), p.cpu_s), _td(human_seconds(p.io_s), p.io_s),
             _td(pct(p.io_s, p.own_s), p.io_s / p.own_s if p.own_s else 0),
@@ -112,9 +118,21 @@ def _advice(r) -> str:
     return "\n".join(out)
 
 
+def _phases(r) -> dict:
+    """The Gantt: one row per process (its exec chain's images side by side on it), one bar per image."""
+    chains = chain_rows(r.processes)[:MAX_PHASES]
+    by_index = {p.index: p for p in r.processes}
+    bars = []
+    for row, c in enumerate(chains):
+        for k in c.images:
+            p = by_index[k]
+            bars.append({"row": row, "name": p.name, "start": p.start_s, "wall": p.wall_s, "io": p.io_s,
+                         "cpu": p.cpu_s, "own": p.own_s, "pid": p.pid})
+    return {"rows": [f"{'  ' * c.depth}{c.label} [{c.pid}]" for c in chains], "bars": bars}
+
+
 def _chart_data(r) -> dict:
     procs = sorted(r.processes, key=lambda p: -p.own_s)[:MAX_PROC_BARS]
-    phases = r.processes[:MAX_PHASES]
     tl = r.timeline
     return {
         "classes": BREAKDOWN,
@@ -127,8 +145,7 @@ def _chart_data(r) -> dict:
         "hist": r.histograms,
         "timeline": {"t": tl.t_s, "iops": tl.iops, "read_bps": tl.read_bps, "write_bps": tl.write_bps,
                      "mount_bps": tl.per_mount_bps, "mount_iops": tl.per_mount_iops, "bin_s": tl.bin_s},
-        "phases": [{"name": f"{'  ' * p.depth}{p.name} [{p.pid}]", "start": p.start_s, "wall": p.wall_s,
-                    "io": p.io_s, "cpu": p.cpu_s, "own": p.own_s} for p in phases],
+        "phases": _phases(r),
     }
 
 
@@ -162,7 +179,11 @@ def render_html(r, *, plotly_js: str | None = None) -> bytes:
     ]
     cards_html = "".join(f'<div class="card"><div class="k">{esc(k)}</div><div class="v">{esc(v)}</div></div>'
                          for k, v in cards)
-    problems = "".join(f'<p class="warn">warning: {esc(p)}</p>' for p in cap["problems"])
+    problems = "".join(
+        f'<div class="warn banner" role="alert" data-partial="1" style="border:2px solid #d62728;background:#fdecea;'
+        f'color:#8a1c1c;padding:10px 14px;margin:12px 0;border-radius:6px;font-weight:600">{esc(line)}</div>'
+        if line.startswith("PARTIAL") else f'<p class="warn">{esc(line)}</p>' for line in integrity_lines(r))
+    problems += "".join(f'<p class="warn">warning: {esc(p)}</p>' for p in cap["problems"])
     thresholds = "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in r.thresholds.items())
     page = _TEMPLATE.format(
         title=esc(f"iolens report: {cmd}"[:200]),
@@ -272,20 +293,26 @@ _APP_JS = r"""
     Plotly.newPlot("chart-throughput", tp, lay({xaxis:{title:"seconds from start"}, yaxis:{title:"MiB / s"}}), cfg);
   })();
 
-  // phases: one bar per process image on the run's time line, coloured by its I/O share
+  // phases: one row per process (an exec chain's images side by side), one labelled bar per image,
+  // coloured by the image's I/O share of its own time
   (function(){
-    var P = D.phases;
-    var y = P.map(function(p, i){ return i + 1; });
-    var share = P.map(function(p){ return p.own > 0 ? p.io / p.own : 0; });
-    Plotly.newPlot("chart-phases", [{type:"bar", orientation:"h", base:P.map(function(p){return p.start;}),
-      x:P.map(function(p){ return Math.max(p.wall, 1e-6); }), y:y,
-      text:P.map(function(p){ return esc(p.name.trim()); }), textposition:"inside", insidetextanchor:"start",
-      customdata:P.map(function(p){ return [esc(p.name.trim()), fmtS(p.wall), fmtS(p.cpu), fmtS(p.io)]; }),
-      hovertemplate:"%{customdata[0]}<br>wall %{customdata[1]}, cpu %{customdata[2]}, I/O %{customdata[3]}<extra></extra>",
+    var R = D.phases.rows, B = D.phases.bars;
+    var share = B.map(function(b){ return b.own > 0 ? Math.min(1, b.io / b.own) : 0; });
+    Plotly.newPlot("chart-phases", [{type:"bar", orientation:"h", base:B.map(function(b){return b.start;}),
+      x:B.map(function(b){ return Math.max(b.wall, 1e-6); }), y:B.map(function(b){ return b.row; }),
+      text:B.map(function(b){ return esc(b.name); }), textposition:"inside", insidetextanchor:"start",
+      constraintext:"none", textfont:{size:11}, width:0.8,
+      customdata:B.map(function(b, i){ return [esc(b.name) + " [" + b.pid + "]", fmtS(b.start), fmtS(b.wall),
+        fmtS(b.cpu), fmtS(b.io), (100 * share[i]).toFixed(0) + "%"]; }),
+      hovertemplate:"%{customdata[0]}<br>start %{customdata[1]}, wall %{customdata[2]}<br>cpu %{customdata[3]}, " +
+        "I/O %{customdata[4]} (%{customdata[5]} of its own time)<extra></extra>",
       marker:{color:share, colorscale:[[0,"#9ecae1"],[1,"#d62728"]], cmin:0, cmax:1,
-              colorbar:{title:"I/O share", thickness:12}}}],
-      lay({xaxis:{title:"seconds from start"}, yaxis:{autorange:"reversed", showticklabels:false, title:"process images"},
-           height:Math.max(320, 80 + 18 * P.length), showlegend:false}), cfg);
+              colorbar:{title:{text:"I/O share of<br>own time", side:"right"}, thickness:12, tickformat:".0%"}}}],
+      lay({xaxis:{title:{text:"seconds from the start of the run"}, rangemode:"tozero"},
+           yaxis:{title:{text:"process (exec chain)"}, autorange:"reversed", automargin:true,
+                  tickmode:"array", tickvals:R.map(function(r, i){ return i; }),
+                  ticktext:R.map(function(r){ return esc(r).replace(/ /g, "\u00a0"); })},
+           height:Math.max(320, 90 + 24 * R.length), showlegend:false}), cfg);
   })();
 
   // per mount: bytes and time

@@ -12,7 +12,7 @@ from dataclasses import asdict, fields, is_dataclass
 from typing import Any
 
 TAG = "iolens-report"
-SCHEMA_VERSION = [1, 0]
+SCHEMA_VERSION = [1, 1]
 
 
 def _clean(v: Any) -> Any:

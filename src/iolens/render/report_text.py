@@ -7,6 +7,8 @@ from rich.table import Table
 from rich.text import Text
 
 from iolens.analysis.breakdown import BREAKDOWN, LABELS
+from iolens.analysis.files import top_files
+from iolens.analysis.processes import chain_rows
 from iolens.units import human_bytes, human_seconds, pct
 
 COLORS = {
@@ -34,6 +36,21 @@ def breakdown_bar(breakdown: dict[str, float], width: int = 72) -> Text:
     return bar
 
 
+def integrity_lines(r) -> list[str]:
+    """The partial-capture banner and the OVERFLOW note, shared by the terminal and HTML reports."""
+    cap, out = r.capture, []
+    if cap["partial"]:
+        at = "" if cap["partial_at_byte"] is None else f" at byte {cap['partial_at_byte']:,}"
+        out.append(f"PARTIAL CAPTURE{at}: {cap['partial_reason']}. Processes, files and I/O after the cut are "
+                   "missing; read every number as a lower bound.")
+    n = cap["overflow_processes"]
+    if n:
+        out.append(f"note: {n} process image(s) outgrew their file records (OVERFLOW): files past --max-files are "
+                   "aggregated per directory, and calls made once the capture could not grow are not attributed "
+                   "to files.")
+    return out
+
+
 def _tbl(title: str, cols: list[tuple[str, str]]) -> Table:
     t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, title_style="bold")
     for i, (name, just) in enumerate(cols):
@@ -53,6 +70,8 @@ def render_report_text(r, console: Console, *, top: int = 10, max_procs: int = 2
     cov = tot["coverage"]
     console.print(f"  attributed coverage: {'unknown' if cov is None else f'{100 * cov:.1f}%'} of the kernel's "
                   f"{human_bytes(tot['kernel_read'])} read + {human_bytes(tot['kernel_written'])} written")
+    for line in integrity_lines(r):
+        console.print(Text(f"  {line}", style="bold red" if line.startswith("PARTIAL") else "yellow"))
     for prob in cap["problems"]:
         console.print(Text(f"  warning: {prob}", style="yellow"))
 
@@ -81,7 +100,7 @@ def render_report_text(r, console: Console, *, top: int = 10, max_procs: int = 2
                       human_bytes(m.temp_bytes) if m.temp_files else "-")
         console.print(t)
 
-    files = [f for f in r.files if f.kind in ("file", "aggregate")][:top]
+    files = top_files(r.files)[:top]
     if files:
         console.print()
         t = _tbl(f"Top files by I/O time ({len(files)} of {tot['files']})",
@@ -102,13 +121,14 @@ def render_report_text(r, console: Console, *, top: int = 10, max_procs: int = 2
         t = _tbl("Phases (process tree)", [("process", "left"), ("start", "right"), ("wall", "right"),
                                            ("cpu", "right"), ("I/O", "right"), ("read", "right"),
                                            ("written", "right"), ("exit", "right")])
-        for p in r.processes[:max_procs]:
-            t.add_row(Text("  " * p.depth + f"{p.name} [{p.pid}]"), human_seconds(p.start_s), human_seconds(p.wall_s),
+        chains = chain_rows(r.processes)
+        for p in chains[:max_procs]:
+            t.add_row(Text("  " * p.depth + f"{p.label} [{p.pid}]"), human_seconds(p.start_s), human_seconds(p.wall_s),
                       human_seconds(p.cpu_s), human_seconds(p.io_s), human_bytes(p.bytes_read),
                       human_bytes(p.bytes_written), "-" if p.exit_status is None else str(p.exit_status))
         console.print(t)
-        if len(r.processes) > max_procs:
-            console.print(f"  … and {len(r.processes) - max_procs} more process images (--json has all)")
+        if len(chains) > max_procs:
+            console.print(f"  … and {len(chains) - max_procs} more processes (--json has all)")
 
     console.print()
     console.print(Text("Advice", style="bold"))

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from iolens.analysis.model import RunSummary
+from iolens.analysis.model import ProcSummary, RunSummary
 from iolens.units import human_bytes, human_seconds, pct
 
 
@@ -16,6 +16,21 @@ def summary_console() -> Console:
 
     width = max(120, shutil.get_terminal_size((120, 24)).columns)
     return Console(stderr=True, highlight=False, width=width, soft_wrap=False)
+
+
+def _chain_rows(tree: list[ProcSummary]) -> list[tuple[ProcSummary, list[ProcSummary]]]:
+    """One row per process: an exec chain's images (`bash → samtools sort`) folded into its first image's row."""
+    by_index = {p.index: p for p in tree}
+    nxt = {x.exec_from: x for x in tree if x.exec_from is not None}
+    out: list[tuple[ProcSummary, list[ProcSummary]]] = []
+    for p in tree:
+        if p.exec_from is not None and p.exec_from in by_index:
+            continue
+        imgs = [p]
+        while imgs[-1].index in nxt:
+            imgs.append(nxt[imgs[-1].index])
+        out.append((p, imgs))
+    return out
 
 
 def render_summary(s: RunSummary, console: Console, *, max_tree: int = 25) -> None:
@@ -71,16 +86,17 @@ def render_summary(s: RunSummary, console: Console, *, max_tree: int = 25) -> No
         for col, just in (("process", "left"), ("start", "right"), ("wall", "right"), ("cpu", "right"),
                           ("I/O wall", "right"), ("read", "right"), ("written", "right"), ("exit", "right")):
             t.add_column(col, justify=just)
-        prev = None
-        for p in s.tree[:max_tree]:
-            label = f"→ {p.name}" if prev is not None and prev.pid == p.pid else f"{p.name} [{p.pid}]"
-            prev = p
-            t.add_row(Text("  " * p.depth + label), human_seconds(p.start_s),
-                      human_seconds(p.wall_s), human_seconds(p.cpu_s), human_seconds(p.io_wall_s),
-                      human_bytes(p.bytes_read), human_bytes(p.bytes_written),
-                      "-" if p.exit_status is None else str(p.exit_status))
+        rows = _chain_rows(s.tree)
+        for p, imgs in rows[:max_tree]:
+            last = imgs[-1]
+            wall = max(x.start_s + x.wall_s for x in imgs) - p.start_s
+            t.add_row(Text("  " * p.depth + f"{' → '.join(x.name for x in imgs)} [{p.pid}]"), human_seconds(p.start_s),
+                      human_seconds(wall), human_seconds(sum(x.cpu_s for x in imgs)),
+                      human_seconds(sum(x.io_wall_s for x in imgs)), human_bytes(sum(x.bytes_read for x in imgs)),
+                      human_bytes(sum(x.bytes_written for x in imgs)),
+                      "-" if last.exit_status is None else str(last.exit_status))
         console.print(t)
-        if len(s.tree) > max_tree:
-            console.print(f"  … and {len(s.tree) - max_tree} more process images (iolens parse shows all)")
+        if len(rows) > max_tree:
+            console.print(f"  … and {len(rows) - max_tree} more processes (iolens parse shows all)")
     for prob in s.problems:
         console.print(Text(f"  warning: {prob}", style="yellow"))
