@@ -15,11 +15,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from iolens import lab
 from iolens.compare.placements import Configuration, Location, Placeholder
 from iolens.errors import IolensError, UsageError
 
 PREFIX = "iolens-compare-"
-S3_KINDS = ("s3fs", "rclone")  # lab targets that are an S3 bucket behind a FUSE mount
 
 
 @dataclass
@@ -54,10 +54,7 @@ class Workspace:
         if loc.lab is None:
             return None
         if loc.lab not in self._s3:
-            from iolens import lab
-            from iolens.lab.catalog import lookup
-
-            if lookup(loc.lab).kind not in S3_KINDS:
+            if not lab.is_s3(loc.lab):
                 self._s3[loc.lab] = None
             else:
                 ep = lab.s3_endpoint(loc.lab)
@@ -132,7 +129,8 @@ def render(parts: list[str | Placeholder], bound: dict[str, tuple[str, bool]]) -
     """The shell command: each placeholder replaced by its shell-quoted value.
 
     bound: name -> (value, is_directory).  {name:file} is value/file for a directory, else the value itself
-    (so {out:aln.sam} is /dev/null for out=/dev/null).
+    (so {out:aln.sam} is /dev/null for out=/dev/null).  {name!words} is the value split into shell words,
+    each quoted (so `nice -n 5` runs nice, and no shell syntax in a value is ever run).
     """
     out = []
     for p in parts:
@@ -140,6 +138,9 @@ def render(parts: list[str | Placeholder], bound: dict[str, tuple[str, bool]]) -
             out.append(p)
             continue
         value, is_dir = bound[p.name]
+        if p.words:
+            out.append(shlex.join(shlex.split(value)))
+            continue
         if p.file is not None and is_dir:
             value = os.path.join(value, p.file)
         out.append(shlex.quote(value))
