@@ -115,6 +115,21 @@ def _short(text: str | None, n: int = 160) -> str:
     return last if len(last) <= n else last[: n - 1] + "…"
 
 
+def first_run_advice(settings: Settings, methods: list[str]) -> str:
+    """Why a first counted run may be slow, and what to do, for the settings actually used."""
+    more = "add --warmup rounds" if settings.warmup else "use --warmup 1"
+    if settings.cache == "warm":
+        if settings.warmup:
+            return (f"not a cold page cache, since --warmup {settings.warmup} ran first; something else settled "
+                    f"after it (CPU frequency, the storage's first allocation): {more}")
+        return "page cache? use --warmup 1, or --cache cold to measure cold reads every time"
+    if "drop-caches" in methods and "fadvise" not in methods:
+        return ("not the page cache, which was dropped before every run; start-up effects (CPU frequency, the "
+                f"storage's first allocation, the program's first load from disk)? {more}")
+    return ("the inputs were evicted before every run (--cache cold), but the program, its libraries and the "
+            f"locations' metadata stay cached after the first run: {more}")
+
+
 def build_report(plan: Plan, settings: Settings, outcome: Outcome, *, provenance: dict[str, Any],
                  interrupted: bool = False) -> dict[str, Any]:
     seed = settings.seed
@@ -136,8 +151,7 @@ def build_report(plan: Plan, settings: Settings, outcome: Outcome, *, provenance
             warnings.append(f"{c['name']}: stopped after its first {c['runs']} runs all failed")
         if c["first_run_slow"]:
             warnings.append(f"{c['name']}: the first run was slow ({c['times'][0]:.3g} s vs median "
-                            f"{c['median']:.3g} s): page cache? use --warmup 1, or --cache cold to measure cold "
-                            "reads every time")
+                            f"{c['median']:.3g} s): {first_run_advice(settings, c['cache']['methods'])}")
         if c["outliers"]:
             runs = ", ".join(f"{o['wall_s']:.3g} s" for o in c["outliers"])
             warnings.append(f"{c['name']}: {len(c['outliers'])} outlier(s) by modified z-score ({runs}); "

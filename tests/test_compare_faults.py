@@ -1,0 +1,96 @@
+"""iolens compare: the faults found when the published experiments were rerun, each with a run that shows it.
+
+Wrappers placed with {name!words} and a \\, in a CPU list, warnings that fit the settings used, placements
+that were never written, separate invocations of one program kept apart by --profile, emulated lab targets.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import iolens
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def compare(tmp_path, *args, json_name="r.json"):
+    out = tmp_path / json_name
+    res = iolens("compare", *args, "--json", out, "--db", tmp_path / "results.sqlite", "--seed", "7")
+    return res, (json.loads(out.read_text()) if out.exists() else None)
+
+
+# -- wrappers: nice -n 5, taskset -c 0 / 0,1 --------------------------------------------------------------------
+
+def test_nice_wrapper_runs_as_a_command_not_one_quoted_word(tmp_path):
+    # the command fails unless it really runs at the niceness the configuration says
+    res, rep = compare(tmp_path, "{wrap!words} sh -c 'test \"$(nice)\" = \"$1\"' - {n}",
+                       "--param", "wrap=env", "--param", "n=0",
+                       "--config", "plain:wrap=env,n=0", "--config", "nice5:wrap=nice -n 5,n=5", "--runs", "2")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert [r["ok_runs"] for r in rep["results"]] == [2, 2]
+    assert rep["results"][1]["command"].startswith("nice -n 5 sh -c ")
+
+
+@pytest.mark.skipif(shutil.which("taskset") is None, reason="taskset (util-linux) is not installed")
+def test_taskset_wrapper_with_a_cpu_list_that_holds_a_comma(tmp_path):
+    if len(os.sched_getaffinity(0)) < 2 or not {0, 1} <= os.sched_getaffinity(0):
+        pytest.skip("needs CPUs 0 and 1")
+    cmd = "{wrap!words} sh -c 'grep -qx \"Cpus_allowed_list:.$1\" /proc/self/status' - {cpus}"
+    res, rep = compare(tmp_path, cmd, "--param", "wrap=env", "--param", "cpus=0",
+                       "--config", "cpu0:wrap=taskset -c 0,cpus=0",
+                       "--config", r"cpu01:wrap=taskset -c 0\,1,cpus=0-1", "--runs", "2")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert [r["ok_runs"] for r in rep["results"]] == [2, 2]
+    assert [r["parameters"]["wrap"] for r in rep["results"]] == ["taskset -c 0", "taskset -c 0,1"]
+    # the same list as a matrix of --param values
+    res, rep = compare(tmp_path, "{wrap!words} true", "--param", r"wrap=taskset -c 0,taskset -c 0\,1",
+                       "--runs", "2", json_name="m.json")
+    assert res.returncode == 0, res.stderr
+    assert [r["name"] for r in rep["results"]] == ["taskset -c 0", "taskset -c 0,1"]
+    assert [r["ok_runs"] for r in rep["results"]] == [2, 2]
+
+
+# -- the first-run warning fits the settings used -----------------------------------------------------------------
+
+SLOW_FIRST = "f={m}/first-{t}; test -e $f || {{ touch $f; sleep 0.6; }}"
+
+
+def test_first_run_warning_with_cold_cache_does_not_advise_cold_cache(tmp_path):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    inp = tmp_path / "in.txt"
+    inp.write_text("x")
+    res, rep = compare(tmp_path, SLOW_FIRST + "; cat {in} > /dev/null", "--param", f"m={marks}", "--param", "t=1,2",
+                       "--input", f"in={inp}", "--runs", "5", "--cache", "cold", "--evict", "fadvise")
+    assert res.returncode == 0, res.stderr
+    slow = [w for w in rep["warnings"] if "the first run was slow" in w]
+    assert len(slow) == 2
+    for w in slow:
+        assert "--cache cold" not in w.replace("evicted before every run (--cache cold)", "")
+        assert "use --warmup 1" in w and "inputs were evicted before every run" in w
+    # the same runs without --cache cold: the page cache is a suspect, and --cache cold is offered
+    for f in marks.iterdir():
+        f.unlink()
+    res, rep = compare(tmp_path, SLOW_FIRST + "; cat {in} > /dev/null", "--param", f"m={marks}", "--param", "t=1,2",
+                       "--input", f"in={inp}", "--runs", "5", json_name="warm.json")
+    slow = [w for w in rep["warnings"] if "the first run was slow" in w]
+    assert len(slow) == 2 and all("page cache? use --warmup 1, or --cache cold" in w for w in slow)
+
+
+def test_first_run_advice_for_each_setting():
+    from iolens.compare.report import first_run_advice
+    from iolens.compare.runner import Settings
+
+    assert "or --cache cold" in first_run_advice(Settings(cache="warm"), [])
+    warm_warmup = first_run_advice(Settings(cache="warm", warmup=2), [])
+    assert "--warmup 2 ran first" in warm_warmup and "add --warmup rounds" in warm_warmup
+    assert "--cache cold" not in warm_warmup
+    dropped = first_run_advice(Settings(cache="cold"), ["drop-caches"])
+    assert "not the page cache" in dropped and "use --warmup 1" in dropped and "--cache cold" not in dropped
+    fadvised = first_run_advice(Settings(cache="cold", warmup=1), ["fadvise"])
+    assert "add --warmup rounds" in fadvised and "use --cache cold" not in fadvised
