@@ -94,3 +94,35 @@ def test_first_run_advice_for_each_setting():
     assert "not the page cache" in dropped and "use --warmup 1" in dropped and "--cache cold" not in dropped
     fadvised = first_run_advice(Settings(cache="cold", warmup=1), ["fadvise"])
     assert "add --warmup rounds" in fadvised and "use --cache cold" not in fadvised
+
+
+# -- --profile: two invocations of one program are two phases ------------------------------------------------------
+
+def test_profile_keeps_two_invocations_of_one_program_apart(tmp_path):
+    # like minimap2 -d (index) then minimap2 (map): the same program twice, with different work
+    cmd = "sleep 0.3; sleep 0.05; {{ sleep 0.01; true; }} | cat; echo {t} > /dev/null"
+    res, rep = compare(tmp_path, cmd, "--param", "t=1,2", "--runs", "2", "--profile")
+    assert res.returncode == 0, res.stderr
+    for r in rep["results"]:
+        phases = r["profile"]["phases"]
+        assert "sleep" not in phases
+        assert phases["sleep #1"]["count"] == 1 and phases["sleep #2"]["count"] == 1
+        assert 0.25 < phases["sleep #1"]["own_s"] < 0.6 and 0.03 < phases["sleep #2"]["own_s"] < 0.2
+        assert "sleep #3" in phases and "cat" in phases
+        # the forked subshell of `{ ...; } | cat` runs no new program: it stays in its shell's phase
+        shells = [n for n in phases if n.split(" #")[0] in ("sh", "dash", "bash")]
+        assert len(shells) == 1 and phases[shells[0]]["count"] == 2
+    assert "sleep #1" in res.stdout and "sleep #2" in res.stdout
+
+
+def test_phase_names_cap_many_invocations():
+    from types import SimpleNamespace as NS
+
+    from iolens.compare.profiling import MAX_INVOCATIONS, _phase_names
+
+    sh = NS(pid=1, ppid=0, name="sh", argv=["sh", "-c", "x"], start_s=0.0, ended="exited")
+    kids = [NS(pid=10 + k, ppid=1, name="gzip", argv=["gzip", str(k)], start_s=1.0 + k, ended="exited")
+            for k in range(MAX_INVOCATIONS + 5)]
+    names = _phase_names([sh, *kids], [sh, *kids])
+    assert names[0] == "sh" and names[1] == "gzip #1" and names[MAX_INVOCATIONS - 1] == f"gzip #{MAX_INVOCATIONS - 1}"
+    assert set(names[MAX_INVOCATIONS:]) == {f"gzip #{MAX_INVOCATIONS}+"}
