@@ -126,3 +126,97 @@ def test_phase_names_cap_many_invocations():
     names = _phase_names([sh, *kids], [sh, *kids])
     assert names[0] == "sh" and names[1] == "gzip #1" and names[MAX_INVOCATIONS - 1] == f"gzip #{MAX_INVOCATIONS - 1}"
     assert set(names[MAX_INVOCATIONS:]) == {f"gzip #{MAX_INVOCATIONS}+"}
+
+
+# -- placements that were never written ----------------------------------------------------------------------------
+
+def test_a_place_that_is_never_written_is_flagged_in_the_verdict(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    # like samtools sort with enough memory: -T is given but nothing spills
+    res, rep = compare(tmp_path, "sort -T {tmp} /etc/hostname > /dev/null", "--place", f"tmp={a},{b}", "--runs", "2")
+    assert res.returncode == 0, res.stderr
+    msg = "tmp: nothing was written there in any run; the comparison does not test it"
+    assert msg in rep["warnings"]
+    assert [r["places_written"] for r in rep["results"]] == [{"tmp": False}, {"tmp": False}]
+    (c,) = rep["comparisons"]
+    assert c["untested"] == ["tmp"] and c["verdict"].endswith("; " + msg)
+    assert msg in res.stdout
+    assert all(x["places_written"] == {"tmp": False} and x["place_bytes"] == {"tmp": 0}
+               for r in rep["results"] for x in r["run_records"])
+
+
+@pytest.mark.parametrize("writes", [
+    "echo spilled > {tmp}/part.0.bam",  # left behind
+    "echo spilled > {tmp}/part.0.bam; rm {tmp}/part.0.bam",  # a temp file removed before the command ends
+])
+def test_a_place_that_is_written_is_not_flagged(tmp_path, writes):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    res, rep = compare(tmp_path, writes, "--place", f"tmp={a},{b}", "--runs", "2", "--strategy", "direct")
+    assert res.returncode == 0, res.stderr
+    assert not any("nothing was written" in w for w in rep["warnings"])
+    assert [r["places_written"] for r in rep["results"]] == [{"tmp": True}, {"tmp": True}]
+    assert rep["comparisons"][0]["untested"] == [] and "nothing was written" not in rep["comparisons"][0]["verdict"]
+
+
+def test_never_written_per_configuration_and_with_profile(tmp_path):
+    a = tmp_path / "a"
+    a.mkdir()
+    # /dev/null is a device (not checked); a directory that the command writes only through --profile's eyes
+    res, rep = compare(tmp_path, "test {n} = 0 || head -c 5000 /dev/zero > {tmp:x}; true", "--place",
+                       f"tmp={a},{tmp_path}", "--param", "n=0,1", "--runs", "2", "--profile")
+    assert res.returncode == 0, res.stderr
+    by = {r["name"]: r for r in rep["results"]}
+    assert by[f"n=0 tmp={a}"]["places_written"] == {"tmp": False}
+    assert by[f"n=1 tmp={a}"]["places_written"] == {"tmp": True}
+    recs = by[f"n=1 tmp={a}"]["run_records"]
+    assert all(x["place_bytes"]["tmp"] >= 5000 for x in recs)
+    never = [w for w in rep["warnings"] if "nothing was written" in w]
+    assert sorted(never) == sorted(f"n=0 tmp={d}: tmp={d}: nothing was written there in any run; the comparison "
+                                   "does not test it" for d in (a, tmp_path))
+
+
+# -- results from an emulated lab target say so ----------------------------------------------------------------------
+
+FAKE_LAB = ("import sys; from pathlib import Path; import iolens.lab as lab; base = Path(sys.argv.pop(1)); "
+            "lab.resolve_target = lambda spec, root=None: base / spec[4:]; "
+            "sys.argv[0] = 'iolens'; from iolens.cli import main; main()")
+
+
+def test_results_on_an_emulated_lab_target_carry_emulated_and_its_name(tmp_path):
+    import subprocess
+    import sys
+
+    from iolens import lab
+    from iolens.store import ResultsStore
+
+    emulated = next(t.name for t in lab.TARGETS.values() if t.emulated)
+    plain = next(t.name for t in lab.TARGETS.values() if not t.emulated)
+    mounts = tmp_path / "mounts"
+    for name in (emulated, plain):
+        (mounts / name).mkdir(parents=True)
+    out = tmp_path / "r.json"
+    db = tmp_path / "results.sqlite"
+    res = subprocess.run([sys.executable, "-c", FAKE_LAB, str(mounts), "compare", "echo x > {out:f}",
+                          "--place", f"out=lab:{plain},lab:{emulated},/dev/null", "--runs", "2", "--json", str(out),
+                          "--db", str(db), "--seed", "3"], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    rep = json.loads(out.read_text())
+    by = {r["name"]: r for r in rep["results"]}
+    assert by[f"lab:{emulated}"]["emulated"] is True and by[f"lab:{emulated}"]["emulated_targets"] == [emulated]
+    assert by[f"lab:{emulated}"]["lab_targets"] == [emulated]
+    assert by[f"lab:{plain}"]["emulated"] is False and by[f"lab:{plain}"]["lab_targets"] == [plain]
+    assert by["/dev/null"]["emulated"] is False and by["/dev/null"]["lab_targets"] == []
+    locs = rep["provenance"]["locations"]
+    assert locs[f"lab:{emulated}"]["emulated"] is True and locs[f"lab:{emulated}"]["lab"] == emulated
+    assert locs["/dev/null"]["emulated"] is False
+    with ResultsStore(db) as store:
+        (run,) = store.runs(kind="compare")
+        stored = {x["name"]: x for x in store.results(run["id"])}
+    assert stored[f"lab:{emulated}"]["metrics"]["emulated"] is True
+    assert stored[f"lab:{emulated}"]["provenance"]["emulated"] is True
+    assert stored[f"lab:{emulated}"]["provenance"]["emulated_targets"] == [emulated]
+    assert stored[f"lab:{plain}"]["provenance"]["emulated"] is False

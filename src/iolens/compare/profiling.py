@@ -7,6 +7,7 @@ The capture itself is discarded.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from iolens.analysis.summary import summarize
@@ -28,9 +29,27 @@ class Profiler:
         rec = Recording(["/bin/sh", "-c", command], preload_var="IOLENS_COMPARE_PRELOAD")
         return rec.environment(), rec
 
-    def finish(self, rec: Recording, measured) -> dict[str, Any] | None:
+    def finish(self, rec: Recording, measured, dirs: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        """The run's phase summary; with dirs (key -> directory), also the bytes written under each."""
         result = rec.finish(measured.exit_status, measured.wall_s)
-        return None if result.capture is None else phase_summary(summarize(result.capture))
+        if result.capture is None:
+            return None
+        out = phase_summary(summarize(result.capture))
+        if dirs:
+            out["place_bytes"] = bytes_written_under(result.capture, dirs)
+        return out
+
+
+def bytes_written_under(cap, dirs: dict[str, Any]) -> dict[str, int]:
+    """Bytes the profiled processes wrote to files under each directory (files deleted since included)."""
+    prefixes = {key: os.path.join(str(d), "") for key, d in dirs.items()}
+    out = dict.fromkeys(dirs, 0)
+    for p in cap.processes:
+        for f in p.files:
+            for key, pre in prefixes.items():
+                if f["path"].startswith(pre):
+                    out[key] += f["bytes_written"]
+    return out
 
 
 MAX_INVOCATIONS = 20  # invocations of one program beyond this are summed into one phase "NAME #20+"

@@ -21,7 +21,16 @@ from typing import Any, Callable
 
 from iolens.compare import stats
 from iolens.compare.placements import Configuration, Placeholder, Plan, parse_template
-from iolens.compare.strategies import Workspace, copy_in, copy_out, finish, prepare, render, transfer_method
+from iolens.compare.strategies import (
+    Workspace,
+    copy_in,
+    copy_out,
+    finish,
+    prepare,
+    render,
+    transfer_method,
+    written_places,
+)
 from iolens.errors import IolensError, UsageError
 from iolens.pagecache import drop_caches, fadvise_dontneed, make_cold, resident_bytes, resident_fraction
 
@@ -86,6 +95,8 @@ class RunRecord:
     command: str
     stderr_tail: str | None = None
     profile: dict[str, Any] | None = None
+    places_written: dict[str, bool] | None = None  # directory place -> the command created or changed something there
+    place_bytes: dict[str, int] | None = None  # bytes left there (with --profile: written there, if more)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -304,7 +315,8 @@ class Runner:
                 if rec is not None:
                     rec.close()
                 raise
-            prof = self.profiler.finish(rec, m) if rec is not None else None
+            prof = self.profiler.finish(rec, m, dict(prep.place_dirs)) if rec is not None else None
+            places = self._places(prep, prof)
             ok = m.exit_status == 0
             if prep.strategy == "stage" and ok:
                 cout, cout_b = copy_out(prep)
@@ -320,9 +332,18 @@ class Runner:
             maxrss_bytes=m.maxrss_bytes, rchar=m.io["rchar"], wchar=m.io["wchar"], read_bytes=m.io["read_bytes"],
             write_bytes=m.io["write_bytes"], cache_mode=self.s.cache, cache_method=method,
             inputs_resident=resident, command=prep.command, stderr_tail=None if ok else m.stderr_tail, profile=prof,
+            places_written={k: w for k, (w, _b) in places.items()} if places else None,
+            place_bytes={k: b for k, (_w, b) in places.items()} if places else None,
         )
         self.seq += 1
         return rec
+
+    @staticmethod
+    def _places(prep, prof: dict[str, Any] | None) -> dict[str, tuple[bool, int]]:
+        """What the run did in each directory place: its own evidence, and the profiler's per-file writes."""
+        seen = written_places(prep)
+        profiled = (prof or {}).pop("place_bytes", None) or {}
+        return {k: (w or profiled.get(k, 0) > 0, max(b, profiled.get(k, 0))) for k, (w, b) in seen.items()}
 
     def _round(self, rnd: int, configs: list[tuple[int, Configuration]], warmup: bool) -> None:
         order = list(configs)

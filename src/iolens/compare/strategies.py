@@ -112,6 +112,36 @@ class Prepared:
     final_dirs: list[Path] = field(default_factory=list)
     input_files: list[str] = field(default_factory=list)  # the source inputs, for cache eviction and residency
     bound: dict[str, tuple[str, bool]] = field(default_factory=dict)  # placeholder -> (value, is_dir)
+    place_dirs: dict[str, Path] = field(default_factory=dict)  # place key -> the fresh directory the command sees
+    place_stamps: dict[str, int | None] = field(default_factory=dict)  # its mtime (ns) as iolens left it
+
+
+# The fresh directory of a place gets an mtime well in the past, so that any entry the command creates or
+# removes in it (even a temp file it deletes before it exits) shows as a newer mtime: the kernel's coarse
+# timestamps could not tell a change within the same clock tick as the mkdir.
+STAMP_AGE_NS = 2_000_000_000
+
+
+def _stamp(d: Path) -> int | None:
+    t = time.time_ns() - STAMP_AGE_NS
+    try:
+        os.utime(d, ns=(t, t))
+        return os.stat(d).st_mtime_ns
+    except OSError:
+        return None  # some FUSE filesystems keep no times: then only what is left in it counts
+
+
+def written_places(prep: Prepared) -> dict[str, tuple[bool, int]]:
+    """Per directory place: (did the command create, remove or leave anything in it, bytes left in it)."""
+    out = {}
+    for key, d in prep.place_dirs.items():
+        try:
+            changed = prep.place_stamps.get(key) is not None and os.stat(d).st_mtime_ns != prep.place_stamps[key]
+            left = any(d.iterdir())
+        except OSError:
+            changed, left = True, False  # gone or unreadable: it was touched
+        out[key] = (changed or left, tree_size(d) if left else 0)
+    return out
 
 
 def input_files(cfg: Configuration) -> list[str]:
@@ -175,11 +205,14 @@ def prepare(ws: Workspace, cfg: Configuration, cfg_index: int, run_no: int, part
         prep.final_dirs.append(final)
         if stage_dir is None:
             bound[key] = (str(final), True)
+            prep.place_dirs[key] = final
         else:
             staged = stage_dir / "out" / key
             staged.mkdir(parents=True)
             prep.copy_out.append((staged, final, ws.s3(loc)))
             bound[key] = (str(staged), True)
+            prep.place_dirs[key] = staged
+        prep.place_stamps[key] = _stamp(prep.place_dirs[key])
     prep.command = render(parts, bound)
     prep.bound = bound
     return prep
