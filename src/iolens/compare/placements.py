@@ -22,6 +22,7 @@ import os
 import re
 import shlex
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from iolens import lab
@@ -237,7 +238,7 @@ def _declare(inputs: list[str], places: list[str], params: list[str]
     return roles, declared, order
 
 
-def _check_strategies(strategies: list[str] | None) -> list[str]:
+def _check_strategies(strategies: Sequence[str] | None) -> list[str]:
     values = list(strategies) if strategies else ["direct"]
     for s in values:
         if s not in STRATEGIES:
@@ -369,8 +370,9 @@ def _baseline(configurations: list[Configuration], baseline: str | None) -> str:
     return baseline
 
 
-def build_plan(template: str, *, inputs: list[str] = (), places: list[str] = (), params: list[str] = (),
-               strategies: list[str] | None = None, configs: list[str] = (), baseline: str | None = None) -> Plan:
+def build_plan(template: str, *, inputs: Sequence[str] = (), places: Sequence[str] = (), params: Sequence[str] = (),
+               strategies: Sequence[str] | None = None, configs: Sequence[str] = (), baseline: str | None = None
+               ) -> Plan:
     """Validate everything the user gave and expand it into named configurations."""
     if not template.strip():
         raise UsageError("the command template is empty; give the command to run, e.g. 'sort -o {out:x} {in}'")

@@ -363,12 +363,13 @@ class Runner:
 
     def _imprecise(self) -> list[tuple[int, Configuration]]:
         out = []
+        precision = self.s.precision or 0.0  # only called with --precision
         for idx, cfg in enumerate(self.plan.configurations):
             if cfg.name in self.out.given_up or self.counts[cfg.name] >= self.s.max_runs:
                 continue
             times = [r.wall_s for r in self.out.records if r.config == cfg.name and r.ok and not r.warmup]
             d = stats.describe(times, seed=self.s.seed)
-            if d.ci_half_rel is None or d.ci_half_rel * 100 > self.s.precision:
+            if d.ci_half_rel is None or d.ci_half_rel * 100 > precision:
                 out.append((idx, cfg))
         return out
 

@@ -14,6 +14,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from iolens import lab
 from iolens.compare.placements import Configuration, Location, Placeholder
@@ -27,7 +28,7 @@ class S3Side:
     """An S3 lab target reached through the S3 API (boto3), bypassing its mount."""
 
     target: str
-    client: object
+    client: Any  # a boto3 S3 client
     bucket: str
     mount: str
 
