@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-import sys
-import types
 
 import pytest
 
-from iolens.compare.placements import Placeholder, build_plan, parse_template
+from iolens import lab
+from iolens.compare.placements import Placeholder, build_plan, parse_template, split_values
 from iolens.compare.strategies import Workspace, prepare, render
-from iolens.errors import UsageError
+from iolens.errors import IolensError, UsageError
 
 
 def test_template_placeholders_escapes_and_other_braces():
@@ -90,26 +89,73 @@ def test_mistakes_are_one_line_errors_that_say_what_to_do(kwargs, message):
     assert "\n" not in str(err.value)
 
 
-def test_lab_placement_without_lab_module_is_a_clear_error(monkeypatch):
-    monkeypatch.setitem(sys.modules, "iolens.lab", types.ModuleType("iolens.lab"))
-    with pytest.raises(UsageError, match="lab: placements need `iolens lab`"):
-        build_plan("cat > {out:x}", places=["out=/dev/null,lab:ssd"])
+def test_lab_placement_without_a_lab_is_a_clear_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("IOLENS_LAB_DIR", str(tmp_path / "no-lab"))
+    with pytest.raises(IolensError) as err:
+        build_plan("cat > {out:x}", places=["out=/dev/null,lab:ext4"])
+    assert "lab:ext4: no lab is up" in str(err.value) and "iolens lab up --only ext4" in str(err.value)
+    assert "\n" not in str(err.value)
 
 
 def test_lab_placement_resolves_through_the_lab(monkeypatch, tmp_path):
-    fake = types.ModuleType("iolens.lab")
     seen = []
 
     def resolve_target(value):
         seen.append(value)
         return tmp_path
 
-    fake.resolve_target = resolve_target
-    monkeypatch.setitem(sys.modules, "iolens.lab", fake)
-    plan = build_plan("cat > {out:x}", places=["out=/dev/null,lab:ssd"])
+    monkeypatch.setattr(lab, "resolve_target", resolve_target)
+    plain = next(t.name for t in lab.TARGETS.values() if not t.emulated)
+    plan = build_plan("cat > {out:x}", places=[f"out=/dev/null,lab:{plain}"])
     loc = plan.configurations[1].places["out"]
-    assert seen == ["lab:ssd"] and loc.path == str(tmp_path) and loc.lab == "ssd" and loc.kind == "dir"
-    assert plan.configurations[1].name == "lab:ssd"
+    assert seen == [f"lab:{plain}"] and loc.path == str(tmp_path) and loc.lab == plain and loc.kind == "dir"
+    assert plan.configurations[1].name == f"lab:{plain}"
+    assert loc.emulated is False
+
+
+def test_lab_placement_on_an_emulated_target_is_marked_emulated(monkeypatch, tmp_path):
+    monkeypatch.setattr(lab, "resolve_target", lambda value: tmp_path)
+    emulated = next(t.name for t in lab.TARGETS.values() if t.emulated)
+    (tmp_path / "sub").mkdir()
+    plan = build_plan("cat > {out:x}", places=[f"out=/dev/null,lab:{emulated}/sub"])
+    loc = plan.configurations[1].places["out"]
+    assert loc.lab == emulated and loc.emulated is True and loc.path == str(tmp_path / "sub")
+    assert plan.configurations[0].places["out"].emulated is False
+
+
+# -- values with spaces and commas, and {name!words} -------------------------------------------------------------
+
+def test_backslash_comma_is_a_comma_inside_a_value():
+    plan = build_plan("{wrap!words} true", params=[r"wrap=taskset -c 0\,1,nice -n 5,env"])
+    assert [c.params["wrap"] for c in plan.configurations] == ["taskset -c 0,1", "nice -n 5", "env"]
+    assert [c.name for c in plan.configurations] == ["taskset -c 0,1", "nice -n 5", "env"]
+    plan = build_plan("echo {v}", params=["v=x"], configs=[r"pin:v=a\,b", "two:v=y"])
+    assert plan.configurations[0].params["v"] == "a,b"
+    assert split_values(r"a\\,b\c") == ["a\\", "b\\c"]  # \\ is a backslash; other backslashes stay
+
+
+def test_words_placeholder_splices_several_quoted_words():
+    parts = parse_template("{wrap!words} sort -T {tmp} {x}")
+    assert parts[0] == Placeholder("wrap", None, True)
+    bound = {"wrap": ("numactl --cpunodebind=0 --membind=0", False), "tmp": ("/s", True), "x": ("a b", False)}
+    assert render(parts, bound) == "numactl --cpunodebind=0 --membind=0 sort -T /s 'a b'"
+    # quotes group words; shell syntax in a value is quoted, never run
+    assert render(parts[:1], {"wrap": ("env 'A=x y' B=1", False)}) == "env 'A=x y' B=1"
+    assert render(parts[:1], {"wrap": ("nice; rm -rf x", False)}) == "'nice;' rm -rf x"
+    # {name} keeps a value with spaces as one word
+    assert render(parse_template("{wrap} x"), {"wrap": ("nice -n 5", False)}) == "'nice -n 5' x"
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(template="{w!word} true", params=["w=a,b"]), "the only form after '!' is {w!words}"),
+    (dict(template="cat {in!words}", inputs=["in=/etc/hostname"], params=[]), "only --param values can be spliced"),
+    (dict(template="{w!words} true", params=["w=nice 'x,env"]), "cannot be split into words"),
+    (dict(template="echo {t}", params=["t=1"], configs=["a:t=1,,", "b:t=2"]), "is not key=value"),
+])
+def test_words_and_escape_mistakes_are_one_line_errors(kwargs, message):
+    with pytest.raises(UsageError) as err:
+        build_plan(**kwargs)
+    assert message in str(err.value) and "\n" not in str(err.value)
 
 
 def test_prepare_makes_fresh_directories_and_never_touches_existing_files(tmp_path):

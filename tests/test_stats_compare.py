@@ -171,3 +171,70 @@ def test_verdict_no_difference_gives_detectable_size():
 def test_verdict_needs_two_runs_each():
     c = S.compare("a", [1.0], "b", [1.0, 2.0])
     assert c.p_value is None and "not enough successful runs" in c.verdict
+
+
+# -- the verdict's rule: significant only when the test and the interval agree -----------------------------------
+
+def test_verdict_rule_test_and_interval_agree_on_a_difference():
+    c = S.compare("B", [1.1, 1.11, 1.09, 1.12, 1.08, 1.1, 1.11, 1.09, 1.1, 1.1], "A",
+                  [1.0, 1.01, 0.99, 1.02, 0.98, 1.0, 1.01, 0.99, 1.0, 1.0], seed=3)
+    assert c.outcome == "slower" and c.significant and c.ci_excludes_zero
+    assert c.p_value < S.ALPHA and 0 < c.rel_ci_low < c.rel_diff < c.rel_ci_high
+    assert c.verdict == (f"B is 10.0% slower than A (p < 0.001, 10 runs each); median +10.0% "
+                         f"[{S._spct(c.rel_ci_low)}, {S._spct(c.rel_ci_high)}]")
+
+
+def test_verdict_rule_neither_finds_a_difference():
+    c = S.compare("B", [1.02, 1.18, 0.92, 1.08, 1.04, 0.96, 1.01, 1.12, 0.88, 0.99], "A",
+                  [1.0, 1.2, 0.9, 1.1, 1.05, 0.95, 1.0, 1.15, 0.85, 1.0], seed=3)
+    assert c.outcome == "no difference" and not c.significant and not c.ci_excludes_zero
+    assert c.p_value >= S.ALPHA and c.rel_ci_low < 0 < c.rel_ci_high
+    assert "B vs A: no significant difference (p = 0.97, 10 runs each); median +1.5% [-" in c.verdict
+
+
+def test_verdict_rule_test_significant_but_interval_includes_zero_is_inconclusive():
+    # the "11.0% ± 13.0% slower (p = 0.050)" case: the U test finds a difference, the interval reaches 0
+    c = S.compare("B", [1.0, 1.5, 1.5, 1.5, 1.5, 1.5, 1.6, 1.6, 1.6, 1.6], "A",
+                  [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.5, 1.5, 1.5, 1.5], seed=3)
+    assert c.p_value < S.ALPHA and c.rel_ci_low <= 0 <= c.rel_ci_high
+    assert c.outcome == "inconclusive" and c.significant is False and c.ci_excludes_zero is False
+    assert c.verdict.startswith("B vs A: inconclusive: the test and the interval disagree; add runs (p = 0.008, ")
+    assert "slower" not in c.verdict and "faster" not in c.verdict
+    assert "the smallest difference these runs could detect is" in c.verdict
+
+
+def test_verdict_rule_interval_excludes_zero_but_test_cannot_is_inconclusive():
+    # three runs each: the exact two-sided U test cannot go below p = 0.1, the percentile interval excludes 0
+    c = S.compare("B", [1.1, 1.11, 1.12], "A", [1.0, 1.01, 1.02], seed=3)
+    assert c.p_value == pytest.approx(0.1) and c.rel_ci_low > 0
+    assert c.outcome == "inconclusive" and c.significant is False and c.ci_excludes_zero is True
+    assert "inconclusive: the test and the interval disagree; add runs (p = 0.10, 3 runs each); median +9.9% [+" \
+        in c.verdict
+
+
+def test_verdict_shows_an_asymmetric_interval_as_it_is():
+    # a few very slow runs: the interval of the difference is far from symmetric around the estimate
+    base = [1.0, 1.02, 0.98, 1.01, 0.99, 1.0, 1.03, 0.97]
+    other = [1.9, 2.0, 1.95, 2.05, 8.0, 8.5, 1.97, 7.9]
+    c = S.compare("B", other, "A", base, seed=3)
+    assert c.outcome == "slower" and c.significant
+    assert c.rel_ci_high - c.rel_diff > 3 * (c.rel_diff - c.rel_ci_low)  # asymmetric
+    assert "±" not in c.verdict
+    assert c.verdict.endswith(f"; median {S._spct(c.rel_diff)} [{S._spct(c.rel_ci_low)}, {S._spct(c.rel_ci_high)}]")
+
+
+def test_format_p_never_rounds_across_the_threshold():
+    assert S.format_p(0.0497) == "p = 0.0497" and S.format_p(0.0502) == "p = 0.0502"
+    assert S.format_p(0.012) == "p = 0.012" and S.format_p(0.2) == "p = 0.20" and S.format_p(0.0001) == "p < 0.001"
+
+
+@pytest.mark.parametrize("p,lo,hi,rel,outcome", [
+    (0.01, 0.05, 0.2, 0.1, "slower"),
+    (0.01, -0.2, -0.05, -0.1, "faster"),
+    (0.3, -0.1, 0.1, 0.01, "no difference"),
+    (0.01, -0.01, 0.2, 0.1, "inconclusive"),
+    (0.3, 0.05, 0.2, 0.1, "inconclusive"),
+    (0.01, 0.05, 0.2, -0.01, "inconclusive"),  # the interval and the estimate are on different sides
+])
+def test_decide_is_one_rule(p, lo, hi, rel, outcome):
+    assert S.decide(p, rel, lo, hi)[0] == outcome

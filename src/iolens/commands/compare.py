@@ -32,8 +32,8 @@ def _locations(plan) -> dict[str, dict]:
             if loc.raw in out:
                 continue
             m = mount_of(loc.path) or {}
-            out[loc.raw] = {"path": loc.path, "kind": loc.kind, "lab": loc.lab, "mountpoint": m.get("mountpoint"),
-                            "fstype": m.get("fstype"), "source": m.get("source")}
+            out[loc.raw] = {"path": loc.path, "kind": loc.kind, "lab": loc.lab, "emulated": loc.emulated,
+                            "mountpoint": m.get("mountpoint"), "fstype": m.get("fstype"), "source": m.get("source")}
     return out
 
 
@@ -52,10 +52,12 @@ def _raise_terminate(signum, _frame):
 @click.option("--place", "places", multiple=True, metavar="NAME=LOC[,LOC...]",
               help="Output/temp locations for {NAME}: directories (a fresh directory is made in each per run) "
                    "or a device like /dev/null. {NAME:file} is LOC/.../file, or the device itself.")
-@click.option("--param", "params", multiple=True, metavar="NAME=V[,V...]", help="Literal values for {NAME}.")
+@click.option("--param", "params", multiple=True, metavar="NAME=V[,V...]",
+              help="Literal values for {NAME} (one quoted word); {NAME!words} splices a value as several words, for "
+                   "wrappers like 'nice -n 5'. In every value list, \\, is a comma inside a value.")
 @click.option("--config", "configs", multiple=True, metavar="NAME:key=val,...",
               help="An explicit configuration instead of the matrix (keys declared with --input/--place/--param, "
-                   "or strategy=direct|stage).")
+                   "or strategy=direct|stage); \\, is a comma inside a value.")
 @click.option("--strategy", "strategies", multiple=True, metavar="direct,stage",
               help="direct: inputs in place; stage: copy inputs to --scratch, run there, copy outputs back "
                    "(each step timed). Both = a dimension. [default: direct]")
@@ -95,7 +97,8 @@ def compare(template, inputs, places, params, configs, strategies, scratch, base
             quiet, force):
     """Run TEMPLATE in every placement configuration, interleaved, and compare them with statistics.
 
-    TEMPLATE is a shell command with {NAME} placeholders ({{ and }} for literal braces). Each run's wall,
+    TEMPLATE is a shell command with {NAME} placeholders ({{ and }} for literal braces; {NAME!words} for a
+    --param value spliced as several words, e.g. a wrapper 'taskset -c 0\\,1'). Each run's wall,
     user and sys time, peak RSS, exit status and bytes read/written (command and children) are recorded;
     failed runs are reported with their stderr and left out of the statistics.
 
@@ -180,7 +183,10 @@ def compare(template, inputs, places, params, configs, strategies, scratch, base
                 metrics["comparison"] = next((c for c in rep["comparisons"] if c["name"] == r["name"]), None)
                 store.add_result(run_id, r["name"], metrics, target=" ".join(f"{k}={v}" for k, v in
                                                                             r["parameters"].items()),
-                                 cache_state=settings.cache, provenance={"strategy": r["strategy"]})
+                                 cache_state=settings.cache,
+                                 provenance={"strategy": r["strategy"], "emulated": r["emulated"],
+                                             "lab_targets": r["lab_targets"],
+                                             "emulated_targets": r["emulated_targets"]})
             rep["store"] = {"db": str(store.path), "run_id": run_id}
 
     render_compare(rep, out_console)

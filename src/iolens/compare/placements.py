@@ -1,7 +1,11 @@
-"""The command template, its placeholders and the configurations to compare (parse and validate; no running).
+r"""The command template, its placeholders and the configurations to compare (parse and validate; no running).
 
-A placeholder is `{name}` or `{name:file}`; `{{` and `}}` are literal braces, and any other brace is left as
-it is (so `awk '{print $1}'` needs no escaping).  Each name has a role:
+A placeholder is `{name}`, `{name:file}` or `{name!words}`; `{{` and `}}` are literal braces, and any other
+brace is left as it is (so `awk '{print $1}'` needs no escaping).  `{name}` is one shell word (the value,
+quoted); `{name!words}` splits a --param value into words as the shell would (quotes group) and splices each
+as a quoted word, so a wrapper such as `nice -n 5` or `taskset -c 0,1` runs as a command.  In the value lists
+of --input/--place/--param and in --config, `\,` is a comma inside a value and `\\` a backslash.
+Each name has a role:
 
 - input: a file or directory the command reads (`--input`), used in place or staged;
 - place: an output/temp location (`--place`): a directory, in which a fresh directory is made per run, or a
@@ -16,14 +20,18 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import shlex
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from iolens import lab
 from iolens.errors import UsageError
 
 STRATEGIES = ("direct", "stage")
 ROLES = ("input", "place", "param")
-TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)(?::([^{}\s]*))?\}")
+TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)(?::([^{}\s]*)|!([A-Za-z]*))?\}")
+CONVERSIONS = ("words",)
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -31,6 +39,7 @@ NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 class Placeholder:
     name: str
     file: str | None  # the part after ':' in {name:file}
+    words: bool = False  # {name!words}: the value split into shell words, each quoted
 
 
 def parse_template(template: str) -> list[str | Placeholder]:
@@ -48,10 +57,13 @@ def parse_template(template: str) -> list[str | Placeholder]:
         else:
             parts.append("".join(buf))
             buf = []
-            f = m.group(2)
+            f, conv = m.group(2), m.group(3)
             if f is not None and (f == "" or "/" in f or f in (".", "..")):
                 raise UsageError(f"placeholder {tok}: the part after ':' must be a file name, like {{out:aln.sam}}")
-            parts.append(Placeholder(m.group(1), f))
+            if conv is not None and conv not in CONVERSIONS:
+                raise UsageError(f"placeholder {tok}: the only form after '!' is {{{m.group(1)}!words}}, which "
+                                 "splices a --param value as several words")
+            parts.append(Placeholder(m.group(1), f, conv == "words"))
         pos = m.end()
     buf.append(template[pos:])
     parts.append("".join(buf))
@@ -74,6 +86,7 @@ class Location:
     path: str  # local path (after lab: resolution)
     kind: str  # "dir", "file" or "device"
     lab: str | None = None  # the lab target's name when raw is lab:NAME[/sub/path]
+    emulated: bool = False  # the lab target emulates other storage (its limits are applied)
 
 
 @dataclass
@@ -99,14 +112,36 @@ class Plan:
     dimensions: list[str]  # keys that vary between configurations
 
 
+def split_values(text: str) -> list[str]:
+    r"""Split at commas: `\,` is a comma inside a value and `\\` a backslash; any other backslash stays as it is."""
+    out: list[str] = []
+    cur: list[str] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and text[i + 1 : i + 2] in (",", "\\"):
+            cur.append(text[i + 1])
+            i += 2
+            continue
+        if c == ",":
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+        i += 1
+    out.append("".join(cur))
+    return out
+
+
 def split_assignment(opt: str, text: str) -> tuple[str, list[str]]:
     key, eq, vals = text.partition("=")
     key = key.strip()
     if not eq or not NAME.match(key) or vals == "":
         raise UsageError(f"{opt} {text!r}: write {opt} NAME=VALUE[,VALUE...], e.g. {opt} out=/dev/null,/scratch")
-    values = [v for v in vals.split(",")]
+    values = split_values(vals)
     if any(v == "" for v in values):
-        raise UsageError(f"{opt} {text!r} has an empty value; remove the extra comma")
+        raise UsageError(f"{opt} {text!r} has an empty value; remove the extra comma (write \\, for a comma "
+                         "inside a value)")
     if len(set(values)) != len(values):
         raise UsageError(f"{opt} {text!r} lists a value twice")
     return key, values
@@ -118,11 +153,11 @@ def parse_config(text: str) -> tuple[str, dict[str, str]]:
     if not colon or not name or "=" in name:
         raise UsageError(f"--config {text!r}: write --config NAME:key=value,key=value (NAME labels the configuration)")
     values: dict[str, str] = {}
-    for item in rest.split(","):
+    for item in split_values(rest):
         key, eq, val = item.partition("=")
         key = key.strip()
         if not eq or not NAME.match(key) or val == "":
-            raise UsageError(f"--config {text!r}: {item!r} is not key=value")
+            raise UsageError(f"--config {text!r}: {item!r} is not key=value (write \\, for a comma inside a value)")
         if key in values:
             raise UsageError(f"--config {text!r} sets {key} twice")
         values[key] = val
@@ -130,33 +165,30 @@ def parse_config(text: str) -> tuple[str, dict[str, str]]:
 
 
 def resolve_lab(value: str) -> str:
-    """lab:NAME -> a local path, through `iolens lab` when this iolens has it."""
-    import importlib
-
-    try:
-        lab = importlib.import_module("iolens.lab")  # through sys.modules, so tests can stand in for it
-    except ImportError:
-        lab = None
-    resolve = getattr(lab, "resolve_target", None)
-    if resolve is None:
-        raise UsageError(f"{value}: lab: placements need `iolens lab`, which this iolens does not have; "
-                         "give a path instead")
+    """lab:NAME[/sub/path] -> a local path, through `iolens lab`."""
     spec, _slash, sub = value.partition("/")  # lab:NAME/sub/path -> inside the target's directory
     try:
-        base = str(resolve(spec))
-    except UsageError:
-        raise
+        base = str(lab.resolve_target(spec))
     except (KeyError, LookupError, OSError) as err:
         raise UsageError(f"{value}: {err}; start it with `iolens lab up` or check `iolens lab status`") from None
     return os.path.join(base, sub) if sub else base
 
 
+def _lab_emulated(name: str) -> bool:
+    try:
+        return bool(lab.lookup(name).emulated)
+    except UsageError:
+        return False  # not in this catalogue (resolve_target said where it is)
+
+
 def resolve_location(key: str, role: str, raw: str) -> Location:
     lab_name = None
     path = raw
+    emulated = False
     if raw.startswith("lab:"):
         lab_name = raw[4:].partition("/")[0]
         path = resolve_lab(raw)
+        emulated = _lab_emulated(lab_name)
     path = os.path.expanduser(path)
     try:
         st = os.stat(path)
@@ -184,21 +216,12 @@ def resolve_location(key: str, role: str, raw: str) -> Location:
                              "directory in it for every run) or a device like /dev/null; give input files with --input")
         if kind == "dir" and not os.access(path, os.W_OK | os.X_OK):
             raise UsageError(f"--place {key}={raw}: directory is not writable; choose another location")
-    return Location(raw=raw, path=path, kind=kind, lab=lab_name)
+    return Location(raw=raw, path=path, kind=kind, lab=lab_name, emulated=emulated)
 
 
-def _label(value: str) -> str:
-    return value
-
-
-def build_plan(template: str, *, inputs: list[str] = (), places: list[str] = (), params: list[str] = (),
-               strategies: list[str] | None = None, configs: list[str] = (), baseline: str | None = None) -> Plan:
-    """Validate everything the user gave and expand it into named configurations."""
-    if not template.strip():
-        raise UsageError("the command template is empty; give the command to run, e.g. 'sort -o {out:x} {in}'")
-    parts = parse_template(template)
-    used = placeholder_names(parts)
-
+def _declare(inputs: list[str], places: list[str], params: list[str]
+             ) -> tuple[dict[str, str], dict[str, list[str]], list[str]]:
+    """--input/--place/--param -> (name -> role, name -> values, names in the order given)."""
     roles: dict[str, str] = {}
     declared: dict[str, list[str]] = {}
     order: list[str] = []
@@ -212,13 +235,18 @@ def build_plan(template: str, *, inputs: list[str] = (), places: list[str] = (),
             roles[key] = role
             declared[key] = values
             order.append(key)
+    return roles, declared, order
 
-    strategy_values = list(strategies) if strategies else ["direct"]
-    for s in strategy_values:
+
+def _check_strategies(strategies: Sequence[str] | None) -> list[str]:
+    values = list(strategies) if strategies else ["direct"]
+    for s in values:
         if s not in STRATEGIES:
             raise UsageError(f"--strategy {s}: choose from {', '.join(STRATEGIES)}")
+    return values
 
-    explicit = [parse_config(c) for c in configs]
+
+def _check_configs(explicit: list[tuple[str, dict[str, str]]], roles: dict[str, str]) -> None:
     for _name, values in explicit:
         for key, val in values.items():
             if key == "strategy":
@@ -229,6 +257,8 @@ def build_plan(template: str, *, inputs: list[str] = (), places: list[str] = (),
                 raise UsageError(f"--config sets {key}, which has no role; declare it with --input {key}=..., "
                                  f"--place {key}=... or --param {key}=...")
 
+
+def _check_placeholders(parts: list[str | Placeholder], used: list[str], roles: dict[str, str]) -> None:
     for key in used:
         if key not in roles:
             raise UsageError(f"the template uses {{{key}}}, but nothing gives it a value; add --input, --place or "
@@ -239,46 +269,73 @@ def build_plan(template: str, *, inputs: list[str] = (), places: list[str] = (),
     for p in parts:
         if isinstance(p, Placeholder) and p.file is not None and roles[p.name] == "param":
             raise UsageError(f"{{{p.name}:{p.file}}}: only inputs and places take a file name")
+        if isinstance(p, Placeholder) and p.words and roles[p.name] != "param":
+            raise UsageError(f"{{{p.name}!words}}: only --param values can be spliced as words; "
+                             f"{p.name} is a path, write {{{p.name}}}")
 
-    # the raw configurations: name -> values
+
+def _check_words(parts: list[str | Placeholder], raw: list[tuple[str, dict[str, str]]]) -> None:
+    """Every value spliced by {name!words} must split into shell words."""
+    for name in {p.name for p in parts if isinstance(p, Placeholder) and p.words}:
+        for value in {values[name] for _n, values in raw}:
+            try:
+                shlex.split(value)
+            except ValueError as err:
+                raise UsageError(f"{name}={value!r} cannot be split into words for {{{name}!words}} ({err}); "
+                                 "close the quote") from None
+
+
+def _explicit_configurations(explicit: list[tuple[str, dict[str, str]]], order: list[str],
+                             declared: dict[str, list[str]], strategy_values: list[str], several_strategies: bool
+                             ) -> tuple[list[tuple[str, dict[str, str]]], list[str]]:
+    """--config: each configuration is the declared defaults overridden by its own values."""
+    multi = [k for k in order if len(declared[k]) > 1]
+    if multi:
+        raise UsageError(f"--config and several values for {multi[0]} cannot be combined; give the matrix "
+                         "with --input/--place/--param or the configurations with --config, not both")
+    if several_strategies:
+        raise UsageError("--config and --strategy direct,stage cannot be combined; set strategy= in each --config")
+    names = [n for n, _v in explicit]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise UsageError(f"two configurations are named {sorted(dup)[0]}; give each a different NAME")
     raw: list[tuple[str, dict[str, str]]] = []
-    if explicit:
-        multi = [k for k in order if len(declared[k]) > 1]
-        if multi:
-            raise UsageError(f"--config and several values for {multi[0]} cannot be combined; give the matrix "
-                             "with --input/--place/--param or the configurations with --config, not both")
-        if strategies and len(strategy_values) > 1:
-            raise UsageError("--config and --strategy direct,stage cannot be combined; set strategy= in each --config")
-        names = [n for n, _v in explicit]
-        dup = {n for n in names if names.count(n) > 1}
-        if dup:
-            raise UsageError(f"two configurations are named {sorted(dup)[0]}; give each a different NAME")
-        for name, values in explicit:
-            full = {k: declared[k][0] for k in order if declared[k]}
-            full["strategy"] = strategy_values[0]
-            full.update(values)
-            raw.append((name, full))
-        dims = [k for k in [*order, "strategy"] if len({v[k] for _n, v in raw}) > 1]
-    else:
-        keys = sorted(order, key=used.index)
-        axes = [declared[k] for k in keys] + [strategy_values]
-        dims = [k for k, vals in zip([*keys, "strategy"], axes) if len(vals) > 1]
-        for combo in itertools.product(*axes):
-            values = dict(zip([*keys, "strategy"], combo))
-            if dims:
-                if len(dims) == 1:
-                    name = _label(values[dims[0]])
-                else:
-                    name = " ".join(f"{k}={_label(values[k])}" for k in dims)
-            else:
-                name = "command"
-            raw.append((name, values))
-        seen: dict[str, int] = {}
-        for i, (name, values) in enumerate(raw):
-            if name in seen:
-                raw[i] = (f"{name} #{i + 1}", values)
-            seen[name] = i
+    for name, values in explicit:
+        full = {k: declared[k][0] for k in order if declared[k]}
+        full["strategy"] = strategy_values[0]
+        full.update(values)
+        raw.append((name, full))
+    dims = [k for k in [*order, "strategy"] if len({v[k] for _n, v in raw}) > 1]
+    return raw, dims
 
+
+def _matrix_configurations(order: list[str], used: list[str], declared: dict[str, list[str]],
+                           strategy_values: list[str]) -> tuple[list[tuple[str, dict[str, str]]], list[str]]:
+    """The full product of the values, in template order; named by the values that vary."""
+    keys = sorted(order, key=used.index)
+    axes = [declared[k] for k in keys] + [strategy_values]
+    dims = [k for k, vals in zip([*keys, "strategy"], axes) if len(vals) > 1]
+    raw: list[tuple[str, dict[str, str]]] = []
+    for combo in itertools.product(*axes):
+        values = dict(zip([*keys, "strategy"], combo))
+        if not dims:
+            name = "command"
+        elif len(dims) == 1:
+            name = values[dims[0]]
+        else:
+            name = " ".join(f"{k}={values[k]}" for k in dims)
+        raw.append((name, values))
+    seen: dict[str, int] = {}
+    for i, (name, values) in enumerate(raw):
+        if name in seen:
+            raw[i] = (f"{name} #{i + 1}", values)
+        seen[name] = i
+    return raw, dims
+
+
+def _configurations(raw: list[tuple[str, dict[str, str]]], roles: dict[str, str],
+                    parts: list[str | Placeholder]) -> list[Configuration]:
+    """Resolve every location once (lab: targets included) and check {name:file} against what it is."""
     configurations: list[Configuration] = []
     cache: dict[tuple[str, str], Location] = {}
     for name, values in raw:
@@ -298,14 +355,40 @@ def build_plan(template: str, *, inputs: list[str] = (), places: list[str] = (),
                     raise UsageError(f"{{{p.name}:{p.file}}}: --input {p.name}={cfg.values[p.name]} is a file; "
                                      f"write {{{p.name}}}")
         configurations.append(cfg)
+    return configurations
 
+
+def _baseline(configurations: list[Configuration], baseline: str | None) -> str:
     if len(configurations) < 2:
         raise UsageError("only one configuration: give at least two values to --place/--input/--param/--strategy, "
                          "or two --config")
     names = [c.name for c in configurations]
     if baseline is None:
-        baseline = names[0]
-    elif baseline not in names:
+        return names[0]
+    if baseline not in names:
         raise UsageError(f"--baseline {baseline}: no such configuration; choose from {', '.join(names)}")
-    return Plan(template=template, parts=parts, roles=roles, configurations=configurations, baseline=baseline,
-                dimensions=dims)
+    return baseline
+
+
+def build_plan(template: str, *, inputs: Sequence[str] = (), places: Sequence[str] = (), params: Sequence[str] = (),
+               strategies: Sequence[str] | None = None, configs: Sequence[str] = (), baseline: str | None = None
+               ) -> Plan:
+    """Validate everything the user gave and expand it into named configurations."""
+    if not template.strip():
+        raise UsageError("the command template is empty; give the command to run, e.g. 'sort -o {out:x} {in}'")
+    parts = parse_template(template)
+    used = placeholder_names(parts)
+    roles, declared, order = _declare(list(inputs), list(places), list(params))
+    strategy_values = _check_strategies(strategies)
+    explicit = [parse_config(c) for c in configs]
+    _check_configs(explicit, roles)
+    _check_placeholders(parts, used, roles)
+    if explicit:
+        raw, dims = _explicit_configurations(explicit, order, declared, strategy_values,
+                                             bool(strategies) and len(strategy_values) > 1)
+    else:
+        raw, dims = _matrix_configurations(order, used, declared, strategy_values)
+    _check_words(parts, raw)
+    configurations = _configurations(raw, roles, parts)
+    return Plan(template=template, parts=parts, roles=roles, configurations=configurations,
+                baseline=_baseline(configurations, baseline), dimensions=dims)

@@ -47,6 +47,7 @@ def _profile_medians(runs: list[RunRecord]) -> dict[str, Any] | None:
 
 def config_result(plan: Plan, idx: int, runs: list[RunRecord], seed: int | None) -> dict[str, Any]:
     cfg = plan.configurations[idx]
+    locs = [*cfg.inputs.values(), *cfg.places.values()]
     counted = [r for r in runs if not r.warmup]
     ok = [r for r in counted if r.ok]
     failed = [r for r in counted if not r.ok]
@@ -105,14 +106,74 @@ def config_result(plan: Plan, idx: int, runs: list[RunRecord], seed: int | None)
         },
         "failures": [{"seq": r.seq, "exit_status": r.exit_status, "stderr_tail": r.stderr_tail} for r in failed],
         "profile": _profile_medians(ok),
+        "places_written": _places_written(runs),
+        "emulated": any(loc.emulated for loc in locs),
+        "lab_targets": sorted({loc.lab for loc in locs if loc.lab}),
+        "emulated_targets": sorted({loc.lab for loc in locs if loc.lab and loc.emulated}),
         "run_records": [r.to_dict() for r in runs],
     }
+
+
+def _places_written(runs: list[RunRecord]) -> dict[str, bool]:
+    """Directory place -> whether any run (warmups and failed runs too) created or changed anything there."""
+    out: dict[str, bool] = {}
+    for r in runs:
+        for key, written in (r.places_written or {}).items():
+            out[key] = out.get(key, False) or written
+    return out
+
+
+UNTESTED = "{key}: nothing was written there in any run; the comparison does not test it"
+
+
+def untested_places(plan: Plan, configs: list[dict[str, Any]], name: str, base: str) -> list[str]:
+    """Place keys whose value differs between two configurations although no run wrote anything there."""
+    a = next(c for c in configs if c["name"] == name)
+    b = next(c for c in configs if c["name"] == base)
+    out = []
+    for key, role in plan.roles.items():
+        if role != "place" or a["parameters"].get(key) == b["parameters"].get(key):
+            continue
+        seen = [c["places_written"][key] for c in (a, b) if key in c["places_written"]]
+        if seen and not any(seen):
+            out.append(key)
+    return out
+
+
+def _untested_warnings(plan: Plan, configs: list[dict[str, Any]]) -> list[str]:
+    """A warning per place key that varies but was never written: for all its directories, or per configuration."""
+    out = []
+    for key in plan.dimensions:
+        if plan.roles.get(key) != "place":
+            continue
+        dirs = [c for c in configs if key in c["places_written"]]
+        never = [c for c in dirs if not c["places_written"][key]]
+        if dirs and len(never) == len(dirs):
+            out.append(UNTESTED.format(key=key))
+        else:
+            out.extend(f"{c['name']}: " + UNTESTED.format(key=f"{key}={c['parameters'][key]}") for c in never)
+    return out
 
 
 def _short(text: str | None, n: int = 160) -> str:
     lines = [ln for ln in (text or "").strip().splitlines() if ln.strip()]
     last = lines[-1] if lines else "(no stderr)"
     return last if len(last) <= n else last[: n - 1] + "…"
+
+
+def first_run_advice(settings: Settings, methods: list[str]) -> str:
+    """Why a first counted run may be slow, and what to do, for the settings actually used."""
+    more = "add --warmup rounds" if settings.warmup else "use --warmup 1"
+    if settings.cache == "warm":
+        if settings.warmup:
+            return (f"not a cold page cache, since --warmup {settings.warmup} ran first; something else settled "
+                    f"after it (CPU frequency, the storage's first allocation): {more}")
+        return "page cache? use --warmup 1, or --cache cold to measure cold reads every time"
+    if "drop-caches" in methods and "fadvise" not in methods:
+        return ("not the page cache, which was dropped before every run; start-up effects (CPU frequency, the "
+                f"storage's first allocation, the program's first load from disk)? {more}")
+    return ("the inputs were evicted before every run (--cache cold), but the program, its libraries and the "
+            f"locations' metadata stay cached after the first run: {more}")
 
 
 def build_report(plan: Plan, settings: Settings, outcome: Outcome, *, provenance: dict[str, Any],
@@ -123,8 +184,15 @@ def build_report(plan: Plan, settings: Settings, outcome: Outcome, *, provenance
         by_name[r.config].append(r)
     configs = [config_result(plan, i, by_name[c.name], seed) for i, c in enumerate(plan.configurations)]
     base = next(c for c in configs if c["name"] == plan.baseline)
-    comparisons = [stats.compare(c["name"], c["times"], base["name"], base["times"], seed=seed).to_dict()
-                   for c in configs if c["name"] != base["name"]]
+    comparisons = []
+    for c in configs:
+        if c["name"] == base["name"]:
+            continue
+        comp = stats.compare(c["name"], c["times"], base["name"], base["times"], seed=seed).to_dict()
+        comp["untested"] = untested_places(plan, configs, c["name"], base["name"])
+        for key in comp["untested"]:
+            comp["verdict"] += "; " + UNTESTED.format(key=key)
+        comparisons.append(comp)
 
     warnings: list[str] = []
     for c in configs:
@@ -136,8 +204,7 @@ def build_report(plan: Plan, settings: Settings, outcome: Outcome, *, provenance
             warnings.append(f"{c['name']}: stopped after its first {c['runs']} runs all failed")
         if c["first_run_slow"]:
             warnings.append(f"{c['name']}: the first run was slow ({c['times'][0]:.3g} s vs median "
-                            f"{c['median']:.3g} s): page cache? use --warmup 1, or --cache cold to measure cold "
-                            "reads every time")
+                            f"{c['median']:.3g} s): {first_run_advice(settings, c['cache']['methods'])}")
         if c["outliers"]:
             runs = ", ".join(f"{o['wall_s']:.3g} s" for o in c["outliers"])
             warnings.append(f"{c['name']}: {len(c['outliers'])} outlier(s) by modified z-score ({runs}); "
@@ -147,6 +214,7 @@ def build_report(plan: Plan, settings: Settings, outcome: Outcome, *, provenance
             if not ok:
                 warnings.append(f"{name}: --precision {settings.precision:g}% not reached in --max-runs "
                                 f"{settings.max_runs} runs")
+    warnings.extend(_untested_warnings(plan, configs))
     if interrupted:
         warnings.append("interrupted: the statistics cover the runs that finished")
 

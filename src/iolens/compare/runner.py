@@ -21,8 +21,21 @@ from typing import Any, Callable
 
 from iolens.compare import stats
 from iolens.compare.placements import Configuration, Placeholder, Plan, parse_template
-from iolens.compare.strategies import Workspace, copy_in, copy_out, finish, prepare, render, transfer_method
+from iolens.compare.strategies import (
+    Workspace,
+    copy_in,
+    copy_out,
+    finish,
+    prepare,
+    render,
+    transfer_method,
+    written_places,
+)
 from iolens.errors import IolensError, UsageError
+from iolens.pagecache import drop_caches, fadvise_dontneed, make_cold, resident_bytes, resident_fraction
+
+__all__ = ["Settings", "Measured", "RunRecord", "Outcome", "Runner", "execute", "prepare_command", "drop_caches",
+           "fadvise_dontneed", "make_cold", "resident_bytes", "resident_fraction"]
 
 STDERR_TAIL = 2000  # bytes of stderr kept for a failed run
 GIVE_UP_AFTER = 3  # a configuration whose first runs all fail this often is not run again
@@ -82,12 +95,14 @@ class RunRecord:
     command: str
     stderr_tail: str | None = None
     profile: dict[str, Any] | None = None
+    places_written: dict[str, bool] | None = None  # directory place -> the command created or changed something there
+    place_bytes: dict[str, int] | None = None  # bytes left there (with --profile: written there, if more)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-# -- page cache -----------------------------------------------------------------------------------------------
+# -- the subreaper's prctl (the page cache is iolens.pagecache's) ---------------------------------------------
 
 _libc = None
 
@@ -96,90 +111,9 @@ def _lib():
     global _libc
     if _libc is None:
         lib = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-        lib.mmap.restype = ctypes.c_void_p
-        lib.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                             ctypes.c_long]
-        lib.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-        lib.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_ubyte)]
         lib.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
         _libc = lib
     return _libc
-
-
-def resident_bytes(path: str) -> tuple[int, int] | None:
-    """(bytes in the page cache, size) of one file, by mincore; None when it cannot be mapped."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        size = os.fstat(fd).st_size
-        if size == 0:
-            return 0, 0
-        lib = _lib()
-        addr = lib.mmap(None, size, 1, 1, fd, 0)  # PROT_READ, MAP_SHARED
-        if addr in (None, ctypes.c_void_p(-1).value):
-            return None
-        try:
-            page = os.sysconf("SC_PAGE_SIZE")
-            pages = (size + page - 1) // page
-            vec = (ctypes.c_ubyte * pages)()
-            if lib.mincore(addr, size, vec) != 0:
-                return None
-            resident = sum(b & 1 for b in bytes(vec))
-            return min(size, resident * page), size
-        finally:
-            lib.munmap(addr, size)
-    finally:
-        os.close(fd)
-
-
-def resident_fraction(files: list[str]) -> float | None:
-    total = have = 0
-    for f in files:
-        r = resident_bytes(f)
-        if r is None:
-            return None
-        have += r[0]
-        total += r[1]
-    return have / total if total else None
-
-
-def fadvise_dontneed(files: list[str]) -> None:
-    for f in files:
-        try:
-            fd = os.open(f, os.O_RDONLY)
-        except OSError:
-            continue
-        try:
-            try:
-                os.fdatasync(fd)  # dirty pages (a freshly written input) cannot be dropped
-            except OSError:
-                pass
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
-
-
-def drop_caches() -> bool:
-    """sync and drop the page cache, dentries and inodes (root only); False when not allowed."""
-    if os.geteuid() != 0:
-        return False
-    os.sync()
-    try:
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
-        return True
-    except OSError:
-        return False
-
-
-def make_cold(files: list[str], method: str) -> str:
-    """Evict the inputs; returns the method that worked."""
-    if method in ("auto", "drop-caches") and drop_caches():
-        return "drop-caches"
-    fadvise_dontneed(files)
-    return "fadvise"
 
 
 # -- one measured command -------------------------------------------------------------------------------------
@@ -381,7 +315,8 @@ class Runner:
                 if rec is not None:
                     rec.close()
                 raise
-            prof = self.profiler.finish(rec, m) if rec is not None else None
+            prof = self.profiler.finish(rec, m, dict(prep.place_dirs)) if rec is not None else None
+            places = self._places(prep, prof)
             ok = m.exit_status == 0
             if prep.strategy == "stage" and ok:
                 cout, cout_b = copy_out(prep)
@@ -397,9 +332,18 @@ class Runner:
             maxrss_bytes=m.maxrss_bytes, rchar=m.io["rchar"], wchar=m.io["wchar"], read_bytes=m.io["read_bytes"],
             write_bytes=m.io["write_bytes"], cache_mode=self.s.cache, cache_method=method,
             inputs_resident=resident, command=prep.command, stderr_tail=None if ok else m.stderr_tail, profile=prof,
+            places_written={k: w for k, (w, _b) in places.items()} if places else None,
+            place_bytes={k: b for k, (_w, b) in places.items()} if places else None,
         )
         self.seq += 1
         return rec
+
+    @staticmethod
+    def _places(prep, prof: dict[str, Any] | None) -> dict[str, tuple[bool, int]]:
+        """What the run did in each directory place: its own evidence, and the profiler's per-file writes."""
+        seen = written_places(prep)
+        profiled = (prof or {}).pop("place_bytes", None) or {}
+        return {k: (w or profiled.get(k, 0) > 0, max(b, profiled.get(k, 0))) for k, (w, b) in seen.items()}
 
     def _round(self, rnd: int, configs: list[tuple[int, Configuration]], warmup: bool) -> None:
         order = list(configs)
@@ -419,12 +363,13 @@ class Runner:
 
     def _imprecise(self) -> list[tuple[int, Configuration]]:
         out = []
+        precision = self.s.precision or 0.0  # only called with --precision
         for idx, cfg in enumerate(self.plan.configurations):
             if cfg.name in self.out.given_up or self.counts[cfg.name] >= self.s.max_runs:
                 continue
             times = [r.wall_s for r in self.out.records if r.config == cfg.name and r.ok and not r.warmup]
             d = stats.describe(times, seed=self.s.seed)
-            if d.ci_half_rel is None or d.ci_half_rel * 100 > self.s.precision:
+            if d.ci_half_rel is None or d.ci_half_rel * 100 > precision:
                 out.append((idx, cfg))
         return out
 

@@ -9,6 +9,11 @@ References:
   z-score 0.6745 (x - median) / MAD, outlier when |z| > 3.5; when MAD is 0 the mean absolute
   deviation scaled by 1.253314 is used instead (as IBM SPSS documents).
 - Minimum detectable difference: two-sample normal power formula, alpha 0.05 two-sided, power 0.8.
+
+The verdict follows one rule (docs/compare.md, "The verdict"): a difference is called significant only when
+the U test (p < 0.05) and the bootstrap interval of the difference (excluding 0, on the side of the estimate)
+agree; when neither finds one there is no significant difference; when they disagree the verdict says so.
+The interval is always shown as it is, never as a symmetric ±.
 """
 
 from __future__ import annotations
@@ -55,9 +60,11 @@ class Comparison:
     rel_ci_low: float | None
     rel_ci_high: float | None
     p_value: float | None
-    significant: bool | None
+    significant: bool | None  # the test and the interval agree that there is a difference
     detectable: float | None  # smallest relative difference these runs could detect
     verdict: str
+    ci_excludes_zero: bool | None = None  # the interval lies on one side of 0, the side of the estimate
+    outcome: str | None = None  # "faster", "slower", "no difference" or "inconclusive"; None: too few runs
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -176,14 +183,45 @@ def detectable_difference(base: Sequence[float], other: Sequence[float]) -> floa
 
 
 def format_p(p: float) -> str:
+    """p to three places; four near 0.05, so that rounding never moves p across the threshold."""
     if p < 0.001:
         return "p < 0.001"
+    if 0.0495 <= p < 0.0505:
+        return f"p = {p:.4f}"
     return f"p = {p:.3f}" if p < 0.1 else f"p = {p:.2f}"
 
 
 def _pct(v: float) -> str:
     v = abs(v) * 100
     return f"{v:.2f}%" if v < 1 else f"{v:.1f}%"
+
+
+def _spct(v: float) -> str:
+    """A signed relative difference: +97.5%, -7.4%."""
+    return ("-" if v < 0 else "+") + _pct(v)
+
+
+def interval_phrase(rel: float | None, lo: float, hi: float) -> str:
+    """The difference of medians and its 95% interval as they are: "median +97.5% [+65.0%, +781.0%]"."""
+    head = "" if rel is None else f" {_spct(rel)}"
+    return f"median{head} [{_spct(lo)}, {_spct(hi)}]"
+
+
+def decide(p: float, rel: float | None, lo: float, hi: float, alpha: float = ALPHA) -> tuple[str, bool]:
+    """The verdict's rule: (outcome, whether the interval excludes 0 on the side of the estimate).
+
+    "faster"/"slower" only when the test (p < alpha) and the interval agree; "no difference" when neither
+    finds one; "inconclusive" when they disagree (one finds a difference, the other does not).
+    """
+    side = 1 if lo > 0 else -1 if hi < 0 else 0
+    est = 0 if not rel else (1 if rel > 0 else -1)
+    excludes = side != 0 and side == est
+    test = p < alpha
+    if test and excludes:
+        return ("slower" if est > 0 else "faster"), True
+    if not test and side == 0:
+        return "no difference", False
+    return "inconclusive", excludes
 
 
 def _runs_phrase(n: int, nb: int) -> str:
@@ -203,15 +241,17 @@ def compare(name: str, times: Sequence[float], baseline: str, base_times: Sequen
     lo, hi = bootstrap_rel_diff_ci(base_times, times, seed=seed)
     _u, p = mann_whitney_u(times, base_times)
     det = detectable_difference(base_times, times)
-    sig = p < ALPHA
-    if sig and rel is not None and rel != 0:
-        half = (hi - lo) / 2
-        word = "faster" if rel < 0 else "slower"
-        verdict = (f"{name} is {_pct(rel)} ± {_pct(half)} {word} than {baseline} "
-                   f"({format_p(p)}, {_runs_phrase(n, nb)})")
+    outcome, excludes = decide(p, rel, lo, hi)
+    runs = f"{format_p(p)}, {_runs_phrase(n, nb)}"
+    interval = interval_phrase(rel, lo, hi)
+    tail = f"; the smallest difference these runs could detect is {_pct(det)}" if det is not None else ""
+    if outcome in ("faster", "slower"):
+        assert rel is not None
+        verdict = f"{name} is {_pct(rel)} {outcome} than {baseline} ({runs}); {interval}"
+    elif outcome == "no difference":
+        verdict = f"{name} vs {baseline}: no significant difference ({runs}); {interval}{tail}"
     else:
-        tail = f"; the smallest difference these runs could detect is {_pct(det)}" if det is not None else ""
-        verdict = (f"{name} vs {baseline}: no significant difference ({format_p(p)}, "
-                   f"{_runs_phrase(n, nb)}){tail}")
-        sig = False
-    return Comparison(name, baseline, n, nb, rel, lo, hi, p, sig, det, verdict)
+        verdict = (f"{name} vs {baseline}: inconclusive: the test and the interval disagree; add runs ({runs}); "
+                   f"{interval}{tail}")
+    return Comparison(name, baseline, n, nb, rel, lo, hi, p, outcome in ("faster", "slower"), det, verdict,
+                      ci_excludes_zero=excludes, outcome=outcome)

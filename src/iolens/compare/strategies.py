@@ -14,12 +14,13 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from iolens import lab
 from iolens.compare.placements import Configuration, Location, Placeholder
 from iolens.errors import IolensError, UsageError
 
 PREFIX = "iolens-compare-"
-S3_KINDS = ("s3fs", "rclone")  # lab targets that are an S3 bucket behind a FUSE mount
 
 
 @dataclass
@@ -27,7 +28,7 @@ class S3Side:
     """An S3 lab target reached through the S3 API (boto3), bypassing its mount."""
 
     target: str
-    client: object
+    client: Any  # a boto3 S3 client
     bucket: str
     mount: str
 
@@ -54,10 +55,7 @@ class Workspace:
         if loc.lab is None:
             return None
         if loc.lab not in self._s3:
-            from iolens import lab
-            from iolens.lab.catalog import lookup
-
-            if lookup(loc.lab).kind not in S3_KINDS:
+            if not lab.is_s3(loc.lab):
                 self._s3[loc.lab] = None
             else:
                 ep = lab.s3_endpoint(loc.lab)
@@ -115,6 +113,36 @@ class Prepared:
     final_dirs: list[Path] = field(default_factory=list)
     input_files: list[str] = field(default_factory=list)  # the source inputs, for cache eviction and residency
     bound: dict[str, tuple[str, bool]] = field(default_factory=dict)  # placeholder -> (value, is_dir)
+    place_dirs: dict[str, Path] = field(default_factory=dict)  # place key -> the fresh directory the command sees
+    place_stamps: dict[str, int | None] = field(default_factory=dict)  # its mtime (ns) as iolens left it
+
+
+# The fresh directory of a place gets an mtime well in the past, so that any entry the command creates or
+# removes in it (even a temp file it deletes before it exits) shows as a newer mtime: the kernel's coarse
+# timestamps could not tell a change within the same clock tick as the mkdir.
+STAMP_AGE_NS = 2_000_000_000
+
+
+def _stamp(d: Path) -> int | None:
+    t = time.time_ns() - STAMP_AGE_NS
+    try:
+        os.utime(d, ns=(t, t))
+        return os.stat(d).st_mtime_ns
+    except OSError:
+        return None  # some FUSE filesystems keep no times: then only what is left in it counts
+
+
+def written_places(prep: Prepared) -> dict[str, tuple[bool, int]]:
+    """Per directory place: (did the command create, remove or leave anything in it, bytes left in it)."""
+    out = {}
+    for key, d in prep.place_dirs.items():
+        try:
+            changed = prep.place_stamps.get(key) is not None and os.stat(d).st_mtime_ns != prep.place_stamps[key]
+            left = any(d.iterdir())
+        except OSError:
+            changed, left = True, False  # gone or unreadable: it was touched
+        out[key] = (changed or left, tree_size(d) if left else 0)
+    return out
 
 
 def input_files(cfg: Configuration) -> list[str]:
@@ -132,7 +160,8 @@ def render(parts: list[str | Placeholder], bound: dict[str, tuple[str, bool]]) -
     """The shell command: each placeholder replaced by its shell-quoted value.
 
     bound: name -> (value, is_directory).  {name:file} is value/file for a directory, else the value itself
-    (so {out:aln.sam} is /dev/null for out=/dev/null).
+    (so {out:aln.sam} is /dev/null for out=/dev/null).  {name!words} is the value split into shell words,
+    each quoted (so `nice -n 5` runs nice, and no shell syntax in a value is ever run).
     """
     out = []
     for p in parts:
@@ -140,6 +169,9 @@ def render(parts: list[str | Placeholder], bound: dict[str, tuple[str, bool]]) -
             out.append(p)
             continue
         value, is_dir = bound[p.name]
+        if p.words:
+            out.append(shlex.join(shlex.split(value)))
+            continue
         if p.file is not None and is_dir:
             value = os.path.join(value, p.file)
         out.append(shlex.quote(value))
@@ -174,11 +206,14 @@ def prepare(ws: Workspace, cfg: Configuration, cfg_index: int, run_no: int, part
         prep.final_dirs.append(final)
         if stage_dir is None:
             bound[key] = (str(final), True)
+            prep.place_dirs[key] = final
         else:
             staged = stage_dir / "out" / key
             staged.mkdir(parents=True)
             prep.copy_out.append((staged, final, ws.s3(loc)))
             bound[key] = (str(staged), True)
+            prep.place_dirs[key] = staged
+        prep.place_stamps[key] = _stamp(prep.place_dirs[key])
     prep.command = render(parts, bound)
     prep.bound = bound
     return prep
