@@ -223,7 +223,7 @@ def test_prepare_sees_the_runs_placeholders(tmp_path):
 
 def test_json_has_hyperfine_field_names_and_types(tmp_path):
     res, rep = compare(tmp_path, "true {t}", "--param", "t=1,2", "--runs", "2")
-    assert rep["tag"] == "iolens-compare" and rep["schema_version"] == [1, 0]
+    assert rep["tag"] == "iolens-compare" and rep["schema_version"] == [1, 1]
     hf = shutil.which("hyperfine")
     if hf is None:
         pytest.skip("hyperfine is not installed (Debian package hyperfine)")

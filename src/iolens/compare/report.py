@@ -15,7 +15,7 @@ from iolens.compare.placements import Plan
 from iolens.compare.runner import Outcome, RunRecord, Settings
 
 TAG = "iolens-compare"
-SCHEMA_VERSION = [1, 0]
+SCHEMA_VERSION = [1, 1]  # 1.1: outcome, ci_excludes_zero, places_written, place_bytes, untested, emulated
 
 
 def _median(xs: list[float | int | None]) -> float | None:
