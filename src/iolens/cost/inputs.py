@@ -95,8 +95,10 @@ def spec_for(key: str, snap: Snapshot, size_gb: float | None) -> Storage | None:
         raise UsageError(f"{key!r} is neither a priced option (like aws:ebs-gp3) nor a lab target with a price "
                          f"({', '.join(LAB_OPTIONS)})")
     st = parse_spec(key, snap)
-    if size_gb is not None and st.size_gb is None and st.option.billing in ("provisioned", "tiered"):
-        st = parse_spec(_with_size(key, size_gb), snap)
+    if st.size_gb is None and st.option.billing in ("provisioned", "tiered"):
+        size = size_gb if size_gb is not None else st.option.default_size_gb
+        if size is not None:
+            st = parse_spec(_with_size(key, size), snap)
     return st
 
 
