@@ -134,6 +134,11 @@ def test_compute_is_wall_time_and_local_nvme_brings_its_instance(snap):
     assert big.per_run == pytest.approx(0.5 * 1.8984)
 
 
+def test_local_nvme_cannot_drop_its_instance(snap):
+    with pytest.raises(PriceError, match="priced through its instance type"):
+        cost("nvme", [parse_spec("aws:ec2-instance-nvme", snap)], Usage(wall_s=60), Workload(), snap, "none")
+
+
 def test_local_nvme_held_all_month_keeps_the_instance_up(snap):
     c = cost("nvme", [parse_spec("aws:ec2-instance-nvme", snap)], Usage(wall_s=3600),
              Workload(runs_per_month=100, always=True), snap)

@@ -317,6 +317,9 @@ def choose_instance(storages: list[Storage], snap: Snapshot, instance: str | Non
     """The instance a configuration runs on: a local storage's own type, else --instance, else the default of the
     first storage's provider.  `none` = no compute charge."""
     local = [s for s in storages if s.option.billing == "local"]
+    if local and instance == "none":
+        raise PriceError(f"{local[0].spec} is priced through its instance type; --instance none would make it free: "
+                         "leave --instance out")
     if local:
         iid = local[0].instance or local[0].option.instance
         return snap.instance(iid) if iid else None
