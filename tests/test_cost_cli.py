@@ -205,3 +205,21 @@ def _shipped():
     from iolens.cost.prices import default_path
 
     return default_path()
+
+
+def test_capture_gives_the_operation_counts(tmp_path):
+    cap = tmp_path / "step.iolens"
+    script = "head -c 100 /dev/zero > f1 && head -c 20000000 /dev/zero > f2 && cat f2 > /dev/null"
+    res = iolens("profile", "-q", "-o", cap, "--", "sh", "-c", script, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    j = tmp_path / "c.json"
+    res = iolens("cost", "--option", "aws:s3-standard-ia=10", "--capture", cap, "--no-store", "--json", j)
+    assert res.returncode == 0, res.stderr
+    o = json.loads(j.read_text())["options"][0]
+    u = o["usage"]
+    # f1: one PUT; f2 (20 MB = 3 parts of 8 MiB): create + 3 parts + complete
+    assert u["write_requests"] == 6 and u["objects"] == 2
+    assert u["read_bytes"] == 20_000_000 and u["read_requests"] >= 3
+    stored = next(c for c in o["charges"] if "stored" in c["what"])
+    assert stored["quantity"] == pytest.approx((128 * 1024 + 20_000_000) / 2**30)  # f1 billed as 128 KB
+    assert "1 object raised to 128 KB" in stored["basis"]

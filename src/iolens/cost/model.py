@@ -216,7 +216,8 @@ def _stored_gb(st: Storage, use: Usage) -> tuple[float, str]:
     if min_b and use.object_sizes is not None and st.size_gb is None:
         billed = float(sum(max(s, min_b) for s in use.object_sizes))
         if billed > stored:
-            basis += f", {sum(1 for s in use.object_sizes if s < min_b)} objects raised to {o.min_object_kb:g} KB"
+            small = sum(1 for s in use.object_sizes if s < min_b)
+            basis += f", {small} object{'s' if small != 1 else ''} raised to {o.min_object_kb:g} KB"
         return max(billed, stored) / GB, basis
     if min_b and use.objects:
         billed = max(stored, use.objects * min_b)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 from rich.console import Console
@@ -27,7 +28,7 @@ def money(v: float | None) -> str:
         return f"${v:.2f}"
     if a >= 0.01:
         return f"${v:.3f}"
-    return f"${v:.2g}"
+    return f"${v:.{1 - math.floor(math.log10(a))}f}"  # two significant digits, never an exponent
 
 
 def rel(v: float | None) -> str:
