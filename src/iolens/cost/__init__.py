@@ -1,0 +1,1 @@
+"""`iolens cost`: measured time joined with storage and instance prices (prices, model, Pareto front)."""

@@ -1,0 +1,126 @@
+"""HTML export of a cost report: the time-vs-cost scatter with the Pareto front, the table, every charge.
+
+One self-contained file in the style of the compare page: plotly.js is inlined, nothing is fetched.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import plotly.graph_objects as go
+
+from iolens.render.compare_html import CSS
+from iolens.render.cost_text import PART_LABELS, money, rel
+from iolens.render.htmlsafe import esc
+from iolens.units import human_seconds
+
+EXTRA_CSS = """
+.best { font-weight: 600; } .dominated { color: #888; }
+details { margin: 0.4em 0; } summary { cursor: pointer; }
+"""
+
+
+def front_figure(rep: dict[str, Any]) -> go.Figure:
+    opts = rep["options"]
+    fig = go.Figure()
+    front = sorted((o for o in opts if o["on_front"]), key=lambda o: o["time_s"])
+    fig.add_trace(go.Scatter(x=[o["time_s"] for o in front], y=[o["per_run"] for o in front], mode="lines",
+                             line=dict(color="#2ca02c", dash="dot", width=2), name="Pareto front",
+                             hoverinfo="skip"))
+    for group, symbol, color, label in (
+            ([o for o in opts if o["best_value"]], "star", "#1a6d1a", "best value"),
+            ([o for o in opts if o["on_front"] and not o["best_value"]], "circle", "#1f77b4", "on the front"),
+            ([o for o in opts if not o["on_front"]], "circle-open", "#888888", "dominated")):
+        if not group:
+            continue
+        fig.add_trace(go.Scatter(
+            x=[o["time_s"] for o in group], y=[o["per_run"] for o in group], mode="markers+text", name=label,
+            text=[o["name"] for o in group], textposition="top center",
+            marker=dict(symbol=symbol, size=16 if symbol == "star" else 12, color=color, line=dict(width=1.5)),
+            hovertext=[f"{o['name']}: {human_seconds(o['time_s'])}, {money(o['per_run'])} per run, "
+                       f"{money(o['per_month'])} per month" + ("" if o["on_front"] else
+                                                               f" (dominated by {o['dominated_by']})")
+                       for o in group], hoverinfo="text"))
+    fig.update_layout(title="Time vs cost per run (down and left is better)", xaxis_title="wall time per run (s)",
+                      yaxis_title="USD per run", template="plotly_white", height=500,
+                      margin=dict(l=70, r=20, t=60, b=60))
+    fig.update_xaxes(rangemode="tozero")
+    fig.update_yaxes(rangemode="tozero")
+    return fig
+
+
+def parts_figure(rep: dict[str, Any]) -> go.Figure:
+    opts = rep["options"]
+    fig = go.Figure()
+    colors = ["#3182bd", "#9ecae1", "#fdae6b", "#e6550d", "#a1d99b", "#756bb1"]
+    for i, part in enumerate(PART_LABELS):
+        ys = [o["parts"][part] for o in opts]
+        if not any(ys):
+            continue
+        fig.add_trace(go.Bar(x=[o["name"] for o in opts], y=ys, name=PART_LABELS[part], marker_color=colors[i]))
+    fig.update_layout(barmode="stack", title="What each run pays for", yaxis_title="USD per run",
+                      template="plotly_white", height=400, margin=dict(l=70, r=20, t=60, b=80))
+    return fig
+
+
+def _table(rep: dict[str, Any]) -> str:
+    head = ["option", "priced as", "time", "$ per run", "$ per month", "time rel. to fastest",
+            "cost rel. to cheapest", "front"] + [PART_LABELS[p] for p in PART_LABELS]
+    out = ['<div style="overflow-x: auto"><table><tr>' + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr>"]
+    for o in rep["options"]:
+        priced = " + ".join(st["spec"] for st in o["storages"]) or "-"
+        if o["instance"]:
+            priced += f" on {o['instance']['type']}"
+        front = "best value" if o["best_value"] else ("on front" if o["on_front"] else
+                                                      f"dominated by {o['dominated_by']}")
+        cls = "best" if o["best_value"] else ("" if o["on_front"] else "dominated")
+        cells = [o["name"], priced, human_seconds(o["time_s"]), money(o["per_run"]), money(o["per_month"]),
+                 rel(o["time_rel"]), rel(o["cost_rel"]), front]
+        cells += [("-" if o["shares"][p] is None else f"{100 * o['shares'][p]:.0f}%") for p in PART_LABELS]
+        out.append(f'<tr class="{cls}">' + "".join(f"<td>{esc(v)}</td>" for v in cells) + "</tr>")
+    out.append("</table></div>")
+    return "\n".join(out)
+
+
+def _charges(rep: dict[str, Any]) -> str:
+    out = []
+    for o in rep["options"]:
+        rows = "".join(
+            "<tr>" + "".join(f"<td>{esc(v)}</td>" for v in (
+                c["what"], f"{c['quantity']:.4g} {c['unit']}", "tiered" if c["price"] is None else f"{c['price']:g}",
+                money(c["per_run"]), money(c["per_month"]), c["basis"])) + "</tr>" for c in o["charges"])
+        out.append(f"<details><summary>{esc(o['name'])}: {esc(money(o['per_run']))} per run</summary>"
+                   "<table><tr><th>charge</th><th>quantity</th><th>price</th><th>per run</th><th>per month</th>"
+                   f"<th>basis</th></tr>{rows}</table></details>")
+    return "\n".join(out)
+
+
+def render_html(rep: dict[str, Any]) -> bytes:
+    figs = [front_figure(rep), parts_figure(rep)]
+    divs = [f.to_html(full_html=False, include_plotlyjs=(i == 0), include_mathjax=False,
+                      config={"displaylogo": False}) for i, f in enumerate(figs)]
+    src, s, pr = rep["source"], rep["settings"], rep["prices"]
+    what = (f"compare run {src['run_id']}: <code>{esc(src['command_template'])}</code>" if src["run_id"] is not None
+            else "stated figures")
+    held = "all month" if s["always"] else ("for the run" if s["held_for_s"] is None else esc(s["held_for"]))
+    dated = f"retrieved {esc(pr['retrieved'])}" if pr["retrieved"] else f"as of {esc(pr['as_of'])}"
+    meta = (f"{s['runs_per_month']:g} runs per month, storage held {held}; prices {dated}"
+            f"{' (transcribed from the pricing pages)' if pr['transcribed'] else ''}, from {esc(pr['file'])}")
+    warnings = "\n".join(f'<p class="warn">warning: {esc(w)}</p>' for w in rep["warnings"])
+    notes = "\n".join(f'<p class="meta">note: {esc(n)}</p>' for n in rep["notes"])
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>iolens cost</title><style>{CSS}{EXTRA_CSS}</style></head>
+<body>
+<h1>iolens cost: {what}</h1>
+<p class="meta">{meta}</p>
+<p class="verdict sig">{esc(rep['verdict'])}</p>
+{warnings}
+{''.join(divs)}
+<h2>Options</h2>
+{_table(rep)}
+<h2>Every charge</h2>
+{_charges(rep)}
+{notes}
+</body></html>
+"""
+    return page.encode()

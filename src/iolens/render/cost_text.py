@@ -1,0 +1,89 @@
+"""Terminal rendering of a cost report (report dict -> rich tables)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from iolens.units import human_seconds
+
+PART_LABELS = {"storage": "storage", "provisioned": "IOPS/tput", "requests": "requests", "retrieval": "retrieval",
+               "data": "data moved", "compute": "compute"}
+
+
+def money(v: float | None) -> str:
+    """Dollars with enough digits for fractions of a cent."""
+    if v is None:
+        return "-"
+    a = abs(v)
+    if a == 0:
+        return "$0"
+    if a >= 100:
+        return f"${v:,.0f}"
+    if a >= 1:
+        return f"${v:.2f}"
+    if a >= 0.01:
+        return f"${v:.3f}"
+    return f"${v:.{1 - math.floor(math.log10(a))}f}"  # two significant digits, never an exponent
+
+
+def rel(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.0f}%"
+
+
+def _shares(o: dict[str, Any]) -> str:
+    parts = [(k, v) for k, v in o["shares"].items() if v]
+    parts.sort(key=lambda kv: -kv[1])
+    return ", ".join(f"{PART_LABELS[k]} {100 * v:.0f}%" for k, v in parts[:3]) or "-"
+
+
+def render_cost(rep: dict[str, Any], console: Console) -> None:
+    src = rep["source"]
+    title = "iolens cost" + (f": compare run {src['run_id']}" if src["run_id"] is not None else "")
+    if src["command_template"]:
+        title += f" ({src['command_template']})"
+    console.print(Text(title, style="bold"))
+    s = rep["settings"]
+    held = "all month" if s["always"] else ("for the run" if s["held_for_s"] is None else s["held_for"])
+    pr = rep["prices"]
+    dated = f"retrieved {pr['retrieved']}" if pr["retrieved"] else f"as of {pr['as_of']}"
+    console.print(f"  {s['runs_per_month']:g} runs per month, storage held {held}; prices {dated}"
+                  f"{' (transcribed)' if pr['transcribed'] else ''}")
+    t = Table(show_edge=False, pad_edge=False, title="Time and money per option (relative: to the fastest and to "
+              "the cheapest)", title_justify="left")
+    just: Literal["left", "right"]
+    for col, just in (("option", "left"), ("priced as", "left"), ("time", "right"), ("$ per run", "right"),
+                      ("$ per month", "right"), ("time rel.", "right"), ("cost rel.", "right"),
+                      ("front", "left"), ("largest parts", "left")):
+        t.add_column(col, justify=just, overflow="fold")
+    for o in rep["options"]:
+        priced = " + ".join(st["spec"] for st in o["storages"]) or "-"
+        if o["instance"]:
+            priced += f" on {o['instance']['type']}"
+        front = "best value" if o["best_value"] else (
+            "on front" if o["on_front"] else f"dominated by {o['dominated_by']}")
+        t.add_row(Text(o["name"], style="bold" if o["best_value"] else ""), priced, human_seconds(o["time_s"]),
+                  money(o["per_run"]), money(o["per_month"]), rel(o["time_rel"]), rel(o["cost_rel"]),
+                  Text(front, style="green" if o["on_front"] else "dim"), _shares(o))
+    console.print(t)
+    console.print(Text(rep["verdict"], style="bold"))
+    for w in rep["warnings"]:
+        console.print(Text(f"warning: {w}", style="yellow"))
+    for n in rep["notes"]:
+        console.print(Text(f"note: {n}", style="dim"))
+
+
+def render_charges(rep: dict[str, Any], console: Console) -> None:
+    """Every charge of every option (--details)."""
+    for o in rep["options"]:
+        t = Table(show_edge=False, pad_edge=False, title=o["name"], title_justify="left")
+        for col in ("charge", "quantity", "price", "per run", "per month", "basis"):
+            t.add_column(col, justify="left" if col in ("charge", "basis") else "right", overflow="fold")
+        for c in o["charges"]:
+            t.add_row(c["what"], f"{c['quantity']:.4g} {c['unit']}", "tiered" if c["price"] is None else
+                      f"{c['price']:g}", money(c["per_run"]), money(c["per_month"]), c["basis"])
+        console.print(t)
