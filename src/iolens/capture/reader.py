@@ -29,6 +29,9 @@ KNOWN_VERSION = {name: ver for name, (_kid, ver, _doc) in F.KINDS.items()}
 _TYPECHAR = {"u8": "B", "u32": "I", "u64": "Q"}
 _TYPESIZE = {"u8": 1, "u32": 4, "u64": 8}
 MAX_RECORD = 1 << 31
+# No counter, time (ns since 1970: 2^62 is the year 2116), size or offset the interposer writes reaches 2^62, so a
+# larger value is damage; keeping values below it also keeps the analysis's int64 sums from overflowing.
+MAX_VALUE = 1 << 62
 
 
 @dataclass
@@ -41,6 +44,7 @@ class Layout:
     fields: list[tuple[str, str, int, int]]
     _struct: struct.Struct | None = None
     _build: Any = None
+    _ints: bool = True  # every value is an integer (no u8 text), so one max() checks the range
 
     def compile(self) -> None:
         fmt, items, pos, i = ["<"], [], 0, 0
@@ -75,12 +79,16 @@ class Layout:
                 items.append(f"{name!r}: " + ("0" if count == 1 else f"(0,) * {count}"))
         self._struct = struct.Struct("".join(fmt))
         # one dict display per record is much faster than a loop over fields
+        self._ints = all(f[1] != "u8" for f in self.fields)
         self._build = eval("lambda v: {" + ", ".join(items) + "}")  # noqa: S307 - built from field names
 
     def decode(self, buf: bytes | memoryview, offset: int = 0) -> dict[str, Any]:
         if self._struct is None:
             self.compile()
-        return self._build(self._struct.unpack_from(buf, offset))
+        v = self._struct.unpack_from(buf, offset)
+        if self._ints and v and max(v) >= MAX_VALUE:
+            raise ValueError(f"a {self.kind} value is out of range")
+        return self._build(v)
 
 
 def current_layouts() -> dict[str, Layout]:
@@ -334,6 +342,20 @@ def _event_dtype(layout: Layout) -> np.dtype:
     return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": layout.size})
 
 
+_EVENT_DTYPE = _event_dtype(_CURRENT["EVENT"])
+
+
+def _upgrade_events(ev: np.ndarray) -> np.ndarray:
+    """Events in the current EVENT layout: fields an older (or damaged) layout lacks are zero."""
+    if ev.dtype == _EVENT_DTYPE:
+        return ev
+    out = np.zeros(len(ev), dtype=_EVENT_DTYPE)
+    for name in _EVENT_DTYPE.names:
+        if name in (ev.dtype.names or ()):
+            out[name] = ev[name]
+    return out
+
+
 class _Decoder:
     """Decodes records in order; SCHEMA changes the layouts for the records after it."""
 
@@ -381,7 +403,11 @@ class _Decoder:
             f["path"] = bytes(payload[lay.size : lay.size + f["path_len"]]).decode("utf-8", "surrogateescape")
             self.cur.files.append(f)
         elif kind == "TIMELINE":
-            self.cur.timeline = self.layout("TIMELINE", rec).decode(payload)
+            t = self.layout("TIMELINE", rec).decode(payload)
+            if not (t["nbins"] <= len(t["bytes_read"]) and t["nbins"] * len(F.CATEGORIES) <= len(t["count"])
+                    and t["shift"] < 63):
+                raise ValueError("TIMELINE bins or width are impossible")
+            self.cur.timeline = t
         elif kind == "CHILD":
             self.cur.children.append(self.layout("CHILD", rec).decode(payload))
         elif kind == "TRACE":
@@ -442,7 +468,10 @@ class _Decoder:
             self.walk.bad(rec.offset, f"TRACE record decompresses to {len(raw)} of its {size} bytes")
             return
         usable = len(raw) - len(raw) % lay.size
-        ev = np.frombuffer(raw[:usable], dtype=_event_dtype(lay))
+        ev = _upgrade_events(np.frombuffer(raw[:usable], dtype=_event_dtype(lay)))
+        for name in ev.dtype.names:
+            if len(ev) and int(ev[name].max()) >= MAX_VALUE:
+                raise ValueError(f"an EVENT {name} is out of range")
         cur = self.cur
         cur.events = ev if cur.events is None else np.concatenate([cur.events, ev])
 
