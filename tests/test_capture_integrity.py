@@ -107,7 +107,8 @@ def test_twenty_thousandth_of_the_mutant_run(sealed):
     """A slice of benchmarks/fuzz_capture.py mutants: none missed, no traceback."""
     rnd = random.Random(3)
     orig = fingerprint(decode(sealed, "c"))
-    verdicts = [classify(orig, mutate(sealed, rnd, kind)) for _ in range(200) for kind in ("truncate", "insert", "flip")]
+    kinds = ("truncate", "insert", "flip")
+    verdicts = [classify(orig, mutate(sealed, rnd, kind)) for _ in range(200) for kind in kinds]
     assert verdicts.count("detected") == len(verdicts)
 
 

@@ -74,7 +74,7 @@ class Layout:
             fmt.append(f"{self.size - pos}x")
         # fields this (older) layout lacks, filled with zero so readers see every current key
         have = {f[0] for f in self.fields}
-        for name, _typ, count, _off in cur.fields if known else []:
+        for name, _typ, count, _off in cur.fields if known and cur is not None else []:
             if name not in have:
                 items.append(f"{name!r}: " + ("0" if count == 1 else f"(0,) * {count}"))
         self._struct = struct.Struct("".join(fmt))
@@ -85,6 +85,7 @@ class Layout:
     def decode(self, buf: bytes | memoryview, offset: int = 0) -> dict[str, Any]:
         if self._struct is None:
             self.compile()
+        assert self._struct is not None
         v = self._struct.unpack_from(buf, offset)
         if self._ints and v and max(v) >= MAX_VALUE:
             raise ValueError(f"a {self.kind} value is out of range")
@@ -255,7 +256,8 @@ class _Walk:
             if end - pos != REC_HDR.size + CHECK.size:
                 self.bad(pos, f"damaged CHECK record (size {end - pos - REC_HDR.size})")
                 return
-            c_seq, c_start, c_records, c_procs, _parts, c_flags, c_crc = CHECK.unpack_from(self.data, pos + REC_HDR.size)
+            c_seq, c_start, c_records, c_procs, _parts, c_flags, c_crc = CHECK.unpack_from(
+                self.data, pos + REC_HDR.size)
             if crc32c(self.view[start : end - 4]) != c_crc:
                 self.bad(start, f"checksum mismatch in block {seq} (bytes {start} to {end})")
                 return
@@ -350,7 +352,7 @@ def _upgrade_events(ev: np.ndarray) -> np.ndarray:
     if ev.dtype == _EVENT_DTYPE:
         return ev
     out = np.zeros(len(ev), dtype=_EVENT_DTYPE)
-    for name in _EVENT_DTYPE.names:
+    for name in _EVENT_DTYPE.names or ():
         if name in (ev.dtype.names or ()):
             out[name] = ev[name]
     return out
@@ -469,7 +471,7 @@ class _Decoder:
             return
         usable = len(raw) - len(raw) % lay.size
         ev = _upgrade_events(np.frombuffer(raw[:usable], dtype=_event_dtype(lay)))
-        for name in ev.dtype.names:
+        for name in ev.dtype.names or ():
             if len(ev) and int(ev[name].max()) >= MAX_VALUE:
                 raise ValueError(f"an EVENT {name} is out of range")
         cur = self.cur
