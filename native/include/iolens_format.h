@@ -10,7 +10,15 @@
  *   file header   struct iolens_file_hdr
  *   records       struct iolens_rec_hdr + payload, repeated
  *
- * A record of kind 0 (or the end of the file) ends the stream.  A SCHEMA
+ * A merged capture (container 2.x) is sealed: a CHECK record follows the file
+ * header, and another closes every block of records after it (each part's
+ * records, split every IOLENS_CHECK_BLOCK bytes).  A CHECK holds the CRC-32C
+ * of every byte since the end of the previous CHECK, up to its own crc field,
+ * and running counts of the records before it; the last one (flag FINAL) is
+ * the trailer and ends the file.  So a cut, an insertion or a changed byte is
+ * found, with its offset, and every block before it stays readable.  The parts
+ * the interposer writes are not sealed: a record of kind 0 ends them (and
+ * captures of container 1.x, which end at the end of the file).  A SCHEMA
  * record describes the fixed layout of every kind that follows it, so a
  * reader decodes fields by name and upgrades older captures by filling fields
  * they lack with zero.  PROC opens one process image; STRING, FILE, TIMELINE,
@@ -29,8 +37,14 @@
 
 #define IOLENS_MAGIC "IOLENS\0\1"
 #define IOLENS_MAGIC_LEN 8
-#define IOLENS_CONTAINER_MAJOR 1
+/* 1.0: records only.  2.0: sealed by CHECK records (older captures still read). */
+#define IOLENS_CONTAINER_MAJOR 2
 #define IOLENS_CONTAINER_MINOR 0
+
+/* A CHECK closes a block once it holds this many bytes (and at the end of each part). */
+#define IOLENS_CHECK_BLOCK (1u << 20)
+/* Raw EVENT bytes in one TRACE record, at most: a reader decompresses no more than this. */
+#define IOLENS_TRACE_RECORD_MAX (32u << 20)
 
 /* Darshan's ten access-size bins, upper bounds inclusive, so results compare. */
 #define IOLENS_HIST_BINS 10
@@ -52,7 +66,8 @@
     X(6, TIMELINE, 1, "time-binned op counts and bytes of the current PROC") \
     X(7, CHILD, 1, "a child process reaped by the current PROC") \
     X(8, TRACE, 1, "zstd-compressed EVENT array of the current PROC") \
-    X(9, EVENT, 1, "one traced operation (inside TRACE payloads)")
+    X(9, EVENT, 1, "one traced operation (inside TRACE payloads)") \
+    X(10, CHECK, 1, "CRC-32C and running counts of the block before it; the last is the trailer")
 
 enum iolens_kind {
     IOLENS_KIND_END = 0,
@@ -230,6 +245,26 @@ struct iolens_rec_hdr {
     uint32_t size; /* payload bytes after this header, a multiple of 8 */
 };
 
+/* Payload of a CHECK record (container 2.x).  crc is the CRC-32C (Castagnoli) of
+ * the bytes from `start` up to the crc field itself: the block's records, this
+ * record's header and the fields above.  The counts run from the start of the
+ * capture and leave CHECK records out. */
+#define IOLENS_CHECK_FLAGS(X) X(FINAL, 0, "the trailer: nothing follows it")
+enum {
+#define IOLENS_X_FLAG(name, bit, doc) IOLENS_CF_##name = 1u << bit,
+    IOLENS_CHECK_FLAGS(IOLENS_X_FLAG)
+#undef IOLENS_X_FLAG
+};
+struct iolens_check {
+    uint64_t seq;     /* 0 for the CHECK right after the file header, then 1, 2, ... */
+    uint64_t start;   /* byte offset of the block: the end of the previous CHECK (0 for the first) */
+    uint64_t records; /* records before this CHECK */
+    uint64_t procs;   /* PROC records before this CHECK */
+    uint64_t parts;   /* parts merged before this CHECK */
+    uint32_t flags;   /* IOLENS_CF_* */
+    uint32_t crc;
+};
+
 struct iolens_proc { IOLENS_LAYOUT_PROC(IOLENS_DECL_S, IOLENS_DECL_A) };
 struct iolens_string { IOLENS_LAYOUT_STRING(IOLENS_DECL_S, IOLENS_DECL_A) };
 struct iolens_file { IOLENS_LAYOUT_FILE(IOLENS_DECL_S, IOLENS_DECL_A) };
@@ -241,6 +276,7 @@ struct iolens_schema_field { IOLENS_LAYOUT_SCHEMA_FIELD(IOLENS_DECL_S, IOLENS_DE
 
 _Static_assert(sizeof(struct iolens_file_hdr) == 16, "file header is 16 bytes");
 _Static_assert(sizeof(struct iolens_rec_hdr) == 8, "record header is 8 bytes");
+_Static_assert(sizeof(struct iolens_check) == 48, "CHECK is 48 bytes");
 _Static_assert(sizeof(struct iolens_proc) % 8 == 0, "PROC is 8-aligned");
 _Static_assert(sizeof(struct iolens_file) % 8 == 0, "FILE is 8-aligned");
 _Static_assert(sizeof(struct iolens_event) == 40, "EVENT is 40 bytes");

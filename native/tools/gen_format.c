@@ -64,6 +64,14 @@ static int print_structs(void)
     FMT_S(iolens_rec_hdr, version);
     FMT_S(iolens_rec_hdr, size);
     bad |= fmt_end("REC_HDR", sizeof(struct iolens_rec_hdr));
+    FMT_S(iolens_check, seq);
+    FMT_S(iolens_check, start);
+    FMT_S(iolens_check, records);
+    FMT_S(iolens_check, procs);
+    FMT_S(iolens_check, parts);
+    FMT_S(iolens_check, flags);
+    FMT_S(iolens_check, crc);
+    bad |= fmt_end("CHECK", sizeof(struct iolens_check));
     IOLENS_LAYOUT_SCHEMA_KIND(FMT_KIND_S, FMT_KIND_A)
     bad |= fmt_end("SCHEMA_KIND", sizeof(struct iolens_schema_kind));
     IOLENS_LAYOUT_SCHEMA_FIELD(FMT_FIELD_S, FMT_FIELD_A)
@@ -81,6 +89,12 @@ int main(void)
     printf("FILE_HDR_SIZE = %zu\nREC_HDR_SIZE = %zu\n", sizeof(struct iolens_file_hdr), sizeof(struct iolens_rec_hdr));
     printf("SCHEMA_KIND_SIZE = %zu\nSCHEMA_FIELD_SIZE = %zu\nSCHEMA_NAME_LEN = %d\n",
            sizeof(struct iolens_schema_kind), sizeof(struct iolens_schema_field), IOLENS_SCHEMA_NAME_LEN);
+    printf("CHECK_BLOCK = %u\nTRACE_RECORD_MAX = %u\n", IOLENS_CHECK_BLOCK, IOLENS_TRACE_RECORD_MAX);
+    printf("CHECK_FLAGS = {\n");
+#define X(name, bit, doc) printf("    \"%s\": (1 << %d, \"%s\"),\n", #name, bit, doc);
+    IOLENS_CHECK_FLAGS(X)
+#undef X
+    printf("}\n");
     printf("TYPES = {%d: \"u8\", %d: \"u32\", %d: \"u64\"}\n", IOLENS_T_u8, IOLENS_T_u32, IOLENS_T_u64);
 
     printf("KINDS = {\n");

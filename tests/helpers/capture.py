@@ -198,7 +198,7 @@ def capture_bytes(processes: list[dict[str, Any]], meta: dict[str, Any] | None =
          "host": "testhost", "kernel": "6.1.0", "cpus": 8, "mem_bytes": 32 << 30, "trace": False,
          "mounts": MOUNTS, "parent_pid": 1}
     m.update(meta or {})
-    out = file_header() + record("SCHEMA", schema_payload()) + meta_record(m)
+    out = file_header(major=1) + record("SCHEMA", schema_payload()) + meta_record(m)  # unsealed: format 1.0
     for p in processes:
         out += _proc_records(p)
     return out + b"\0" * 8

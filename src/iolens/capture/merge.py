@@ -1,18 +1,22 @@
-"""Merge the per-process parts of one run into a single capture file."""
+"""Merge the per-process parts of one run into a single sealed capture file.
+
+The checksums are computed here, where the final capture is written, so the interposer's hot path carries none:
+each part's records (and its trace) form blocks closed by CHECK records, and a trailer ends the file.
+"""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from iolens import _format as F
 from iolens.capture.container import FILE_HDR, REC_HDR
-from iolens.capture.writer import file_header, meta_record, record
+from iolens.capture.writer import Sealer, meta_record, record
 from iolens.output import _claim
 
-TRACE_CHUNK = 32 << 20  # raw event bytes per TRACE record
+TRACE_CHUNK = F.TRACE_RECORD_MAX  # raw event bytes per TRACE record (a reader decompresses no more)
 
 
 @dataclass
@@ -20,6 +24,9 @@ class MergeResult:
     parts: int = 0
     bytes_written: int = 0
     problems: list[str] = field(default_factory=list)
+
+
+_PART_KINDS = {kid for name, (kid, _v, _d) in F.KINDS.items() if name != "CHECK"}  # what the interposer writes
 
 
 def _part_key(p: Path) -> tuple[int, int]:
@@ -41,24 +48,24 @@ def part_records(data: bytes, name: str, problems: list[str]) -> bytes:
         kid, _ver, size = REC_HDR.unpack_from(data, pos)
         if kid == 0:
             break
-        if size % 8 or pos + REC_HDR.size + size > len(data):
+        if kid not in _PART_KINDS or size % 8 or pos + REC_HDR.size + size > len(data):
             problems.append(f"{name}: damaged record at byte {pos} (rest of this process dropped)")
             break
         pos += REC_HDR.size + size
     return data[start:pos]
 
 
-def trace_records(path: Path) -> bytes:
+def trace_records(path: Path) -> Iterator[bytes]:
+    """The TRACE records of one part's trace file: whole events, compressed TRACE_CHUNK raw bytes at a time."""
     import zstandard
 
     ev_size = F.LAYOUTS["EVENT"][2]
     raw = path.read_bytes()
     raw = raw[: len(raw) - len(raw) % ev_size]
-    out = bytearray()
     comp = zstandard.ZstdCompressor(level=3)
-    for i in range(0, len(raw), TRACE_CHUNK):
-        out += record("TRACE", comp.compress(raw[i : i + TRACE_CHUNK]))
-    return bytes(out)
+    chunk = TRACE_CHUNK - TRACE_CHUNK % ev_size
+    for i in range(0, len(raw), chunk):
+        yield record("TRACE", comp.compress(raw[i : i + chunk]))
 
 
 def merge_parts(part_dir: Path, out_path: Path, meta: dict[str, Any], *, overwrite: bool = False) -> MergeResult:
@@ -82,15 +89,19 @@ def merge_parts(part_dir: Path, out_path: Path, meta: dict[str, Any], *, overwri
 
 def _write(tmp: Path, parts: list[Path], meta: dict[str, Any], res: MergeResult) -> None:
     with open(tmp, "wb") as out:
-        out.write(file_header())
-        out.write(meta_record(dict(meta, parts=len(parts))))
+        seal = Sealer(out)
+        seal.add(meta_record(dict(meta, parts=len(parts))))
+        seal.close_block()
         for part in parts:
             body = part_records(part.read_bytes(), part.name, res.problems)
             if not body:
                 continue
-            out.write(body)
+            seal.add(body, part=True)
             res.parts += 1
             trace = part.with_suffix(".trace")
             if trace.exists() and trace.stat().st_size:
-                out.write(trace_records(trace))
+                for rec in trace_records(trace):
+                    seal.add(rec)
+            seal.close_block()
+        seal.finish()
         res.bytes_written = out.tell()

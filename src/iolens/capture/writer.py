@@ -1,16 +1,17 @@
 """Write captures: the container header and records, in the layout of _format.
 
-Used to merge per-process parts into one file and to craft captures in tests.
+Used to merge per-process parts into one file and to craft captures in tests.  `Sealer` writes a sealed
+capture: a CHECK record after the header and after every block of records, the last one the trailer.
 """
 
 from __future__ import annotations
 
 import json
 import struct
-from typing import Any
+from typing import Any, BinaryIO
 
 from iolens import _format as F
-from iolens.capture.container import FILE_HDR, REC_HDR, SCHEMA_FIELD, SCHEMA_KIND
+from iolens.capture.container import CHECK, CHECK_FINAL, FILE_HDR, REC_HDR, SCHEMA_FIELD, SCHEMA_KIND, crc32c
 
 _TYPECODE = {name: code for code, name in F.TYPES.items()}
 _CHAR = {"u8": "B", "u32": "I", "u64": "Q"}
@@ -63,3 +64,69 @@ def file_record(values: dict[str, Any]) -> bytes:
     path = values["path"].encode("utf-8", "surrogateescape")
     vals = dict(values, path_len=len(path))
     return record("FILE", pack_fixed("FILE", vals) + path + b"\0")
+
+
+_CHECK_ID = F.KINDS["CHECK"][0]
+_PROC_ID = F.KINDS["PROC"][0]
+
+
+class Sealer:
+    """Writes a sealed capture to `out`: the file header, then records, each block closed by a CHECK.
+
+        s = Sealer(out)             # writes the header and the first CHECK
+        s.add(meta_record(meta)); s.close_block()
+        s.add(records_of_a_part, part=True); s.close_block()
+        s.finish()                  # the trailer
+    """
+
+    def __init__(self, out: BinaryIO, block: int = F.CHECK_BLOCK):
+        self.out, self.block = out, block
+        self.pos = self.start = self.crc = 0
+        self.seq = self.records = self.procs = self.parts = 0
+        self._write(file_header())
+        self.close_block()
+
+    def _write(self, data: bytes | memoryview) -> None:
+        self.out.write(data)
+        self.crc = crc32c(data, self.crc)
+        self.pos += len(data)
+
+    def add(self, records: bytes, *, part: bool = False) -> None:
+        """Whole records (as `record` makes them); a block is closed at a record boundary once it is large."""
+        view, pos = memoryview(records), 0
+        self.parts += part
+        while pos + REC_HDR.size <= len(view):
+            kid, _ver, size = REC_HDR.unpack_from(view, pos)
+            end = pos + REC_HDR.size + size
+            self._write(view[pos:end])
+            self.records += 1
+            self.procs += kid == _PROC_ID
+            pos = end
+            if self.pos - self.start >= self.block:
+                self.close_block()
+
+    def close_block(self, *, final: bool = False) -> None:
+        if self.seq and self.pos == self.start and not final:
+            return  # nothing since the last CHECK
+        fields = CHECK.pack(self.seq, self.start, self.records, self.procs, self.parts,
+                            CHECK_FINAL if final else 0, 0)[:-4]
+        head = REC_HDR.pack(_CHECK_ID, F.KINDS["CHECK"][1], CHECK.size) + fields
+        self._write(head)
+        self._write(struct.pack("<I", self.crc))
+        self.seq += 1
+        self.start, self.crc = self.pos, 0
+
+    def finish(self) -> None:
+        """The trailer: closes the last block and says nothing follows."""
+        self.close_block(final=True)
+
+
+def seal(records: bytes) -> bytes:
+    """A sealed capture holding `records` (whole records, no file header), in one block: for tests."""
+    import io
+
+    buf = io.BytesIO()
+    s = Sealer(buf)
+    s.add(records)
+    s.finish()
+    return buf.getvalue()

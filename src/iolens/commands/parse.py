@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import Any, Iterator
 
 import click
 
@@ -59,6 +59,7 @@ def capture_dict(cap: Capture) -> dict[str, Any]:
         "path": cap.path,
         "complete": cap.complete,
         "problems": cap.problems,
+        "integrity": cap.integrity,
         "meta": cap.meta,
         "processes": [process_dict(p) for p in cap.processes],
     }
@@ -75,30 +76,41 @@ def _nonzero(d: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def print_text(cap: Capture) -> None:
-    w = click.echo
-    w(f"capture {cap.path} format {cap.version[0]}.{cap.version[1]}, {len(cap.processes)} process image(s)")
+def _show(v: Any) -> str:
+    """A META value as text: a string with control characters or undecodable bytes as its repr (escaped)."""
+    return v if not isinstance(v, str) or v.isprintable() else repr(v)  # containers repr their strings
+
+
+def text_lines(cap: Capture) -> Iterator[str]:
+    yield f"capture {_show(cap.path)} format {cap.version[0]}.{cap.version[1]}, {len(cap.processes)} process image(s)"
     for k, v in cap.meta.items():
         if k != "mounts":
-            w(f"META {k}: {v}")
+            yield f"META {k}: {_show(v)}"
+    ncat = len(F.CATEGORIES)
     for p in cap.processes:
         d = process_dict(p)
         proc = dict(d["proc"])
         ops = {k: v for k, v in proc.pop("op_count").items() if v}
-        w(f"PROC @{p.offset} {_nonzero(proc)}")
-        w(f"  ops {ops}")
-        w(f"  exe {p.exe!r} argv {p.argv!r} cwd {p.cwd!r} host {p.host!r} env {p.env!r}")
+        yield f"PROC @{p.offset} {_nonzero(proc)}"
+        yield f"  ops {ops}"
+        yield f"  exe {p.exe!r} argv {p.argv!r} cwd {p.cwd!r} host {p.host!r} env {p.env!r}"
         for f in d["files"]:
-            w(f"  FILE {f['path']!r} {_nonzero({k: v for k, v in f.items() if k != 'path'})}")
+            yield f"  FILE {f['path']!r} {_nonzero({k: v for k, v in f.items() if k != 'path'})}"
         for c in p.children:
-            w(f"  CHILD {_nonzero(c)}")
+            yield f"  CHILD {_nonzero(c)}"
         if p.timeline:
             t = p.timeline
-            w(f"  TIMELINE shift={t['shift']} bins with activity={sum(1 for i in range(t['nbins']) if any(t['count'][i * len(F.CATEGORIES):(i + 1) * len(F.CATEGORIES)]))}")
+            active = sum(1 for i in range(min(t["nbins"], F.TIMELINE_BINS)) if any(t["count"][i * ncat:(i + 1) * ncat]))
+            yield f"  TIMELINE shift={t['shift']} bins with activity={active}"
         if d["events"]:
-            w(f"  TRACE {len(d['events'])} events")
+            yield f"  TRACE {len(d['events'])} events"
             for e in d["events"]:
-                w(f"    EVENT {_nonzero(e)}")
+                yield f"    EVENT {_nonzero(e)}"
+
+
+def print_text(cap: Capture) -> None:
+    for line in text_lines(cap):
+        click.echo(line)
 
 
 @click.command()
@@ -112,7 +124,7 @@ def parse(capture, as_json):
     """
     cap = read_capture(capture)
     if as_json:
-        json.dump(capture_dict(cap), sys.stdout, indent=1, default=str)
+        json.dump(capture_dict(cap), sys.stdout, indent=1, default=str)  # ASCII: surrogates are escaped
         sys.stdout.write("\n")
     else:
         print_text(cap)
