@@ -6,11 +6,11 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from iolens.errors import UsageError
 from iolens.output import FORCE_OPTION, check_outputs, write_output
+from iolens.render.terminal import console as terminal
 
 DB_OPTION = click.option("--db", type=click.Path(dir_okay=False, path_type=Path),
                          help="Results store (default: IOLENS_DB, else the user data directory).")
@@ -48,7 +48,7 @@ def list_runs(db, kind, limit):
         tab.add_row(str(r["id"]), r["kind"], r["created"], r.get("status") or "", r.get("host") or "",
                     r.get("label") or "", ", ".join(map(str, targets)) if isinstance(targets, list) else str(targets),
                     str(counts[r["id"]]))
-    Console().print(tab)
+    terminal().print(tab)
     if not runs:
         click.echo("no runs stored yet", err=True)
 
@@ -66,7 +66,7 @@ def show(db, run_id, as_json):
     if as_json:
         sys.stdout.buffer.write(results_json([run]))
         return
-    console = Console()
+    console = terminal()
     if run["kind"] == "bench":
         from iolens.bench.storage import report_dict_from_store
         from iolens.render.bench_table import render_bench
@@ -157,7 +157,7 @@ def compare_runs(db, run_ids, as_json):
     if as_json:
         sys.stdout.buffer.write(bench_json(doc))
         return
-    console = Console()
+    console = terminal()
     for run in runs:
         p = run.get("provenance") or {}
         console.print(f"run {run['id']} · {run['created']} · {run.get('host')} · {p.get('kernel') or '?'} · "

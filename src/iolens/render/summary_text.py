@@ -7,15 +7,13 @@ from rich.table import Table
 from rich.text import Text
 
 from iolens.analysis.model import RunSummary
+from iolens.render.terminal import console as terminal
 from iolens.units import human_bytes, human_seconds, pct
 
 
 def summary_console() -> Console:
-    """stderr, at least 120 columns wide even when it is not a terminal."""
-    import shutil
-
-    width = max(120, shutil.get_terminal_size((120, 24)).columns)
-    return Console(stderr=True, highlight=False, width=width, soft_wrap=False)
+    """stderr, as wide as the terminal and at least 80 columns."""
+    return terminal(stderr=True)
 
 
 def render_summary(s: RunSummary, console: Console, *, max_tree: int = 25) -> None:
