@@ -35,36 +35,42 @@ class Col:
     """One column of a fitted table.
 
     drop: 0 = always shown; otherwise the column is dropped when the table is too wide, highest first.
-    flex: this column takes the width that is left and ellipsizes its cells (at the left for paths, so
-    the file name stays visible).
+    flex: this column takes the width that is left and ellipsizes its cells: at the left for paths, so
+    the file name stays visible; in the middle for names whose two ends both matter.
     """
 
     header: str
     justify: Literal["left", "right", "center"] = "right"
     drop: int = 0
-    flex: Literal["", "left", "right"] = ""
+    flex: Literal["", "left", "right", "middle"] = ""
 
 
-def _plain(cell: RenderableType) -> str:
+def plain(cell: RenderableType) -> str:
     return cell.plain if isinstance(cell, Text) else str(cell)
 
 
 def _len(cell: RenderableType) -> int:
-    return max(cell_len(line) for line in _plain(cell).split("\n"))
+    return max(cell_len(line) for line in plain(cell).split("\n"))
 
 
 def _ellipsize(cell: RenderableType, width: int, side: str) -> RenderableType:
-    plain = _plain(cell)
-    if cell_len(plain) <= width or width < 2:
+    full = plain(cell)
+    if cell_len(full) <= width or width < 2:
         return cell
     text = cell if isinstance(cell, Text) else Text(plain)
     if side == "left":
-        cut = len(plain) - (width - 1)
-        while cell_len(plain[cut:]) > width - 1:
+        cut = len(full) - (width - 1)
+        while cell_len(full[cut:]) > width - 1:
             cut += 1
         return Text("…") + text[cut:]
+    if side == "middle":
+        head = (width - 1) // 2
+        tail = len(full) - (width - 1 - head)
+        while cell_len(full[:head]) + cell_len(full[tail:]) > width - 1:
+            tail += 1
+        return text[:head] + Text("…") + text[tail:]
     end = width - 1
-    while cell_len(plain[:end]) > width - 1:
+    while cell_len(full[:end]) > width - 1:
         end -= 1
     return text[:end] + Text("…")
 
@@ -121,7 +127,7 @@ def fit_table(con: Console, cols: Sequence[Col], rows: Sequence[Sequence[Rendera
         body.append(cells)
     title = style.get("title")
     if title:
-        style.setdefault("min_width", min(width, cell_len(_plain(title))))
+        style.setdefault("min_width", min(width, cell_len(plain(title))))
     return _table(sub, body, flex_width, **style)
 
 
