@@ -10,6 +10,7 @@ from rich.table import Table
 
 from iolens.errors import UsageError
 from iolens.output import FORCE_OPTION, check_outputs, write_output
+from iolens.render.terminal import Col, FitTable
 from iolens.render.terminal import console as terminal
 
 DB_OPTION = click.option("--db", type=click.Path(dir_okay=False, path_type=Path),
@@ -39,9 +40,9 @@ def list_runs(db, kind, limit):
     with _open(db) as store:
         runs = store.runs(kind=kind, limit=limit)
         counts = {r["id"]: len(store.results(r["id"])) for r in runs}
-    tab = Table(show_header=True, header_style="bold")
-    for col in ("run", "kind", "created", "status", "host", "label", "targets", "results"):
-        tab.add_column(col, overflow="fold")
+    tab = FitTable([Col("run"), Col("kind", "left"), Col("created", "left"), Col("status", "left", drop=3),
+                    Col("host", "left", drop=2), Col("label", "left", flex="right"), Col("targets", "left", drop=1),
+                    Col("results", drop=4)], header_style="bold")
     for r in runs:
         job = r.get("job") or {}
         targets = job.get("targets") or []

@@ -57,7 +57,7 @@ def _ellipsize(cell: RenderableType, width: int, side: str) -> RenderableType:
     full = plain(cell)
     if cell_len(full) <= width or width < 2:
         return cell
-    text = cell if isinstance(cell, Text) else Text(plain)
+    text = cell if isinstance(cell, Text) else Text(full)
     if side == "left":
         cut = len(full) - (width - 1)
         while cell_len(full[cut:]) > width - 1:
