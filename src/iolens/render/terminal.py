@@ -125,10 +125,16 @@ def fit_table(con: Console, cols: Sequence[Col], rows: Sequence[Sequence[Rendera
             j = keep.index(flex)  # type: ignore[arg-type]
             cells[j] = _ellipsize(cells[j], flex_width, cols[flex].flex)  # type: ignore[index]
         body.append(cells)
+    table = _table(sub, body, flex_width, **style)
     title = style.get("title")
-    if title:
-        style.setdefault("min_width", min(width, cell_len(plain(title))))
-    return _table(sub, body, flex_width, **style)
+    if title and table.columns:
+        # a title wider than its table would wrap: widen the first column instead (not every column)
+        short = min(width, cell_len(plain(title))) - Measurement.get(con, con.options.update(width=width),
+                                                                     table).maximum
+        if short > 0:
+            first = table.columns[0]
+            first.width = (first.width or natural(keep[0])) + short
+    return table
 
 
 class FitTable:
