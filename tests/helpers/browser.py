@@ -55,7 +55,8 @@ class Page:
         """Every table header cell whose right edge is past `right` (CSS pixels, page not scrolled)."""
         return self.raw.evaluate("""right => Array.from(document.querySelectorAll('table th'))
             .filter(th => th.getBoundingClientRect().right > right + 0.5)
-            .map(th => (th.closest('table').id || th.closest('section, body').querySelector('h2, h1')?.textContent || '?')
+            .map(th => (th.closest('table').id
+                        || th.closest('section, body').querySelector('h2, h1')?.textContent || '?')
                  + ': ' + th.textContent.trim() + ' @ ' + Math.round(th.getBoundingClientRect().right))""", right)
 
 

@@ -120,7 +120,7 @@ def _table(rep: dict[str, Any]) -> str:
     """The statistics, verdict first: the comparison with the baseline, then the time, then what the kernel
     counted.  Cells wrap at their spaces so the table fits the page instead of scrolling."""
     comps = {c["name"]: c for c in rep["comparisons"]}
-    head = ["configuration", f"vs {rep['baseline']}", "p", "95% CI of median", "median", "disk write", "disk read",
+    head = ["configuration", "vs baseline", "p", "95% CI of median", "median", "disk write", "disk read",
             "peak RSS", "strategy", "runs", "mean ± SD", "min … max", "CV", "user", "sys"]
     rows = []
     for r in rep["results"]:
@@ -141,7 +141,9 @@ def _table(rep: dict[str, Any]) -> str:
             "-" if r["cv"] is None else f"{100 * r['cv']:.1f}%",
             human_seconds(r["user"]), human_seconds(r["system"]),
         ])
-    out = ['<table class="stats"><thead><tr>' + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead><tbody>"]
+    out = [f'<p class="meta">baseline: <b>{esc(rep["baseline"])}</b>; p: two-sided test of the difference '
+           "against the baseline</p>",
+           '<table class="stats"><thead><tr>' + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead><tbody>"]
     for row in rows:
         out.append("<tr>" + f"<td>{esc(row[0])}</td>" + "".join(f"<td>{esc(_unbroken(v))}</td>" for v in row[1:])
                    + "</tr>")

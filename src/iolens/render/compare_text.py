@@ -71,7 +71,8 @@ def render_compare(rep: dict[str, Any], console: Console) -> None:
     console.print(Padding(Text(
         f"{s['runs']} runs per configuration"
         + (f" (+ up to {s['max_runs']} for ±{s['precision_pct']:g}% precision)" if s["precision_pct"] else "")
-        + f", {s['warmup']} warmup, randomized interleaving (seed {s['seed']}), cache {cache}"), (0, 0, 0, 2), expand=False))
+        + f", {s['warmup']} warmup, randomized interleaving (seed {s['seed']}), cache {cache}"),
+        (0, 0, 0, 2), expand=False))
 
     t = FitTable([Col("configuration", "left", flex="middle"), Col("median"), Col("vs baseline"), Col("p"),
                   Col("95% CI", drop=1), Col("runs", drop=3), Col("mean ± SD", drop=5), Col("min … max", drop=6),

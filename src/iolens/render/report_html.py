@@ -53,7 +53,8 @@ def _files_table(r) -> str:
             _td(f"{f.reads + f.writes:,}", f.reads + f.writes), _td(f"{f.metadata_ops:,}", f.metadata_ops),
             _td(human_seconds(f.time_s), f.time_s),
             _td(max(CLASSES, key=lambda c: f.breakdown[c]).replace("_", " ") if f.time_s > 0 else "-", cls="text"),
-            _td(f.dominant_size, cls="text"), _td(f.pattern, cls="text"), _td(human_seconds(f.lifetime_s), f.lifetime_s),
+            _td(f.dominant_size, cls="text"), _td(f.pattern, cls="text"),
+            _td(human_seconds(f.lifetime_s), f.lifetime_s),
             _td("; ".join(note), cls="text"), _td(", ".join(f.tools), cls="text"),
         ]) + "</tr>")
     headers = [("file", "s"), ("kind", "s"), ("storage", "s"), ("read", "n"), ("written", "n"),
@@ -234,7 +235,8 @@ _APP_JS = r"""
   function fmtS(s){ if(s<1e-3) return (s*1e6).toFixed(0)+" µs"; if(s<1) return (s*1e3).toFixed(1)+" ms";
     if(s<120) return s.toFixed(2)+" s"; return (s/60).toFixed(1)+" min"; }
   var cfg = {displaylogo:false, responsive:true};
-  var base = {margin:{l:60,r:20,t:30,b:40}, legend:{orientation:"h", y:-0.2}, font:{size:12}};
+  var base = {margin:{l:60,r:20,t:40,b:50}, legend:{orientation:"h", x:0, y:1.02, xanchor:"left", yanchor:"bottom"},
+              font:{size:12}};
   function lay(extra){ var o = JSON.parse(JSON.stringify(base)); for (var k in extra) o[k] = extra[k]; return o; }
 
   // time breakdown: the whole run, then the processes with the most own time
@@ -264,7 +266,8 @@ _APP_JS = r"""
       traces.push({type:"scatter", mode:"lines", line:{shape:"hv"}, name:cat, x:t, y:v});
     });
     if (!traces.length) traces.push({type:"scatter", mode:"lines", name:"none", x:t, y:t.map(function(){return 0;})});
-    Plotly.newPlot("chart-iops", traces, lay({xaxis:{title:{text:"seconds from start"}}, yaxis:{title:{text:"calls / s"}}}), cfg);
+    Plotly.newPlot("chart-iops", traces, lay({xaxis:{title:{text:"seconds from start"}},
+                                              yaxis:{title:{text:"calls / s"}}}), cfg);
     var tp = [
       {type:"scatter", mode:"lines", line:{shape:"hv", color:"#2ca02c"}, name:"read", x:t, y:T.read_bps.map(function(v){return v/1048576;})},
       {type:"scatter", mode:"lines", line:{shape:"hv", color:"#1f77b4"}, name:"written", x:t, y:T.write_bps.map(function(v){return v/1048576;})}
@@ -273,7 +276,8 @@ _APP_JS = r"""
       tp.push({type:"scatter", mode:"lines", line:{shape:"hv", dash:"dot"}, name:esc(m)+" (est.)", x:t,
                y:T.mount_bps[m].map(function(v){return v/1048576;})});
     });
-    Plotly.newPlot("chart-throughput", tp, lay({xaxis:{title:{text:"seconds from start"}}, yaxis:{title:{text:"MiB / s"}}}), cfg);
+    Plotly.newPlot("chart-throughput", tp, lay({xaxis:{title:{text:"seconds from start"}},
+                                                yaxis:{title:{text:"MiB / s"}}}), cfg);
   })();
 
   var SHARE_SCALE = [[0,"#9ecae1"],[1,"#d62728"]];
@@ -299,7 +303,8 @@ _APP_JS = r"""
       {type:"scatter", mode:"markers", x:[null, null], y:[null, null], hoverinfo:"skip", showlegend:false,
        marker:{color:[0, 1], colorscale:SHARE_SCALE, cmin:0, cmax:1, showscale:true,
                colorbar:{title:{text:"I/O share"}, thickness:12}}}],
-      lay({xaxis:{title:{text:"seconds from start"}}, yaxis:{autorange:"reversed", showticklabels:false, title:{text:"process images"}},
+      lay({xaxis:{title:{text:"seconds from start"}},
+           yaxis:{autorange:"reversed", showticklabels:false, title:{text:"process images"}},
            height:Math.max(320, 80 + 18 * P.length), showlegend:false}), cfg);
   })();
 
@@ -321,9 +326,10 @@ _APP_JS = r"""
       {type:"scatter", mode:"markers", name:"I/O time", x:x, y:M.map(function(m){return m.time/s[1];}), yaxis:"y2",
        marker:{color:"#d62728", size:12, symbol:"diamond"},
        hovertemplate:"%{x}<br>I/O time %{y:.3~f} "+s[0]+"<extra></extra>"}
-    ], lay({barmode:"group", margin:{l:70, r:70, t:30, b:40},
+    ], lay({barmode:"group", margin:{l:70, r:70, t:40, b:50}, xaxis:{automargin:true},
             yaxis:{title:{text:"read / written ("+b[0]+")"}, rangemode:"tozero", tickformat:"~g", automargin:true},
-            yaxis2:{title:{text:"I/O time ("+s[0]+")"}, overlaying:"y", side:"right", rangemode:"tozero", tickformat:"~g",
+            yaxis2:{title:{text:"I/O time ("+s[0]+")"}, overlaying:"y", side:"right", rangemode:"tozero",
+                    tickformat:"~g",
                     tickmode:"auto", nticks:6, showgrid:false, zeroline:false, automargin:true}}), cfg);
   })();
 
