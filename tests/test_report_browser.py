@@ -50,6 +50,7 @@ def test_html_report_renders_in_chromium(genomics_capture, tmp_path):
     shot = tmp_path / "report.png"
     with load_page(html, screenshot=shot) as page:
         assert page.console_errors == []
+        assert page.console_warnings == []  # plotly warned 28 times about numeric bar colours
         assert page.dialogs == []  # alert(1) never ran
         assert page.blocked == []  # nothing fetched from the network: the page is self-contained
         for cid in CHARTS:
@@ -89,6 +90,20 @@ def test_html_report_renders_in_chromium(genomics_capture, tmp_path):
     if out:
         os.makedirs(out, exist_ok=True)
         shutil.copy(shot, os.path.join(out, "report-browser.png"))
+
+
+def test_html_report_of_a_real_run_fits_1280(genomics_capture, tmp_path):
+    _d, cap = genomics_capture
+    html = tmp_path / "report.html"
+    assert iolens("report", cap, "-q", "--html", html).returncode == 0
+    shot = tmp_path / "report-1280.png"
+    with load_page(html, screenshot=shot, width=1280, height=800) as page:
+        assert page.console_errors == [] and page.console_warnings == []
+        assert page.headers_outside(1280) == []
+    out = os.environ.get("IOLENS_ARTIFACTS")
+    if out:
+        os.makedirs(out, exist_ok=True)
+        shutil.copy(shot, os.path.join(out, "report-browser-1280.png"))
 
 
 def test_chrome_trace_of_the_traced_step(genomics_capture, tmp_path):

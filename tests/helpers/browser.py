@@ -4,6 +4,7 @@
 
     with load_page(html_path, screenshot=tmp_path / "page.png") as page:
         assert page.console_errors == []          # console errors and uncaught page errors
+        assert page.console_warnings == []        # console.warn() calls (plotly's "Invalid color", ...)
         assert page.dialogs == []                 # alert()/confirm()/prompt() calls, which must never happen
         n = page.evaluate("document.querySelectorAll('.js-plotly-plot').length")
 
@@ -43,11 +44,20 @@ class Page:
 
     raw: Any
     console_errors: list[str] = field(default_factory=list)
+    console_warnings: list[str] = field(default_factory=list)
     dialogs: list[str] = field(default_factory=list)
     blocked: list[str] = field(default_factory=list)
 
     def evaluate(self, expression: str, arg: Any = None) -> Any:
         return self.raw.evaluate(expression, arg)
+
+    def headers_outside(self, right: float) -> list[str]:
+        """Every table header cell whose right edge is past `right` (CSS pixels, page not scrolled)."""
+        return self.raw.evaluate("""right => Array.from(document.querySelectorAll('table th'))
+            .filter(th => th.getBoundingClientRect().right > right + 0.5)
+            .map(th => (th.closest('table').id
+                        || th.closest('section, body').querySelector('h2, h1')?.textContent || '?')
+                 + ': ' + th.textContent.trim() + ' @ ' + Math.round(th.getBoundingClientRect().right))""", right)
 
 
 @contextlib.contextmanager
@@ -62,7 +72,14 @@ def load_page(html: str | Path, *, screenshot: str | Path | None = None, width: 
             ctx = browser.new_context(viewport={"width": width, "height": height})
             raw = ctx.new_page()
             page = Page(raw)
-            raw.on("console", lambda m: page.console_errors.append(m.text) if m.type == "error" else None)
+
+            def on_console(m):
+                if m.type == "error":
+                    page.console_errors.append(m.text)
+                elif m.type in ("warning", "trace"):  # plotly.js warns through console.trace
+                    page.console_warnings.append(m.text)
+
+            raw.on("console", on_console)
             raw.on("pageerror", lambda e: page.console_errors.append(f"uncaught: {e}"))
 
             def on_dialog(d):

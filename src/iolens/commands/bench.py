@@ -6,11 +6,11 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from iolens.bench import suites
 from iolens.errors import IolensError, UsageError
 from iolens.output import FORCE_OPTION, check_outputs, write_output
+from iolens.render.terminal import console as terminal
 
 
 class SuiteChoice(click.Choice):
@@ -133,8 +133,8 @@ def bench(targets, suite_names, size, files, runtime, threads, bs, content, temp
                           template=str(template.resolve()) if template else None, direct=direct, warm=warm,
                           drop_caches=drop_caches, shared=shared, read_share=read_share, ioengine=ioengine,
                           seed=seed)
-    out_console = Console(stderr=json_out == "-")
-    err_console = Console(stderr=True)
+    out_console = terminal(stderr=json_out == "-")
+    err_console = terminal(stderr=True)
 
     store_cb = None
     store = None

@@ -108,8 +108,6 @@ def compare(template, inputs, places, params, configs, strategies, scratch, base
         --input ref=d/ref.fa --input r1=d/reads_1.fq.gz --input r2=d/reads_2.fq.gz \\
         --place out=/dev/null,d,/dev/shm --runs 10 --html out.html
     """
-    from rich.console import Console
-
     from iolens.compare.placements import build_plan
     from iolens.compare.report import build_report
     from iolens.compare.runner import Runner, Settings
@@ -117,6 +115,7 @@ def compare(template, inputs, places, params, configs, strategies, scratch, base
     from iolens.render.compare_html import render_html
     from iolens.render.compare_json import render_json
     from iolens.render.compare_text import render_compare
+    from iolens.render.terminal import console as terminal
     from iolens.sysinfo import host_facts
 
     # parse and validate everything before running anything
@@ -133,14 +132,14 @@ def compare(template, inputs, places, params, configs, strategies, scratch, base
         seed = random.SystemRandom().randrange(1, 2**31)
     settings = Settings(runs=runs, warmup=warmup, cache=cache, evict=evict, precision=precision, max_runs=max_runs,
                         prepare=prepare, seed=seed, show_output=show_output, profile=profile)
-    console = Console(stderr=True, highlight=False)
+    console = terminal(stderr=True)
     profiler = None
     if profile:
         from iolens.compare.profiling import Profiler
 
         profiler = Profiler(warn=console.print)
 
-    out_console = Console(highlight=False, width=max(150, Console().width), soft_wrap=False)
+    out_console = terminal()
     show_progress = not quiet and console.is_terminal
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
 

@@ -40,8 +40,7 @@ def diff(capture_a, capture_b, json_out, overrides, top, force):
 
         write_output(json_out, render_diff_json(d), force=force, opt="--json")
     if json_out != "-":
-        from rich.console import Console
-
         from iolens.render.diff_text import render_diff_text
+        from iolens.render.terminal import console as terminal
 
-        render_diff_text(d, Console(highlight=False, soft_wrap=False, width=max(120, Console().width)), top=top)
+        render_diff_text(d, terminal(), top=top)

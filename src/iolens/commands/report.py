@@ -108,11 +108,10 @@ def report(capture, html_out, json_out, csv_out, trace_out, mqc_out, sample, ove
 
         write_output(html_out, render_html(rep), force=force, opt="--html")
     if not quiet and "-" not in outs:
-        from rich.console import Console
-
         from iolens.render.report_text import render_report_text
+        from iolens.render.terminal import console as terminal
 
-        console = Console(highlight=False, soft_wrap=False, width=max(120, Console().width))
+        console = terminal()
         render_report_text(rep, console, top=top)
     if rep.capture["partial"]:
         if not cap.problems:  # load_capture warned about the reader's problems already

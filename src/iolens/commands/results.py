@@ -10,11 +10,12 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from iolens.errors import UsageError
 from iolens.output import FORCE_OPTION, check_outputs, write_output
+from iolens.render.terminal import Col, FitTable
+from iolens.render.terminal import console as terminal
 
 DB_OPTION = click.option("--db", type=click.Path(dir_okay=False, path_type=Path),
                          help="Results store (default: IOLENS_DB, else the user data directory).")
@@ -55,16 +56,16 @@ def list_runs(db, kind, limit):
     with _open(db) as store:
         runs = store.runs(kind=kind, limit=limit)
         counts = {r["id"]: len(store.results(r["id"])) for r in runs}
-    tab = Table(show_header=True, header_style="bold")
-    for col in ("run", "kind", "created", "status", "host", "label", "targets", "results"):
-        tab.add_column(col, overflow="fold")
+    tab = FitTable([Col("run"), Col("kind", "left"), Col("created", "left"), Col("status", "left", drop=3),
+                    Col("host", "left", drop=2), Col("label", "left", flex="right"), Col("targets", "left", drop=1),
+                    Col("results", drop=4)], header_style="bold")
     for r in runs:
         job = r.get("job") or {}
         targets = job.get("targets") or []
         tab.add_row(str(r["id"]), r["kind"], r["created"], r.get("status") or "", r.get("host") or "",
                     r.get("label") or "", ", ".join(map(str, targets)) if isinstance(targets, list) else str(targets),
                     str(counts[r["id"]]))
-    Console().print(tab)
+    terminal().print(tab)
     if not runs:
         click.echo("no runs stored yet", err=True)
 
@@ -87,7 +88,7 @@ def show(db, run_id, as_json):
 
 
 def _show(run) -> None:
-    console = Console()
+    console = terminal()
     if run["kind"] == "bench":
         from iolens.bench.storage import report_dict_from_store
         from iolens.render.bench_table import render_bench
@@ -180,7 +181,7 @@ def compare_runs(db, run_ids, as_json):
         if as_json:
             sys.stdout.buffer.write(bench_json(doc))
             return
-        console = Console()
+        console = terminal()
         for run in runs:
             p = run.get("provenance") or {}
             console.print(f"run {run['id']} · {run['created']} · {run.get('host')} · {p.get('kernel') or '?'} · "

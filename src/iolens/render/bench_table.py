@@ -141,12 +141,22 @@ def free_text(t: dict[str, Any]) -> str:
     return f"{human_bytes(t.get('free_bytes'))} of {human_bytes(t.get('total_bytes'))}"
 
 
-def targets_table(doc: dict[str, Any]) -> Table:
+def _target_width(label: int, n: int, width: int | None) -> int | None:
+    """The most a target's column may take so the table fits `width` (boxed: 3 characters per column + 1)."""
+    if width is None or n == 0:
+        return None
+    return max(12, (width - 1 - (label + 3) - 3 * n) // n)
+
+
+def targets_table(doc: dict[str, Any], width: int | None = None) -> Table:
+    """One column per target; at `width`, long values (mount options) are ellipsized rather than wrapped."""
     tab = Table(title="Targets", title_justify="left", show_lines=False, expand=False)
     tab.add_column("", style="dim", no_wrap=True)
     targets = doc.get("targets") or []
+    most = _target_width(len("plausible read"), len(targets), width)
     for t in targets:
-        tab.add_column(str(t.get("name")), overflow="fold", max_width=44)
+        tab.add_column(str(t.get("name")), overflow="ellipsis", no_wrap=True,
+                       max_width=44 if most is None else most)
 
     def row(label: str, f) -> None:
         tab.add_row(label, *[f(t) for t in targets])
@@ -164,7 +174,7 @@ def targets_table(doc: dict[str, Any]) -> Table:
     return tab
 
 
-def results_table(doc: dict[str, Any]) -> Table:
+def results_table(doc: dict[str, Any], width: int | None = None) -> Table:
     names = [t.get("name") for t in doc.get("targets") or []]
     rows = doc.get("results") or []
     idx = {(r["target"], r["test"]): r for r in rows}
@@ -173,16 +183,17 @@ def results_table(doc: dict[str, Any]) -> Table:
     title = f"{' + '.join(doc.get('suites') or [])} suite" + (f", mean ± SD of {repeat} runs" if repeat > 1 else "")
     tab = Table(title=title, title_justify="left", show_lines=True)
     tab.add_column("test", no_wrap=True)
+    most = _target_width(max([len(t) for t in tests] + [4]), len(names), width)
     for n in names:
-        tab.add_column(str(n), overflow="fold")
+        tab.add_column(str(n), overflow="ellipsis", no_wrap=True, max_width=most)
     for test in tests:
         tab.add_row(test, *[cell(idx.get((n, test))) for n in names])
     return tab
 
 
 def render_bench(doc: dict[str, Any], console: Console) -> None:
-    console.print(targets_table(doc))
-    console.print(results_table(doc))
+    console.print(targets_table(doc, console.width))
+    console.print(results_table(doc, console.width))
     console.print(Text("cache: cold-direct = O_DIRECT; cold-evicted = flushed and evicted before reading; "
                        "warm = served from RAM; synced = fsync inside the timing; buffered = page cache only; "
                        "none = no storage (null); device N% = share of the bytes read that the block device "

@@ -15,12 +15,15 @@ from iolens.units import human_bytes, human_seconds
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf"]
 CSS = """
-body { font-family: system-ui, sans-serif; margin: 1.5em 2em; color: #222; max-width: 1200px; }
+body { font-family: system-ui, sans-serif; margin: 1.5em 2em; color: #222; }
 h1 { font-size: 1.35em; } h2 { font-size: 1.1em; margin-top: 1.6em; }
 code { background: #f3f3f3; padding: 0.1em 0.3em; border-radius: 3px; }
 table { border-collapse: collapse; font-size: 0.9em; }
-th, td { padding: 0.25em 0.7em; white-space: nowrap; border-bottom: 1px solid #ddd; text-align: right; }
-th:first-child, td:first-child { text-align: left; }
+table.stats { width: 100%; }
+th, td { padding: 0.25em 0.5em; border-bottom: 1px solid #ddd; text-align: right; vertical-align: top; }
+th { vertical-align: bottom; background: #f3f4f6; }
+th:first-child, td:first-child { text-align: left; overflow-wrap: anywhere; min-width: 12em; }
+th:nth-child(2), td:nth-child(2), th:nth-child(3), td:nth-child(3) { font-weight: 600; }
 .verdict { font-size: 1.05em; margin: 0.3em 0; } .sig { font-weight: 600; color: #1a6d1a; }
 .warn { color: #9a5b00; } .meta { color: #666; font-size: 0.9em; }
 """
@@ -108,30 +111,43 @@ def io_figure(rep: dict[str, Any]) -> go.Figure | None:
     return fig
 
 
+def _unbroken(v: Any) -> str:
+    """A value never breaks between its number and unit; a range or ± breaks only before its … or ±."""
+    return str(v).replace(" ", "\u00a0").replace("\u00a0…\u00a0", " …\u00a0").replace("\u00a0±\u00a0", " ±\u00a0")
+
+
 def _table(rep: dict[str, Any]) -> str:
+    """The statistics, verdict first: the comparison with the baseline, then the time, then what the kernel
+    counted.  Cells wrap at their spaces so the table fits the page instead of scrolling."""
     comps = {c["name"]: c for c in rep["comparisons"]}
-    head = ["configuration", "strategy", "runs", "failed", "median", "95% CI of median", "mean ± SD", "min", "max",
-            "CV", f"vs {rep['baseline']}", "p", "user", "sys", "peak RSS", "disk read", "disk write"]
+    head = ["configuration", "vs baseline", "p", "95% CI of median", "median", "disk write", "disk read",
+            "peak RSS", "strategy", "runs", "mean ± SD", "min … max", "CV", "user", "sys"]
     rows = []
     for r in rep["results"]:
         c = comps.get(r["name"])
         ci = r["median_ci"]
         rows.append([
-            r["name"], r["strategy"], r["ok_runs"], r["failed_runs"], human_seconds(r["median"]),
-            "-" if ci is None else f"{human_seconds(ci[0])} … {human_seconds(ci[1])}",
-            "-" if r["mean"] is None else human_seconds(r["mean"]) + (
-                "" if r["stddev"] is None else f" ± {human_seconds(r['stddev'])}"),
-            human_seconds(r["min"]), human_seconds(r["max"]),
-            "-" if r["cv"] is None else f"{100 * r['cv']:.1f}%",
+            r["name"],
             "baseline" if c is None else ("-" if c["rel_diff"] is None else f"{100 * c['rel_diff']:+.1f}%"),
             "" if c is None or c["p_value"] is None else ("< 0.001" if c["p_value"] < 0.001 else f"{c['p_value']:.3f}"),
-            human_seconds(r["user"]), human_seconds(r["system"]), human_bytes(r["io"]["max_rss_bytes"]),
-            human_bytes(r["io"]["read_bytes"]), human_bytes(r["io"]["write_bytes"]),
+            "-" if ci is None else f"{human_seconds(ci[0])} … {human_seconds(ci[1])}",
+            human_seconds(r["median"]),
+            human_bytes(r["io"]["write_bytes"]), human_bytes(r["io"]["read_bytes"]),
+            human_bytes(r["io"]["max_rss_bytes"]), r["strategy"],
+            f"{r['ok_runs']}" + (f" ({r['failed_runs']} failed)" if r["failed_runs"] else ""),
+            "-" if r["mean"] is None else human_seconds(r["mean"]) + (
+                "" if r["stddev"] is None else f" ± {human_seconds(r['stddev'])}"),
+            "-" if r["min"] is None else f"{human_seconds(r['min'])} … {human_seconds(r['max'])}",
+            "-" if r["cv"] is None else f"{100 * r['cv']:.1f}%",
+            human_seconds(r["user"]), human_seconds(r["system"]),
         ])
-    out = ['<div style="overflow-x: auto"><table><tr>' + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr>"]
+    out = [f'<p class="meta">baseline: <b>{esc(rep["baseline"])}</b>; p: two-sided test of the difference '
+           "against the baseline</p>",
+           '<table class="stats"><thead><tr>' + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead><tbody>"]
     for row in rows:
-        out.append("<tr>" + "".join(f"<td>{esc(v)}</td>" for v in row) + "</tr>")
-    out.append("</table></div>")
+        out.append("<tr>" + f"<td>{esc(row[0])}</td>" + "".join(f"<td>{esc(_unbroken(v))}</td>" for v in row[1:])
+                   + "</tr>")
+    out.append("</tbody></table>")
     return "\n".join(out)
 
 
@@ -140,7 +156,7 @@ def render_html(rep: dict[str, Any]) -> bytes:
     divs = []
     for i, f in enumerate(figs):
         divs.append(f.to_html(full_html=False, include_plotlyjs=(i == 0), include_mathjax=False,
-                              config={"displaylogo": False}))
+                              config={"displaylogo": False, "responsive": True}))
     s = rep["settings"]
     prov = rep["provenance"]
     verdicts = "\n".join(

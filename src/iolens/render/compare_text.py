@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
+
+from iolens.render.terminal import Col, FitTable, plain
 
 from iolens.units import human_bytes, human_seconds
 
@@ -27,59 +31,87 @@ def _p(p) -> str:
     return "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
+STYLE: dict[str, Any] = {"show_edge": False, "pad_edge": False, "title_justify": "left"}
+
+
+def timed(results: list[dict[str, Any]]) -> str:
+    """What a configuration's wall time covers, by the strategies that were actually run."""
+    strategies = {r["strategy"] for r in results}
+    if strategies == {"direct"}:
+        return "the command"
+    if strategies == {"stage"}:
+        return "copy-in + run + copy-out"
+    return "direct: the command; stage: copy-in + run + copy-out"
+
+
+def _by_configuration(title: str, first: str, configs: list[str], rows: list[list[Any]], width: int) -> Table:
+    """A table with one column per configuration: long names are folded in the header (at their spaces
+    first) so that every configuration keeps its column and no data row wraps."""
+    values = max([len(str(v)) for row in rows for v in row[1:]] + [1])
+    label = max([cell_len(plain(row[0])) for row in rows] + [len(first)])
+    label = min(label, 24)
+    sep = 3
+    room = (width - label - sep * len(configs)) // max(1, len(configs))
+    col = max(values, min(room, max(len(w) for n in configs for w in n.split())))
+    t = Table(title=title, **STYLE)
+    t.add_column(first, no_wrap=True, overflow="ellipsis", max_width=label)
+    for n in configs:
+        t.add_column(Text(n.replace(" ", "\n")), justify="right", overflow="fold", width=col)
+    for row in rows:
+        t.add_row(*row)
+    return t
+
+
 def render_compare(rep: dict[str, Any], console: Console) -> None:
     results = rep["results"]
     comps = {c["name"]: c for c in rep["comparisons"]}
     console.print(Text(f"iolens compare: {rep['command_template']}", style="bold"))
     s = rep["settings"]
     cache = s["cache"] + (f" ({', '.join(s['evict_methods'])})" if s["evict_methods"] else "")
-    console.print(f"  {s['runs']} runs per configuration"
-                  + (f" (+ up to {s['max_runs']} for ±{s['precision_pct']:g}% precision)" if s["precision_pct"] else "")
-                  + f", {s['warmup']} warmup, randomized interleaving (seed {s['seed']}), cache {cache}")
+    console.print(Padding(Text(
+        f"{s['runs']} runs per configuration"
+        + (f" (+ up to {s['max_runs']} for ±{s['precision_pct']:g}% precision)" if s["precision_pct"] else "")
+        + f", {s['warmup']} warmup, randomized interleaving (seed {s['seed']}), cache {cache}"),
+        (0, 0, 0, 2), expand=False))
 
-    t = Table(show_edge=False, pad_edge=False, title="Wall time per run (stage: copy-in + run + copy-out)",
-              title_justify="left")
-    just: Literal["left", "right"]
-    for col, just in (("configuration", "left"), ("runs", "right"), ("median", "right"), ("95% CI", "right"),
-                      ("mean ± SD", "right"), ("min … max", "right"), ("CV", "right"),
-                      (f"vs {rep['baseline']}", "right"), ("p", "right")):
-        t.add_column(col, justify=just, overflow="fold")
+    t = FitTable([Col("configuration", "left", flex="middle"), Col("median"), Col("vs baseline"), Col("p"),
+                  Col("95% CI", drop=1), Col("runs", drop=3), Col("mean ± SD", drop=5), Col("min … max", drop=6),
+                  Col("CV", drop=2)], title=f"Wall time per run ({timed(results)})", **STYLE)
     for r in results:
         ci = r["median_ci"]
         c = comps.get(r["name"])
         runs = f"{r['ok_runs']}" + (f" ({r['failed_runs']} failed)" if r["failed_runs"] else "")
         t.add_row(
-            Text(r["name"] + (" (baseline)" if r["name"] == rep["baseline"] else "")),
-            runs,
+            Text(r["name"]),
             human_seconds(r["median"]),
+            "baseline" if r["name"] == rep["baseline"] else "" if c is None else _pct(c["rel_diff"]),
+            "" if c is None else _p(c["p_value"]),
             "-" if ci is None else f"{human_seconds(ci[0])} … {human_seconds(ci[1])}",
+            runs,
             _pm(r["mean"], r["stddev"]),
             "-" if r["min"] is None else f"{human_seconds(r['min'])} … {human_seconds(r['max'])}",
             "-" if r["cv"] is None else f"{100 * r['cv']:.1f}%",
-            "" if c is None else _pct(c["rel_diff"]),
-            "" if c is None else _p(c["p_value"]),
         )
     console.print(t)
 
-    t = Table(show_edge=False, pad_edge=False, title="Per run, median (kernel counters, command and children)",
-              title_justify="left")
-    for col in ("configuration", "user", "sys", "peak RSS", "bytes read", "bytes written", "storage read",
-                "storage write", "inputs cached"):
-        t.add_column(col, justify="left" if col == "configuration" else "right")
+    t = FitTable([Col("configuration", "left", flex="middle"), Col("storage write"), Col("storage read"),
+                  Col("peak RSS", drop=3), Col("user", drop=5), Col("sys", drop=4), Col("bytes read", drop=7),
+                  Col("bytes written", drop=6), Col("inputs cached", drop=2)],
+                 title="Per run, median (kernel counters, command and children)", **STYLE)
     for r in results:
         io = r["io"]
         res = r["cache"]["inputs_resident_median"]
-        t.add_row(Text(r["name"]), human_seconds(r["user"]), human_seconds(r["system"]),
-                  human_bytes(io["max_rss_bytes"]), human_bytes(io["rchar"]), human_bytes(io["wchar"]),
-                  human_bytes(io["read_bytes"]), human_bytes(io["write_bytes"]),
+        t.add_row(Text(r["name"]), human_bytes(io["write_bytes"]), human_bytes(io["read_bytes"]),
+                  human_bytes(io["max_rss_bytes"]), human_seconds(r["user"]), human_seconds(r["system"]),
+                  human_bytes(io["rchar"]), human_bytes(io["wchar"]),
                   "-" if res is None else f"{100 * res:.0f}%")
     console.print(t)
 
     staged = [r for r in results if r["phases"]]
     if staged:
-        t = Table(show_edge=False, pad_edge=False, title="Staged: median time per step", title_justify="left")
-        for col in ("configuration", "copy-in", "run", "copy-out", "total", "copied in", "copied out"):
-            t.add_column(col, justify="left" if col == "configuration" else "right")
+        t = FitTable([Col("configuration", "left", flex="middle"), Col("copy-in"), Col("run"), Col("copy-out"),
+                      Col("total", drop=3), Col("copied in", drop=2), Col("copied out", drop=1)],
+                     title="Staged: median time per step", **STYLE)
         for r in staged:
             ph = r["phases"]
             t.add_row(Text(r["name"]), human_seconds(ph["copy_in_s"]), human_seconds(ph["run_s"]),
@@ -94,21 +126,19 @@ def render_compare(rep: dict[str, Any], console: Console) -> None:
             for n, ph in sorted(r["profile"]["phases"].items(), key=lambda kv: -(kv[1]["own_s"] or 0)):
                 if n not in names:
                     names.append(n)
-        t = Table(show_edge=False, pad_edge=False, title="Profiled (medians): own time per phase, I/O time by category",
-                  title_justify="left")
-        t.add_column("phase / category")
-        for r in profiled:
-            t.add_column(r["name"], justify="right", overflow="fold")
+        rows = []
         for n in names[:12]:
-            t.add_row(Text(n), *[human_seconds((r["profile"]["phases"].get(n) or {}).get("own_s")) for r in profiled])
+            rows.append([Text(n), *[human_seconds((r["profile"]["phases"].get(n) or {}).get("own_s"))
+                                    for r in profiled]])
         for k in profiled[0]["profile"]["io"]:
             if k.endswith("_s") and k != "process_s":
-                t.add_row(Text(f"I/O {k[:-2]}" if k != "compute_s" else "compute and other", style="dim"),
-                          *[human_seconds(r["profile"]["io"].get(k)) for r in profiled])
-        console.print(t)
+                rows.append([Text(f"I/O {k[:-2]}" if k != "compute_s" else "compute and other", style="dim"),
+                             *[human_seconds(r["profile"]["io"].get(k)) for r in profiled]])
+        console.print(_by_configuration("Profiled (medians): own time per phase, I/O time by category",
+                                        "phase / category", [r["name"] for r in profiled], rows, console.width))
 
     for c in rep["comparisons"]:
         style = "bold green" if c["significant"] else ""
-        console.print(Text("  " + c["verdict"], style=style), soft_wrap=True)
+        console.print(Padding(Text(c["verdict"], style=style), (0, 0, 0, 2), expand=False))
     for w in rep["warnings"]:
-        console.print(Text(f"  warning: {w}", style="yellow"), soft_wrap=True)
+        console.print(Padding(Text(f"warning: {w}", style="yellow"), (0, 0, 0, 2), expand=False))

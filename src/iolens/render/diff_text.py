@@ -10,6 +10,7 @@ from rich.text import Text
 
 from iolens.analysis.breakdown import LABELS
 from iolens.render.report_json import _clean
+from iolens.render.terminal import Col, FitTable
 from iolens.units import human_bytes, human_seconds
 
 TAG = "iolens-diff"
@@ -49,11 +50,10 @@ def render_diff_text(d, console: Console, *, top: int = 15) -> None:
             t.add_row(LABELS[c.name], human_seconds(c.a), human_seconds(c.b), _signed(c.delta, human_seconds),
                       _ratio(c.ratio))
     console.print(t)
-    t = Table(title=f"Files with the largest change in I/O time (of {len(d.files)})", title_justify="left",
-              show_edge=False, pad_edge=False, title_style="bold")
-    for col, j in (("file", "left"), ("A", "right"), ("B", "right"), ("change", "right"), ("mostly", "left"),
-                   ("storage A -> B", "left")):
-        t.add_column(col, justify=j, overflow="fold")
+    t = FitTable([Col("file", "left", flex="left"), Col("A"), Col("B"), Col("change"), Col("mostly", "left", drop=1),
+                  Col("storage A -> B", "left", drop=2)],
+                 title=f"Files with the largest change in I/O time (of {len(d.files)})", title_justify="left",
+                 show_edge=False, pad_edge=False, title_style="bold")
     for f in d.files[:top]:
         most = max(f.breakdown_delta, key=lambda k: abs(f.breakdown_delta[k])) if f.breakdown_delta else None
         t.add_row(Text(f.key), human_seconds(f.time_a_s), human_seconds(f.time_b_s), _signed(f.delta_s, human_seconds),

@@ -49,15 +49,17 @@ def _files_table(r) -> str:
         if f.text_format:
             note.append(f"uncompressed {f.text_format}")
         rows.append("<tr>" + "".join([
-            _td(f.path, cls="path"), _td(f.kind), _td(f"{f.fstype} {f.mount}".strip()), _td(f.storage),
+            _td(f.path, cls="path"), _td(f.kind, cls="text"),
+            _td(" ".join(x for x in (f.storage, f.fstype, f.mount) if x), cls="text"),
             _td(human_bytes(f.bytes_read), f.bytes_read), _td(human_bytes(f.bytes_written), f.bytes_written),
             _td(f"{f.reads + f.writes:,}", f.reads + f.writes), _td(f"{f.metadata_ops:,}", f.metadata_ops),
             _td(human_seconds(f.time_s), f.time_s),
-            _td(max(CLASSES, key=lambda c: f.breakdown[c]).replace("_", " ") if f.time_s > 0 else "-"),
-            _td(f.dominant_size), _td(f.pattern), _td(human_seconds(f.lifetime_s), f.lifetime_s),
-            _td("; ".join(note)), _td(", ".join(f.tools)),
+            _td(max(CLASSES, key=lambda c: f.breakdown[c]).replace("_", " ") if f.time_s > 0 else "-", cls="text"),
+            _td(f.dominant_size, cls="text"), _td(f.pattern, cls="text"),
+            _td(human_seconds(f.lifetime_s), f.lifetime_s),
+            _td("; ".join(note), cls="text"), _td(", ".join(f.tools), cls="text"),
         ]) + "</tr>")
-    headers = [("file", "s"), ("kind", "s"), ("filesystem", "s"), ("storage", "s"), ("read", "n"), ("written", "n"),
+    headers = [("file", "s"), ("kind", "s"), ("storage", "s"), ("read", "n"), ("written", "n"),
                ("data calls", "n"), ("metadata calls", "n"), ("time", "n"), ("mostly", "s"), ("dominant size", "s"),
                ("pattern", "s"), ("temp lifetime", "n"), ("note", "s"), ("tools", "s")]
     total = sum(1 for f in r.files if f.kind != "stream" and not f.program)
@@ -225,11 +227,14 @@ h2{font-size:17px;margin:6px 0 10px}
 .grid2{display:grid;grid-template-columns:1fr 1fr;gap:12px}
 @media(max-width:1100px){.grid2{grid-template-columns:1fr}}
 table{border-collapse:collapse;width:100%;font-size:12.5px}
-th,td{padding:4px 8px;border-bottom:1px solid #eceef2;text-align:right;vertical-align:top}
-th{background:#f0f2f5;cursor:pointer;position:sticky;top:0;user-select:none;white-space:nowrap}
+th,td{padding:4px 6px;border-bottom:1px solid #eceef2;text-align:right;vertical-align:top}
+td{white-space:nowrap}
+th{background:#f0f2f5;cursor:pointer;position:sticky;top:0;user-select:none;vertical-align:bottom;
+   overflow-wrap:normal;hyphens:none}
 th.asc::after{content:" \\25B2"}th.desc::after{content:" \\25BC"}
 td.path,th:first-child{text-align:left}
-td.path{font-family:ui-monospace,Menlo,Consolas,monospace;word-break:break-all;min-width:260px}
+td.path{font-family:ui-monospace,Menlo,Consolas,monospace;white-space:normal;overflow-wrap:anywhere;min-width:180px}
+td.text{white-space:normal;text-align:left}
 .tablewrap{max-height:560px;overflow:auto}
 .advice{border-left:5px solid #999;padding:8px 12px;margin:10px 0;background:#fafbfc}
 .advice.high{border-color:#d62728}.advice.medium{border-color:#ff9f1c}.advice.low{border-color:#7a8699}.advice.info{border-color:#1f77b4}
@@ -251,7 +256,8 @@ _APP_JS = r"""
   function fmtS(s){ if(s<1e-3) return (s*1e6).toFixed(0)+" µs"; if(s<1) return (s*1e3).toFixed(1)+" ms";
     if(s<120) return s.toFixed(2)+" s"; return (s/60).toFixed(1)+" min"; }
   var cfg = {displaylogo:false, responsive:true};
-  var base = {margin:{l:60,r:20,t:30,b:40}, legend:{orientation:"h", y:-0.2}, font:{size:12}};
+  var base = {margin:{l:60,r:20,t:40,b:50}, legend:{orientation:"h", x:0, y:1.02, xanchor:"left", yanchor:"bottom"},
+              font:{size:12}};
   function lay(extra){ var o = JSON.parse(JSON.stringify(base)); for (var k in extra) o[k] = extra[k]; return o; }
 
   // time breakdown: the whole run, then the processes with the most own time
@@ -263,7 +269,7 @@ _APP_JS = r"""
               x:rows.map(function(r){ return r.b[c] || 0; }),
               hovertemplate:"%{y}<br>"+D.labels[c]+": %{x:.4g} s<extra></extra>"};
     });
-    Plotly.newPlot("chart-breakdown", traces, lay({barmode:"stack", xaxis:{title:"seconds"},
+    Plotly.newPlot("chart-breakdown", traces, lay({barmode:"stack", xaxis:{title:{text:"seconds"}},
       yaxis:{autorange:"reversed", automargin:true}, height:Math.max(320, 60+26*rows.length)}), cfg);
   })();
 
@@ -271,7 +277,7 @@ _APP_JS = r"""
   Plotly.newPlot("chart-hist", [
     {type:"bar", name:"reads", x:D.hist.bins, y:D.hist.read, marker:{color:"#2ca02c"}},
     {type:"bar", name:"writes", x:D.hist.bins, y:D.hist.write, marker:{color:"#1f77b4"}}
-  ], lay({barmode:"group", yaxis:{title:"calls", type:"log"}, xaxis:{title:"request size"}}), cfg);
+  ], lay({barmode:"group", yaxis:{title:{text:"calls"}, type:"log"}, xaxis:{title:{text:"request size"}}}), cfg);
 
   // IOPS and throughput over time
   (function(){
@@ -281,7 +287,8 @@ _APP_JS = r"""
       traces.push({type:"scatter", mode:"lines", line:{shape:"hv"}, name:cat, x:t, y:v});
     });
     if (!traces.length) traces.push({type:"scatter", mode:"lines", name:"none", x:t, y:t.map(function(){return 0;})});
-    Plotly.newPlot("chart-iops", traces, lay({xaxis:{title:"seconds from start"}, yaxis:{title:"calls / s"}}), cfg);
+    Plotly.newPlot("chart-iops", traces, lay({xaxis:{title:{text:"seconds from start"}},
+                                              yaxis:{title:{text:"calls / s"}}}), cfg);
     var tp = [
       {type:"scatter", mode:"lines", line:{shape:"hv", color:"#2ca02c"}, name:"read", x:t, y:T.read_bps.map(function(v){return v/1048576;})},
       {type:"scatter", mode:"lines", line:{shape:"hv", color:"#1f77b4"}, name:"written", x:t, y:T.write_bps.map(function(v){return v/1048576;})}
@@ -290,8 +297,15 @@ _APP_JS = r"""
       tp.push({type:"scatter", mode:"lines", line:{shape:"hv", dash:"dot"}, name:esc(m)+" (est.)", x:t,
                y:T.mount_bps[m].map(function(v){return v/1048576;})});
     });
-    Plotly.newPlot("chart-throughput", tp, lay({xaxis:{title:"seconds from start"}, yaxis:{title:"MiB / s"}}), cfg);
+    Plotly.newPlot("chart-throughput", tp, lay({xaxis:{title:{text:"seconds from start"}},
+                                                yaxis:{title:{text:"MiB / s"}}}), cfg);
   })();
+
+  var SHARE_SCALE = [[0,"#9ecae1"],[1,"#d62728"]];
+  function shareColor(v){
+    var a = [0x9e, 0xca, 0xe1], b = [0xd6, 0x27, 0x28], t = Math.min(1, Math.max(0, v || 0));
+    return "rgb(" + a.map(function(x, i){ return Math.round(x + (b[i] - x) * t); }).join(",") + ")";
+  }
 
   // phases: one row per process (an exec chain's images side by side), one labelled bar per image,
   // coloured by the image's I/O share of its own time
@@ -301,13 +315,17 @@ _APP_JS = r"""
     Plotly.newPlot("chart-phases", [{type:"bar", orientation:"h", base:B.map(function(b){return b.start;}),
       x:B.map(function(b){ return Math.max(b.wall, 1e-6); }), y:B.map(function(b){ return b.row; }),
       text:B.map(function(b){ return esc(b.name); }), textposition:"inside", insidetextanchor:"start",
-      constraintext:"none", textfont:{size:11}, width:0.8,
+      constraintext:"none", textfont:{size:11, color:"#1d2330"}, width:0.8,
       customdata:B.map(function(b, i){ return [esc(b.name) + " [" + b.pid + "]", fmtS(b.start), fmtS(b.wall),
         fmtS(b.cpu), fmtS(b.io), (100 * share[i]).toFixed(0) + "%"]; }),
       hovertemplate:"%{customdata[0]}<br>start %{customdata[1]}, wall %{customdata[2]}<br>cpu %{customdata[3]}, " +
         "I/O %{customdata[4]} (%{customdata[5]} of its own time)<extra></extra>",
-      marker:{color:share, colorscale:[[0,"#9ecae1"],[1,"#d62728"]], cmin:0, cmax:1,
-              colorbar:{title:{text:"I/O share of<br>own time", side:"right"}, thickness:12, tickformat:".0%"}}}],
+      marker:{color:share.map(shareColor)}},
+      // the colour scale: plotly.js 3 warns about numeric bar colours, so the bars get colour strings and an
+      // empty marker trace carries the scale
+      {type:"scatter", mode:"markers", x:[null, null], y:[null, null], hoverinfo:"skip", showlegend:false,
+       marker:{color:[0, 1], colorscale:SHARE_SCALE, cmin:0, cmax:1, showscale:true,
+               colorbar:{title:{text:"I/O share of<br>own time", side:"right"}, thickness:12, tickformat:".0%"}}}],
       lay({xaxis:{title:{text:"seconds from the start of the run"}, rangemode:"tozero"},
            yaxis:{title:{text:"process (exec chain)"}, autorange:"reversed", automargin:true,
                   tickmode:"array", tickvals:R.map(function(r, i){ return i; }),
@@ -315,15 +333,29 @@ _APP_JS = r"""
            height:Math.max(320, 90 + 24 * R.length), showlegend:false}), cfg);
   })();
 
-  // per mount: bytes and time
+  // the unit that makes the largest value read as 1 to 1023 (bytes) or 1 to 999 (seconds), so ticks are readable
+  function unit(max, units){ var u = units[0]; units.forEach(function(c){ if (max >= c[1]) u = c; }); return u; }
+  var BYTES = [["B",1],["KiB",1024],["MiB",1048576],["GiB",1073741824],["TiB",1099511627776]];
+  var SECONDS = [["µs",1e-6],["ms",1e-3],["s",1],["min",60]];
+
+  // per mount: bytes and time, each on an axis from zero in a unit that suits its values
   (function(){
     var M = D.mounts, x = M.map(function(m){ return esc(m.name); });
+    var b = unit(Math.max.apply(null, [0].concat(M.map(function(m){ return Math.max(m.read, m.written); }))), BYTES);
+    var s = unit(Math.max.apply(null, [0].concat(M.map(function(m){ return m.time; }))), SECONDS);
     Plotly.newPlot("chart-mounts", [
-      {type:"bar", name:"read (MiB)", x:x, y:M.map(function(m){return m.read/1048576;}), marker:{color:"#2ca02c"}},
-      {type:"bar", name:"written (MiB)", x:x, y:M.map(function(m){return m.written/1048576;}), marker:{color:"#1f77b4"}},
-      {type:"scatter", mode:"markers", name:"I/O time (s)", x:x, y:M.map(function(m){return m.time;}), yaxis:"y2",
-       marker:{color:"#d62728", size:12, symbol:"diamond"}}
-    ], lay({barmode:"group", yaxis:{title:"MiB"}, yaxis2:{title:"seconds", overlaying:"y", side:"right"}}), cfg);
+      {type:"bar", name:"read", x:x, y:M.map(function(m){return m.read/b[1];}), marker:{color:"#2ca02c"},
+       hovertemplate:"%{x}<br>read %{y:.3~f} "+b[0]+"<extra></extra>"},
+      {type:"bar", name:"written", x:x, y:M.map(function(m){return m.written/b[1];}), marker:{color:"#1f77b4"},
+       hovertemplate:"%{x}<br>written %{y:.3~f} "+b[0]+"<extra></extra>"},
+      {type:"scatter", mode:"markers", name:"I/O time", x:x, y:M.map(function(m){return m.time/s[1];}), yaxis:"y2",
+       marker:{color:"#d62728", size:12, symbol:"diamond"},
+       hovertemplate:"%{x}<br>I/O time %{y:.3~f} "+s[0]+"<extra></extra>"}
+    ], lay({barmode:"group", margin:{l:70, r:70, t:40, b:50}, xaxis:{automargin:true},
+            yaxis:{title:{text:"read / written ("+b[0]+")"}, rangemode:"tozero", tickformat:"~g", automargin:true},
+            yaxis2:{title:{text:"I/O time ("+s[0]+")"}, overlaying:"y", side:"right", rangemode:"tozero",
+                    tickformat:"~g",
+                    tickmode:"auto", nticks:6, showgrid:false, zeroline:false, automargin:true}}), cfg);
   })();
 
   // sortable tables: click a header; numbers sort by data-v

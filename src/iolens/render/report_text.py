@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from iolens.analysis.breakdown import BREAKDOWN, LABELS
 from iolens.analysis.files import top_files
 from iolens.analysis.processes import chain_rows
+from iolens.render.terminal import Col, FitTable
 from iolens.units import human_bytes, human_seconds, pct
 
 COLORS = {
@@ -51,13 +51,13 @@ def integrity_lines(r) -> list[str]:
     return out
 
 
-def _tbl(title: str, cols: list[tuple[str, str]]) -> Table:
-    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, title_style="bold")
-    for i, (name, just) in enumerate(cols):
-        first = i == 0 and name != ""
-        t.add_column(name, justify=just, overflow="fold", no_wrap=not first and name != "note",
-                     ratio=1 if first else None, min_width=24 if first else None)
-    return t
+def _tbl(title: str, cols: list[tuple]) -> FitTable:
+    """Columns are (header, justify[, drop]): the first one is a path or name that is ellipsized to fit;
+    columns with a drop rank are left out, highest first, when the terminal is too narrow for them."""
+    spec = [Col(c[0], c[1], drop=c[2] if len(c) > 2 else 0,
+                flex=("right" if c[0] == "process" else "left") if i == 0 and c[0] else "")
+            for i, c in enumerate(cols)]
+    return FitTable(spec, title=title, title_justify="left", show_edge=False, pad_edge=False, title_style="bold")
 
 
 def render_report_text(r, console: Console, *, top: int = 10, max_procs: int = 25) -> None:
@@ -90,9 +90,9 @@ def render_report_text(r, console: Console, *, top: int = 10, max_procs: int = 2
 
     if r.mounts:
         console.print()
-        t = _tbl("Storage", [("mount", "left"), ("kind", "left"), ("fs", "left"), ("read", "right"),
-                             ("written", "right"), ("calls", "right"), ("time", "right"), ("files", "right"),
-                             ("temp", "right")])
+        t = _tbl("Storage", [("mount", "left"), ("kind", "left", 3), ("fs", "left", 2), ("read", "right"),
+                             ("written", "right"), ("calls", "right", 4), ("time", "right"), ("files", "right", 1),
+                             ("temp", "right", 5)])
         for m in r.mounts:
             t.add_row(Text(m.mount), m.storage, m.fstype or "-", human_bytes(m.bytes_read),
                       human_bytes(m.bytes_written), f"{m.reads + m.writes + m.metadata_ops:,}",
@@ -104,8 +104,9 @@ def render_report_text(r, console: Console, *, top: int = 10, max_procs: int = 2
     if files:
         console.print()
         t = _tbl(f"Top files by I/O time ({len(files)} of {tot['files']})",
-                 [("file", "left"), ("mount", "left"), ("read", "right"), ("written", "right"), ("calls", "right"),
-                  ("size", "left"), ("pattern", "left"), ("time", "right"), ("note", "left")])
+                 [("file", "left"), ("mount", "left", 2), ("read", "right"), ("written", "right"),
+                  ("calls", "right", 3), ("size", "left", 5), ("pattern", "left", 4), ("time", "right"),
+                  ("note", "left", 1)])
         for f in files:
             note = ""
             if f.temporary:
@@ -118,9 +119,9 @@ def render_report_text(r, console: Console, *, top: int = 10, max_procs: int = 2
 
     if r.processes:
         console.print()
-        t = _tbl("Phases (process tree)", [("process", "left"), ("start", "right"), ("wall", "right"),
-                                           ("cpu", "right"), ("I/O", "right"), ("read", "right"),
-                                           ("written", "right"), ("exit", "right")])
+        t = _tbl("Phases (process tree)", [("process", "left"), ("start", "right", 2), ("wall", "right"),
+                                           ("cpu", "right", 3), ("I/O", "right"), ("read", "right"),
+                                           ("written", "right"), ("exit", "right", 1)])
         chains = chain_rows(r.processes)
         for p in chains[:max_procs]:
             t.add_row(Text("  " * p.depth + f"{p.label} [{p.pid}]"), human_seconds(p.start_s), human_seconds(p.wall_s),

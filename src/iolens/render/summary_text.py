@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from iolens.analysis.model import ProcSummary, RunSummary
+from iolens.render.terminal import Col, FitTable
+from iolens.render.terminal import console as terminal
 from iolens.units import human_bytes, human_seconds, pct
 
 
-def summary_console() -> Console:
-    """stderr, at least 120 columns wide even when it is not a terminal."""
-    import shutil
+STYLE = {"title_justify": "left", "show_edge": False, "pad_edge": False}
 
-    width = max(120, shutil.get_terminal_size((120, 24)).columns)
-    return Console(stderr=True, highlight=False, width=width, soft_wrap=False)
+
+def summary_console() -> Console:
+    """stderr, as wide as the terminal and at least 80 columns."""
+    return terminal(stderr=True)
 
 
 def _chain_rows(tree: list[ProcSummary]) -> list[tuple[ProcSummary, list[ProcSummary]]]:
@@ -42,11 +43,8 @@ def render_summary(s: RunSummary, console: Console, *, max_tree: int = 25) -> No
         f"{s.files} file(s)"
     )
     if s.own_s:
-        t = Table(title="Where the time went (summed over processes, excluding waits for children)",
-                  title_justify="left", show_edge=False, pad_edge=False)
-        t.add_column("category")
-        t.add_column("time", justify="right")
-        t.add_column("share", justify="right")
+        t = FitTable([Col("category", "left"), Col("time"), Col("share")],
+                     title="Where the time went (summed over processes, excluding waits for children)", **STYLE)
         for cat, v in s.cat_wall_s.items():
             if v > 0:
                 t.add_row(f"I/O {cat}", human_seconds(v), pct(v, s.own_s))
@@ -67,10 +65,8 @@ def render_summary(s: RunSummary, console: Console, *, max_tree: int = 25) -> No
             "the breakdown covers only what was attributed"
         )
     if s.top_files:
-        t = Table(title="Top files by I/O time", title_justify="left", show_edge=False, pad_edge=False)
-        for col, just in (("file", "left"), ("fs", "left"), ("read", "right"), ("written", "right"),
-                          ("ops", "right"), ("time", "right")):
-            t.add_column(col, justify=just, overflow="fold")
+        t = FitTable([Col("file", "left", flex="left"), Col("fs", "left", drop=2), Col("read"), Col("written"),
+                      Col("ops", drop=1), Col("time")], title="Top files by I/O time", **STYLE)
         for f in s.top_files:
             t.add_row(Text(f.path), f"{f.fstype} {f.mount}", human_bytes(f.bytes_read),
                       human_bytes(f.bytes_written), str(f.reads + f.writes), human_seconds(f.time_s))
@@ -82,10 +78,8 @@ def render_summary(s: RunSummary, console: Console, *, max_tree: int = 25) -> No
             console.print(Text(f"    {f.path} ({human_bytes(f.bytes_written)}, lived "
                                f"{human_seconds(f.lifetime_s)}, {f.fstype})"))
     if s.tree:
-        t = Table(title="Processes", title_justify="left", show_edge=False, pad_edge=False)
-        for col, just in (("process", "left"), ("start", "right"), ("wall", "right"), ("cpu", "right"),
-                          ("I/O wall", "right"), ("read", "right"), ("written", "right"), ("exit", "right")):
-            t.add_column(col, justify=just)
+        t = FitTable([Col("process", "left", flex="right"), Col("start", drop=2), Col("wall"), Col("cpu", drop=3),
+                      Col("I/O wall"), Col("read"), Col("written"), Col("exit", drop=1)], title="Processes", **STYLE)
         rows = _chain_rows(s.tree)
         for p, imgs in rows[:max_tree]:
             last = imgs[-1]

@@ -1,0 +1,128 @@
+"""Terminal output fits the terminal: run each command with COLUMNS=80 and COLUMNS=200 in a subprocess.
+
+At 80 columns no line is longer than 80 characters and no table row wraps: a table has as many lines at
+80 columns as at 200 (where nothing needs to wrap), and the report's tables have one line per row.  At
+200 columns the wider layout (more columns) is used.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from conftest import datapath, iolens
+
+CAPTURE = datapath("report", "small.iolens")
+STORE = datapath("bench", "store-v1.sqlite")
+
+
+def run(*args, columns: int, **kw) -> str:
+    env = {**os.environ, "COLUMNS": str(columns)}
+    env.pop("LINES", None)
+    res = iolens(*args, env=env, **kw)
+    assert res.returncode == 0, res.stderr
+    return res.stdout + res.stderr
+
+
+def rows(text: str) -> list[str]:
+    """The lines of table bodies (rich draws its column separators with │)."""
+    return [line for line in text.splitlines() if "│" in line]
+
+
+def fits(text: str, width: int = 80) -> None:
+    long = [line for line in text.splitlines() if len(line) > width]
+    assert long == [], f"lines over {width} columns:\n" + "\n".join(long)
+
+
+def header(text: str, first: str) -> str:
+    return next(line for line in text.splitlines() if line.startswith(first) and "┃" in line)
+
+
+def check(narrow: str, wide: str) -> None:
+    fits(narrow)
+    assert len(rows(narrow)) == len(rows(wide)) > 0, "a table row wrapped at 80 columns"
+    assert max(map(len, wide.splitlines())) > 80, "the 200-column run did not use the width"
+
+
+def test_report_at_80_and_200_columns():
+    from iolens.analysis.report import build_report
+    from iolens.capture.reader import read_capture
+
+    narrow, wide = (run("report", CAPTURE, columns=c) for c in (80, 200))
+    check(narrow, wide)
+    r = build_report(read_capture(CAPTURE))
+    shown_files = len([f for f in r.files if f.kind in ("file", "aggregate")][:10])
+    categories = sum(1 for v in r.breakdown.values() if v > 0) + 1
+    assert len(rows(narrow)) == categories + len(r.mounts) + shown_files + len(r.processes[:25])
+    # the wide layout has every column, the narrow one fewer
+    assert header(wide, "file").count("┃") > header(narrow, "file").count("┃")
+    assert "pattern" in header(wide, "file") and "calls" in header(wide, "file")
+    assert header(narrow, "process").count("┃") >= 4  # wall, I/O, read, written still there
+    for name in ("aln.bam.tmp.0000.bam", "r1.fq.gz", "samtools flagstat"):
+        assert name in narrow  # ellipsized at the left, the file name stays
+
+
+def test_diff_at_80_columns(tmp_path):
+    narrow, wide = (run("diff", CAPTURE, CAPTURE, columns=c) for c in (80, 200))
+    check(narrow, wide)
+    assert "storage A -> B" in header(wide, "file") and "storage A -> B" not in header(narrow, "file")
+
+
+def test_results_list_and_bench_show_at_80_columns(tmp_path):
+    db = tmp_path / "r.sqlite"
+    db.write_bytes(STORE.read_bytes())
+    narrow, wide = (run("results", "list", "--db", db, columns=c) for c in (80, 200))
+    fits(narrow)
+    assert len(rows(narrow)) == len(rows(wide)) > 0
+    for line in rows(narrow):  # a timestamp is never cut in two
+        assert any(ch.isdigit() for ch in line)
+    ids = [line.split("│")[1].strip() for line in rows(narrow)]
+    narrow, wide = (run("results", "show", ids[0], "--db", db, columns=c) for c in (80, 200))
+    fits(narrow)
+    assert len(rows(narrow)) == len(rows(wide)) > 0  # bench cells are 3 lines by design, never more
+
+
+@pytest.fixture(scope="module")
+def compare_runs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cmp")
+    (d / "in.bin").write_bytes(os.urandom(1 << 20))
+    for sub in ("first_placement_directory", "second_placement_directory"):
+        (d / sub).mkdir()
+    out = {}
+    for c in (80, 200):
+        out[c] = run("compare", "cat {in} > {out:copy.bin}", "--input", f"in={d / 'in.bin'}",
+                     "--place", f"out={d / 'first_placement_directory'},{d / 'second_placement_directory'}",
+                     "--runs", "3", "--warmup", "0", "--no-store", "--seed", "3", columns=c, cwd=d)
+    return out
+
+
+def test_compare_at_80_columns(compare_runs):
+    narrow, wide = compare_runs[80], compare_runs[200]
+    check(narrow, wide)
+    head = header(narrow, "configuration")
+    assert head.index("median") < head.index("vs baseline") < head.index(" p ")  # verdict columns first
+    assert "min … max" in header(wide, "configuration") and "min … max" not in head
+
+
+def test_compare_title_says_what_was_timed(compare_runs):
+    for text in compare_runs.values():
+        assert "Wall time per run (the command)" in text  # direct only: nothing was copied
+        assert "copy-in" not in text
+
+
+def test_profile_summary_at_80_columns(tmp_path):
+    deep = tmp_path / ("a_rather_long_directory_name_" * 3)
+    deep.mkdir()
+    src = tmp_path / "in.bin"
+    src.write_bytes(os.urandom(1 << 20))
+    cmd = f"cp {src} {deep}/copy.bin && gzip -c {src} > {deep}/copy.gz"
+    narrow, wide = (run("profile", "-o", tmp_path / f"p{c}.iolens", "--", "sh", "-c", cmd, columns=c)
+                    for c in (80, 200))
+    # the command line is prose and may wrap; everything from the first table on must fit
+    body = narrow[narrow.index("Where the time went"):]
+    fits(body)
+    title = "Where the time went (summed over processes, excluding waits for children)"
+    assert title in body.splitlines()[0]  # the title is one line
+    assert len(rows(narrow)) == len(rows(wide)) > 0
+    assert "copy.bin" in narrow and "copy.gz" in narrow
