@@ -46,9 +46,10 @@ def replay(capture, targets, speed, cache, fio_out, json_out, force):
     cap = load_capture(capture)
     plan = build_plan(cap)
     if fio_out:
-        from iolens.whatif.fio import iolog
+        from iolens.whatif.fio import iolog, layout_list
 
         write_output(fio_out, iolog(plan), force=force, opt="--fio-iolog")
+        write_output(f"{fio_out}.layout", layout_list(plan), force=True, opt="--fio-iolog")
     resolved = [resolve(t) for t in targets]
     home = capture_devices(cap, plan)
     results = []

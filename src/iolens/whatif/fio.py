@@ -8,7 +8,8 @@ fio replays data operations only.  What it cannot express, and how the export tr
 - compute gaps: kept as the timestamps (milliseconds since the start), which fio waits for before each op;
 - file names: fio opens the names as written, so they are written relative (`a/b/c` becomes `a__b__c`) for a run
   in an empty scratch directory, never the capture's own paths.  Files are `add`ed and `open`ed at first use;
-  fio lays out what it reads (it creates missing files at the size the log needs).
+  fio does not lay out files for a replayed log, so the files the step reads are listed with their sizes in
+  FILE.layout (`SIZE NAME` lines): create them first, e.g. `while read s n; do head -c $s /dev/urandom > $n; done`.
 """
 
 from __future__ import annotations
@@ -65,3 +66,9 @@ def iolog(plan: Plan) -> bytes:
     for f in sorted(opened):
         lines.append(f"{end} {fio_name(plan.files[f].rel)} close\n")
     return "".join(lines).encode()
+
+
+def layout_list(plan: Plan) -> bytes:
+    """`SIZE NAME` for each file the step reads and did not create: what to lay out before `fio --read_iolog`."""
+    return "".join(f"{f.layout} {fio_name(f.rel)}\n" for f in plan.files
+                   if not f.created and not f.dir and f.layout > 0).encode()
