@@ -103,7 +103,7 @@ def has_trace(cap: Capture) -> bool:
 
 
 def _is_data(path: str) -> bool:
-    return path.startswith("/") and not path.startswith(SYSTEM_PREFIXES)
+    return path.startswith("/") and path.strip("/") != "" and not path.startswith(SYSTEM_PREFIXES)
 
 
 def build_plan(cap: Capture) -> Plan:
@@ -276,6 +276,14 @@ def build_plan(cap: Capture) -> Plan:
             th = max(proc_threads[i], key=lambda x: x[2])[0]
             pseudo.append((ends[i], code["EXIT"], th, 0, 2))
     t0 = min(starts[r] for r in roots) if roots else min(starts)
+    # the wall time the user saw starts before the first image's record (exec, dynamic loading) and ends after
+    # the last one: both are kept as compute in the root's first and last gaps
+    meta_t0, meta_t1 = int(cap.meta.get("start_mono") or 0), int(cap.meta.get("end_mono") or 0)
+    if 0 < meta_t0 <= t0:
+        t0 = meta_t0
+    if roots and meta_t1 > ends[roots[0]] and proc_threads[roots[0]]:
+        th = max(proc_threads[roots[0]], key=lambda x: x[2])[0]
+        pseudo.append((meta_t1, code["EXIT"], th, 0, 3))
     ps = np.array([[t, 0, 0, 0, op, th, obj, 0, seq] for t, op, th, obj, seq in pseudo], dtype=np.int64)
     allrows = np.concatenate(rows + [ps]) if rows else ps
 
