@@ -7,8 +7,10 @@ from iolens.commands.data import data
 from iolens.commands.diff import diff
 from iolens.commands.lab import lab
 from iolens.commands.parse import parse
+from iolens.commands.predict import predict
 from iolens.commands.profile import profile
+from iolens.commands.replay import replay
 from iolens.commands.report import report
 from iolens.commands.results import results
 
-COMMANDS = [profile, parse, data, compare, lab, report, bench, results, diff, cost]
+COMMANDS = [profile, parse, data, compare, lab, report, bench, results, diff, cost, replay, predict]

@@ -1,0 +1,720 @@
+/*
+ * iolens-replay: replay a step's recorded operations on a directory.
+ *
+ *   iolens-replay JOB.json        result JSON on stdout (exit 0 ok, 1 failed, 2 bad job, 130 interrupted)
+ *   iolens-replay --describe      op codes, classes and struct sizes, as JSON (from replay.h)
+ *
+ * Every recorded thread becomes one thread here; a recorded process is the group of its threads, started
+ * when its parent replays the SPAWN op and finished when all its threads ended (WAIT).  Pipes are not
+ * replayed as data: PIPE_READ waits until the pipe's writers have written what the reader read, and
+ * PIPE_WRITE until the readers are less than a pipe's capacity behind.  Files live below `root`, a fresh
+ * directory named iolens-bench-* that the caller made and removes; paths are opened with openat2
+ * RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS, so nothing outside it is touched.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/openat2.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../bench/bench.h"
+#include "../bench/json.h"
+#include "replay.h"
+
+#define DEP_TIMEOUT_NS 10000000000ull /* a dependency the trace cannot satisfy is given up after 10 s */
+#define IOBUF (1u << 20)
+
+static const char *const OP_NAMES[] = {
+#define RP_X_OP(n, c, d) #n,
+    RP_OPS(RP_X_OP)
+#undef RP_X_OP
+};
+static const int OP_CLASS[] = {
+#define RP_X_OP(n, c, d) RP_CLASS_##c,
+    RP_OPS(RP_X_OP)
+#undef RP_X_OP
+};
+static const char *const OP_DOCS[] = {
+#define RP_X_OP(n, c, d) d,
+    RP_OPS(RP_X_OP)
+#undef RP_X_OP
+};
+static const char *const CLASS_NAMES[] = {
+#define RP_X_CLASS(n) #n,
+    RP_CLASSES(RP_X_CLASS)
+#undef RP_X_CLASS
+};
+static const char *const CONTENTS[] = {
+#define X(n, d) #n,
+    BENCH_CONTENTS(X)
+#undef X
+};
+
+struct rfile {
+    char *path;
+    int dir;
+    int64_t layout; /* bytes to lay out before the replay; -1: not laid out */
+    int content;
+};
+
+struct handle {
+    pthread_mutex_t mu;
+    int fd, refs, file, listed;
+    uint64_t rlo, rhi;        /* stdio read buffer window */
+    uint64_t woff, wlen;      /* stdio write buffer */
+};
+
+struct rthread {
+    pthread_t th;
+    uint32_t proc;
+    size_t first, n; /* its ops */
+    uint64_t cls_ns[RP_NCLASS], errors, dep_timeouts, ops;
+};
+
+struct proc {
+    int started, done;
+    uint64_t start_ns;
+    int threads_left;
+};
+
+static struct {
+    int rootfd;
+    int speed_max;
+    struct rfile *files;
+    size_t nfiles;
+    struct handle *handles;
+    size_t nhandles;
+    struct rthread *threads;
+    size_t nthreads;
+    struct proc *procs;
+    size_t nprocs;
+    uint64_t *pipe_w, *pipe_r;
+    size_t npipes;
+    struct rp_op *ops;
+    size_t nops;
+    struct rp_log *log;
+    uint64_t t0;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    unsigned char *wpool;
+} R;
+
+static volatile sig_atomic_t stop_signal;
+static void on_signal(int sig) { stop_signal = sig; }
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void ts_of(uint64_t ns, struct timespec *ts)
+{
+    ts->tv_sec = (time_t)(ns / 1000000000ull);
+    ts->tv_nsec = (long)(ns % 1000000000ull);
+}
+
+/* Wait until `deadline`: sleep for long gaps, spin for the last stretch (compute gaps are CPU time). */
+static void pace(uint64_t deadline)
+{
+    for (;;) {
+        uint64_t t = now_ns();
+        if (t >= deadline || stop_signal) return;
+        uint64_t left = deadline - t;
+        if (left > 200000) {
+            struct timespec ts;
+            uint64_t until = deadline - 100000;
+            if (until - t > 50000000) until = t + 50000000; /* notice a stop within 50 ms */
+            ts_of(until, &ts);
+            clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+        }
+    }
+}
+
+/* ---- dependencies ------------------------------------------------------------------------------- */
+
+static void broadcast(void)
+{
+    pthread_mutex_lock(&R.mu);
+    pthread_cond_broadcast(&R.cv);
+    pthread_mutex_unlock(&R.mu);
+}
+
+/* Waits (under R.mu) until ready(arg) or the time-out; returns 0 when ready, -1 on time-out or stop. */
+static int wait_until(int (*ready)(const struct rp_op *), const struct rp_op *o)
+{
+    uint64_t give_up = now_ns() + DEP_TIMEOUT_NS;
+    int ok = 0;
+    pthread_mutex_lock(&R.mu);
+    while (!(ok = ready(o))) {
+        uint64_t t = now_ns();
+        if (t >= give_up || stop_signal) break;
+        struct timespec ts;
+        ts_of(t + 50000000 < give_up ? t + 50000000 : give_up, &ts);
+        pthread_cond_timedwait(&R.cv, &R.mu, &ts);
+    }
+    pthread_mutex_unlock(&R.mu);
+    return ok ? 0 : -1;
+}
+
+static int proc_started(const struct rp_op *o) { return R.procs[o->obj].started; }
+static int proc_done(const struct rp_op *o) { return R.procs[o->obj].done; }
+static int pipe_written(const struct rp_op *o)
+{
+    return __atomic_load_n(&R.pipe_w[o->obj], __ATOMIC_ACQUIRE) >= o->offset;
+}
+static int pipe_read(const struct rp_op *o) { return __atomic_load_n(&R.pipe_r[o->obj], __ATOMIC_ACQUIRE) >= o->offset; }
+
+/* ---- files -------------------------------------------------------------------------------------- */
+
+static int open_rel(const char *rel, int flags, mode_t mode)
+{
+    struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW), .mode = (flags & O_CREAT) ? mode : 0,
+                           .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+    long fd = syscall(SYS_openat2, R.rootfd, rel, &how, sizeof how);
+    return (int)fd;
+}
+
+static int handle_fd(struct handle *h, int trunc)
+{
+    if (h->fd >= 0) return h->fd;
+    struct rfile *f = &R.files[h->file];
+    h->fd = f->dir ? open_rel(f->path, O_RDONLY | O_DIRECTORY, 0)
+                   : open_rel(f->path, O_RDWR | O_CREAT | (trunc ? O_TRUNC : 0), 0644);
+    if (h->fd < 0 && !f->dir && errno == EISDIR) h->fd = open_rel(f->path, O_RDONLY | O_DIRECTORY, 0);
+    h->rlo = h->rhi = 0;
+    h->listed = 0;
+    return h->fd;
+}
+
+static int do_pread(int fd, unsigned char *buf, uint64_t size, uint64_t off)
+{
+    while (size) {
+        size_t n = size > IOBUF ? IOBUF : (size_t)size;
+        ssize_t r = pread(fd, buf, n, (off_t)off);
+        if (r < 0) return -1;
+        if (r == 0) return 0; /* past the end: the recorded file was larger than its layout */
+        size -= (uint64_t)r;
+        off += (uint64_t)r;
+    }
+    return 0;
+}
+
+static int do_pwrite(int fd, uint64_t size, uint64_t off)
+{
+    while (size) {
+        size_t n = size > IOBUF ? IOBUF : (size_t)size;
+        ssize_t r = pwrite(fd, R.wpool, n, (off_t)off);
+        if (r <= 0) return -1;
+        size -= (uint64_t)r;
+        off += (uint64_t)r;
+    }
+    return 0;
+}
+
+static int drain(struct handle *h)
+{
+    int rc = 0;
+    if (h->wlen && h->fd >= 0) rc = do_pwrite(h->fd, h->wlen, h->woff);
+    h->wlen = 0;
+    return rc;
+}
+
+/* Runs one file operation; returns 0 or -1 (errno set).  The handle lock is held by the caller. */
+static int file_op(const struct rp_op *o, struct handle *h, unsigned char *buf)
+{
+    int fd;
+    switch (o->op) {
+    case RP_OP_OPEN: {
+        if (h->fd >= 0) { /* opened again: pay for the open, keep one descriptor */
+            struct rfile *f = &R.files[h->file];
+            int fd2 = f->dir ? open_rel(f->path, O_RDONLY | O_DIRECTORY, 0) : open_rel(f->path, O_RDWR | O_CREAT, 0644);
+            if (fd2 >= 0) close(fd2);
+            h->listed = 0;
+            h->refs++;
+            return fd2 < 0 ? -1 : 0;
+        }
+        h->refs++;
+        return handle_fd(h, (int)(o->flags & 1)) < 0 ? -1 : 0;
+    }
+    case RP_OP_CLOSE:
+        if (h->fd < 0) return 0;
+        if (--h->refs > 0) return 0;
+        drain(h);
+        close(h->fd);
+        h->fd = -1;
+        h->refs = 0;
+        return 0;
+    case RP_OP_READ:
+        if ((fd = handle_fd(h, 0)) < 0) return -1;
+        return do_pread(fd, buf, o->size, o->offset);
+    case RP_OP_WRITE:
+        if ((fd = handle_fd(h, 0)) < 0) return -1;
+        return do_pwrite(fd, o->size, o->offset);
+    case RP_OP_SREAD:
+        if ((fd = handle_fd(h, 0)) < 0) return -1;
+        if (o->offset >= h->rlo && o->offset + o->size <= h->rhi) return 0;
+        if (o->size >= RP_STREAM_BUF) {
+            h->rlo = h->rhi = 0;
+            return do_pread(fd, buf, o->size, o->offset);
+        }
+        {
+            uint64_t from = o->offset >= h->rlo && o->offset < h->rhi ? h->rhi : o->offset;
+            uint64_t need = o->offset + o->size - from;
+            uint64_t n = need > RP_STREAM_BUF ? need : RP_STREAM_BUF;
+            h->rlo = from;
+            h->rhi = from + n;
+            return do_pread(fd, buf, n, from);
+        }
+    case RP_OP_SWRITE:
+        if ((fd = handle_fd(h, 0)) < 0) return -1;
+        if (h->wlen && o->offset != h->woff + h->wlen && drain(h)) return -1;
+        if (!h->wlen) h->woff = o->offset;
+        h->wlen += o->size;
+        if (h->wlen >= RP_STREAM_BUF) {
+            uint64_t whole = h->wlen - h->wlen % RP_STREAM_BUF;
+            if (do_pwrite(fd, whole, h->woff)) return -1;
+            h->woff += whole;
+            h->wlen -= whole;
+        }
+        return 0;
+    case RP_OP_SFLUSH:
+        return h->fd >= 0 ? drain(h) : 0;
+    case RP_OP_FSYNC:
+    case RP_OP_FDATASYNC:
+        if ((fd = handle_fd(h, 0)) < 0) return -1;
+        drain(h);
+        return o->op == RP_OP_FSYNC ? fsync(fd) : fdatasync(fd);
+    case RP_OP_READDIR: {
+        if (h->listed) return 0;
+        if ((fd = handle_fd(h, 0)) < 0) return -1;
+        h->listed = 1;
+        lseek(fd, 0, SEEK_SET);
+        long r;
+        while ((r = syscall(SYS_getdents64, fd, buf, IOBUF)) > 0) {
+        }
+        return r < 0 ? -1 : 0;
+    }
+    default: return 0;
+    }
+}
+
+static int path_op(const struct rp_op *o)
+{
+    struct rfile *f = &R.files[o->obj];
+    struct stat st;
+    switch (o->op) {
+    case RP_OP_STAT: return fstatat(R.rootfd, f->path, &st, AT_SYMLINK_NOFOLLOW);
+    case RP_OP_UNLINK:
+        if (unlinkat(R.rootfd, f->path, 0) == 0) return 0;
+        return (errno == EISDIR || errno == EPERM) ? unlinkat(R.rootfd, f->path, AT_REMOVEDIR) : -1;
+    case RP_OP_MKDIR: return mkdirat(R.rootfd, f->path, 0755) == 0 || errno == EEXIST ? 0 : -1;
+    case RP_OP_RENAME: {
+        const char *to = o->size && o->size - 1 < R.nfiles ? R.files[o->size - 1].path : f->path;
+        return renameat(R.rootfd, f->path, R.rootfd, to);
+    }
+    case RP_OP_SYNCFS: return syncfs(R.rootfd);
+    default: return 0;
+    }
+}
+
+/* ---- the thread loop ---------------------------------------------------------------------------- */
+
+static void *thread_main(void *arg)
+{
+    struct rthread *t = arg;
+    unsigned char *buf = NULL;
+    if (posix_memalign((void **)&buf, 4096, IOBUF)) return NULL;
+    uint64_t prev_end = R.t0;
+    for (size_t i = t->first; i < t->first + t->n && !stop_signal; i++) {
+        const struct rp_op *o = &R.ops[i];
+        if (o->op == RP_OP_START) {
+            if (wait_until(proc_started, o)) t->dep_timeouts++;
+            prev_end = R.procs[o->obj].start_ns ? R.procs[o->obj].start_ns : now_ns();
+        }
+        if (!R.speed_max) pace(prev_end + o->gap);
+        uint64_t a = now_ns();
+        int rc = 0, cls = o->op < RP_NOPS ? OP_CLASS[o->op] : RP_CLASS_NONE;
+        switch (o->op) {
+        case RP_OP_START:
+        case RP_OP_EXIT: break;
+        case RP_OP_SPAWN:
+            pthread_mutex_lock(&R.mu);
+            R.procs[o->obj].started = 1;
+            R.procs[o->obj].start_ns = a;
+            pthread_cond_broadcast(&R.cv);
+            pthread_mutex_unlock(&R.mu);
+            break;
+        case RP_OP_WAIT:
+            if (wait_until(proc_done, o)) t->dep_timeouts++;
+            break;
+        case RP_OP_PIPE_READ:
+            if (wait_until(pipe_written, o)) t->dep_timeouts++;
+            __atomic_fetch_add(&R.pipe_r[o->obj], o->size, __ATOMIC_ACQ_REL);
+            broadcast();
+            break;
+        case RP_OP_PIPE_WRITE:
+            if (wait_until(pipe_read, o)) t->dep_timeouts++;
+            __atomic_fetch_add(&R.pipe_w[o->obj], o->size, __ATOMIC_ACQ_REL);
+            broadcast();
+            break;
+        case RP_OP_STAT:
+        case RP_OP_UNLINK:
+        case RP_OP_MKDIR:
+        case RP_OP_RENAME:
+        case RP_OP_SYNCFS: rc = path_op(o); break;
+        default: {
+            struct handle *h = &R.handles[o->obj];
+            pthread_mutex_lock(&h->mu);
+            rc = file_op(o, h, buf);
+            pthread_mutex_unlock(&h->mu);
+        }
+        }
+        uint64_t b = now_ns();
+        if (rc) t->errors++;
+        t->cls_ns[cls] += b - a;
+        t->ops++;
+        if (R.log) R.log[i] = (struct rp_log){.start = a - R.t0, .end = b - R.t0, .op = o->op, .thread = o->thread};
+        prev_end = b;
+    }
+    free(buf);
+    pthread_mutex_lock(&R.mu);
+    struct proc *p = &R.procs[t->proc];
+    if (--p->threads_left <= 0) p->done = 1;
+    pthread_cond_broadcast(&R.cv);
+    pthread_mutex_unlock(&R.mu);
+    return NULL;
+}
+
+/* ---- job ---------------------------------------------------------------------------------------- */
+
+static int bad_job(const char *msg, const char *what)
+{
+    jw w;
+    jw_init(&w, stdout);
+    jw_obj(&w, NULL);
+    jw_str(&w, "tag", "iolens-replay-result");
+    jw_str(&w, "status", "error");
+    char m[512];
+    snprintf(m, sizeof m, "%s%s%s", msg, what ? ": " : "", what ? what : "");
+    jw_str(&w, "message", m);
+    jw_end_obj(&w);
+    fputc('\n', stdout);
+    return 2;
+}
+
+static int safe_rel(const char *p)
+{
+    if (!p || !*p || p[0] == '/') return 0;
+    for (const char *c = p; *c;) {
+        const char *s = strchr(c, '/');
+        size_t n = s ? (size_t)(s - c) : strlen(c);
+        if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.')) return 0;
+        c = s ? s + 1 : c + n;
+    }
+    return 1;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+        free(b);
+        b = NULL;
+    }
+    fclose(f);
+    if (b) b[n] = 0;
+    if (len) *len = (size_t)n;
+    return b;
+}
+
+/* Creates every file's parent directories, directories, and the laid-out files (untimed). */
+static int layout(int cold, char *err, size_t errlen)
+{
+    unsigned char *pool[CONTENT__COUNT] = {0};
+    for (size_t i = 0; i < R.nfiles; i++) {
+        struct rfile *f = &R.files[i];
+        char *p = strdup(f->path);
+        for (char *s = strchr(p, '/'); s; s = strchr(s + 1, '/')) {
+            *s = 0;
+            if (mkdirat(R.rootfd, p, 0755) && errno != EEXIST) {
+                snprintf(err, errlen, "mkdir %s: %s", p, strerror(errno));
+                free(p);
+                return -1;
+            }
+            *s = '/';
+        }
+        free(p);
+        if (f->dir) {
+            if (f->layout >= 0 && mkdirat(R.rootfd, f->path, 0755) && errno != EEXIST) {
+                snprintf(err, errlen, "mkdir %s: %s", f->path, strerror(errno));
+                return -1;
+            }
+            continue;
+        }
+        if (f->layout < 0) continue;
+        int fd = open_rel(f->path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0) {
+            snprintf(err, errlen, "create %s: %s", f->path, strerror(errno));
+            return -1;
+        }
+        if (!pool[f->content] && content_pool((content_kind)f->content, NULL, IOBUF * 4, 7 + (uint64_t)f->content,
+                                              &pool[f->content], err, errlen)) {
+            close(fd);
+            return -1;
+        }
+        uint64_t left = (uint64_t)f->layout, off = 0;
+        while (left && !stop_signal) {
+            size_t n = left > IOBUF * 4 ? IOBUF * 4 : (size_t)left;
+            ssize_t r = pwrite(fd, pool[f->content], n, (off_t)off);
+            if (r <= 0) {
+                snprintf(err, errlen, "write %s: %s", f->path, r < 0 ? strerror(errno) : "short write");
+                close(fd);
+                return -1;
+            }
+            left -= (uint64_t)r;
+            off += (uint64_t)r;
+        }
+        if (cold) {
+            fdatasync(fd);
+            posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        }
+        close(fd);
+    }
+    for (int k = 0; k < CONTENT__COUNT; k++) free(pool[k]);
+    return stop_signal ? -1 : 0;
+}
+
+static void describe(void)
+{
+    jw w;
+    jw_init(&w, stdout);
+    jw_obj(&w, NULL);
+    jw_str(&w, "tag", "iolens-replay-describe");
+    jw_arr(&w, "schema_version");
+    jw_int(&w, NULL, RP_SCHEMA_MAJOR);
+    jw_int(&w, NULL, RP_SCHEMA_MINOR);
+    jw_end_arr(&w);
+    jw_obj(&w, "ops");
+    for (int i = 0; i < RP_NOPS; i++) {
+        jw_obj(&w, OP_NAMES[i]);
+        jw_int(&w, "code", i);
+        jw_str(&w, "class", CLASS_NAMES[OP_CLASS[i]]);
+        jw_str(&w, "doc", OP_DOCS[i]);
+        jw_end_obj(&w);
+    }
+    jw_end_obj(&w);
+    jw_arr(&w, "classes");
+    for (int i = 0; i < RP_NCLASS; i++) jw_str(&w, NULL, CLASS_NAMES[i]);
+    jw_end_arr(&w);
+    jw_arr(&w, "contents");
+    for (int i = 0; i < CONTENT__COUNT; i++) jw_str(&w, NULL, CONTENTS[i]);
+    jw_end_arr(&w);
+#define RP_FIELD(type, name) jw_str(&w, NULL, #name ":" #type);
+    jw_arr(&w, "op_fields");
+    RP_LAYOUT_OP(RP_FIELD)
+    jw_end_arr(&w);
+    jw_arr(&w, "log_fields");
+    RP_LAYOUT_LOG(RP_FIELD)
+    jw_end_arr(&w);
+#undef RP_FIELD
+    jw_int(&w, "op_size", (int64_t)sizeof(struct rp_op));
+    jw_int(&w, "log_size", (int64_t)sizeof(struct rp_log));
+    jw_int(&w, "stream_buffer", RP_STREAM_BUF);
+    jw_int(&w, "pipe_buffer", RP_PIPE_BUF);
+    jw_end_obj(&w);
+    fputc('\n', stdout);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 2 && !strcmp(argv[1], "--describe")) {
+        describe();
+        return 0;
+    }
+    if (argc != 2) {
+        fprintf(stderr, "usage: iolens-replay JOB.json | --describe\n");
+        return 2;
+    }
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+
+    char err[512];
+    char *text = slurp(argv[1], NULL);
+    if (!text) return bad_job("cannot read the job", argv[1]);
+    jval *job = json_parse(text, err, sizeof err);
+    free(text);
+    if (!job) return bad_job("the job is not JSON", err);
+    const char *bad = NULL;
+    const char *root = json_str(job, "root", NULL, &bad);
+    const char *base = root ? strrchr(root, '/') : NULL;
+    if (!root || root[0] != '/' || !base || strncmp(base + 1, "iolens-bench-", 13))
+        return bad_job("root must be an absolute iolens-bench-* directory", root);
+    R.rootfd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (R.rootfd < 0) return bad_job("cannot open root", strerror(errno));
+    R.speed_max = !strcmp(json_str(job, "speed", "recorded", &bad), "max");
+    int cold = !strcmp(json_str(job, "cache", "warm", &bad), "cold");
+
+    const jval *files = json_get(job, "files");
+    R.nfiles = json_len(files);
+    R.files = calloc(R.nfiles + 1, sizeof *R.files);
+    for (size_t i = 0; i < R.nfiles; i++) {
+        const jval *f = json_at(files, i);
+        const char *p = json_str(f, "path", NULL, &bad);
+        if (!safe_rel(p)) return bad_job("unsafe file path", p);
+        R.files[i].path = strdup(p);
+        R.files[i].dir = json_bool(f, "dir", 0, &bad);
+        R.files[i].layout = (int64_t)json_num(f, "layout", -1, &bad);
+        const char *c = json_str(f, "content", "random", &bad);
+        for (int k = 0; k < CONTENT__COUNT; k++)
+            if (!strcmp(c, CONTENTS[k]) && k != CONTENT_template) R.files[i].content = k;
+    }
+    const jval *handles = json_get(job, "handles");
+    R.nhandles = json_len(handles);
+    R.handles = calloc(R.nhandles + 1, sizeof *R.handles);
+    for (size_t i = 0; i < R.nhandles; i++) {
+        double fi = json_num(json_at(handles, i), "file", -1, &bad);
+        if (fi < 0 || fi >= (double)R.nfiles) return bad_job("a handle names no file", NULL);
+        R.handles[i].file = (int)fi;
+        R.handles[i].fd = -1;
+        pthread_mutex_init(&R.handles[i].mu, NULL);
+    }
+    const jval *threads = json_get(job, "threads");
+    R.nthreads = json_len(threads);
+    R.nprocs = (size_t)json_num(job, "processes", 0, &bad);
+    R.npipes = (size_t)json_num(job, "pipes", 0, &bad);
+    R.threads = calloc(R.nthreads + 1, sizeof *R.threads);
+    R.procs = calloc(R.nprocs + 1, sizeof *R.procs);
+    R.pipe_w = calloc(R.npipes + 1, sizeof *R.pipe_w);
+    R.pipe_r = calloc(R.npipes + 1, sizeof *R.pipe_r);
+    for (size_t i = 0; i < R.nthreads; i++) {
+        double p = json_num(json_at(threads, i), "process", -1, &bad);
+        if (p < 0 || p >= (double)R.nprocs) return bad_job("a thread names no process", NULL);
+        R.threads[i].proc = (uint32_t)p;
+        R.procs[(size_t)p].threads_left++;
+    }
+    const jval *roots = json_get(job, "roots");
+    for (size_t i = 0; i < json_len(roots); i++) {
+        double p = json_at(roots, i)->num;
+        if (p >= 0 && p < (double)R.nprocs) R.procs[(size_t)p].started = 1;
+    }
+    if (bad) return bad_job("a job field has the wrong type", bad);
+
+    size_t olen = 0;
+    R.ops = (struct rp_op *)slurp(json_str(job, "ops", "", &bad), &olen);
+    if (!R.ops || olen % sizeof(struct rp_op)) return bad_job("cannot read the op list", json_str(job, "ops", "", &bad));
+    R.nops = olen / sizeof(struct rp_op);
+    for (size_t i = 0; i < R.nops; i++) {
+        const struct rp_op *o = &R.ops[i];
+        if (o->op >= RP_NOPS || o->thread >= R.nthreads || (i && o->thread < R.ops[i - 1].thread))
+            return bad_job("the op list is damaged or not grouped by thread", NULL);
+        uint32_t lim = 0;
+        switch (o->op) {
+        case RP_OP_START: case RP_OP_SPAWN: case RP_OP_WAIT: lim = (uint32_t)R.nprocs; break;
+        case RP_OP_EXIT: lim = UINT32_MAX; break;
+        case RP_OP_PIPE_READ: case RP_OP_PIPE_WRITE: lim = (uint32_t)R.npipes; break;
+        case RP_OP_STAT: case RP_OP_UNLINK: case RP_OP_MKDIR: case RP_OP_RENAME: lim = (uint32_t)R.nfiles; break;
+        case RP_OP_SYNCFS: lim = UINT32_MAX; break;
+        default: lim = (uint32_t)R.nhandles;
+        }
+        if (o->obj >= lim) return bad_job("an op names an object out of range", OP_NAMES[o->op]);
+        struct rthread *t = &R.threads[o->thread];
+        if (!t->n) t->first = i;
+        t->n++;
+    }
+    const char *logpath = json_str(job, "log", NULL, &bad);
+    if (logpath) R.log = calloc(R.nops + 1, sizeof *R.log);
+    if (content_pool(CONTENT_random, NULL, IOBUF, 11, &R.wpool, err, sizeof err))
+        return bad_job("out of memory", NULL);
+    pthread_mutex_init(&R.mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&R.cv, &ca);
+
+    uint64_t l0 = now_ns();
+    int lrc = layout(cold, err, sizeof err);
+    uint64_t layout_ns = now_ns() - l0;
+    int status = 0;
+    const char *message = NULL;
+    uint64_t wall = 0;
+    if (lrc) {
+        status = stop_signal ? 130 : 1;
+        message = stop_signal ? "interrupted" : err;
+    } else {
+        R.t0 = now_ns();
+        for (size_t i = 0; i < R.nprocs; i++)
+            if (R.procs[i].started) R.procs[i].start_ns = R.t0;
+        for (size_t i = 0; i < R.nthreads; i++)
+            if (pthread_create(&R.threads[i].th, NULL, thread_main, &R.threads[i])) {
+                stop_signal = SIGTERM;
+                R.nthreads = i;
+                status = 1;
+                message = "cannot create a thread";
+                break;
+            }
+        for (size_t i = 0; i < R.nthreads; i++) pthread_join(R.threads[i].th, NULL);
+        wall = now_ns() - R.t0;
+        if (stop_signal && !status) {
+            status = 130;
+            message = "interrupted";
+        }
+    }
+    uint64_t cls[RP_NCLASS] = {0}, errors = 0, timeouts = 0, nops = 0;
+    for (size_t i = 0; i < R.nthreads; i++) {
+        for (int c = 0; c < RP_NCLASS; c++) cls[c] += R.threads[i].cls_ns[c];
+        errors += R.threads[i].errors;
+        timeouts += R.threads[i].dep_timeouts;
+        nops += R.threads[i].ops;
+    }
+    if (R.log && !status) {
+        FILE *lf = fopen(logpath, "wb");
+        if (!lf || fwrite(R.log, sizeof *R.log, R.nops, lf) != R.nops) {
+            status = 1;
+            message = "cannot write the op log";
+        }
+        if (lf) fclose(lf);
+    }
+    jw w;
+    jw_init(&w, stdout);
+    jw_obj(&w, NULL);
+    jw_str(&w, "tag", "iolens-replay-result");
+    jw_arr(&w, "schema_version");
+    jw_int(&w, NULL, RP_SCHEMA_MAJOR);
+    jw_int(&w, NULL, RP_SCHEMA_MINOR);
+    jw_end_arr(&w);
+    jw_str(&w, "status", status == 0 ? "ok" : status == 130 ? "interrupted" : "error");
+    jw_str(&w, "message", message);
+    jw_uint(&w, "wall_ns", wall);
+    jw_uint(&w, "layout_ns", layout_ns);
+    jw_obj(&w, "class_ns");
+    for (int c = 1; c < RP_NCLASS; c++) jw_uint(&w, CLASS_NAMES[c], cls[c]);
+    jw_end_obj(&w);
+    jw_uint(&w, "ops", nops);
+    jw_uint(&w, "errors", errors);
+    jw_uint(&w, "dependency_timeouts", timeouts);
+    jw_uint(&w, "threads", R.nthreads);
+    jw_uint(&w, "processes", R.nprocs);
+    jw_end_obj(&w);
+    fputc('\n', stdout);
+    json_free(job);
+    return status;
+}

@@ -1,0 +1,84 @@
+/*
+ * iolens-replay: the replay operation list, defined once.
+ *
+ * A replay job is a JSON header (files, handles, threads, processes, pipes;
+ * see docs/whatif.md) plus a binary file of `struct rp_op`, grouped by thread
+ * and in each thread's recorded order.  The Python converter learns the op
+ * codes, classes and struct sizes from `iolens-replay --describe`, which is
+ * generated from the lists below, so nothing is copied by hand.
+ *
+ * Timing: `gap` is the recorded time between the end of the thread's previous
+ * operation (or, for START, the start of its process) and the start of this
+ * one: compute time, replayed as such with --speed recorded and skipped with
+ * --speed max.  `dur` is the recorded duration (reported, never replayed).
+ */
+#ifndef IOLENS_REPLAY_H
+#define IOLENS_REPLAY_H
+
+#include <stdint.h>
+
+#define RP_SCHEMA_MAJOR 1
+#define RP_SCHEMA_MINOR 0
+
+/* report classes, as in the capture's categories */
+#define RP_CLASSES(X) X(NONE) X(READ) X(WRITE) X(META) X(SYNC) X(STREAM)
+
+/* X(NAME, CLASS, doc) -- `handle` is the op's `obj` unless said otherwise */
+#define RP_OPS(X) \
+    X(START, NONE, "first op of a thread: waits for its process to be started (obj: process)") \
+    X(EXIT, NONE, "last op of a thread: only its gap (the compute before the process ended)") \
+    X(SPAWN, NONE, "starts a process: fork+exec or exec (obj: process)") \
+    X(WAIT, NONE, "waits for a process and its threads to finish (obj: process)") \
+    X(OPEN, META, "open or create (obj: handle)") \
+    X(CLOSE, META, "close the handle's descriptor when its last open is closed") \
+    X(READ, READ, "pread size bytes at offset") \
+    X(WRITE, WRITE, "pwrite size bytes at offset") \
+    X(SREAD, READ, "a stdio read: served from a 4 KiB stream buffer, refilled by pread") \
+    X(SWRITE, WRITE, "a stdio write: collected in a 4 KiB stream buffer, drained by pwrite") \
+    X(SFLUSH, WRITE, "drain the stream buffer (fflush)") \
+    X(FSYNC, SYNC, "fsync") \
+    X(FDATASYNC, SYNC, "fdatasync") \
+    X(SYNCFS, SYNC, "syncfs on the replay directory") \
+    X(STAT, META, "fstatat (obj: file)") \
+    X(UNLINK, META, "unlink, or rmdir for a directory (obj: file)") \
+    X(RENAME, META, "rename (obj: file, size: the destination file + 1, or 0 when unknown)") \
+    X(MKDIR, META, "mkdir (obj: file)") \
+    X(READDIR, META, "list the handle's directory with getdents64 (once per open)") \
+    X(PIPE_READ, STREAM, "waits until the pipe's writers wrote `offset` bytes (obj: pipe)") \
+    X(PIPE_WRITE, STREAM, "waits until the pipe's readers read `offset` bytes (obj: pipe)")
+
+enum rp_class {
+#define RP_X_CLASS(n) RP_CLASS_##n,
+    RP_CLASSES(RP_X_CLASS)
+#undef RP_X_CLASS
+    RP_NCLASS
+};
+
+enum rp_opcode {
+#define RP_X_OP(n, c, d) RP_OP_##n,
+    RP_OPS(RP_X_OP)
+#undef RP_X_OP
+    RP_NOPS
+};
+
+/* one operation: 48 bytes, no padding */
+#define RP_LAYOUT_OP(S) \
+    S(uint64_t, gap) S(uint64_t, dur) S(uint64_t, offset) S(uint64_t, size) \
+    S(uint32_t, op) S(uint32_t, thread) S(uint32_t, obj) S(uint32_t, flags)
+
+/* one entry of the optional per-op log (--log): times since the replay started */
+#define RP_LAYOUT_LOG(S) \
+    S(uint64_t, start) S(uint64_t, end) S(uint32_t, op) S(uint32_t, thread)
+
+#define RP_DECL(type, name) type name;
+struct rp_op { RP_LAYOUT_OP(RP_DECL) };
+struct rp_log { RP_LAYOUT_LOG(RP_DECL) };
+#undef RP_DECL
+
+_Static_assert(sizeof(struct rp_op) == 48, "rp_op is 48 bytes");
+_Static_assert(sizeof(struct rp_log) == 24, "rp_log is 24 bytes");
+
+#define RP_STREAM_BUF 4096  /* glibc's stdio buffer on most filesystems (st_blksize) */
+#define RP_PIPE_BUF 65536   /* Linux pipe capacity: a writer cannot run further ahead */
+
+#endif

@@ -1,0 +1,63 @@
+"""iolens predict: a step's wall time on storage it never ran on, from its capture and a target calibration."""
+
+from __future__ import annotations
+
+import click
+
+from iolens.output import FORCE_OPTION
+
+
+@click.command()
+@click.argument("capture", type=click.Path(dir_okay=False, path_type=str))
+@click.option("--on", "targets", metavar="TARGET", multiple=True, required=True,
+              help="A directory or lab:NAME to predict for (repeatable).")
+@click.option("--cache", type=click.Choice(["warm", "cold"]), default="warm", show_default=True,
+              help="Page cache state assumed for the step's input files.")
+@click.option("--home", metavar="DIR", help="A directory on the storage the capture was taken on (default: the "
+              "capture's working directory, when it still exists); calibrated as the reference.")
+@click.option("--recalibrate", is_flag=True, help="Measure the targets again instead of reusing stored "
+              "calibrations.")
+@click.option("--json", "json_out", metavar="PATH", help="Write the prediction as JSON ('-' for stdout).")
+@FORCE_OPTION
+def predict(capture, targets, cache, home, recalibrate, json_out, force):
+    """Predict a captured step's wall time on other storage, without running it there.
+
+    The step is modelled from the capture (compute time, and I/O time by class: small and large reads and
+    writes, syncs, metadata, and how much threads overlapped); each target is calibrated with a small run per
+    class (stored in the results store and reused).  Works without --trace, with a wider interval.
+
+    \b
+    Example:
+      iolens predict sort.iolens --on /scratch --on lab:gp2
+    """
+    from iolens.bench.targets import resolve
+    from iolens.commands.report import load_capture
+    from iolens.output import check_outputs, write_output
+    from iolens.store import ResultsStore
+    from iolens.whatif.predict import calibrate, home_dir, step_model, to_json
+    from iolens.whatif.predict import predict as run_predict
+
+    check_outputs({"--json": json_out}, force=force)
+    cap = load_capture(capture)
+    model = step_model(cap)
+    resolved = [resolve(t) for t in targets]
+    home_spec = home or home_dir(cap)
+    with ResultsStore() as store:
+        ref = calibrate(resolve(home_spec), cache=cache, store=store, refresh=recalibrate) if home_spec else None
+        preds = [run_predict(model, calibrate(t, cache=cache, store=store, refresh=recalibrate), ref, t.spec)
+                 for t in resolved]
+    if json_out:
+        write_output(json_out, to_json(model, preds, cache).encode(), force=force, opt="--json")
+    if json_out == "-":
+        return
+    click.echo(f"{capture}: wall {model.wall_s:.3f} s = compute {model.compute_s:.3f} s + storage I/O "
+               f"{model.io_wall_s:.3f} s ({'from the trace' if model.traced else 'from counters, no trace'}; "
+               f"threads overlapped {model.overlap:.2f}x)")
+    click.echo(f"{'target':<28} {'predicted':>10} {'interval':>19} {'I/O share':>9}  dominant class")
+    for p in preds:
+        click.echo(f"{p.target:<28} {p.wall_s:>9.3f}s {p.low_s:>8.3f}-{p.high_s:<8.3f}s {p.io_share * 100:>8.0f}%  "
+                   f"{p.dominant}")
+    click.echo("the model cannot see:")
+    for u in model.unseen + [f"the page cache state: assumed {cache} for the inputs (--cache)",
+                             "reference: " + (preds[0].reference if preds else "-")]:
+        click.echo(f"  - {u}")

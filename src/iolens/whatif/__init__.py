@@ -1,0 +1,1 @@
+"""What-if: replay a step's recorded I/O on other storage (replay), or predict its time there (predict)."""

@@ -1,0 +1,84 @@
+"""Running the native replayer: its vocabulary from `iolens-replay --describe`, a job in, a result dict out."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from iolens.errors import IolensError, NativeMissing
+from iolens.native import native_path
+
+SCHEMA_MAJOR = 1
+_NP = {"uint64_t": "<u8", "uint32_t": "<u4"}
+
+
+class ReplayError(IolensError):
+    """The replayer failed in a way that is not the target's fault."""
+
+    exit_code = 4
+
+
+def replay_path() -> str:
+    return os.environ.get("IOLENS_REPLAY_ENGINE") or str(native_path("iolens-replay"))
+
+
+@lru_cache(maxsize=1)
+def describe() -> dict[str, Any]:
+    try:
+        out = subprocess.run([replay_path(), "--describe"], capture_output=True, check=True, timeout=30).stdout
+        d = json.loads(out)
+    except (OSError, subprocess.SubprocessError, json.JSONDecodeError) as err:
+        raise NativeMissing(f"the replayer does not run ({err}); reinstall iolens with `pip install .`") from None
+    if d.get("schema_version", [0])[0] != SCHEMA_MAJOR:
+        raise ReplayError("the installed replayer speaks another schema; reinstall iolens")
+    return d
+
+
+def _dtype(key: str) -> np.dtype:
+    fields = [f.split(":") for f in describe()[key]]
+    return np.dtype([(name, _NP[typ]) for name, typ in fields])
+
+
+def op_dtype() -> np.dtype:
+    dt = _dtype("op_fields")
+    if dt.itemsize != describe()["op_size"]:
+        raise ReplayError("the replayer's op layout does not match its description; reinstall iolens")
+    return dt
+
+
+def log_dtype() -> np.dtype:
+    return _dtype("log_fields")
+
+
+def op_codes() -> dict[str, int]:
+    return {name: v["code"] for name, v in describe()["ops"].items()}
+
+
+def run(job_path: str, *, preexec=None) -> dict[str, Any]:
+    """Runs the replayer on a job file; the engine is stopped (then re-raised) on Ctrl-C or any error."""
+    proc = subprocess.Popen([replay_path(), job_path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=preexec)
+    try:
+        out, err = proc.communicate()
+    except BaseException:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        raise
+    try:
+        res = json.loads(out.decode(errors="replace"))
+    except json.JSONDecodeError:
+        tail = err.decode(errors="replace").strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
+        raise ReplayError(f"the replayer died without a result ({tail[0]})") from None
+    if res.get("tag") != "iolens-replay-result":
+        raise ReplayError("the replayer returned an unknown result; reinstall iolens")
+    return res

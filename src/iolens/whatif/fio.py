@@ -1,0 +1,74 @@
+"""Export a replay plan as a fio iolog, version 3 (`fio --read_iolog=FILE`).
+
+fio replays data operations only.  What it cannot express, and how the export treats it:
+- metadata (stat, readdir, unlink, rename, mkdir) and the stdio buffering of small reads and writes: left out
+  (stdio calls are written as the calls themselves, which fio issues unbuffered);
+- threads and processes: one iolog is one job, so all threads are merged into one stream in start order; the
+  ordering between processes (fork, wait, pipes) is kept only as far as the timestamps say;
+- compute gaps: kept as the timestamps (milliseconds since the start), which fio waits for before each op;
+- file names: fio opens the names as written, so they are written relative (`a/b/c` becomes `a__b__c`) for a run
+  in an empty scratch directory, never the capture's own paths.  Files are `add`ed and `open`ed at first use;
+  fio does not lay out files for a replayed log, so the files the step reads are listed with their sizes in
+  FILE.layout (`SIZE NAME` lines): create them first, e.g. `while read s n; do head -c $s /dev/urandom > $n; done`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from iolens.whatif.engine import op_codes
+from iolens.whatif.plan import Plan
+
+HEADER = "fio version 3 iolog\n"
+
+
+def fio_name(rel: str) -> str:
+    return rel.replace("/", "__")
+
+
+def iolog(plan: Plan) -> bytes:
+    """The plan as iolog v3 text."""
+    c = op_codes()
+    ops = plan.ops
+    # absolute (recorded) times: rebuild each thread's timeline from its gaps and durations
+    t = np.zeros(len(ops), dtype=np.int64)
+    thr = ops["thread"].astype(np.int64)
+    step = (ops["gap"] + ops["dur"]).astype(np.int64)
+    first = np.ones(len(ops), dtype=bool)
+    first[1:] = thr[1:] != thr[:-1]
+    csum = np.cumsum(step)
+    base = np.maximum.accumulate(np.where(first, np.arange(len(ops)), 0))
+    t = csum - (csum[base] - step[base]) - ops["dur"].astype(np.int64)
+    # thread starts are relative to their process start: approximate with the process's first op times
+    data = {c["READ"]: "read", c["SREAD"]: "read", c["WRITE"]: "write", c["SWRITE"]: "write",
+            c["FSYNC"]: "sync", c["FDATASYNC"]: "datasync"}
+    sel = np.nonzero(np.isin(ops["op"], list(data)))[0]
+    order = sel[np.argsort(t[sel], kind="stable")]
+    lines = [HEADER]
+    opened: set[int] = set()
+    t0 = int(t[order[0]]) if len(order) else 0
+    for i in order:
+        o = ops[i]
+        f = plan.handles[int(o["obj"])]
+        name = fio_name(plan.files[f].rel)
+        ms = max(0, (int(t[i]) - t0) // 1_000_000)
+        if f not in opened:
+            opened.add(f)
+            lines.append(f"{ms} {name} add\n{ms} {name} open\n")
+        act = data[int(o["op"])]
+        if act in ("read", "write"):
+            if int(o["size"]) == 0:
+                continue
+            lines.append(f"{ms} {name} {act} {int(o['offset'])} {int(o['size'])}\n")
+        else:
+            lines.append(f"{ms} {name} {act} 0 0\n")
+    end = max(0, (int(t[order[-1]]) - t0) // 1_000_000) if len(order) else 0
+    for f in sorted(opened):
+        lines.append(f"{end} {fio_name(plan.files[f].rel)} close\n")
+    return "".join(lines).encode()
+
+
+def layout_list(plan: Plan) -> bytes:
+    """`SIZE NAME` for each file the step reads and did not create: what to lay out before `fio --read_iolog`."""
+    return "".join(f"{f.layout} {fio_name(f.rel)}\n" for f in plan.files
+                   if not f.created and not f.dir and f.layout > 0).encode()

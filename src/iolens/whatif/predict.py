@@ -1,0 +1,269 @@
+"""Predict a step's wall time on storage it never ran on, from its capture and a calibration of each target.
+
+Model (relative fitness, after Mesnier et al., SIGMETRICS'07: predict the change between two devices rather than
+absolute times).  From the capture:
+- the step's wall time W, and its storage-I/O wall time I (the time with at least one thread in a storage call:
+  from the trace as the union of all threads' storage-op intervals, else the processes' io_wall_ns summed and
+  capped at W); compute C = W - I;
+- the recorded time per operation class k (t_k), from the trace or the per-file counters.
+From each target and from the capture's home storage: the cost per op of each class c_k (a small replay of a
+synthetic workload per class, stored in the results store and reused).  Then
+
+    I' = I * sum_k t_k * (c_k(target) / c_k(home)) / sum_k t_k,   W' = C + I'
+
+When the home storage cannot be calibrated (the capture came from elsewhere), c_k(home) is replaced by the
+recorded mean time per op of class k.  The interval widens with what the model cannot see.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from iolens import __version__
+from iolens import _format as F
+from iolens.bench.targets import Target
+from iolens.capture.reader import Capture
+from iolens.whatif.engine import op_codes, op_dtype
+from iolens.whatif.plan import Plan, ReplayFile, _is_data, has_trace
+
+CAL_KIND = "whatif-calibration"
+CAL_VERSION = 1
+CLASSES = ("read_small", "read_large", "write_small", "write_large", "sync", "meta")
+SMALL = 64 * 1024
+
+_READS = {"READ", "PREAD", "READV", "PREADV", "FREAD", "FGETS", "FGETC", "GETDELIM", "FSCANF", "STDIO_FILL"}
+_WRITES = {"WRITE", "PWRITE", "WRITEV", "PWRITEV", "SENDFILE", "COPY_FILE_RANGE", "FWRITE", "FPUTS", "FPUTC",
+           "FPRINTF", "STDIO_DRAIN", "FFLUSH"}
+_SYNCS = {"FSYNC", "FDATASYNC", "SYNC_FILE_RANGE", "SYNCFS", "SYNC", "MSYNC"}
+_METAS = {"OPEN", "FOPEN", "MKSTEMP", "OPENDIR", "CLOSE", "FCLOSE", "CLOSEDIR", "STAT", "ACCESS", "UNLINK", "RMDIR",
+          "RENAME", "MKDIR", "READDIR", "GETDENTS"}
+
+
+@dataclass
+class StepModel:
+    wall_s: float
+    io_wall_s: float
+    class_s: dict[str, float]       # recorded time per class
+    class_n: dict[str, int]         # op count per class
+    traced: bool
+    overlap: float                  # sum of storage-op time / storage I/O wall (>1: threads overlapped)
+    unseen: list[str] = field(default_factory=list)
+
+    @property
+    def compute_s(self) -> float:
+        return max(0.0, self.wall_s - self.io_wall_s)
+
+
+def _union(starts: np.ndarray, ends: np.ndarray) -> float:
+    if not len(starts):
+        return 0.0
+    o = np.argsort(starts)
+    s, e = starts[o], np.maximum.accumulate(ends[o])
+    new = np.ones(len(s), dtype=bool)
+    new[1:] = s[1:] > e[:-1]
+    idx = np.nonzero(new)[0]
+    seg_end = np.append(e[idx[1:] - 1], e[-1])
+    return float((seg_end - s[idx]).sum()) / 1e9
+
+
+def step_model(cap: Capture) -> StepModel:
+    """The step's compute and I/O, by class, from the trace when there is one, else from the counters."""
+    names = [n for n, _c in F.OPS]
+    cls_of = np.full(len(names) + 1, -1, dtype=np.int64)
+    for i, n in enumerate(names):
+        if n in _SYNCS:
+            cls_of[i] = CLASSES.index("sync")
+        elif n in _METAS:
+            cls_of[i] = CLASSES.index("meta")
+    class_s = dict.fromkeys(CLASSES, 0.0)
+    class_n = dict.fromkeys(CLASSES, 0)
+    wall = float(cap.meta.get("wall_s") or 0.0)
+    pipe_flag = F.FILE_FLAGS["NOT_A_FILE"][0]
+    unseen: list[str] = []
+    traced = has_trace(cap)
+    if traced:
+        starts, ends = [], []
+        for p in cap.processes:
+            ev = p.events
+            if ev is None or not len(ev):
+                continue
+            data = {f["index"] for f in p.files if not f["flags"] & pipe_flag and _is_data(f["path"])}
+            on_data = np.isin(ev["file"], list(data))
+            op = ev["op"].astype(np.int64)
+            dur = ev["dur_ns"].astype(np.float64) / 1e9
+            size = ev["size"].astype(np.int64)
+            isr = np.isin(op, [names.index(n) for n in _READS if n in names])
+            isw = np.isin(op, [names.index(n) for n in _WRITES if n in names])
+            k = cls_of[np.minimum(op, len(names))].copy()
+            k[isr] = np.where(size[isr] <= SMALL, 0, 1)
+            k[isw] = np.where(size[isw] <= SMALL, 2, 3)
+            keep = on_data & (k >= 0)
+            for ci, c in enumerate(CLASSES):
+                sel = keep & (k == ci)
+                class_s[c] += float(dur[sel].sum())
+                class_n[c] += int(sel.sum())
+            st = ev["start_mono"][keep].astype(np.int64)
+            starts.append(st)
+            ends.append(st + ev["dur_ns"][keep].astype(np.int64))
+        io_wall = _union(np.concatenate(starts), np.concatenate(ends)) if starts else 0.0
+    else:
+        io_wall = 0.0
+        for p in cap.processes:
+            io_wall += p.io_wall_ns / 1e9
+            for f in p.files:
+                if f["flags"] & pipe_flag or not _is_data(f["path"]):
+                    continue
+                ct = [x / 1e9 for x in f["cat_time_ns"]]
+                rh, wh = f["read_hist"], f["write_hist"]
+                nrs, nrl, nws, nwl = sum(rh[:4]), sum(rh[4:]), sum(wh[:4]), sum(wh[4:])
+                # per-file time split between small and large ops in proportion to their counts
+                for (ns, nl, t, small, large) in ((nrs, nrl, ct[0], "read_small", "read_large"),
+                                                  (nws, nwl, ct[1], "write_small", "write_large")):
+                    tot = ns + nl
+                    if tot:
+                        class_s[small] += t * ns / tot
+                        class_s[large] += t * nl / tot
+                        class_n[small] += ns
+                        class_n[large] += nl
+                class_s["meta"] += ct[2]
+                class_s["sync"] += ct[3]
+                class_n["meta"] += f["opens"] + f["stats"] + f["metas"]
+                class_n["sync"] += f["syncs"]
+        io_wall = min(io_wall, wall)
+        unseen.append("no trace: thread overlap and per-op sizes are estimated from counters (wider interval)")
+    total = sum(class_s.values())
+    overlap = total / io_wall if io_wall > 0 else 1.0
+    mmap = sum(f["mmap_bytes"] for p in cap.processes for f in p.files)
+    if mmap:
+        unseen.append(f"{mmap / 1e6:.1f} MB of files were mmap'd: page faults on them are invisible (counted as "
+                      "compute)")
+    traced_b = sum(p.bytes_read + p.bytes_written for p in cap.processes)
+    kernel_b = sum(max(0, p.k_rchar - p.k_rchar_start) + max(0, p.k_wchar - p.k_wchar_start) for p in cap.processes)
+    if kernel_b > traced_b * 1.05 and kernel_b - traced_b > 1 << 20:
+        unseen.append(f"{(kernel_b - traced_b) / 1e6:.1f} MB moved by the kernel were not attributed to traced "
+                      "calls (coverage): their cost is not modelled")
+    return StepModel(wall, io_wall, class_s, class_n, traced, overlap, unseen)
+
+
+# ---- calibration -------------------------------------------------------------------------------------------
+
+def _cal_plan(cls: str) -> Plan:
+    """A small synthetic workload of one class, replayed at full speed."""
+    c = op_codes()
+    rows: list[tuple[int, int, int, int]] = []  # op, obj, offset, size
+    files = [ReplayFile("/cal/data", "cal/data", layout=(32 << 20) if cls.startswith("read") else 0), ReplayFile("/cal/out", "cal/out", created=True)]
+    if cls == "read_small":
+        rows = [(c["OPEN"], 0, 0, 0)] + [(c["READ"], 0, i * 4096, 4096) for i in range(4096)]
+    elif cls == "read_large":
+        rows = [(c["OPEN"], 0, 0, 0)] + [(c["READ"], 0, i << 20, 1 << 20) for i in range(32)]
+    elif cls == "write_small":
+        rows = [(c["OPEN"], 1, 0, 0)] + [(c["WRITE"], 1, i * 4096, 4096) for i in range(4096)]
+        rows.append((c["FDATASYNC"], 1, 0, 0))
+    elif cls == "write_large":
+        rows = [(c["OPEN"], 1, 0, 0)] + [(c["WRITE"], 1, i << 20, 1 << 20) for i in range(32)]
+        rows.append((c["FDATASYNC"], 1, 0, 0))
+    elif cls == "sync":
+        rows = [(c["OPEN"], 1, 0, 0)]
+        for i in range(64):
+            rows += [(c["WRITE"], 1, i * 4096, 4096), (c["FDATASYNC"], 1, 0, 0)]
+    elif cls == "meta":
+        for i in range(300):
+            files.append(ReplayFile(f"/cal/m/f{i}", f"cal/m/f{i}", created=True))
+        h0 = 2
+        for i in range(300):
+            rows += [(c["OPEN"], h0 + i, 0, 0), (c["CLOSE"], h0 + i, 0, 0), (c["STAT"], 2 + i, 0, 0)]
+        for i in range(300):
+            rows.append((c["UNLINK"], 2 + i, 0, 0))
+    rows = [(c["START"], 0, 0, 0)] + rows
+    ops = np.zeros(len(rows), dtype=op_dtype())
+    arr = np.array(rows, dtype=np.int64)
+    ops["op"], ops["obj"], ops["offset"], ops["size"] = arr[:, 0], arr[:, 1], arr[:, 2], arr[:, 3]
+    return Plan(files, list(range(len(files))), [0], 1, [0], 0, ops, 0.0)
+
+
+def _cal_ops(cls: str) -> int:
+    return {"read_small": 4096, "read_large": 32, "write_small": 4096, "write_large": 32, "sync": 64,
+            "meta": 1200}[cls]
+
+
+def calibrate(t: Target, *, cache: str = "warm", store=None, refresh: bool = False) -> dict[str, float]:
+    """Seconds per op of each class on t; stored in the results store and reused (same target, host, cache)."""
+    from iolens.whatif.replay import replay_on
+
+    host = socket.gethostname()
+    if store is not None and not refresh:
+        for run in store.runs(kind=CAL_KIND, limit=200):
+            j = run["job"]
+            if (j.get("target") == str(t.path) and j.get("cache") == cache and run.get("host") == host
+                    and j.get("version") == CAL_VERSION and run["status"] == "complete"):
+                res = store.results(run["id"])
+                if res:
+                    return dict(res[0]["metrics"])
+    out: dict[str, float] = {}
+    for cls in CLASSES:
+        samples = []
+        for _ in range(3):
+            r = replay_on(_cal_plan(cls), t, speed="max", cache=cache)
+            samples.append(r.wall_s / _cal_ops(cls))
+        out[cls] = float(np.median(samples))
+    if store is not None:
+        rid = store.add_run(CAL_KIND, {"target": str(t.path), "spec": t.spec, "cache": cache, "version": CAL_VERSION},
+                            {"iolens_version": __version__, "host": host, "time": time.time()})
+        store.add_result(rid, "per_op_s", out, target=t.spec, cache_state=cache)
+    return out
+
+
+@dataclass
+class Prediction:
+    target: str
+    wall_s: float
+    low_s: float
+    high_s: float
+    io_share: float
+    dominant: str
+    reference: str   # "home storage calibration" or "recorded per-op times"
+
+
+def predict(model: StepModel, cal: dict[str, float], home: dict[str, float] | None, target: str) -> Prediction:
+    ratios: dict[str, float] = {}
+    for c in CLASSES:
+        if home and home.get(c):
+            ratios[c] = cal[c] / home[c]
+        elif model.class_n[c]:
+            ratios[c] = cal[c] / (model.class_s[c] / model.class_n[c])
+        else:
+            ratios[c] = 1.0
+    tot = sum(model.class_s.values())
+    pred_class = {c: model.class_s[c] * ratios[c] for c in CLASSES}
+    scale = sum(pred_class.values()) / tot if tot > 0 else 1.0
+    io = model.io_wall_s * scale
+    wall = model.compute_s + io
+    rel = (0.10 if home else 0.30) if model.traced else (0.25 if home else 0.45)
+    spread = 0.03 * wall + rel * io
+    dominant = max(pred_class, key=lambda c: pred_class[c]) if tot > 0 else "none"
+    return Prediction(target, wall, max(model.compute_s, wall - spread), wall + spread, io / wall if wall else 0.0,
+                      dominant, "home storage calibration" if home else "recorded per-op times")
+
+
+def home_dir(cap: Capture, plan_files: list[str] | None = None) -> str | None:
+    """A writable directory on the storage the capture's data files were on (the cwd, when it still exists)."""
+    cwd = cap.meta.get("cwd")
+    if cwd and os.path.isdir(cwd) and os.access(cwd, os.W_OK):
+        return cwd
+    return None
+
+
+def to_json(model: StepModel, preds: list[Prediction], cache: str) -> str:
+    return json.dumps({"tag": "iolens-predict", "schema_version": [1, 0], "cache": cache,
+                       "model": {"wall_s": model.wall_s, "io_wall_s": model.io_wall_s, "compute_s": model.compute_s,
+                                 "class_s": model.class_s, "class_n": model.class_n, "traced": model.traced,
+                                 "overlap": model.overlap},
+                       "cannot_see": model.unseen,
+                       "targets": [p.__dict__ for p in preds]}, indent=2) + "\n"

@@ -1,0 +1,79 @@
+"""Replay a plan on targets: a fresh iolens-bench-* directory per target (bench's safety rails), the native
+replayer, and the result per target: replayed wall time, I/O time by class, and fidelity."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from iolens.bench.safety import WorkDirs, check_space, signals_as_exceptions
+from iolens.bench.targets import Target
+from iolens.capture.reader import Capture
+from iolens.errors import TargetError
+from iolens.whatif.engine import ReplayError, op_codes, run
+from iolens.whatif.plan import Plan
+
+CLASSES = ("READ", "WRITE", "META", "SYNC", "STREAM")
+
+
+@dataclass
+class TargetReplay:
+    target: str
+    wall_s: float
+    class_s: dict[str, float]
+    ops: int
+    errors: int
+    dependency_timeouts: int
+    same_storage: bool = False
+    fidelity: float | None = None  # replayed / original - 1, on the storage the capture was taken on
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+def capture_devices(cap: Capture, plan: Plan) -> set[int]:
+    """The devices the step's replayed files were on when it was captured."""
+    paths = {f.path for f in plan.files}
+    devs: Counter[int] = Counter()
+    for p in cap.processes:
+        for f in p.files:
+            if f["path"] in paths and f["dev"]:
+                devs[int(f["dev"])] += 1
+    return set(devs)
+
+
+def written_bytes(plan: Plan) -> int:
+    c = op_codes()
+    ops = plan.ops
+    sel = (ops["op"] == c["WRITE"]) | (ops["op"] == c["SWRITE"])
+    return int(ops["size"][sel].sum())
+
+
+def replay_on(plan: Plan, t: Target, *, speed: str = "recorded", cache: str = "warm", log: str | None = None,
+              home_devs: set[int] | None = None) -> TargetReplay:
+    """Lays out and replays the plan in a new directory on t, removed afterwards (also on Ctrl-C)."""
+    check_space(t, plan.layout_bytes + written_bytes(plan), len(plan.files) + 16, "the replay")
+    with signals_as_exceptions(), WorkDirs() as wd, tempfile.TemporaryDirectory(prefix="iolens-replay-") as tmp:
+        d = wd.create(t)
+        ops_path = Path(tmp) / "ops.bin"
+        ops_path.write_bytes(plan.ops.tobytes())
+        job_path = Path(tmp) / "job.json"
+        job_path.write_text(json.dumps(plan.job(str(d), str(ops_path), speed=speed, cache=cache, log=log)))
+        res = run(str(job_path), preexec=t.preexec)
+    if res.get("status") == "interrupted":
+        raise KeyboardInterrupt
+    if res.get("status") != "ok":
+        msg = res.get("message") or "failed"
+        if any(w in msg for w in ("No space", "Read-only", "Permission denied", "Disk quota")):
+            raise TargetError(f"{t.spec}: the replay failed: {msg}")
+        raise ReplayError(f"the replay on {t.spec} failed: {msg}")
+    same = bool(home_devs) and t.path is not None and os.stat(t.path).st_dev in (home_devs or set())
+    wall = res["wall_ns"] / 1e9
+    out = TargetReplay(t.spec, wall, {k: res["class_ns"].get(k, 0) / 1e9 for k in CLASSES}, res["ops"],
+                       res["errors"], res["dependency_timeouts"], same_storage=same, raw=res)
+    if same and plan.wall_s > 0:
+        out.fidelity = wall / plan.wall_s - 1.0
+    return out

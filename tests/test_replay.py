@@ -1,0 +1,154 @@
+"""iolens replay: order and gaps per thread, pipe ordering, the layout's confinement and removal, fio export."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import iolens
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def profile(tmp_path: Path, name: str, argv: list[str], trace: bool = True) -> Path:
+    out = tmp_path / f"{name}.iolens"
+    r = iolens("profile", *(["--trace"] if trace else []), "-o", out, "--", *argv, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+@pytest.fixture
+def known(tmp_path, cprog):
+    (tmp_path / "in.dat").write_bytes(os.urandom(600_000))
+    return profile(tmp_path, "known", [str(cprog("replay_known")), "in.dat", "out.dat"])
+
+
+def replay_log(cap: Path, target: Path, speed: str = "recorded"):
+    from iolens.bench.targets import resolve
+    from iolens.capture.reader import read_capture
+    from iolens.whatif.engine import log_dtype
+    from iolens.whatif.plan import build_plan
+    from iolens.whatif.replay import replay_on
+
+    plan = build_plan(read_capture(cap))
+    log = target.parent / f"{target.name}.log"
+    res = replay_on(plan, resolve(str(target)), speed=speed, log=str(log))
+    return plan, res, np.fromfile(log, dtype=log_dtype())
+
+
+def test_replay_keeps_thread_order_and_gaps(known, tmp_path):
+    from iolens.whatif.engine import op_codes
+
+    c = op_codes()
+    target = tmp_path / "t"
+    target.mkdir()
+    plan, res, log = replay_log(known, target)
+    assert res.errors == 0 and res.dependency_timeouts == 0
+    assert len(log) == len(plan.ops)
+    assert (log["op"] == plan.ops["op"]).all() and (log["thread"] == plan.ops["thread"]).all()
+    for th in np.unique(log["thread"]):
+        mine = log[log["thread"] == th]
+        assert (np.diff(mine["start"].astype(np.int64)) >= 0).all(), "a thread's ops ran out of order"
+    writes = log[log["op"] == c["WRITE"]]
+    reads = log[log["op"] == c["READ"]]
+    assert len(writes) == 8 and len(reads) == 4
+    # the program sleeps 30 ms before each write and 50 ms before each read: the replay keeps those gaps
+    wgap = np.diff(writes["start"].astype(np.int64)) / 1e6
+    rgap = np.diff(reads["start"].astype(np.int64)) / 1e6
+    assert (wgap > 27).all() and (wgap < 45).all(), wgap
+    assert (rgap > 46).all() and (rgap < 65).all(), rgap
+    assert abs(res.wall_s - plan.wall_s) / plan.wall_s < 0.25
+    # with --speed max the gaps go
+    _plan, fast, _log = replay_log(known, target, speed="max")
+    assert fast.wall_s < 0.1
+    # nothing left behind in the target, and the captured files untouched
+    assert list(target.iterdir()) == []
+    assert (tmp_path / "in.dat").stat().st_size == 600_000
+
+
+def test_pipe_reader_cannot_run_ahead(tmp_path):
+    from iolens.whatif.engine import op_codes
+
+    c = op_codes()
+    (tmp_path / "a").write_bytes(os.urandom(300_000))
+    (tmp_path / "b").write_bytes(os.urandom(300_000))
+    cap = profile(tmp_path, "pipe", ["sh", "-c", "(cat a; sleep 0.5; cat b) | cat > pout"])
+    target = tmp_path / "t"
+    target.mkdir()
+    plan, res, log = replay_log(cap, target)
+    assert res.dependency_timeouts == 0
+    pr = log[log["op"] == c["PIPE_READ"]]
+    pw = log[log["op"] == c["PIPE_WRITE"]]
+    assert len(pr) and len(pw)
+    # the reader's reads of b's bytes were blocked 0.5 s while recorded (time inside the read, not a gap):
+    # only the dependency on the writer keeps the replayed reader from finishing early
+    assert pr["end"].max() >= pw["start"].max()
+    assert pr["end"].max() / 1e9 > 0.4
+    assert res.wall_s > 0.45
+
+
+def test_no_trace_gives_one_line_and_predict_still_works(tmp_path):
+    (tmp_path / "in.dat").write_bytes(os.urandom(100_000))
+    cap = profile(tmp_path, "plain", ["sh", "-c", "cat in.dat > copy"], trace=False)
+    target = tmp_path / "t"
+    target.mkdir()
+    r = iolens("replay", cap, "--on", target)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--trace" in lines[0] and "Traceback" not in r.stderr
+    env = dict(os.environ, IOLENS_DB=str(tmp_path / "results.db"), XDG_DATA_HOME=str(tmp_path / "data"))
+    p = iolens("predict", cap, "--on", target, "--home", target, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "predicted" in p.stdout and "cannot see" in p.stdout and "no trace" in p.stdout
+
+
+def test_layout_removed_on_sigint(tmp_path):
+    (tmp_path / "in.dat").write_bytes(os.urandom(200_000))
+    cap = profile(tmp_path, "slow", ["sh", "-c", "cat in.dat > /dev/null; sleep 4; cat in.dat > c2"])
+    target = tmp_path / "t"
+    target.mkdir()
+    env = dict(os.environ)
+    proc = subprocess.Popen([sys.executable, "-m", "iolens", "replay", str(cap), "--on", str(target)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not any(p.name.startswith("iolens-bench-") for p in target.iterdir()):
+        time.sleep(0.05)
+    made = [p for p in target.iterdir() if p.name.startswith("iolens-bench-")]
+    assert made, "the replay directory was never made"
+    # the layout lives only inside the replay directory: the capture's own path, below it
+    time.sleep(1.0)
+    inside = [str(p.relative_to(made[0])) for p in made[0].rglob("in.dat")]
+    assert inside and all(not s.startswith("/") for s in inside)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=30)
+    assert proc.returncode != 0
+    assert list(target.iterdir()) == []
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
+def test_fio_iolog_is_accepted_by_fio(known, tmp_path):
+    log = tmp_path / "k.iolog"
+    r = iolens("replay", known, "--fio-iolog", log)
+    assert r.returncode == 0, r.stderr
+    assert log.read_text().startswith("fio version 3 iolog\n")
+    run = tmp_path / "fio"
+    run.mkdir()
+    for line in (tmp_path / "k.iolog.layout").read_text().splitlines():
+        size, name = line.split(" ", 1)
+        (run / name).write_bytes(os.urandom(int(size)))
+    f = subprocess.run(["fio", f"--read_iolog={log}", "--name=replay", "--output-format=json"], cwd=run,
+                       capture_output=True, text=True, timeout=120)
+    assert f.returncode == 0, f.stderr + f.stdout
+    import json
+
+    job = json.loads(f.stdout[f.stdout.index("{"):])["jobs"][0]
+    assert job["read"]["io_bytes"] == 512 * 1024
+    assert job["write"]["io_bytes"] == 512 * 1024
