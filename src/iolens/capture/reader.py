@@ -398,7 +398,7 @@ class _Decoder:
         elif self.cur is None:
             self.walk.bad(rec.offset, f"{kind} record has no PROC before it")
         elif kind == "STRING":
-            self._string(self.layout("STRING", rec), payload)
+            self._string(self.cur, self.layout("STRING", rec), payload)
         elif kind == "FILE":
             lay = self.layout("FILE", rec)
             f = lay.decode(payload)
@@ -413,12 +413,12 @@ class _Decoder:
         elif kind == "CHILD":
             self.cur.children.append(self.layout("CHILD", rec).decode(payload))
         elif kind == "TRACE":
-            self._trace(self.layout("EVENT", rec), rec)
+            self._trace(self.cur, self.layout("EVENT", rec), rec)
 
-    def _string(self, lay: Layout, payload: memoryview) -> None:
+    def _string(self, cur: Process, lay: Layout, payload: memoryview) -> None:
         s = lay.decode(payload)
         text = bytes(payload[lay.size : lay.size + s["len"]]).decode("utf-8", "replace")
-        what, cur = s["what"], self.cur
+        what = s["what"]
         if what == F.STRING_KINDS["EXE"]:
             cur.exe = text
         elif what == F.STRING_KINDS["ARGV"]:
@@ -447,7 +447,7 @@ class _Decoder:
             self.walk.bad(rec.offset, f"META record has values of the wrong type ({', '.join(map(repr, wrong[:3]))})")
         self.meta = {k: v for k, v in meta.items() if k not in wrong}
 
-    def _trace(self, lay: Layout, rec: RawRecord) -> None:
+    def _trace(self, cur: Process, lay: Layout, rec: RawRecord) -> None:
         import zstandard
 
         if lay.size == 0:
@@ -474,7 +474,6 @@ class _Decoder:
         for name in ev.dtype.names or ():
             if len(ev) and int(ev[name].max()) >= MAX_VALUE:
                 raise ValueError(f"an EVENT {name} is out of range")
-        cur = self.cur
         cur.events = ev if cur.events is None else np.concatenate([cur.events, ev])
 
 
@@ -507,11 +506,11 @@ def _meta_ok(key: str, value: Any) -> bool:
         return math.isfinite(value) and abs(value) < 1e15
     if isinstance(value, int):
         return -(1 << 63) <= value < 1 << 63
-    if key == "command":
+    if key == "command" and isinstance(value, list):
         return all(isinstance(a, str) for a in value)
-    if key == "mounts":
+    if key == "mounts" and isinstance(value, list):
         return all(isinstance(m, dict) and all(isinstance(v, str) for v in m.values()) for m in value)
-    if key == "children_rusage":
+    if key == "children_rusage" and isinstance(value, dict):
         return all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
                    and abs(v) < 1 << 63 for v in value.values())
     return True

@@ -34,7 +34,7 @@ def process_dict(p: Process) -> dict[str, Any]:
         ops = [name for name, _cat in F.OPS]
         events = [
             {name: (ops[int(e[name])] if name == "op" and int(e[name]) < len(ops) else int(e[name]))
-             for name in p.events.dtype.names}
+             for name in p.events.dtype.names or ()}
             for e in p.events
         ]
     return {

@@ -51,7 +51,7 @@ def _round(v: Any) -> Any:
 
 
 def report_dict(report) -> dict[str, Any]:
-    d = asdict(report) if is_dataclass(report) else dict(report)
+    d = asdict(report) if is_dataclass(report) and not isinstance(report, type) else dict(report)
     return _clean({"tag": TAG, "schema_version": SCHEMA_VERSION, **d})
 
 
