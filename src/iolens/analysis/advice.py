@@ -11,78 +11,15 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from typing import Any, Callable
+from typing import Callable
 
 from iolens.analysis.classify import TEXT_FIX, is_remote
-from iolens.analysis.model import META_OPS, SYNC_OPS, Advice, ProcRow, Report
+from iolens.analysis.advice_coverage import low_coverage, storage_not_bottleneck
+from iolens.analysis.advice_kit import SMALL, _device, _make, _mount, _other_storage, _own, _real_files, _worth
+from iolens.analysis.model import META_OPS, SYNC_OPS, Advice, Report
 from iolens.units import human_bytes, human_seconds
 
 __all__ = ["META_OPS", "RULES", "SYNC_OPS", "Advice", "advise"]
-
-SMALL = ("tiny_read", "small_read", "tiny_write", "small_write")
-
-
-def _own(r) -> float:
-    return r.totals["own_s"] or 0.0
-
-
-def _share(r, seconds: float | None) -> float | None:
-    own = _own(r)
-    return seconds / own if own and seconds is not None else None
-
-
-def _worth(r, th, seconds: float) -> bool:
-    """A rule's time at stake is worth reporting: at least min_seconds and min_share of process time."""
-    own = _own(r)
-    return seconds >= th["min_seconds"] and (own == 0 or seconds / own >= th["min_share"])
-
-
-def _severity(share: float | None) -> str:
-    if share is None:
-        return "medium"
-    return "high" if share >= 0.2 else "medium" if share >= 0.05 else "low"
-
-
-def _make(r, rule: str, title: str, seconds: float | None, evidence: list[str], fix: str,
-          data: dict[str, Any], severity: str | None = None) -> Advice:
-    share = _share(r, seconds)
-    return Advice(rule=rule, title=title, severity=severity or _severity(share), time_at_stake_s=seconds,
-                  share=share, evidence=evidence, fix=fix, data=data)
-
-
-def _real_files(r):
-    """Regular files (and aggregates), computed once per report (kept out of the dataclass fields)."""
-    cached = r.__dict__.get("_real_files")
-    if cached is None or cached[0] is not r.files:
-        cached = (r.files, [f for f in r.files if f.kind in ("file", "aggregate")])
-        r.__dict__["_real_files"] = cached
-    return cached[1]
-
-
-def _mount(r, name: str):
-    cached = r.__dict__.get("_mounts")
-    if cached is None or cached[0] is not r.mounts:
-        cached = (r.mounts, {m.mount: m for m in r.mounts})
-        r.__dict__["_mounts"] = cached
-    return cached[1].get(name)
-
-
-def _device(m) -> str:
-    return m.source if (m.source or "").startswith("/dev/") else (m.device or m.mount)
-
-
-def _other_storage(r, *, exclude_devices: set[str], need_bytes: int = 0) -> dict[str, Any] | None:
-    """Another writable local device (or RAM, when the data fits in a quarter of memory) to suggest."""
-    local = [a for a in r.available_mounts if a["storage"] == "local"
-             and (a["source"] if a["source"].startswith("/dev/") else a["device"]) not in exclude_devices]
-    if local:
-        return min(local, key=lambda a: (a["mount"] == "/", len(a["mount"]), a["mount"]))
-    mem = r.capture.get("mem_bytes") or 0
-    ram = [a for a in r.available_mounts if a["storage"] == "memory"]
-    if ram and mem and need_bytes <= mem / 4:
-        return ram[0]
-    return None
-
 
 # ---- the rules ---------------------------------------------------------------------------------------
 
@@ -220,7 +157,8 @@ def temp_placement(r, th) -> Advice | None:
     ev = [f"{len(fs):,} temporary files, {human_bytes(nbytes)} written, {human_seconds(t)} of I/O, on {mp} "
           f"({m.source or m.fstype}): " + "; ".join(why)]
     for f in sorted(fs, key=lambda f: -f.bytes_written)[:3]:
-        ev.append(f"{f.path}: {human_bytes(f.bytes_written)}, lived {human_seconds(f.lifetime_s)} ({', '.join(f.tools)})")
+        ev.append(f"{f.path}: {human_bytes(f.bytes_written)}, lived {human_seconds(f.lifetime_s)} "
+                  f"({', '.join(f.tools)})")
     if alt:
         ev.append(f"{alt['mount']} ({alt['storage']}, {alt['fstype']} on {alt['source']}) is another device")
     if "samtools sort" in tools:
@@ -295,7 +233,8 @@ def reread(r, th) -> Advice | None:
         return None
     hits.sort(key=lambda h: -h[0])
     ev = [f"{f.path}: {human_bytes(f.size)} read {f.times_read:.1f}x ({human_bytes(f.bytes_read)}) by "
-          f"{f.readers} process(es) ({', '.join(f.tools)}), repeats cost up to {human_seconds(s)}, on {f.storage} {f.mount}"
+          f"{f.readers} process(es) ({', '.join(f.tools)}), repeats cost up to {human_seconds(s)}, "
+          f"on {f.storage} {f.mount}"
           for s, f in hits[:5]]
     remote = any(is_remote(f.storage) for _s, f in hits)
     sam_index = any("samtools index" in f.tools and "samtools sort" in f.tools for _s, f in hits)
@@ -309,7 +248,8 @@ def reread(r, th) -> Advice | None:
     mem = r.capture.get("mem_bytes")
     big = max(f.size for _s, f in hits)
     if mem and big > mem / 2:
-        parts.append(f"it is larger than half of RAM ({human_bytes(mem)}), so the page cache cannot hold it between passes")
+        parts.append(f"it is larger than half of RAM ({human_bytes(mem)}), so the page cache cannot hold it "
+                     "between passes")
     fix += "; ".join(parts)
     return _make(r, "reread", f"{len(hits)} file(s) read more than once, repeats cost {human_seconds(t)}", t, ev,
                  fix, {"seconds": t, "files": [f.path for _s, f in hits]})
@@ -398,99 +338,6 @@ def uncompressed_text(r, th) -> Advice | None:
     return _make(r, "uncompressed_text",
                  f"{human_bytes(sum(f.bytes_written for _x, f in hits))} of uncompressed {', '.join(fmts)} written "
                  "and read back", t, ev, fix[0].upper() + fix[1:], {"seconds": t, "files": [f.path for _x, f in hits]})
-
-
-def _partial_coverage(r, cov: float, unseen: int) -> Advice:
-    """Coverage is low because the capture was cut: say that, not mmap or static binaries."""
-    cap = r.capture
-    at = "" if cap.get("partial_at_byte") is None else f" at byte {cap['partial_at_byte']:,}"
-    ev = [f"the capture is partial{at}: {cap.get('partial_reason') or 'it was cut short'}",
-          f"the images before the cut still carry the kernel's counters, which include the I/O of children whose "
-          f"records are missing: {human_bytes(unseen)} ({100 * (1 - cov):.0f}%) cannot be attributed"]
-    fix = ("Read this report as partial: processes, files and time after the cut are missing. Re-run the profile "
-           "to get a whole capture (keep the disk holding the capture from filling up, and let iolens profile "
-           "finish merging)")
-    return _make(r, "low_coverage", f"the capture is partial: {100 * (1 - cov):.0f}% of the kernel's I/O bytes are "
-                 "in records past the cut", None, ev, fix,
-                 {"coverage": cov, "unseen_bytes": unseen, "partial": True, "processes": []}, severity="medium")
-
-
-def _why_unseen(p: ProcRow) -> list[str]:
-    """What a process did that the interposer does not see as calls."""
-    why = []
-    if p.overflow:
-        why.append("its records outgrew --max-files or the capture's room (OVERFLOW): later calls were aggregated "
-                   "per directory or not attributed")
-    if p.mmap_bytes:
-        why.append(f"{human_bytes(p.mmap_bytes)} memory-mapped (page faults are not calls)")
-    if p.untracked_ops:
-        why.append(f"{p.untracked_ops:,} calls on descriptors it could not name")
-    if not p.bytes_read and not p.bytes_written and not p.files:
-        why.append("no calls seen at all: statically linked, or I/O by raw system calls")
-    return why
-
-
-def low_coverage(r, th) -> Advice | None:
-    """Part of the I/O was not seen: say what and where."""
-    cov = r.totals["coverage"]
-    if cov is None or cov >= th["coverage_min"]:
-        return None
-    kr, kw = r.totals["kernel_read"], r.totals["kernel_written"]
-    seen = min(r.totals["bytes_read"], kr) + min(r.totals["bytes_written"], kw)
-    unseen = kr + kw - seen
-    if unseen < th["coverage_bytes"]:
-        return None
-    cap = r.capture
-    if cap.get("partial"):
-        return _partial_coverage(r, cov, unseen)
-    ev = [f"the kernel counted {human_bytes(kr)} read and {human_bytes(kw)} written; iolens attributed "
-          f"{100 * cov:.0f}% of that to calls it saw ({human_bytes(unseen)} unseen)"]
-    gaps = []
-    for p in r.processes:
-        gap = max(0, p.kernel_read - p.bytes_read) + max(0, p.kernel_written - p.bytes_written)
-        if gap > 0:
-            gaps.append((gap, p))
-    gaps.sort(key=lambda g: -g[0])
-    stake = 0.0
-    for gap, p in gaps[:5]:
-        why = _why_unseen(p)
-        ev.append(f"{p.name} [{p.pid}]: {human_bytes(gap)} unseen" + (f" ({'; '.join(why)})" if why else
-                                                                     " (raw system calls, mmap or a static binary)"))
-    for gap, p in gaps:
-        stake += p.breakdown["compute"]
-    if r.totals["mmap_bytes"]:
-        ev.append(f"{human_bytes(r.totals['mmap_bytes'])} of files were memory-mapped in all")
-    fix = ("Read the breakdown as a lower bound for I/O: unseen I/O is counted as compute in these processes. "
-           "For a statically linked tool, use a dynamically linked build (the distribution's package) so iolens "
-           "can see its calls; memory-mapped input (indexes) is read by page faults, which only the kernel counts")
-    return _make(r, "low_coverage", f"only {100 * cov:.0f}% of the kernel's I/O bytes were attributed to calls",
-                 stake if gaps else None, ev, fix, {"coverage": cov, "unseen_bytes": unseen,
-                                                    "processes": [p.pid for _g, p in gaps[:20]]}, severity="medium")
-
-
-def storage_not_bottleneck(r, th) -> Advice | None:
-    """I/O is so small a share of the time that no storage upgrade will help."""
-    share = r.totals["io_share"]
-    if share is None or share >= th["io_bound_share"]:
-        return None
-    io = r.totals["io_s"]
-    comp = r.breakdown["compute"]
-    ev = [f"storage I/O took {human_seconds(io)} of {human_seconds(_own(r))} process time ({100 * share:.1f}%); "
-          f"compute took {human_seconds(comp)} ({100 * comp / _own(r):.0f}%)" if _own(r) else "no process time"]
-    if r.breakdown["pipe_wait"]:
-        ev.append(f"waiting on pipes between processes: {human_seconds(r.breakdown['pipe_wait'])}")
-    cov = r.totals["coverage"]
-    if r.capture.get("partial"):
-        ev.append("caveat: the capture is partial, so the I/O after the cut is not in these numbers")
-    elif cov is not None and cov < th["coverage_min"]:
-        ev.append(f"caveat: only {100 * cov:.0f}% of the I/O bytes were seen, so the I/O share may be higher")
-    busiest = sorted(r.processes, key=lambda p: -p.cpu_s)[:3]
-    ev += [f"{p.name} [{p.pid}]: {human_seconds(p.cpu_s)} CPU" for p in busiest if p.cpu_s > 0]
-    fix = (f"No storage upgrade will help: even infinitely fast storage saves at most {human_seconds(io)}. "
-           "Spend on CPU instead (more threads, e.g. -t/-@, or a faster machine), and keep the cheapest storage")
-    return _make(r, "storage_not_bottleneck",
-                 f"storage is not the bottleneck: I/O is {100 * share:.1f}% of process time", io, ev, fix,
-                 {"io_s": io, "io_share": share}, severity="info")
 
 
 RULES: list[Callable] = [

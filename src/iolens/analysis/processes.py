@@ -232,7 +232,8 @@ def wall_s(cap: Capture) -> float:
 
 
 def process_rows(cap: Capture, imgs: list[ProcSummary], tree: Tree, names: list[str],
-                 proc_break: np.ndarray, mmap_bytes: np.ndarray, overflow: frozenset[int] | set[int] = frozenset()) -> list[ProcRow]:
+                 proc_break: np.ndarray, mmap_bytes: np.ndarray,
+                 overflow: frozenset[int] | set[int] = frozenset()) -> list[ProcRow]:
     """The report's process rows in tree order; proc_break is each image's time per class (ns)."""
     procs = cap.processes
     pb = proc_break.tolist()

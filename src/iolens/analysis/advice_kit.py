@@ -1,0 +1,72 @@
+"""What the advice rules share: how much of the run a rule's time is, how bad that is, and where else data
+could go (the rules are in analysis/advice.py and analysis/advice_coverage.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from iolens.analysis.model import Advice
+
+SMALL = ("tiny_read", "small_read", "tiny_write", "small_write")
+
+
+def _own(r) -> float:
+    return r.totals["own_s"] or 0.0
+
+
+def _share(r, seconds: float | None) -> float | None:
+    own = _own(r)
+    return seconds / own if own and seconds is not None else None
+
+
+def _worth(r, th, seconds: float) -> bool:
+    """A rule's time at stake is worth reporting: at least min_seconds and min_share of process time."""
+    own = _own(r)
+    return seconds >= th["min_seconds"] and (own == 0 or seconds / own >= th["min_share"])
+
+
+def _severity(share: float | None) -> str:
+    if share is None:
+        return "medium"
+    return "high" if share >= 0.2 else "medium" if share >= 0.05 else "low"
+
+
+def _make(r, rule: str, title: str, seconds: float | None, evidence: list[str], fix: str,
+          data: dict[str, Any], severity: str | None = None) -> Advice:
+    share = _share(r, seconds)
+    return Advice(rule=rule, title=title, severity=severity or _severity(share), time_at_stake_s=seconds,
+                  share=share, evidence=evidence, fix=fix, data=data)
+
+
+def _real_files(r):
+    """Regular files (and aggregates), computed once per report (kept out of the dataclass fields)."""
+    cached = r.__dict__.get("_real_files")
+    if cached is None or cached[0] is not r.files:
+        cached = (r.files, [f for f in r.files if f.kind in ("file", "aggregate")])
+        r.__dict__["_real_files"] = cached
+    return cached[1]
+
+
+def _mount(r, name: str):
+    cached = r.__dict__.get("_mounts")
+    if cached is None or cached[0] is not r.mounts:
+        cached = (r.mounts, {m.mount: m for m in r.mounts})
+        r.__dict__["_mounts"] = cached
+    return cached[1].get(name)
+
+
+def _device(m) -> str:
+    return m.source if (m.source or "").startswith("/dev/") else (m.device or m.mount)
+
+
+def _other_storage(r, *, exclude_devices: set[str], need_bytes: int = 0) -> dict[str, Any] | None:
+    """Another writable local device (or RAM, when the data fits in a quarter of memory) to suggest."""
+    local = [a for a in r.available_mounts if a["storage"] == "local"
+             and (a["source"] if a["source"].startswith("/dev/") else a["device"]) not in exclude_devices]
+    if local:
+        return min(local, key=lambda a: (a["mount"] == "/", len(a["mount"]), a["mount"]))
+    mem = r.capture.get("mem_bytes") or 0
+    ram = [a for a in r.available_mounts if a["storage"] == "memory"]
+    if ram and mem and need_bytes <= mem / 4:
+        return ram[0]
+    return None
