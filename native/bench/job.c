@@ -251,6 +251,8 @@ int parse_job(const jval *job, job_ctx *ctx, phase **phases_out, size_t *nphases
         ph[i].name = json_str(jp, "name", "phase", &bad);
         ph[i].evict_before = json_bool(jp, "evict_before", 0, &bad);
         ph[i].report = json_bool(jp, "report", 1, &bad);
+        ph[i].start_at = json_num(jp, "start_at", 0, &bad);
+        ph[i].stonewall_s = json_num(jp, "stonewall_s", 0, &bad);
         const jval *groups = json_get(jp, "groups");
         ph[i].ngroups = json_len(groups);
         ph[i].groups = calloc(ph[i].ngroups ? ph[i].ngroups : 1, sizeof(group));
