@@ -74,6 +74,7 @@ struct group {
     layout_kind layout;
     int threads;
     uint64_t size, bs, ops_limit, file_size, count, fanout, sync_every, iodepth;
+    uint64_t segment; /* shared layout: thread t uses segment (segment + t) of the file */
     uint64_t *sizes;
     size_t nsizes;
     double runtime_s, read_share;

@@ -93,6 +93,7 @@ static int parse_group(const jval *jg, group *g, job_ctx *ctx, char *err, size_t
     g->ops_limit = (uint64_t)json_num(jg, "ops", 0, &bad);
     g->file_size = (uint64_t)json_num(jg, "file_size", 0, &bad);
     g->count = (uint64_t)json_num(jg, "count", 0, &bad);
+    g->segment = (uint64_t)json_num(jg, "segment", 0, &bad);
     g->fanout = (uint64_t)json_num(jg, "fanout", 1, &bad);
     if (!g->fanout)
         g->fanout = 1;
