@@ -140,6 +140,8 @@ class Client:
     throughput_Bps: float | None
     iops: float | None
     files_bytes: int | None = None   # what the rank's files hold after a write phase (st_size), else None
+    reads_rank: int | None = None    # whose data a neighbour read read (IOR -C: rank (r + 1) % N)
+    stonewalled: bool = False        # it ran until the stonewall (and may have finished less than its work)
 
 
 @dataclass
@@ -173,12 +175,14 @@ def aggregate(test: str, results: list[dict[str, Any]], hosts: list[str], target
     t0 = min(b for b, _e in spans)
     first = min(e for _b, e in spans)
     last = max(e for _b, e in spans)
+    sw = results[0].get("stonewall_s")
     clients = []
     for r, ph in enumerate(results):
         b, o = _sum_groups(ph, "bytes"), _sum_groups(ph, "ops")
         begin, end = spans[r]
         clients.append(Client(r, hosts[r], targets[r], b, o, begin - t0, end - t0, _rate(b, end - begin),
-                              _rate(o, end - begin), (files_bytes or [None] * len(results))[r]))
+                              _rate(o, end - begin), (files_bytes or [None] * len(results))[r],
+                              stonewalled=bool(sw) and end >= 0.999 * float(sw)))
     fb = sum(_done_by(ph, "series_bytes", first) for ph in results)
     fo = sum(_done_by(ph, "series_ops", first) for ph in results)
     total_b = sum(c.bytes for c in clients)
@@ -189,7 +193,6 @@ def aggregate(test: str, results: list[dict[str, Any]], hosts: list[str], target
     spread = {"metric": "throughput_Bps" if total_b else "iops", "mean": mean, "min": min(vals) if vals else None,
               "max": max(vals) if vals else None,
               "cv": (statistics.pstdev(vals) / mean) if vals and mean else None}
-    sw = results[0].get("stonewall_s")
     return Aggregate(test, results[0]["name"], sorted({g["op"] for g in results[0]["groups"]}), clients, total_b,
                      total_o, first - t0, last - t0, fb, fo, _rate(fb, first - t0), _rate(total_b, last - t0),
                      _rate(fo, first - t0), _rate(total_o, last - t0), sw, spread)
@@ -317,6 +320,8 @@ def _streams(c: Ctx, shared: bool) -> None:
     if size:
         c.run_phase(name, dict(suites._phase(f"{name} read (neighbour)", [rg], evict=not c.opts.warm),
                                stonewall_s=sw), rdirs)
+        for cl in c.aggregates[-1].clients:
+            cl.reads_rank = (cl.rank + 1) % n
     c.ranks.step(lambda: None)  # every rank has read before the files go
     if shared:
         if r == 0:
