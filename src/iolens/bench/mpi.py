@@ -161,7 +161,7 @@ class Aggregate:
     first_done_iops: float | None
     last_done_iops: float | None
     stonewall_s: float | None
-    spread: dict[str, float | None] = field(default_factory=dict)
+    spread: dict[str, Any] = field(default_factory=dict)
 
 
 def _rate(x: float, s: float) -> float | None:
@@ -182,7 +182,7 @@ def aggregate(test: str, results: list[dict[str, Any]], hosts: list[str], target
         begin, end = spans[r]
         clients.append(Client(r, hosts[r], targets[r], b, o, begin - t0, end - t0, _rate(b, end - begin),
                               _rate(o, end - begin), (files_bytes or [None] * len(results))[r],
-                              stonewalled=bool(sw) and end >= 0.999 * float(sw)))
+                              stonewalled=sw is not None and end >= 0.999 * float(sw)))
     fb = sum(_done_by(ph, "series_bytes", first) for ph in results)
     fo = sum(_done_by(ph, "series_ops", first) for ph in results)
     total_b = sum(c.bytes for c in clients)
@@ -233,10 +233,10 @@ class Ranks:
         except OSError as e:
             err = (f"{e.filename or ''}: {e.strerror}".lstrip(": "), 5)
         everyone = self.comm.allgather((value, err))
-        for r, (_v, e) in enumerate(everyone):
-            if e is not None:
-                raise RankFailed(f"client rank {r} of {self.size} (host {self.hosts[r]}) failed: {e[0]}; every "
-                                 "client stopped and removed its files", exit_code=e[1])
+        for r, (_v, failed) in enumerate(everyone):
+            if failed is not None:
+                raise RankFailed(f"client rank {r} of {self.size} (host {self.hosts[r]}) failed: {failed[0]}; "
+                                 "every client stopped and removed its files", exit_code=failed[1])
         return [v for v, _e in everyone]
 
     def start_at(self) -> float:

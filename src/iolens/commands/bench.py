@@ -201,7 +201,7 @@ def _multi(mpi, targets, suite_names, opts, clients, launcher, json_out, db, no_
         raise UsageError("--clients measures one target at a time; give one directory or lab:NAME")
     try:
         doc = mpi.run_ranks(targets[0], suite_names, opts, clients=clients)
-    except IolensError as err:
+    except IolensError:
         if mpi.rank() != 0:
             sys.exit(0)  # rank 0 says what failed, once
         raise
