@@ -152,3 +152,20 @@ def test_a_rank_failing_mid_run_removes_every_file(tmp_path):
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=80)
     assert p.returncode != 0 and "rank 1 of 2" in p.stderr
     assert _leftovers(good) == []
+
+
+@needs_mpi
+@pytest.mark.timeout(90)
+def test_the_genomics_suite_scales_out(tmp_path):
+    out = tmp_path / "r.json"
+    target = tmp_path / "t"
+    target.mkdir()
+    p = subprocess.run(IOLENS + ["bench", str(target), "--clients", "2", "--suite", "genomics", "--size", "64M",
+                                 "--files", "16", "--runtime", "0.2", "--json", str(out), "-q", "--no-store"],
+                       capture_output=True, text=True, env=_env(tmp_path), timeout=80)
+    assert p.returncode == 0, p.stderr
+    by = {r["phase"]: r for r in json.loads(out.read_text())["results"]}
+    assert {"align", "sort-spill", "sort-merge", "workdir-create"} <= set(by)
+    for r in by.values():
+        assert len(r["clients"]) == 2 and r["bytes"] + r["ops_done"] > 0
+    assert _leftovers(target) == []

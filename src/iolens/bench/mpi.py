@@ -232,6 +232,8 @@ class Ranks:
             err = (str(e), e.exit_code)
         except OSError as e:
             err = (f"{e.filename or ''}: {e.strerror}".lstrip(": "), 5)
+        except Exception as e:  # noqa: BLE001 - any failure must reach the other ranks, or they wait forever
+            err = (f"{type(e).__name__}: {e}", 4)
         everyone = self.comm.allgather((value, err))
         for r, (_v, failed) in enumerate(everyone):
             if failed is not None:
@@ -275,11 +277,13 @@ class Ctx:
             if res.get("status") == "interrupted":
                 raise IolensError("interrupted", exit_code=130)
             engine.raise_for_error(res, [self.target.spec] * len(dirs))
+            if not res["phases"]:  # an untimed clean-up phase reports nothing
+                return None, None
             return res["phases"][0], files() if files else None
 
         out = self.ranks.step(go)
         results = [ph for ph, _f in out]
-        if phase.get("report", True):
+        if phase.get("report", True) and all(ph is not None for ph in results):
             self.aggregates.append(aggregate(test, results, self.ranks.hosts, self.specs, [f for _p, f in out]))
         return results
 
