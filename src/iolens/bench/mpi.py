@@ -271,7 +271,7 @@ class Ctx:
         phase = dict(phase, start_at=self.ranks.start_at())
         dev = [self.target.dev_stat] * len(dirs)
 
-        def go() -> tuple[dict[str, Any], int | None]:
+        def go() -> tuple[dict[str, Any] | None, int | None]:
             res = engine.run_job(_job(dirs, phase, self.opts.seed + self.ranks.rank, self.opts.drop_caches, dev),
                                  preexec=self.target.preexec)
             if res.get("status") == "interrupted":
