@@ -10,9 +10,9 @@
 #include <stdint.h>
 
 #define BENCH_JOB_MAJOR 1
-#define BENCH_JOB_MINOR 1 /* 1.1: device_stats */
+#define BENCH_JOB_MINOR 2 /* 1.1: device_stats; 1.2: phases[].start_at, stonewall_s, groups[].segment */
 #define BENCH_RESULT_MAJOR 1
-#define BENCH_RESULT_MINOR 1 /* 1.1: phases[].devices */
+#define BENCH_RESULT_MINOR 2 /* 1.1: phases[].devices; 1.2: phases[].start_lag_s, stonewall_s */
 #define BENCH_ENGINE_VERSION "1.0"
 
 /* X(name, kind, io, doc)

@@ -74,6 +74,7 @@ struct group {
     layout_kind layout;
     int threads;
     uint64_t size, bs, ops_limit, file_size, count, fanout, sync_every, iodepth;
+    uint64_t segment; /* shared layout: thread t uses segment (segment + t) of the file */
     uint64_t *sizes;
     size_t nsizes;
     double runtime_s, read_share;
@@ -97,6 +98,9 @@ typedef struct {
 typedef struct {
     const char *name;
     int evict_before, report;
+    /* start_at: CLOCK_REALTIME seconds the gate opens at (0: at once), shared by the processes of a multi-client
+     * run; stonewall_s: every op stops that long after start_at (else after the gate), whatever its size */
+    double start_at, stonewall_s;
     size_t ngroups;
     group *groups;
     /* cache facts */
@@ -105,6 +109,7 @@ typedef struct {
     int residency_known;
     /* timing */
     uint64_t t0, t_end;
+    double t0_unix; /* CLOCK_REALTIME seconds at t0 */
     double cpu_user, cpu_sys;
     /* block-layer counters of each dir's device around the timed part (devstat_ok: both reads worked) */
     devstat dev0[MAX_DIRS], dev1[MAX_DIRS];
@@ -130,6 +135,7 @@ extern volatile int g_abort; /* a worker failed: the others stop */
 extern job_ctx *g_ctx;
 extern int g_err_dir;        /* job dir index of the failing group */
 extern uint64_t g_phase_t0;  /* absolute ns of the phase start */
+extern uint64_t g_stonewall; /* absolute ns (CLOCK_MONOTONIC) every op of the phase stops at; 0: none */
 
 /* ---- job.c: the names the parser looks up, one table per X-macro list in bench.h ---- */
 
@@ -223,7 +229,7 @@ static inline void record(worker *w, uint64_t t0, uint64_t t1, uint64_t bytes)
 
 static inline int over_time(const group *g, uint64_t t1)
 {
-    return g->runtime_s > 0 && (double)(t1 - g_phase_t0) >= g->runtime_s * 1e9;
+    return (g->runtime_s > 0 && (double)(t1 - g_phase_t0) >= g->runtime_s * 1e9) || (g_stonewall && t1 >= g_stonewall);
 }
 
 static inline unsigned char *pool_slice(group *g, uint64_t *pool_off, uint64_t n)

@@ -93,6 +93,7 @@ static int parse_group(const jval *jg, group *g, job_ctx *ctx, char *err, size_t
     g->ops_limit = (uint64_t)json_num(jg, "ops", 0, &bad);
     g->file_size = (uint64_t)json_num(jg, "file_size", 0, &bad);
     g->count = (uint64_t)json_num(jg, "count", 0, &bad);
+    g->segment = (uint64_t)json_num(jg, "segment", 0, &bad);
     g->fanout = (uint64_t)json_num(jg, "fanout", 1, &bad);
     if (!g->fanout)
         g->fanout = 1;
@@ -251,6 +252,8 @@ int parse_job(const jval *job, job_ctx *ctx, phase **phases_out, size_t *nphases
         ph[i].name = json_str(jp, "name", "phase", &bad);
         ph[i].evict_before = json_bool(jp, "evict_before", 0, &bad);
         ph[i].report = json_bool(jp, "report", 1, &bad);
+        ph[i].start_at = json_num(jp, "start_at", 0, &bad);
+        ph[i].stonewall_s = json_num(jp, "stonewall_s", 0, &bad);
         const jval *groups = json_get(jp, "groups");
         ph[i].ngroups = json_len(groups);
         ph[i].groups = calloc(ph[i].ngroups ? ph[i].ngroups : 1, sizeof(group));

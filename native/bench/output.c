@@ -126,6 +126,14 @@ void write_phase(jw *w, phase *ph)
     jw_str(w, "name", ph->name);
     jw_bool(w, "report", ph->report);
     jw_num(w, "wall_s", ph->t_end > ph->t0 ? (ph->t_end - ph->t0) * 1e-9 : 0);
+    if (ph->start_at > 0) /* how late this process opened its gate: its timeline is start_at + start_lag_s + t */
+        jw_num(w, "start_lag_s", ph->t0_unix - ph->start_at);
+    else
+        jw_null(w, "start_lag_s");
+    if (ph->stonewall_s > 0)
+        jw_num(w, "stonewall_s", ph->stonewall_s);
+    else
+        jw_null(w, "stonewall_s");
     jw_num(w, "cpu_user_s", ph->cpu_user);
     jw_num(w, "cpu_sys_s", ph->cpu_sys);
     jw_obj(w, "cache");

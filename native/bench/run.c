@@ -18,6 +18,7 @@ volatile int g_abort = 0;
 job_ctx *g_ctx;
 int g_err_dir = -1;
 uint64_t g_phase_t0;
+uint64_t g_stonewall;
 
 static void progress_line(phase *ph, size_t index)
 {
@@ -167,9 +168,23 @@ static int run_phase(job_ctx *ctx, phase *ph, size_t index, const char **eop, ch
     for (int d = 0; d < ctx->ndirs; d++)
         ph->devstat_ok[d] = 1;
     devstats_sample(ctx, ph->dev0, ph->devstat_ok);
+    if (ph->start_at > 0) { /* a multi-client run: every process opens its gate at the same wall-clock time */
+        struct timespec at = {(time_t)ph->start_at, (long)((ph->start_at - (double)(time_t)ph->start_at) * 1e9)};
+        while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &at, NULL) == EINTR && !stopping())
+            ;
+    }
     getrusage(RUSAGE_SELF, &r0);
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
     g_phase_t0 = now_ns();
     ph->t0 = g_phase_t0;
+    ph->t0_unix = (double)rt.tv_sec + rt.tv_nsec * 1e-9;
+    g_stonewall = 0;
+    if (ph->stonewall_s > 0) {
+        /* the limit counts from start_at, so a process that starts late still stops with the others */
+        double left = ph->stonewall_s - (ph->start_at > 0 ? ph->t0_unix - ph->start_at : 0);
+        g_stonewall = g_phase_t0 + (left > 0 ? (uint64_t)(left * 1e9) : 0);
+    }
     ctx->go = 1;
     pthread_cond_broadcast(&ctx->cond);
     pthread_mutex_unlock(&ctx->gate);

@@ -140,7 +140,7 @@ static void worker_setup(worker *w)
     w->fds[0] = fd;
     w->nfds = 1;
     if (g->layout == LAYOUT_shared && strcmp(OP_KINDS[g->op], "seq") == 0)
-        w->base_off = (uint64_t)w->tid * g->size;
+        w->base_off = (g->segment + (uint64_t)w->tid) * g->size; /* segment: this process's first (multi-client) */
 }
 
 void *worker_main(void *arg)

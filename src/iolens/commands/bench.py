@@ -111,9 +111,15 @@ def _size(ctx, param, value: str | None) -> int | None:
 @click.option("--no-store", is_flag=True, help="Do not record the run in the results store.")
 @click.option("--label", help="A label for this run in the results store.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@click.option("--clients", type=click.IntRange(min=1, max=100_000),
+              help="Run N clients at once, one engine per MPI rank (see docs/bench.md); started under mpirun or "
+                   "srun this is the launcher's rank count.")
+@click.option("--launcher", type=click.Choice(["mpirun", "srun"]), default="mpirun", show_default=True,
+              help="What --clients starts the ranks with.")
 @FORCE_OPTION
-def bench(targets, suite_names, size, files, runtime, threads, bs, content, template, direct, warm, drop_caches,
-          shared, read_share, ioengine, repeat, seed, json_out, db, no_store, label, quiet, force):
+@click.pass_context
+def bench(ctx, targets, suite_names, size, files, runtime, threads, bs, content, template, direct, warm, drop_caches,
+          shared, read_share, ioengine, repeat, seed, json_out, db, no_store, label, quiet, force, clients, launcher):
     """Benchmark storage targets side by side: directories, lab:NAME targets, or `null` (engine overhead).
 
     Files are written only inside a new iolens-bench-* directory under each target, which is removed at the end
@@ -133,6 +139,13 @@ def bench(targets, suite_names, size, files, runtime, threads, bs, content, temp
                           template=str(template.resolve()) if template else None, direct=direct, warm=warm,
                           drop_caches=drop_caches, shared=shared, read_share=read_share, ioengine=ioengine,
                           seed=seed)
+    from iolens.bench import mpi
+
+    if clients is not None or mpi.started_by_launcher():
+        if ctx.get_parameter_source("suite_names") == click.core.ParameterSource.DEFAULT:
+            suite_names = mpi.DEFAULT_SUITES
+        _multi(mpi, targets, list(suite_names), opts, clients, launcher, json_out, db, no_store, label, force)
+        return
     out_console = terminal(stderr=json_out == "-")
     err_console = terminal(stderr=True)
 
@@ -176,3 +189,27 @@ def bench(targets, suite_names, size, files, runtime, threads, bs, content, temp
         write_output(json_out, bench_json(doc), force=force, opt="--json")
     if json_out != "-":
         render_bench(doc, out_console)
+
+
+def _multi(mpi, targets, suite_names, opts, clients, launcher, json_out, db, no_store, label, force) -> None:
+    """--clients: re-run under the launcher, or, as one of its ranks, run and (rank 0) store and render."""
+    from iolens.render.bench_export import bench_json
+
+    if not mpi.started_by_launcher():
+        sys.exit(mpi.launch(clients, launcher))
+    if len(targets) != 1:
+        raise UsageError("--clients measures one target at a time; give one directory or lab:NAME")
+    try:
+        doc = mpi.run_ranks(targets[0], suite_names, opts, clients=clients)
+    except IolensError:
+        if mpi.rank() != 0:
+            sys.exit(0)  # rank 0 says what failed, once
+        raise
+    if mpi.rank() != 0:
+        return
+    if not no_store:
+        mpi.store(doc, db, label)
+    if json_out:
+        write_output(json_out, bench_json(doc), force=force, opt="--json")
+    if json_out != "-":
+        mpi.render(doc, terminal())

@@ -1,0 +1,486 @@
+"""Many clients at once: `iolens bench TARGET --clients N`, one engine per MPI rank.
+
+`--clients N` re-executes the same command under a launcher (`mpirun -n N` or `srun -n N --mpi=pmix`); a process
+started by a launcher (OpenMPI, PMIx or PMI in the environment) runs as one rank.  MPI (mpi4py) does every
+barrier and every gather: there is no network protocol of our own.
+
+Every reported phase runs as one engine job per rank.  Rank 0 picks a wall-clock start a moment ahead and
+broadcasts it; each engine opens its gate then (`start_at`) and, for the stonewalled patterns, stops every op
+`--runtime` seconds later (`stonewall_s`), so slow ranks cannot hide fast ones (IOR's stonewall).  Each rank then
+reports what it finished.  Aggregates, as elbencho reports them:
+
+- last done: all ranks' bytes (ops) over the time from the first start to the last rank's end;
+- first done: the bytes (ops) all ranks had finished when the first rank ended, over that time; the other ranks'
+  share at that moment is interpolated within the engine's one-second series.
+
+Patterns (`--suite` in this mode): `streams` writes a file per client and segments of one shared file (IOR's
+segmented layout), each client then reads its neighbour's data (rank r reads rank (r+1) % N's, IOR's `-C`), sized
+to what that neighbour actually wrote; `meta` creates, stats and deletes empty files in a directory per client;
+any other suite (`genomics`, ...) runs whole on every rank, each in its own work directory, phase by phase in step.
+
+A rank that fails makes every rank stop at the next step; every rank removes its work directory, and rank 0 says
+which rank failed and why, in one line.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from iolens import __version__
+from iolens.bench import engine, suites
+from iolens.bench.safety import WorkDirs, check_space
+from iolens.bench.targets import Target, resolve
+from iolens.errors import IolensError, UsageError
+
+TAG = "iolens-bench-multi"
+SCHEMA_VERSION = (1, 0)
+JOB_SCHEMA = [1, 2]       # start_at, stonewall_s, segment
+START_AHEAD_S = 0.5       # rank 0 sets the start this far ahead of the barrier, for every engine to be ready
+LAUNCHER_ENV = ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK")
+DEFAULT_SUITES = ["streams", "meta"]
+MiB = 1 << 20
+
+
+def started_by_launcher() -> bool:
+    """True when this process is one rank of a job that mpirun or srun (with PMIx/PMI) started."""
+    return any(k in os.environ for k in LAUNCHER_ENV)
+
+
+def launch_command(n: int, launcher: str, argv: list[str]) -> list[str]:
+    """The command that runs `iolens <argv>` as n ranks."""
+    if launcher == "srun":
+        pre = ["srun", "-n", str(n), "--mpi=pmix"]
+    else:
+        pre = ["mpirun", "-n", str(n), "--oversubscribe"]
+        if os.geteuid() == 0:
+            pre.append("--allow-run-as-root")
+    return pre + [sys.executable, "-m", "iolens"] + argv
+
+
+def launch(n: int, launcher: str) -> int:
+    """Re-executes this command under the launcher; returns its exit status.  The launcher's own banner about a
+    rank's non-zero exit is dropped: rank 0 has already said what failed, in one line."""
+    argv = sys.argv[1:]
+    if "bench" not in argv:
+        raise UsageError("--clients re-runs `iolens bench ...`; run it from the iolens command")
+    cmd = launch_command(n, launcher, argv)
+    if shutil.which(cmd[0]) is None:
+        pkg = "openmpi-bin" if launcher == "mpirun" else "slurm-client"
+        raise UsageError(f"--clients needs `{cmd[0]}` on PATH (Debian: {pkg}); or start iolens under your launcher")
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        raise UsageError("--clients needs mpi4py: pip install mpi4py (built against your MPI)") from None
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, errors="replace")
+    assert proc.stderr is not None
+    in_banner = False
+    for line in proc.stderr:
+        if line.startswith("-" * 20):
+            in_banner = not in_banner
+            continue
+        if in_banner or line.startswith(("mpirun", "srun: error", "[")) and "exit" in line:
+            continue
+        sys.stderr.write(line)
+    return proc.wait()
+
+
+# ---- computing the aggregate (pure) ---------------------------------------------------------------------------
+
+def _sum_groups(ph: dict[str, Any], key: str) -> float:
+    return float(sum(g.get(key) or 0 for g in ph.get("groups", [])))
+
+
+def _span(ph: dict[str, Any]) -> tuple[float, float]:
+    """(begin, end) of a rank's phase in seconds after start_at: its first thread's start, last thread's end."""
+    lag = float(ph.get("start_lag_s") or 0.0)
+    threads = [t for g in ph.get("groups", []) for t in g.get("per_thread") or []]
+    if not threads:
+        return lag, lag + float(ph.get("wall_s") or 0.0)
+    return lag + min(t["start_s"] for t in threads), lag + max(t["end_s"] for t in threads)
+
+
+def _done_by(ph: dict[str, Any], key: str, t: float) -> float:
+    """Bytes (key=series_bytes) or ops (series_ops) a rank had finished t seconds after start_at, interpolated
+    linearly within the engine's one-second buckets; all of them once the rank has ended."""
+    begin, end = _span(ph)
+    total = _sum_groups(ph, "bytes" if key == "series_bytes" else "ops")
+    if t >= end:
+        return total
+    lag = float(ph.get("start_lag_s") or 0.0)
+    rel, b_rel, e_rel = t - lag, begin - lag, end - lag
+    done = 0.0
+    for g in ph.get("groups", []):
+        for i, v in enumerate(g.get(key) or []):
+            lo, hi = max(float(i), b_rel), min(i + 1.0, e_rel)  # the part of second i the rank was running
+            if rel >= hi:
+                done += v
+            elif rel > lo:
+                done += v * (rel - lo) / (hi - lo)
+    return min(done, total)
+
+
+@dataclass
+class Client:
+    rank: int
+    host: str
+    target: str
+    bytes: float
+    ops: float
+    begin_s: float
+    done_s: float
+    throughput_Bps: float | None
+    iops: float | None
+    files_bytes: int | None = None   # what the rank's files hold after a write phase (st_size), else None
+    reads_rank: int | None = None    # whose data a neighbour read read (IOR -C: rank (r + 1) % N)
+    stonewalled: bool = False        # it ran until the stonewall (and may have finished less than its work)
+
+
+@dataclass
+class Aggregate:
+    test: str
+    phase: str
+    ops: list[str]
+    clients: list[Client]
+    bytes: float
+    ops_done: float
+    first_done_s: float
+    last_done_s: float
+    first_done_bytes: float
+    first_done_ops: float
+    first_done_Bps: float | None
+    last_done_Bps: float | None
+    first_done_iops: float | None
+    last_done_iops: float | None
+    stonewall_s: float | None
+    spread: dict[str, Any] = field(default_factory=dict)
+
+
+def _rate(x: float, s: float) -> float | None:
+    return x / s if s > 0 else None
+
+
+def aggregate(test: str, results: list[dict[str, Any]], hosts: list[str], targets: list[str],
+              files_bytes: list[int | None] | None = None) -> Aggregate:
+    """One phase's figures from every rank's engine result for it (rank order)."""
+    spans = [_span(ph) for ph in results]
+    t0 = min(b for b, _e in spans)
+    first = min(e for _b, e in spans)
+    last = max(e for _b, e in spans)
+    sw = results[0].get("stonewall_s")
+    clients = []
+    for r, ph in enumerate(results):
+        b, o = _sum_groups(ph, "bytes"), _sum_groups(ph, "ops")
+        begin, end = spans[r]
+        clients.append(Client(r, hosts[r], targets[r], b, o, begin - t0, end - t0, _rate(b, end - begin),
+                              _rate(o, end - begin), (files_bytes or [None] * len(results))[r],
+                              stonewalled=sw is not None and end >= 0.999 * float(sw)))
+    fb = sum(_done_by(ph, "series_bytes", first) for ph in results)
+    fo = sum(_done_by(ph, "series_ops", first) for ph in results)
+    total_b = sum(c.bytes for c in clients)
+    total_o = sum(c.ops for c in clients)
+    primary = [c.throughput_Bps if total_b else c.iops for c in clients]
+    vals = [v for v in primary if v is not None]
+    mean = statistics.fmean(vals) if vals else None
+    spread = {"metric": "throughput_Bps" if total_b else "iops", "mean": mean, "min": min(vals) if vals else None,
+              "max": max(vals) if vals else None,
+              "cv": (statistics.pstdev(vals) / mean) if vals and mean else None}
+    return Aggregate(test, results[0]["name"], sorted({g["op"] for g in results[0]["groups"]}), clients, total_b,
+                     total_o, first - t0, last - t0, fb, fo, _rate(fb, first - t0), _rate(total_b, last - t0),
+                     _rate(fo, first - t0), _rate(total_o, last - t0), sw, spread)
+
+
+# ---- the ranks ---------------------------------------------------------------------------------------------------
+
+class RankFailed(IolensError):
+    """One rank failed; every rank stops and cleans up.  The message names the rank."""
+
+
+def _comm():
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        raise UsageError("running under a launcher needs mpi4py: pip install mpi4py") from None
+    return MPI.COMM_WORLD
+
+
+class Ranks:
+    """The MPI side: every call is collective.  `step` runs a function on every rank and raises RankFailed on
+    every rank when one of them failed, naming the first that did."""
+
+    def __init__(self, comm: Any):
+        self.comm = comm
+        self.rank = comm.Get_rank()
+        self.size = comm.Get_size()
+        self.host = socket.gethostname()
+        self.hosts: list[str] = comm.allgather(self.host)
+
+    def step(self, fn: Callable[[], Any]) -> list[Any]:
+        err: tuple[str, int] | None = None
+        value = None
+        try:
+            value = fn()
+        except IolensError as e:
+            err = (str(e), e.exit_code)
+        except OSError as e:
+            err = (f"{e.filename or ''}: {e.strerror}".lstrip(": "), 5)
+        except Exception as e:  # noqa: BLE001 - any failure must reach the other ranks, or they wait forever
+            err = (f"{type(e).__name__}: {e}", 4)
+        everyone = self.comm.allgather((value, err))
+        for r, (_v, failed) in enumerate(everyone):
+            if failed is not None:
+                raise RankFailed(f"client rank {r} of {self.size} (host {self.hosts[r]}) failed: {failed[0]}; "
+                                 "every client stopped and removed its files", exit_code=failed[1])
+        return [v for v, _e in everyone]
+
+    def start_at(self) -> float:
+        self.comm.Barrier()
+        return self.comm.bcast(time.time() + START_AHEAD_S if self.rank == 0 else None, root=0)
+
+
+def _job(dirs: list[str], phase: dict[str, Any], seed: int, drop: bool, dev: list[str | None]) -> dict[str, Any]:
+    return {"schema_version": JOB_SCHEMA, "dirs": dirs, "seed": seed, "drop_caches": drop,
+            "device_stats": dev[: len(dirs)], "phases": [phase]}
+
+
+@dataclass
+class Ctx:
+    ranks: Ranks
+    target: Target
+    own: str                 # this rank's work dir
+    dirs: list[str]          # every rank's work dir, rank order
+    shared: str              # rank 0's work dir, where the shared file lives
+    opts: suites.Options
+    scale: suites.Scale
+    per_client: int
+    threads: int
+    aggregates: list[Aggregate] = field(default_factory=list)
+    specs: list[str] = field(default_factory=list)
+
+    def run_phase(self, test: str, phase: dict[str, Any], dirs: list[str], *,
+                  files: Callable[[], int | None] | None = None) -> list[dict[str, Any]]:
+        """Runs one phase on every rank in step; the ranks' results for it (rank order, on every rank)."""
+        phase = dict(phase, start_at=self.ranks.start_at())
+        dev = [self.target.dev_stat] * len(dirs)
+
+        def go() -> tuple[dict[str, Any] | None, int | None]:
+            res = engine.run_job(_job(dirs, phase, self.opts.seed + self.ranks.rank, self.opts.drop_caches, dev),
+                                 preexec=self.target.preexec)
+            if res.get("status") == "interrupted":
+                raise IolensError("interrupted", exit_code=130)
+            engine.raise_for_error(res, [self.target.spec] * len(dirs))
+            if not res["phases"]:  # an untimed clean-up phase reports nothing
+                return None, None
+            return res["phases"][0], files() if files else None
+
+        out = self.ranks.step(go)
+        results = [ph for ph, _f in out]
+        if phase.get("report", True) and all(ph is not None for ph in results):
+            self.aggregates.append(aggregate(test, results, self.ranks.hosts, self.specs, [f for _p, f in out]))
+        return results
+
+
+def _min_thread_bytes(ph: dict[str, Any], bs: int) -> int:
+    per = [t["bytes"] for g in ph["groups"] for t in g.get("per_thread") or []]
+    return (min(per) // bs) * bs if per else 0
+
+
+def _streams(c: Ctx, shared: bool) -> None:
+    """Write (stonewalled), then read the neighbour's data, sized to what it wrote."""
+    r, n, t, bs = c.ranks.rank, c.ranks.size, c.threads, c.scale.bs
+    nb = (r + 1) % n
+    sw = c.scale.runtime
+    name = "shared-file" if shared else "file-per-client"
+    if shared:
+        dirs = [c.own, c.shared]
+        w = suites._g("write", dir=1, file="shared", layout="shared", segment=r * t, threads=t, size=c.per_client,
+                      bs=bs, sync="fdatasync", content=c.opts.content or "random", direct=c.opts.direct)
+        files = None
+    else:
+        dirs = [c.own]
+        w = suites._g("write", file="c", threads=t, size=c.per_client, bs=bs, sync="fdatasync",
+                      content=c.opts.content or "random", direct=c.opts.direct)
+
+        def files() -> int:
+            return sum(os.stat(os.path.join(c.own, f"c.{i}")).st_size for i in range(t))
+    ph = dict(suites._phase(f"{name} write", [w]), stonewall_s=sw)
+    wrote = c.run_phase(name, ph, dirs, files=files)
+    size = _min_thread_bytes(wrote[nb], bs)
+    if shared:
+        rg = suites._g("read", dir=1, file="shared", layout="shared", segment=nb * t, threads=t, size=size, bs=bs,
+                       direct=c.opts.direct)
+        rdirs = [c.own, c.shared]
+    else:
+        rg = suites._g("read", dir=1, file="c", threads=t, size=size, bs=bs, direct=c.opts.direct)
+        rdirs = [c.own, c.dirs[nb]]
+    if size:
+        c.run_phase(name, dict(suites._phase(f"{name} read (neighbour)", [rg], evict=not c.opts.warm),
+                               stonewall_s=sw), rdirs)
+        for cl in c.aggregates[-1].clients:
+            cl.reads_rank = (cl.rank + 1) % n
+    c.ranks.step(lambda: None)  # every rank has read before the files go
+    if shared:
+        if r == 0:
+            os.unlink(os.path.join(c.shared, "shared"))
+    else:
+        for i in range(t):
+            os.unlink(os.path.join(c.own, f"c.{i}"))
+
+
+def _meta(c: Ctx) -> None:
+    """Create (stonewalled), stat and delete empty files in a directory per client."""
+    n = c.opts.files or 1000
+    g = dict(prefix="meta", fanout=1, threads=1)
+    made = c.run_phase("meta", dict(suites._phase("meta-create", [suites._g("create", size=0, count=n, **g)]),
+                                    stonewall_s=c.scale.runtime), [c.own])
+    count = int(made[c.ranks.rank]["groups"][0]["ops"])  # one thread: files 0 .. count-1
+    c.run_phase("meta", suites._phase("meta-stat", [suites._g("stat", count=max(count, 1), **g)]), [c.own])
+    c.run_phase("meta", suites._phase("meta-delete", [suites._g("delete", count=max(count, 1), **g)]), [c.own])
+
+
+def _suite(c: Ctx, name: str) -> None:
+    """A registered suite run whole on every rank, each in its own work directory, phase by phase in step."""
+    tests = suites.build(name, c.target.spec, c.scale, c.opts, [])
+    for test in tests:
+        for ph in test.phases:
+            c.run_phase(test.name, ph, [c.own])
+
+
+def run_ranks(spec: str, suite_names: list[str], opts: suites.Options, *, clients: int | None) -> dict[str, Any]:
+    """The body every rank runs; returns the report (complete on rank 0)."""
+    ranks = Ranks(_comm())
+    if clients is not None and clients != ranks.size:
+        raise UsageError(f"--clients {clients} but the launcher started {ranks.size} ranks")
+    wd = WorkDirs()
+    try:
+        return _run(ranks, wd, spec, suite_names, opts)
+    finally:
+        problems = wd.remove_all()
+        ranks.comm.Barrier()
+        if problems:
+            print(f"iolens: rank {ranks.rank}: {'; '.join(problems)}", file=sys.stderr)
+
+
+def _run(ranks: Ranks, wd: WorkDirs, spec: str, suite_names: list[str], opts: suites.Options) -> dict[str, Any]:
+    def setup() -> tuple[Target, str]:
+        engine.describe()
+        t = resolve(spec)
+        if t.kind == "null":
+            raise UsageError("--clients needs a directory or lab: target")
+        return t, str(wd.create(t))
+
+    out = ranks.step(setup)
+    target, own = out[ranks.rank]
+    specs = [t.spec for t, _d in out]
+    dirs = [d for _t, d in out]
+    n = ranks.size
+    scale = suites.default_scale(opts, [target.free_bytes] if target.free_bytes is not None else [],
+                                 [target.free_inodes])
+    threads = (opts.threads or [1])[0]
+    per_client = _round_bs(opts.size or max(16 * MiB, scale.size // n) // threads, scale.bs)
+    ranks.step(lambda: check_space(target, per_client * threads * n if ranks.rank == 0 else 0, 0,
+                                   f"{n} clients of {per_client * threads} bytes"))
+    c = Ctx(ranks, target, own, dirs, dirs[0], opts, scale, per_client, threads, specs=specs)
+    for s in suite_names:
+        if s == "streams":
+            _streams(c, shared=False)
+            _streams(c, shared=True)
+        elif s == "meta":
+            _meta(c)
+        else:
+            _suite(c, s)
+    return {"tag": TAG, "schema_version": list(SCHEMA_VERSION), "iolens_version": __version__,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "clients": n, "target": spec,
+            "suites": suite_names, "threads_per_client": threads, "bytes_per_thread": per_client,
+            "stonewall_s": scale.runtime, "hosts": ranks.hosts, "targets": [target.facts()],
+            "results": [asdict(a) for a in c.aggregates], "run_id": None, "warnings": _warnings(c.aggregates)}
+
+
+def _round_bs(n: int, bs: int) -> int:
+    return max(bs, (n // bs) * bs)
+
+
+def _warnings(aggs: list[Aggregate]) -> list[str]:
+    out = []
+    for a in aggs:
+        for cl in a.clients:
+            if cl.files_bytes is not None and cl.files_bytes != cl.bytes:
+                out.append(f"{a.phase}: rank {cl.rank} reported {cl.bytes:.0f} bytes but its files hold "
+                           f"{cl.files_bytes}")
+    return out
+
+
+def store(doc: dict[str, Any], db: Path | None, label: str | None) -> None:
+    """Records the run in the results store: one result per phase, with every rank's host and figures."""
+    from iolens.store import ResultsStore
+
+    st = ResultsStore(db)
+    try:
+        job = {k: doc[k] for k in ("clients", "target", "suites", "threads_per_client", "bytes_per_thread",
+                                   "stonewall_s")}
+        run_id = st.add_run("bench-multi", job, {"hosts": doc["hosts"], "iolens_version": doc["iolens_version"],
+                                                 "created": doc["created"]}, label=label)
+        for r in doc["results"]:
+            metrics = {k: r[k] for k in ("bytes", "ops_done", "first_done_s", "last_done_s", "first_done_Bps",
+                                         "last_done_Bps", "first_done_iops", "last_done_iops")}
+            st.add_result(run_id, r["phase"], metrics, target=doc["target"],
+                          provenance={"clients": r["clients"], "spread": r["spread"], "test": r["test"],
+                                      "stonewall_s": r["stonewall_s"], "hosts": doc["hosts"]})
+        doc["run_id"] = run_id
+        doc["db"] = str(st.path)
+    finally:
+        st.close()
+
+
+# ---- rendering (formats only) ------------------------------------------------------------------------------------
+
+def _fmt(a: dict[str, Any], which: str) -> str:
+    from iolens.units import human_bytes
+
+    if a["bytes"]:
+        v = a[f"{which}_Bps"]
+        return f"{human_bytes(v)}/s" if v is not None else "-"
+    v = a[f"{which}_iops"]
+    return f"{v:,.0f} ops/s" if v is not None else "-"
+
+
+def render(doc: dict[str, Any], console: Any) -> None:
+    """The aggregate of every phase beside the per-client figures and their spread."""
+    from rich.table import Table
+
+    from iolens.units import human_bytes
+
+    hosts = sorted(set(doc["hosts"]))
+    tab = Table(title=f"{doc['target']}: {doc['clients']} clients on {len(hosts)} host(s) ({', '.join(hosts)}), "
+                      f"stonewall {doc['stonewall_s']:g} s")
+    for col in ("phase", "aggregate first done", "aggregate last done", "client mean", "client min-max", "CV",
+                "first/last done"):
+        tab.add_column(col, justify="left" if col == "phase" else "right")
+    for a in doc["results"]:
+        sp = a["spread"]
+        unit = (lambda v: f"{human_bytes(v)}/s") if sp["metric"] == "throughput_Bps" else (lambda v: f"{v:,.0f}/s")
+        mean = unit(sp["mean"]) if sp["mean"] is not None else "-"
+        rng = f"{unit(sp['min'])} - {unit(sp['max'])}" if sp["min"] is not None else "-"
+        cv = f"{100 * sp['cv']:.1f}%" if sp["cv"] is not None else "-"
+        tab.add_row(a["phase"], _fmt(a, "first_done"), _fmt(a, "last_done"), mean, rng, cv,
+                    f"{a['first_done_s']:.2f}/{a['last_done_s']:.2f} s")
+    console.print(tab)
+    for w in doc["warnings"]:
+        console.print(f"[yellow]warning:[/] {w}")
+    if doc.get("run_id") is not None:
+        console.print(f"stored as run {doc['run_id']}")
+
+
+def rank() -> int:
+    """This process's rank (0 outside a launcher)."""
+    if not started_by_launcher():
+        return 0
+    return _comm().Get_rank()
