@@ -157,7 +157,8 @@ def test_a_rank_failing_mid_run_removes_every_file(tmp_path):
         ro.chmod(0o500)
     env = _env(tmp_path)
     common = ["--clients", "2", "--suite", "streams", "--runtime", "0.2", "--size", "8M", "-q"]
-    cmd = ["mpirun", "--oversubscribe", "-n", "1"] + IOLENS + ["bench", str(good)] + common + \
+    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    cmd = ["mpirun", *root, "--oversubscribe", "-n", "1"] + IOLENS + ["bench", str(good)] + common + \
         [":", "-n", "1"] + IOLENS + ["bench", str(ro)] + common
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=80)
