@@ -33,6 +33,7 @@ struct iolens_state iolens_g;
 IOLENS_TLS int iolens_guard;
 IOLENS_TLS int iolens_in_vfork;
 IOLENS_TLS int iolens_resolving;
+IOLENS_TLS uint64_t iolens_last_t;
 struct iolens_fdstate iolens_fds[IOLENS_FDMAX];
 static int fd_high; /* highest descriptor seen, bounds the scans after fork */
 
@@ -419,6 +420,7 @@ int iolens_abspath(int dirfd, const char *path, char *out, size_t cap)
 static uint64_t tl_coarsen(uint64_t rel)
 {
     struct iolens_timeline *tl = iolens_g.tl;
+    iolens_clock_refine(); /* rare, and at doubling times: when the call clock's scale is refined */
     lock();
     while ((rel >> tl->shift) >= IOLENS_TIMELINE_BINS) {
         for (int i = 0; i < IOLENS_TIMELINE_BINS / 2; i++) {
@@ -568,6 +570,7 @@ static inline int hist_bin(uint64_t n)
 static inline void acct_proc(struct iolens_call *c, int cat, uint64_t rb, uint64_t wb)
 {
     struct iolens_proc *p = iolens_g.proc;
+    iolens_last_t = c->t0;
     uint64_t dt = c->t1 - c->t0;
     iolens_add(&p->op_count[c->op], 1);
     iolens_add(&p->cat_time_ns[cat], dt);
@@ -586,16 +589,21 @@ static inline void touch(struct iolens_file *r, int cat, struct iolens_call *c)
 }
 
 /* File-level part of a data call; off is the absolute offset. */
-static void acct_file_data(struct iolens_file *r, int cat, uint64_t off, int64_t n, struct iolens_call *c)
+/* stdio: a library call, sized in stdio_*_hist (its kernel requests are added
+ * by iolens_stdio_req); timed: its time was measured (see stdio.c). */
+static inline __attribute__((always_inline)) void acct_file_data_x(struct iolens_file *r, int cat, uint64_t off,
+                                                                   int64_t n, struct iolens_call *c, int stdio,
+                                                                   int timed)
 {
     uint64_t b = n > 0 ? (uint64_t)n : 0;
-    touch(r, cat, c);
+    if (timed) touch(r, cat, c);
     if (cat == IOLENS_CAT_READ) {
         uint64_t prior = r->reads;
         iolens_add(&r->reads, 1);
+        if (stdio) iolens_add(&r->stdio_reads, 1);
         if (n < 0) return;
         iolens_add(&r->bytes_read, b);
-        iolens_add(&r->read_hist[hist_bin(b)], 1);
+        iolens_add(stdio ? &r->stdio_read_hist[hist_bin(b)] : &r->read_hist[hist_bin(b)], 1);
         if (off != IOLENS_POS) {
             if (prior) {
                 if (off == r->last_read_end) iolens_add(&r->consec_reads, 1);
@@ -609,9 +617,10 @@ static void acct_file_data(struct iolens_file *r, int cat, uint64_t off, int64_t
     } else {
         uint64_t prior = r->writes;
         iolens_add(&r->writes, 1);
+        if (stdio) iolens_add(&r->stdio_writes, 1);
         if (n < 0) return;
         iolens_add(&r->bytes_written, b);
-        iolens_add(&r->write_hist[hist_bin(b)], 1);
+        iolens_add(stdio ? &r->stdio_write_hist[hist_bin(b)] : &r->write_hist[hist_bin(b)], 1);
         if (off != IOLENS_POS) {
             if (prior) {
                 if (off == r->last_write_end) iolens_add(&r->consec_writes, 1);
@@ -623,6 +632,64 @@ static void acct_file_data(struct iolens_file *r, int cat, uint64_t off, int64_t
         if (r->last_op == IOLENS_CAT_READ + 1) iolens_add(&r->rw_switches, 1);
         r->last_op = IOLENS_CAT_WRITE + 1;
     }
+}
+
+static void acct_file_data(struct iolens_file *r, int cat, uint64_t off, int64_t n, struct iolens_call *c)
+{
+    acct_file_data_x(r, cat, off, n, c, 0, 1);
+}
+
+/* A stdio data call.  Untimed calls (t1 == 0: served from the stream's
+ * buffer, so no clock was read) are counted exactly, with no time, and put in
+ * the timeline at the thread's last clock reading. */
+void iolens_stdio_call(struct iolens_call *c, struct iolens_fdstate *f, int64_t n)
+{
+    int cat = iolens_op_cat[c->op];
+    uint64_t b = n > 0 ? (uint64_t)n : 0;
+    struct iolens_proc *p = iolens_g.proc;
+    uint64_t rb = cat == IOLENS_CAT_READ ? b : 0, wb = cat == IOLENS_CAT_WRITE ? b : 0;
+    int timed = c->t1 != 0;
+    if (LIKELY(!timed)) {
+        uint64_t t = iolens_last_t;
+        if (UNLIKELY(!t)) t = iolens_last_t = iolens_now();
+        c->t0 = c->t1 = t;
+        iolens_add(&p->op_count[c->op], 1);
+        tl_add(c->cat, t, rb, wb);
+    } else {
+        acct_proc(c, c->cat, rb, wb);
+    }
+    iolens_add(cat == IOLENS_CAT_READ ? &p->bytes_read : &p->bytes_written, b);
+    struct iolens_file *r = f ? f->rec : 0;
+    uint64_t at = IOLENS_POS;
+    if (f) {
+        at = f->pos;
+        f->pos = at + b;
+    }
+    if (r) {
+        if (timed) acct_file_data_x(r, cat, at, n, c, 1, 1);
+        else acct_file_data_x(r, cat, at, n, c, 1, 0);
+    } else {
+        iolens_add(&p->untracked_ops, 1);
+    }
+    if (UNLIKELY(iolens_g.trace)) trace_event(c, r, at, b);
+}
+
+/* A request a stream made the kernel do: a buffer fill or flush, or a read
+ * or write past the buffer.  Sized beside the direct system calls. */
+void iolens_stdio_req(struct iolens_fdstate *f, int cat, uint64_t size, uint64_t bufsize)
+{
+    struct iolens_file *r = f ? f->rec : 0;
+    if (!r) return;
+    if (cat == IOLENS_CAT_READ) {
+        iolens_add(&r->stdio_fills, 1);
+        iolens_add(&r->stdio_fill_bytes, size);
+        iolens_add(&r->read_hist[hist_bin(size)], 1);
+    } else {
+        iolens_add(&r->stdio_flushes, 1);
+        iolens_add(&r->stdio_flush_bytes, size);
+        iolens_add(&r->write_hist[hist_bin(size)], 1);
+    }
+    iolens_max(&r->stdio_buf_size, bufsize);
 }
 
 void iolens_data(struct iolens_call *c, struct iolens_fdstate *f, uint64_t off, int64_t n)
@@ -819,7 +886,7 @@ static int start_part(uint64_t pflags)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     t_real = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-    uint64_t t_mono = iolens_now();
+    uint64_t t_mono = iolens_mono();
     g->pid = (int)syscall(SYS_getpid);
     int pl = snprintf(g->part_path, sizeof g->part_path, "%s/%d-%llu.part", g->dir, g->pid,
                       (unsigned long long)t_mono);
@@ -924,6 +991,7 @@ __attribute__((constructor(101))) static void iolens_init(int argc, char **argv,
     iolens_guard = 1;
     strcpy(g->dir, dir);
     iolens_env_take(); /* the program sees the environment it would see unprofiled */
+    iolens_clock_init();
     const char *t = iolens_env("IOLENS_TRACE");
     g->trace = t && *t == '1';
     const char *mf = iolens_env("IOLENS_MAX_FILES");
@@ -942,7 +1010,7 @@ __attribute__((constructor(101))) static void iolens_init(int argc, char **argv,
 
 static void fill_end(struct iolens_proc *p)
 {
-    p->end_mono = iolens_now();
+    p->end_mono = iolens_mono(); /* on the same clock as start_mono */
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0) {
         p->utime_ns = tv_ns(ru.ru_utime);
@@ -973,6 +1041,7 @@ void iolens_finalize(uint64_t flags, uint64_t status)
     int saved = errno;
     int guard = iolens_guard;
     iolens_guard = 1;
+    iolens_clock_refine();
     fill_end(g->proc);
     g->proc->exit_status = status;
     iolens_trace_flush_all();
@@ -992,6 +1061,7 @@ void iolens_unfinalize(void)
 
 __attribute__((destructor(101))) static void iolens_fini(void)
 {
+    iolens_stdio_exit(); /* exit flushes the streams after this: count those writes now */
     iolens_finalize(IOLENS_PF_EXITED, (uint64_t)iolens_exit_status);
 }
 

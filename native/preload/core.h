@@ -78,11 +78,44 @@ struct iolens_call {
     int op, cat, err;
 };
 
-static inline uint64_t iolens_now(void)
+/* CLOCK_MONOTONIC through the vDSO. */
+static inline uint64_t iolens_mono(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * The call clock (clock.c): CLOCK_MONOTONIC nanoseconds.  Where the kernel
+ * itself keeps time with an invariant TSC, the TSC is read directly and
+ * scaled (calibrated against CLOCK_MONOTONIC after a few milliseconds and
+ * refined on the rare paths); elsewhere, until calibrated, and with
+ * IOLENS_CLOCK=vdso, the vDSO's clock_gettime.
+ */
+struct iolens_tsc {
+    uint64_t mult; /* ns per tick << 32 */
+    uint64_t tsc0, mono0;
+};
+/* the scale in use, or 0 while the vDSO is used; published whole (never torn) */
+extern struct iolens_tsc *iolens_tsc_cur;
+extern int iolens_clock_state;
+#define IOLENS_CLOCK_VDSO 1
+uint64_t iolens_now_calibrating(void);
+void iolens_clock_refine(void);
+void iolens_clock_init(void);
+
+static inline uint64_t iolens_now(void)
+{
+#if defined(__x86_64__)
+    const struct iolens_tsc *k = __atomic_load_n(&iolens_tsc_cur, __ATOMIC_ACQUIRE);
+    if (LIKELY(k != 0)) {
+        uint64_t d = __builtin_ia32_rdtsc() - k->tsc0;
+        return k->mono0 + (uint64_t)(((unsigned __int128)d * k->mult) >> 32);
+    }
+#endif
+    if (LIKELY(iolens_clock_state == IOLENS_CLOCK_VDSO)) return iolens_mono();
+    return iolens_now_calibrating();
 }
 
 void iolens_materialize(void);
@@ -161,6 +194,12 @@ static inline void iolens_begin_data(struct iolens_call *c, int op, struct iolen
 
 /* Account a finished call.  data: bytes moved (r < 0 means failed). */
 void iolens_data(struct iolens_call *c, struct iolens_fdstate *f, uint64_t off, int64_t r);
+/* A stdio data call (a library call; untimed when c->t1 == 0), and a request
+ * it made the kernel do (cat READ: a fill, WRITE: a flush). */
+void iolens_stdio_call(struct iolens_call *c, struct iolens_fdstate *f, int64_t n);
+void iolens_stdio_req(struct iolens_fdstate *f, int cat, uint64_t size, uint64_t bufsize);
+/* Bytes waiting in stdio write buffers now become kernel writes (exit). */
+void iolens_stdio_exit(void);
 /* Account a non-data call on a descriptor (or no file when f is 0). */
 void iolens_fdop(struct iolens_call *c, struct iolens_fdstate *f);
 /* Account a call on a path (resolved against dirfd when relative). */

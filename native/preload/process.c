@@ -200,7 +200,8 @@ IOLENS_API pid_t vfork(void) { return fork(); }
 /* Set by the launcher; taken out of environ at start, so the program (and
  * `env`) sees what it would see unprofiled, and put back only into the
  * environments passed on. */
-static const char *const env_keys[] = {"IOLENS_DIR", "IOLENS_TRACE", "IOLENS_MAX_FILES", "IOLENS_PARENT_PID"};
+static const char *const env_keys[] = {"IOLENS_DIR", "IOLENS_TRACE", "IOLENS_MAX_FILES", "IOLENS_PARENT_PID",
+                                        "IOLENS_CLOCK"};
 #define NKEYS (sizeof env_keys / sizeof env_keys[0])
 static char env_saved[NKEYS][640]; /* "KEY=value", empty when unset */
 static char preload_full[4096];    /* "LD_PRELOAD=..." as the launcher set it */
