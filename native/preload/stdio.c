@@ -175,14 +175,14 @@ static void kernel_check(struct iolens_fdstate *f, const FILE *fp, const struct 
     if (UNLIKELY(mt_)) flockfile(fp); \
     type r; \
     struct iolens_call c; \
-    if (fits) { \
+    if (LIKELY(fits)) { \
         iolens_guard = 1; \
         c.op = op_; \
-        c.cat = iolens_op_cat[op_]; \
+        c.cat = iolens_cat_of(op_); \
         if (UNLIKELY(fs_ && fs_->rec && (fs_->rec->flags & IOLENS_FF_NOT_A_FILE))) c.cat = IOLENS_CAT_STREAM; \
         c.t1 = 0; \
         r = call; \
-        iolens_stdio_call(&c, fs_, nbytes); \
+        iolens_stdio_quick(&c, iolens_cat_of(op_), fs_, nbytes); \
         iolens_guard = 0; \
     } else { \
         struct snap s0_; \
