@@ -5,6 +5,7 @@ written before stdio was recorded this way (FILE version 1) still read the same.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -108,3 +109,13 @@ def test_gzip(inputs, tmp_path):
         with open(fq, "wb") as fh:
             subprocess.run([gz, "-dc", str(r.reads1)], stdout=fh, check=True)
     check(f"{gz} -1 -c {fq} > re.gz && {gz} -dc re.gz > back.fq", tmp_path)
+
+
+def test_report_says_how_stdio_was_classed(cprog, tmp_path):
+    cap = tmp_path / "s.iolens"
+    res = iolens("profile", "-q", "-o", cap, "--", cprog("stdio_modes"), tmp_path, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    out = iolens("report", cap, env=dict(os.environ, COLUMNS="200"), cwd=tmp_path).stdout
+    flat = " ".join(out.split())
+    assert flat.count("stdio calls (") == 1, out
+    assert "are library calls, not requests to storage: they are classed by the buffer fills and flushes" in flat

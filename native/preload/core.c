@@ -167,13 +167,13 @@ static uint64_t fsize_limit(void)
 /* Reserve real space for [from, to) of the part file.  A sparse file on a
  * full tmpfs would turn a later store into SIGBUS in the profiled program;
  * fallocate fails cleanly instead, and the recorder stops adding records. */
-static int reserve_space(int fd, uint64_t from, uint64_t to)
+static int reserve_space(int fd, uint64_t from, uint64_t to, int hold)
 {
     struct iolens_xfsz x;
-    iolens_xfsz_hold(&x);
+    if (hold) iolens_xfsz_hold(&x);
     int r = (int)syscall(SYS_fallocate, fd, 0, (long)from, (long)(to - from));
     if (r != 0 && errno == EOPNOTSUPP) r = (int)syscall(SYS_ftruncate, fd, (long)to);
-    iolens_xfsz_release(&x);
+    if (hold) iolens_xfsz_release(&x);
     return r == 0 ? 0 : -1;
 }
 
@@ -196,7 +196,7 @@ static int grow(uint64_t need)
     if (want <= g->mapped || g->used + need + sizeof(struct iolens_rec_hdr) > want) return -1;
     int fd = sys_open(g->part_path, O_RDWR | O_CLOEXEC, 0);
     if (fd < 0) return -1;
-    int ok = reserve_space(fd, g->mapped, want) == 0 &&
+    int ok = reserve_space(fd, g->mapped, want, 1) == 0 &&
              sys_mmap(g->base + g->mapped, want - g->mapped, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
                       (off_t)g->mapped) != MAP_FAILED;
     sys_close(fd);
@@ -903,13 +903,16 @@ static int start_part(uint64_t pflags)
     g->used = g->mapped = 0;
     g->proc = 0;
     /* the first chunk, as much of it as RLIMIT_FSIZE allows; records that do not fit grow it (or are lost) */
-    uint64_t first = fsize_limit() & ~(uint64_t)4095;
+    uint64_t lim = fsize_limit(), first = lim & ~(uint64_t)4095;
     if (first >= PART_CHUNK) first = PART_CHUNK;
     else fsize_short = 1;
     if (first == 0) return -1;
     int fd = sys_open(g->part_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) return -1;
-    int ok = reserve_space(fd, 0, first) == 0 &&
+    /* A part starts on one thread (the constructor, or a fork child before
+     * it makes threads), so with no RLIMIT_FSIZE the limit cannot appear
+     * under this call: SIGXFSZ needs holding only when a limit is set. */
+    int ok = reserve_space(fd, 0, first, lim != UINT64_MAX) == 0 &&
              sys_mmap(g->base, first, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) != MAP_FAILED;
     sys_close(fd);
     if (!ok) return part_failed();
@@ -1032,12 +1035,15 @@ static void fill_end(struct iolens_proc *p)
     p->k_cancelled_write_bytes = io[6];
 }
 
-/* Async-signal-safe: end fields are plain stores into the shared mapping. */
-void iolens_finalize(uint64_t flags, uint64_t status)
+/* Async-signal-safe: end fields are plain stores into the shared mapping.
+ * at_exit: the streams' waiting bytes are counted first (exit flushes them
+ * after the destructors). */
+static void finalize(uint64_t flags, uint64_t status, int at_exit)
 {
     struct iolens_state *g = &iolens_g;
     if (!g->active || g->pending || iolens_in_vfork || g->pid != (int)syscall(SYS_getpid)) return;
     if (g->proc->flags & IOLENS_PF_FINALIZED) return;
+    if (at_exit && !iolens_guard) iolens_stdio_exit();
     int saved = errno;
     int guard = iolens_guard;
     iolens_guard = 1;
@@ -1059,10 +1065,11 @@ void iolens_unfinalize(void)
     g->proc->end_mono = 0;
 }
 
+void iolens_finalize(uint64_t flags, uint64_t status) { finalize(flags, status, 0); }
+
 __attribute__((destructor(101))) static void iolens_fini(void)
 {
-    iolens_stdio_exit(); /* exit flushes the streams after this: count those writes now */
-    iolens_finalize(IOLENS_PF_EXITED, (uint64_t)iolens_exit_status);
+    finalize(IOLENS_PF_EXITED, (uint64_t)iolens_exit_status, 1);
 }
 
 void iolens_child_reaped(int pid, int status, const struct rusage *ru)

@@ -460,9 +460,9 @@ IOLENS_API int fflush(FILE *fp)
     return r;
 }
 
+/* Called by the end of the image at exit, which has checked it is ours. */
 void iolens_stdio_exit(void)
 {
-    if (!iolens_on() || iolens_g.pid != (int)syscall(SYS_getpid)) return;
     iolens_guard = 1;
     flush_all_pending();
     iolens_guard = 0;
