@@ -440,7 +440,29 @@ static uint64_t tl_coarsen(uint64_t rel)
     return rel >> tl->shift;
 }
 
-static inline void tl_add(int cat, uint64_t t, uint64_t rbytes, uint64_t wbytes)
+/* The hot-path accounting below takes mt (threads exist) as a parameter,
+ * read once per call: each add would otherwise reload it (the counters could
+ * alias it, as far as the compiler knows). */
+static inline __attribute__((always_inline)) void add_m(uint64_t *p, uint64_t v, int mt)
+{
+    if (mt) __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+    else *p += v;
+}
+static inline __attribute__((always_inline)) void max_m(uint64_t *p, uint64_t v, int mt)
+{
+    if (!mt) {
+        if (v > *p) *p = v;
+        return;
+    }
+    uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (v > cur && !__atomic_compare_exchange_n(p, &cur, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+#define iolens_add(p, v) add_m(p, v, mt)
+#define iolens_max(p, v) max_m(p, v, mt)
+
+static inline __attribute__((always_inline)) void tl_add(int cat, uint64_t t, uint64_t rbytes, uint64_t wbytes,
+                                                         int mt)
 {
     struct iolens_timeline *tl = iolens_g.tl;
     uint64_t rel = t > tl->t0_mono ? t - tl->t0_mono : 0;
@@ -450,6 +472,9 @@ static inline void tl_add(int cat, uint64_t t, uint64_t rbytes, uint64_t wbytes)
     if (rbytes) iolens_add(&tl->bytes_read[idx], rbytes);
     if (wbytes) iolens_add(&tl->bytes_written[idx], wbytes);
 }
+
+#undef iolens_add
+#undef iolens_max
 
 /* ---- trace ------------------------------------------------------------------- */
 
@@ -566,22 +591,31 @@ static inline int hist_bin(uint64_t n)
     return i;
 }
 
+#define iolens_add(p, v) add_m(p, v, mt)
+#define iolens_max(p, v) max_m(p, v, mt)
+
 /* Process-level part of every call. */
-static inline void acct_proc(struct iolens_call *c, int cat, uint64_t rb, uint64_t wb)
+static inline __attribute__((always_inline)) void acct_proc_m(struct iolens_call *c, int cat, uint64_t rb,
+                                                              uint64_t wb, int mt)
 {
     struct iolens_proc *p = iolens_g.proc;
     iolens_last_t = c->t0;
     uint64_t dt = c->t1 - c->t0;
     iolens_add(&p->op_count[c->op], 1);
     iolens_add(&p->cat_time_ns[cat], dt);
-    if (!iolens_g.mt) {
+    if (!mt) {
         p->cat_wall_ns[cat] += dt;
         if (cat != IOLENS_CAT_STREAM) p->io_wall_ns += dt; /* storage I/O only */
     }
-    tl_add(cat, c->t0, rb, wb);
+    tl_add(cat, c->t0, rb, wb, mt);
+}
+static void acct_proc(struct iolens_call *c, int cat, uint64_t rb, uint64_t wb)
+{
+    acct_proc_m(c, cat, rb, wb, iolens_g.mt);
 }
 
-static inline void touch(struct iolens_file *r, int cat, struct iolens_call *c)
+static inline __attribute__((always_inline)) void touch_m(struct iolens_file *r, int cat, struct iolens_call *c,
+                                                          int mt)
 {
     iolens_add(&r->cat_time_ns[c->cat == IOLENS_CAT_STREAM ? IOLENS_CAT_STREAM : cat], c->t1 - c->t0);
     if (!r->first_mono) r->first_mono = c->t0;
@@ -593,10 +627,10 @@ static inline void touch(struct iolens_file *r, int cat, struct iolens_call *c)
  * by iolens_stdio_req); timed: its time was measured (see stdio.c). */
 static inline __attribute__((always_inline)) void acct_file_data_x(struct iolens_file *r, int cat, uint64_t off,
                                                                    int64_t n, struct iolens_call *c, int stdio,
-                                                                   int timed)
+                                                                   int timed, int mt)
 {
     uint64_t b = n > 0 ? (uint64_t)n : 0;
-    if (timed) touch(r, cat, c);
+    if (timed) touch_m(r, cat, c, mt);
     if (cat == IOLENS_CAT_READ) {
         uint64_t prior = r->reads;
         iolens_add(&r->reads, 1);
@@ -634,9 +668,14 @@ static inline __attribute__((always_inline)) void acct_file_data_x(struct iolens
     }
 }
 
+#undef iolens_add
+#undef iolens_max
+
+static void touch(struct iolens_file *r, int cat, struct iolens_call *c) { touch_m(r, cat, c, iolens_g.mt); }
+
 static void acct_file_data(struct iolens_file *r, int cat, uint64_t off, int64_t n, struct iolens_call *c)
 {
-    acct_file_data_x(r, cat, off, n, c, 0, 1);
+    acct_file_data_x(r, cat, off, n, c, 0, 1, iolens_g.mt);
 }
 
 /* A stdio data call.  Untimed calls (t1 == 0: served from the stream's
@@ -654,7 +693,7 @@ void iolens_stdio_call(struct iolens_call *c, struct iolens_fdstate *f, int64_t 
         if (UNLIKELY(!t)) t = iolens_last_t = iolens_now();
         c->t0 = c->t1 = t;
         iolens_add(&p->op_count[c->op], 1);
-        tl_add(c->cat, t, rb, wb);
+        tl_add(c->cat, t, rb, wb, iolens_g.mt);
     } else {
         acct_proc(c, c->cat, rb, wb);
     }
@@ -666,8 +705,8 @@ void iolens_stdio_call(struct iolens_call *c, struct iolens_fdstate *f, int64_t 
         f->pos = at + b;
     }
     if (r) {
-        if (timed) acct_file_data_x(r, cat, at, n, c, 1, 1);
-        else acct_file_data_x(r, cat, at, n, c, 1, 0);
+        if (timed) acct_file_data_x(r, cat, at, n, c, 1, 1, iolens_g.mt);
+        else acct_file_data_x(r, cat, at, n, c, 1, 0, iolens_g.mt);
     } else {
         iolens_add(&p->untracked_ops, 1);
     }
@@ -692,22 +731,29 @@ void iolens_stdio_req(struct iolens_fdstate *f, int cat, uint64_t size, uint64_t
     iolens_max(&r->stdio_buf_size, bufsize);
 }
 
-void iolens_data(struct iolens_call *c, struct iolens_fdstate *f, uint64_t off, int64_t n)
+static inline __attribute__((always_inline)) void data_m(struct iolens_call *c, struct iolens_fdstate *f,
+                                                          uint64_t off, int64_t n, int mt)
 {
     int cat = iolens_op_cat[c->op]; /* READ or WRITE: the direction */
     uint64_t b = n > 0 ? (uint64_t)n : 0;
     struct iolens_proc *p = iolens_g.proc;
-    acct_proc(c, c->cat, cat == IOLENS_CAT_READ ? b : 0, cat == IOLENS_CAT_WRITE ? b : 0);
-    iolens_add(cat == IOLENS_CAT_READ ? &p->bytes_read : &p->bytes_written, b);
+    acct_proc_m(c, c->cat, cat == IOLENS_CAT_READ ? b : 0, cat == IOLENS_CAT_WRITE ? b : 0, mt);
+    add_m(cat == IOLENS_CAT_READ ? &p->bytes_read : &p->bytes_written, b, mt);
     struct iolens_file *r = f ? f->rec : 0;
     uint64_t at = off;
     if (f && off == IOLENS_POS) {
         at = f->pos; /* for O_APPEND descriptors pos starts at the file's size */
         f->pos = at + b;
     }
-    if (r) acct_file_data(r, cat, at, n, c);
-    else iolens_add(&p->untracked_ops, 1);
+    if (r) acct_file_data_x(r, cat, at, n, c, 0, 1, mt);
+    else add_m(&p->untracked_ops, 1, mt);
     if (UNLIKELY(iolens_g.trace)) trace_event(c, r, at, b);
+}
+
+void iolens_data(struct iolens_call *c, struct iolens_fdstate *f, uint64_t off, int64_t n)
+{
+    if (LIKELY(!iolens_g.mt)) data_m(c, f, off, n, 0);
+    else data_m(c, f, off, n, 1);
 }
 
 /* The source side of sendfile and copy_file_range: a read of n bytes. */

@@ -197,7 +197,7 @@ static inline struct iolens_fdstate *iolens_fd(int fd)
  * sockets and terminals are STREAM time, not storage time. */
 static inline void iolens_begin_data(struct iolens_call *c, int op, struct iolens_fdstate *f)
 {
-    int cat = iolens_op_cat[op];
+    int cat = iolens_cat_of(op);
     if (f && f->rec && (f->rec->flags & IOLENS_FF_NOT_A_FILE)) cat = IOLENS_CAT_STREAM;
     iolens_begin_cat(c, op, cat);
 }
