@@ -305,3 +305,22 @@ def test_stdio_buffering_modes(cprog, profiled, tmp_path, clock):
     tl = p.timeline
     assert sum(tl["count"]) == sum(p.op_count)
     assert sum(tl["bytes_written"]) == p.bytes_written and sum(tl["bytes_read"]) == p.bytes_read
+
+
+@pytest.mark.parametrize("clock", ["default", "vdso"])
+def test_call_times_on_either_clock(cprog, profiled, tmp_path, clock):
+    """Call times are on CLOCK_MONOTONIC with the TSC (where it is used) and with the vDSO forced
+    (IOLENS_CLOCK=vdso): inside the image's own start and end, and never more than its wall time."""
+    env = dict(os.environ, IOLENS_CLOCK="vdso") if clock == "vdso" else None
+    target = tmp_path / "t.bin"
+    n = 4000  # long enough (tens of ms) for the TSC's scale to be taken and used
+    res, cap = profiled([cprog("rw_exact"), target, n, 4096], env=env)
+    assert res.returncode == 0, res.stderr
+    f = one_file(cap, target)
+    p = main_proc(cap, "rw_exact")
+    assert (f["writes"], f["bytes_written"]) == (n, n * 4096)
+    assert p.start_mono <= f["first_mono"] <= f["last_mono"] <= p.end_mono
+    wall = p.end_mono - p.start_mono
+    write_ns = f["cat_time_ns"][F.CATEGORIES.index("WRITE")]
+    assert 0 < write_ns <= p.io_wall_ns <= wall
+    assert sum(p.cat_time_ns) <= wall

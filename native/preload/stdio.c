@@ -70,8 +70,9 @@ static inline int w_fits(const FILE *fp, uint64_t n, const void *data)
     int fl = fp->_flags;
     if ((fl & (IO_UNBUFFERED | IO_CURRENTLY_PUTTING)) != IO_CURRENTLY_PUTTING || !fp->_IO_write_base) return 0;
     if (fl & IO_LINE_BUF)
-        return fp->_IO_buf_end - fp->_IO_write_ptr > (long)n && (!n || !memchr(data, '\n', n));
-    return fp->_IO_write_end - fp->_IO_write_ptr >= (long)n;
+        return fp->_IO_buf_end > fp->_IO_write_ptr && (uint64_t)(fp->_IO_buf_end - fp->_IO_write_ptr) > n &&
+               (!n || !memchr(data, '\n', n));
+    return fp->_IO_write_end >= fp->_IO_write_ptr && (uint64_t)(fp->_IO_write_end - fp->_IO_write_ptr) >= n;
 }
 static inline int c_fits(const FILE *fp, int ch)
 {
@@ -171,7 +172,7 @@ static void kernel_check(struct iolens_fdstate *f, const FILE *fp, const struct 
 #define SDATA_K(op_, fp, type, call, nbytes, kbytes, fits) \
     if (!iolens_on() || !(fp)) return call; \
     struct iolens_fdstate *fs_ = iolens_fd(fp_fd(fp)); \
-    int mt_ = iolens_g.mt; \
+    int mt_ = iolens_g.mt && (fp)->_lock; \
     if (UNLIKELY(mt_)) flockfile(fp); \
     type r; \
     struct iolens_call c; \
