@@ -20,7 +20,7 @@ Workloads (tests/native/hotloop.c; inputs generated here, page cache warm):
   true x200     /bin/true started 200 times from a shell loop (a process with no file I/O)
   minimap2, samtools sort, gzip -1: the real tools on synthetic inputs (iolens data synth)
 
-Usage: benchmarks/profile_overhead.py [--rounds 7] [--quick] [--clock vdso] [--only NAME ...]
+Usage: benchmarks/profile_overhead.py [--rounds 5] [--quick] [--clock vdso] [--only NAME ...]
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -63,10 +64,14 @@ int open(const char *p, int fl, ...)
 MODES = ("plain", "do-nothing", "iolens", "--trace")
 
 
-def run(argv, env, cwd) -> float:
+def run(argv, env, cwd) -> tuple[float, float]:
+    """Wall time and CPU time (user + system, of the command and its children) of one run."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-    return time.perf_counter() - t
+    wall = time.perf_counter() - t
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 
 
 def staging_root() -> Path:
@@ -91,25 +96,28 @@ def mode_env(mode: str, floor: Path, stage: Path, clock: str | None) -> dict:
     return env
 
 
-def measure(argv, rounds: int, floor: Path, cwd: Path, clock: str | None) -> dict[str, list[float]]:
-    """Per mode, the time of each round minus the plain run of the same round (and plain itself)."""
-    times: dict[str, list[float]] = {m: [] for m in MODES}
+def measure(argv, rounds: int, floor: Path, cwd: Path, clock: str | None) -> tuple[dict, dict]:
+    """Per mode and round, wall and CPU time."""
+    wall: dict[str, list[float]] = {m: [] for m in MODES}
+    cpu: dict[str, list[float]] = {m: [] for m in MODES}
     for _ in range(rounds):
         order = list(MODES)
         random.shuffle(order)
         for m in order:
             stage = staging_root()
             try:
-                times[m].append(run(argv, mode_env(m, floor, stage, clock), cwd))
+                w, c = run(argv, mode_env(m, floor, stage, clock), cwd)
+                wall[m].append(w)
+                cpu[m].append(c)
             finally:
                 shutil.rmtree(stage, ignore_errors=True)
-    return times
+    return wall, cpu
 
 
 def prepare_tools(work: Path, quick: bool) -> list:
     from iolens.synth import synth
 
-    pairs = 20_000 if quick else 100_000
+    pairs = 10_000 if quick else 50_000
     print(f"# preparing inputs in a temporary directory ({pairs} synthetic read pairs)", flush=True)
     s = synth(work / "synth", ref_bases=2_000_000, pairs=pairs, seed=1)
     sam = work / "aln.sam"
@@ -136,7 +144,7 @@ def fmt_cost(seconds: float, per: str) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rounds", type=int, default=7, help="interleaved rounds per workload (default 7)")
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds per workload (default 5)")
     ap.add_argument("--quick", action="store_true", help="fewer calls and rounds: a smoke run, not a measurement")
     ap.add_argument("--clock", choices=["vdso"], help="force the interposer's vDSO clock (IOLENS_CLOCK)")
     ap.add_argument("--only", nargs="*", help="workloads to run (names as printed, e.g. write fputc true)")
@@ -149,7 +157,7 @@ def main() -> int:
             print(f"iolens: error: this benchmark needs {t} (dev/setup installs it)", file=sys.stderr)
             return 2
 
-    work = Path(tempfile.mkdtemp(prefix="iolens-overhead-", dir=Path(__file__).resolve().parent))
+    work = Path(tempfile.mkdtemp(prefix="iolens-overhead-"))  # $TMPDIR: the files of the write loops
     try:
         here = Path(__file__).resolve().parent.parent
         hot = work / "hotloop"
@@ -161,11 +169,11 @@ def main() -> int:
         (work / "in.bin").write_bytes(b"x" * n_fread)
         (work / "in.bin").read_bytes()
         calls = [
-            ("write()", "write", 2_000_000 // scale, "out.bin"),
+            ("write()", "write", 1_000_000 // scale, "out.bin"),
             ("fputc", "fputc", 50_000_000 // scale, "out.txt"),
             ("fread 1 B", "fread", n_fread, "in.bin"),
-            ("stat", "stat", 2_000_000 // scale, "in.bin"),
-            ("open+close", "openclose", 1_000_000 // scale, "in.bin"),
+            ("stat", "stat", 1_000_000 // scale, "in.bin"),
+            ("open+close", "openclose", 500_000 // scale, "in.bin"),
         ]
         workloads = [(name, [str(hot), mode, str(n), str(work / path)], n, "call") for name, mode, n, path in calls]
         workloads.append(("true x200", ["sh", "-c", "for i in $(seq 200); do /bin/true; done"], 200, "process"))
@@ -173,31 +181,32 @@ def main() -> int:
         if args.only:
             workloads = [w for w in workloads if any(o.lower() in w[0].lower() for o in args.only)]
 
-        print(f"# {args.rounds} interleaved rounds per workload (mode order shuffled each round), medians of the "
-              f"paired differences; {os.cpu_count()} CPUs; page cache warm; clock: "
-              f"{'vDSO (forced)' if args.clock else 'default (TSC where safe)'}; the machine may be shared: "
-              "read the spread")
-        print(f"{'workload':<13} {'plain':>10} {'do-nothing':>12} {'iolens':>12} {'x floor':>8} {'--trace':>12} "
-              f"{'x floor':>8}  {'spread (iolens, IQR)':>22}")
+        print(f"# {args.rounds} interleaved rounds per workload (mode order shuffled each round); added cost = median "
+              f"over rounds of (mode - plain) in the same round; {os.cpu_count()} CPUs; page cache warm; clock: "
+              f"{'vDSO (forced)' if args.clock else 'default (TSC where safe)'}.")
+        print("# wall: elapsed time.  cpu: user + system time of the command and its children, which a busy, shared "
+              "machine disturbs less (the added code runs on the CPU; waiting does not).")
+        print(f"{'workload':<13} {'':>4} {'plain':>14} {'do-nothing':>11} {'iolens':>11} {'x floor':>7} "
+              f"{'--trace':>11} {'x floor':>7}  {'iolens spread (IQR)':>24}")
         for name, argv, per_n, per in workloads:
-            t = measure(argv, args.rounds, floor, work, args.clock)
-            plain = statistics.median(t["plain"])
-            added = {m: [a - b for a, b in zip(t[m], t["plain"])] for m in MODES[1:]}
-            med = {m: statistics.median(v) for m, v in added.items()}
-            q = statistics.quantiles(added["iolens"], n=4) if len(added["iolens"]) > 1 else [med["iolens"]] * 3
-            fl = med["do-nothing"]
-            ratio = lambda m: f"{med[m] / fl:8.1f}" if fl > 0 else f"{'-':>8}"
-            if per == "run":
-                cols = [f"{100 * med[m] / plain:+.2f}%" for m in MODES[1:]]
-                base = f"{plain:.3f} s"
-                spread = f"{100 * q[0] / plain:+.2f}% .. {100 * q[2] / plain:+.2f}%"
-            else:
-                cols = [fmt_cost(med[m] / per_n, per) for m in MODES[1:]]
-                base = fmt_cost(plain / per_n, per).lstrip("+")
-                spread = f"{fmt_cost(q[0] / per_n, per)} .. {fmt_cost(q[2] / per_n, per)}"
-            unit = {"call": "/call", "process": "/proc", "run": ""}[per]
-            print(f"{name:<13} {base + unit:>10} {cols[0]:>12} {cols[1]:>12} {ratio('iolens')} {cols[2]:>12} "
-                  f"{ratio('--trace')}  {spread:>22}", flush=True)
+            wall, cpu = measure(argv, args.rounds, floor, work, args.clock)
+            for label, t in (("wall", wall), ("cpu", cpu)):
+                plain = statistics.median(t["plain"])
+                added = {m: [a - b for a, b in zip(t[m], t["plain"])] for m in MODES[1:]}
+                med = {m: statistics.median(v) for m, v in added.items()}
+                q = statistics.quantiles(added["iolens"], n=4) if len(added["iolens"]) > 1 else [med["iolens"]] * 3
+                fl = med["do-nothing"]
+                ratio = lambda m: f"{med[m] / fl:7.1f}" if fl > 0 else f"{'-':>7}"
+                if per == "run":
+                    cols = [f"{100 * med[m] / plain:+.2f}%" for m in MODES[1:]]
+                    base = f"{plain:.3f} s"
+                    spread = f"{100 * q[0] / plain:+.2f}% .. {100 * q[2] / plain:+.2f}%"
+                else:
+                    cols = [fmt_cost(med[m] / per_n, per) for m in MODES[1:]]
+                    base = fmt_cost(plain / per_n, per).lstrip("+") + {"call": "/call", "process": "/proc"}[per]
+                    spread = f"{fmt_cost(q[0] / per_n, per)} .. {fmt_cost(q[2] / per_n, per)}"
+                print(f"{name if label == 'wall' else '':<13} {label:>4} {base:>14} {cols[0]:>11} {cols[1]:>11} "
+                      f"{ratio('iolens')} {cols[2]:>11} {ratio('--trace')}  {spread:>24}", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -494,7 +494,8 @@ static void tbuf_flush(struct tbuf *b)
     /* Opened for each flush of 64 KiB, and written in whole events that fit
      * under RLIMIT_FSIZE (async-signal-safe: it runs at exit and on fatal signals). */
     uint64_t fit = 0;
-    int fd = iolens_g.trace_path[0] ? sys_open(iolens_g.trace_path, O_WRONLY | O_APPEND | O_CLOEXEC, 0) : -1;
+    int fd = iolens_g.trace_path[0] ? sys_open(iolens_g.trace_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600)
+                                    : -1;
     if (fd >= 0) {
         uint64_t lim = fsize_limit();
         long end = syscall(SYS_lseek, fd, 0L, SEEK_END);
@@ -1007,12 +1008,9 @@ static int start_part(uint64_t pflags)
     publish(tl, IOLENS_KIND_TIMELINE, IOLENS_VER_TIMELINE);
 
     if (g->trace) {
+        /* the trace file is made by its first flush: an image with no events has none */
         int tn = snprintf(g->trace_path, sizeof g->trace_path, "%.*s.trace", pl - 5, g->part_path);
-        int tfd = tn > 0 && (size_t)tn < sizeof g->trace_path
-                      ? sys_open(g->trace_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)
-                      : -1;
-        if (tfd >= 0) sys_close(tfd);
-        else g->trace_path[0] = 0; /* flushes count their events as lost */
+        if (tn <= 0 || (size_t)tn >= sizeof g->trace_path) g->trace_path[0] = 0; /* flushes count events lost */
     }
     return 0;
 }
