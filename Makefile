@@ -4,7 +4,7 @@
 #   make valgrind   memcheck of the same programs with the release interposer
 #   make asan-bench AddressSanitizer + UBSan build of the bench engine, its tests run against it
 BUILD ?= build/check
-PROGS = rw_exact meta_exact stdio_exact dup_exact family threads vfork_exact fdcheck
+PROGS = rw_exact meta_exact stdio_exact stdio_modes dup_exact family threads vfork_exact fdcheck
 CC ?= cc
 
 .PHONY: asan asan-bench valgrind clean-check
@@ -20,7 +20,8 @@ asan: $(addprefix $(BUILD)/,$(PROGS))
 	@set -e; for p in $(PROGS); do \
 	  case $$p in rw_exact) args="$(BUILD)/work/f 64 4096";; threads) args="$(BUILD)/work 4 500";; \
 	    vfork_exact) args="$(BUILD)/work/v /bin/echo";; fdcheck) args="list";; \
-	    stdio_exact|dup_exact) args="$(BUILD)/work/f";; *) rm -rf $(BUILD)/work/sub; args="$(BUILD)/work";; esac; \
+	    stdio_exact|dup_exact) args="$(BUILD)/work/f";; stdio_modes) args="$(BUILD)/work";; \
+	    *) rm -rf $(BUILD)/work/sub; args="$(BUILD)/work";; esac; \
 	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
 	  LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $(CURDIR)/$(BUILD)/asan/native/libiolens_preload.so" \
 	  IOLENS_DIR=$(CURDIR)/$(BUILD)/cap ./$(BUILD)/$$p $$args && rc=0 || rc=$$?; \
@@ -39,10 +40,11 @@ valgrind: $(addprefix $(BUILD)/,$(PROGS))
 	cmake -S . -B $(BUILD)/rel -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	ninja -C $(BUILD)/rel iolens_preload >/dev/null
 	@rm -rf $(BUILD)/cap && mkdir -p $(BUILD)/cap $(BUILD)/work
-	@set -e; for p in rw_exact meta_exact stdio_exact dup_exact threads vfork_exact; do \
+	@set -e; for p in rw_exact meta_exact stdio_exact stdio_modes dup_exact threads vfork_exact; do \
 	  case $$p in rw_exact) args="$(BUILD)/work/f 64 4096";; threads) args="$(BUILD)/work 4 200";; \
 	    vfork_exact) args="$(BUILD)/work/v /bin/echo";; \
-	    stdio_exact|dup_exact) args="$(BUILD)/work/f";; *) rm -rf $(BUILD)/work/sub; args="$(BUILD)/work";; esac; \
+	    stdio_exact|dup_exact) args="$(BUILD)/work/f";; stdio_modes) args="$(BUILD)/work";; \
+	    *) rm -rf $(BUILD)/work/sub; args="$(BUILD)/work";; esac; \
 	  IOLENS_DIR=$(CURDIR)/$(BUILD)/cap LD_PRELOAD=$(CURDIR)/$(BUILD)/rel/native/libiolens_preload.so \
 	    valgrind -q --error-exitcode=99 ./$(BUILD)/$$p $$args \
 	    || { echo "valgrind: $$p failed"; exit 1; }; echo "valgrind: $$p ok"; done

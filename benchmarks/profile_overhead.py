@@ -1,22 +1,26 @@
 #!/usr/bin/env python3
-"""Overhead of the iolens interposer: profiled / unprofiled wall time, as the median ratio of
-interleaved pairs (the order inside each pair is random, so machine drift spreads evenly).
+"""What the iolens interposer adds, per call and per process, beside the floor of any interposer.
 
-Workloads (inputs generated locally; cache state: warm — every input is read once before timing):
-  samtools sort  of a few hundred MB of SAM (-@ 2)
-  minimap2       mapping the synthetic paired reads (-t 2)
-  gzip -1        of the reads, decompressed
-  write-1B       N one-byte write() calls   (worst case per call)
-  fputc          N fputc() calls            (worst case per call)
-  true x200      200 short processes        (fixed cost per process)
-  vfork x200     200 vfork + exec of true from a program with 8 threads and 64 MB in use
-                 (tests/native/vfork_threads.c; --vfork runs only this one, no inputs to prepare)
+Each workload runs in four modes, in a random order within each round:
+  plain       no preload
+  do-nothing  a preload that only forwards the same symbols through dlsym(RTLD_NEXT) (built here):
+              the floor any LD_PRELOAD interposer pays
+  iolens      the interposer with the variables `iolens profile` sets (IOLENS_DIR on tmpfs)
+  --trace     the same with IOLENS_TRACE=1
+The added cost of a mode is the median over rounds of (mode - plain) within the same round (interleaved
+pairs: the machine's drift falls on both sides), divided by the calls or processes the workload makes.
+"x floor" is iolens's added cost over the do-nothing preload's.
 
-"interposer" runs set LD_PRELOAD and IOLENS_DIR directly (what the program pays);
-"iolens profile" adds the CLI's start-up, merge and summary (what the user waits for, once per run).
-strace -f -c runs beside each workload once (on fewer calls for the hot loops, scaled per call).
+Workloads (tests/native/hotloop.c; inputs generated here, page cache warm):
+  write()       one-byte write() calls to a file on the work directory's filesystem
+  fputc         fputc() into a buffered stream (one flush per 4 KiB)
+  fread 1 B     one-byte fread() from a buffered stream
+  stat          stat() of one path
+  open+close    open() and close() of one path
+  true x200     /bin/true started 200 times from a shell loop (a process with no file I/O)
+  minimap2, samtools sort, gzip -1: the real tools on synthetic inputs (iolens data synth)
 
-Usage: benchmarks/profile_overhead.py [--pairs 10] [--sam-mb 300] [--calls 10000000] [--quick] [--vfork]
+Usage: benchmarks/profile_overhead.py [--rounds 5] [--quick] [--clock vdso] [--only NAME ...]
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -32,139 +37,176 @@ import tempfile
 import time
 from pathlib import Path
 
+FORWARDER = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#define NEXT(name) static __typeof__(name) *real; if (!real) real = (__typeof__(name) *)dlsym(RTLD_NEXT, #name)
+ssize_t write(int fd, const void *b, size_t n) { NEXT(write); return real(fd, b, n); }
+ssize_t read(int fd, void *b, size_t n) { NEXT(read); return real(fd, b, n); }
+int fputc(int c, FILE *fp) { NEXT(fputc); return real(c, fp); }
+size_t fread(void *b, size_t s, size_t n, FILE *fp) { NEXT(fread); return real(b, s, n, fp); }
+size_t fwrite(const void *b, size_t s, size_t n, FILE *fp) { NEXT(fwrite); return real(b, s, n, fp); }
+int fputs(const char *s, FILE *fp) { NEXT(fputs); return real(s, fp); }
+int stat(const char *p, struct stat *st) { NEXT(stat); return real(p, st); }
+int close(int fd) { NEXT(close); return real(fd); }
+int open(const char *p, int fl, ...)
+{
+    va_list ap; va_start(ap, fl); int mode = va_arg(ap, int); va_end(ap);
+    NEXT(open); return real(p, fl, mode);
+}
+"""
 
-def sh(argv, **kw):
-    return subprocess.run(argv, check=True, **kw)
+MODES = ("plain", "do-nothing", "iolens", "--trace")
 
 
-def timed(argv, env=None, cwd=None, stdout=subprocess.DEVNULL) -> float:
+def run(argv, env, cwd) -> tuple[float, float]:
+    """Wall time and CPU time (user + system, of the command and its children) of one run."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    subprocess.run(argv, env=env, cwd=cwd, stdout=stdout, stderr=subprocess.DEVNULL, check=True)
-    return time.perf_counter() - t
+    subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    wall = time.perf_counter() - t
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 
 
-def preload_env(stage: Path) -> dict:
+def staging_root() -> Path:
+    shm = Path("/dev/shm")
+    return Path(tempfile.mkdtemp(prefix="iolens-bench-stage-", dir=shm if os.access(shm, os.W_OK) else None))
+
+
+def mode_env(mode: str, floor: Path, stage: Path, clock: str | None) -> dict:
     from iolens.native import preload_library
 
     env = dict(os.environ)
-    env["LD_PRELOAD"] = str(preload_library())
-    env["IOLENS_DIR"] = str(stage)
+    if mode == "do-nothing":
+        env["LD_PRELOAD"] = str(floor)
+    elif mode in ("iolens", "--trace"):
+        env["LD_PRELOAD"] = str(preload_library())
+        env["IOLENS_DIR"] = str(stage)
+        env["IOLENS_PARENT_PID"] = str(os.getpid())
+        if mode == "--trace":
+            env["IOLENS_TRACE"] = "1"
+        if clock:
+            env["IOLENS_CLOCK"] = clock
     return env
 
 
-def interleaved(argv, pairs: int, stage_root: Path, cwd: Path) -> tuple[list[float], list[float]]:
-    plain, prof = [], []
-    for i in range(pairs):
-        stage = stage_root / f"s{i}"
-        stage.mkdir()
-        order = [0, 1]
+def measure(argv, rounds: int, floor: Path, cwd: Path, clock: str | None) -> tuple[dict, dict]:
+    """Per mode and round, wall and CPU time."""
+    wall: dict[str, list[float]] = {m: [] for m in MODES}
+    cpu: dict[str, list[float]] = {m: [] for m in MODES}
+    for _ in range(rounds):
+        order = list(MODES)
         random.shuffle(order)
-        for which in order:
-            if which == 0:
-                plain.append(timed(argv, cwd=cwd))
-            else:
-                prof.append(timed(argv, env=preload_env(stage), cwd=cwd))
-        shutil.rmtree(stage)
-    return plain, prof
+        for m in order:
+            stage = staging_root()
+            try:
+                w, c = run(argv, mode_env(m, floor, stage, clock), cwd)
+                wall[m].append(w)
+                cpu[m].append(c)
+            finally:
+                shutil.rmtree(stage, ignore_errors=True)
+    return wall, cpu
 
 
-def strace_time(argv, cwd: Path) -> float | None:
-    if shutil.which("strace") is None:
-        return None
-    return timed(["strace", "-f", "-c", "-o", "/dev/null", *argv], cwd=cwd)
-
-
-def prepare(args, work: Path, hot: Path) -> list:
-    """Generate the inputs and warm the page cache; the workloads that read them."""
+def prepare_tools(work: Path, quick: bool) -> list:
     from iolens.synth import synth
 
-    pairs_for_sam = max(20_000, args.sam_mb * 1_000_000 // 700)
-    print(f"# preparing inputs in {work} (synthetic reads, SAM of ~{args.sam_mb} MB)", flush=True)
-    small = synth(work / "small", ref_bases=5_000_000, pairs=100_000 if not args.quick else 20_000, seed=1)
-    big = synth(work / "big", ref_bases=5_000_000, pairs=pairs_for_sam, seed=2)
-    sam = work / "big.sam"
+    pairs = 10_000 if quick else 50_000
+    print(f"# preparing inputs in a temporary directory ({pairs} synthetic read pairs)", flush=True)
+    s = synth(work / "synth", ref_bases=2_000_000, pairs=pairs, seed=1)
+    sam = work / "aln.sam"
     with open(sam, "wb") as fh:
-        sh(["minimap2", "-ax", "sr", "-t", "2", str(big.reference), str(big.reads1), str(big.reads2)],
-           stdout=fh, stderr=subprocess.DEVNULL)
+        subprocess.run(["minimap2", "-ax", "sr", "-t", "2", str(s.reference), str(s.reads1), str(s.reads2)],
+                       stdout=fh, stderr=subprocess.DEVNULL, check=True)
     fq = work / "reads.fq"
     with open(fq, "wb") as fh:
-        sh(["gzip", "-dc", str(small.reads1)], stdout=fh)
-    for p in (sam, fq, small.reads1, small.reads2, small.reference):  # warm the page cache
-        p.read_bytes()
+        subprocess.run(["gzip", "-dc", str(s.reads1)], stdout=fh, check=True)
+    for p in (sam, fq, s.reads1, s.reads2, s.reference):
+        p.read_bytes()  # warm the page cache
     return [
-        ("samtools sort", ["samtools", "sort", "-@", "2", "-m", "64M", "-T", str(work / "srt"), "-o",
+        ("minimap2", ["sh", "-c", f"minimap2 -ax sr -t 2 {s.reference} {s.reads1} {s.reads2} > {work}/out.sam "
+                                  "2>/dev/null"], None),
+        ("samtools sort", ["samtools", "sort", "-@", "2", "-m", "16M", "-T", str(work / "srt"), "-o",
                            str(work / "out.bam"), str(sam)], None),
-        ("minimap2", ["minimap2", "-ax", "sr", "-t", "2", "-o", str(work / "aln.sam"), str(small.reference),
-                      str(small.reads1), str(small.reads2)], None),
         ("gzip -1", ["sh", "-c", f"gzip -1 -c {fq} > {work}/fq.gz"], None),
-        ("write-1B", [str(hot), "write", str(args.calls), str(work / "hot.bin")], args.calls),
-        ("fputc", [str(hot), "fputc", str(args.calls), str(work / "hot.txt")], args.calls),
-        ("true x200", ["sh", "-c", "for i in $(seq 200); do /bin/true; done"], 200),
     ]
+
+
+def fmt_cost(seconds: float, per: str) -> str:
+    return f"{seconds * 1e9:+.1f} ns" if per == "call" else f"{seconds * 1e3:+.3f} ms"
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--pairs", type=int, default=10, help="interleaved pairs per workload (default 10)")
-    ap.add_argument("--sam-mb", type=int, default=300, help="size of the SAM to sort (default 300 MB)")
-    ap.add_argument("--calls", type=int, default=10_000_000, help="calls in the hot loops (default 10 M)")
-    ap.add_argument("--quick", action="store_true", help="small sizes, 3 pairs (a smoke run, not a measurement)")
-    ap.add_argument("--vfork", action="store_true", help="only the vfork-from-threads workload")
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds per workload (default 5)")
+    ap.add_argument("--quick", action="store_true", help="fewer calls and rounds: a smoke run, not a measurement")
+    ap.add_argument("--clock", choices=["vdso"], help="force the interposer's vDSO clock (IOLENS_CLOCK)")
+    ap.add_argument("--only", nargs="*", help="workloads to run (names as printed, e.g. write fputc true)")
     args = ap.parse_args()
+    scale = 10 if args.quick else 1
     if args.quick:
-        args.pairs, args.sam_mb, args.calls = 3, 30, 1_000_000
-    for t in ("cc",) if args.vfork else ("minimap2", "samtools", "gzip", "cc"):
+        args.rounds = 3
+    for t in ("cc", "minimap2", "samtools", "gzip"):
         if shutil.which(t) is None:
-            print(f"benchmark needs {t}; run dev/setup as root", file=sys.stderr)
+            print(f"iolens: error: this benchmark needs {t} (dev/setup installs it)", file=sys.stderr)
             return 2
 
-    work = Path(tempfile.mkdtemp(prefix="iolens-overhead-"))
+    work = Path(tempfile.mkdtemp(prefix="iolens-overhead-"))  # $TMPDIR: the files of the write loops
     try:
-        stage_root = work / "stage"
-        stage_root.mkdir()
         here = Path(__file__).resolve().parent.parent
         hot = work / "hotloop"
-        sh(["cc", "-O2", "-o", str(hot), str(here / "tests" / "native" / "hotloop.c")])
-        vft = work / "vfork_threads"
-        sh(["cc", "-O2", "-pthread", "-o", str(vft), str(here / "tests" / "native" / "vfork_threads.c")])
-        vfork = ("vfork x200", [str(vft), "8", "200", shutil.which("true") or "/bin/true"], 200)
-        workloads = [vfork] if args.vfork else [*prepare(args, work, hot), vfork]
-        print(f"# {args.pairs} interleaved pairs per workload; cache state: warm; "
-              f"{os.cpu_count()} CPUs; medians")
-        print(f"{'workload':<14} {'plain s':>9} {'profiled s':>10} {'ratio':>7} {'ratio IQR':>15} {'overhead':>9} "
-              f"{'per call/proc':>14} {'strace ratio':>12}")
-        for name, argv, per in workloads:
-            plain, prof = interleaved(argv, args.pairs, stage_root, work)
-            ratios = [b / a for a, b in zip(plain, prof)]
-            med_a, med_b, med_r = statistics.median(plain), statistics.median(prof), statistics.median(ratios)
-            q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [med_r, med_r, med_r]
-            iqr = f"{q[0]:.3f}-{q[2]:.3f}"
-            per_txt = ""
-            if per:
-                added = statistics.median([b - a for a, b in zip(plain, prof)]) / per
-                per_txt = f"{added * 1e9:.0f} ns" if per == args.calls else f"{added * 1e3:.3f} ms"
-            # strace on a tenth of the calls for the hot loops (it is ~100x slower per call)
-            st_argv = argv
-            scale = 1.0
-            if name in ("write-1B", "fputc"):
-                n = max(10_000, args.calls // 100)
-                st_argv = [argv[0], argv[1], str(n), argv[3]]
-                scale = args.calls / n
-                base = timed(st_argv, cwd=work)
-                st = strace_time(st_argv, work)
-                st_ratio = ((st - base) * scale + med_a) / med_a if st is not None else None
-            else:
-                st = strace_time(st_argv, work)
-                st_ratio = st / med_a if st is not None else None
-            st_txt = f"{st_ratio:.2f}" if st_ratio else "n/a"
-            print(f"{name:<14} {med_a:9.3f} {med_b:10.3f} {med_r:7.4f} {iqr:>15} {100 * (med_r - 1):8.2f}% "
-                  f"{per_txt:>14} {st_txt:>12}", flush=True)
-        # end to end: the CLI's own fixed cost (python start-up, merge, summary)
-        e2e = []
-        for i in range(args.pairs):
-            out = work / f"e2e{i}.iolens"
-            e2e.append(timed([sys.executable, "-m", "iolens", "profile", "-q", "-o", str(out), "--", "true"]))
-        print(f"# iolens profile -- true (CLI start-up + merge + summary): median {statistics.median(e2e):.3f} s")
+        subprocess.run(["cc", "-O2", "-o", str(hot), str(here / "tests" / "native" / "hotloop.c")], check=True)
+        (work / "floor.c").write_text(FORWARDER)
+        floor = work / "libfloor.so"
+        subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(floor), str(work / "floor.c"), "-ldl"], check=True)
+        n_fread = 50_000_000 // scale
+        (work / "in.bin").write_bytes(b"x" * n_fread)
+        (work / "in.bin").read_bytes()
+        calls = [
+            ("write()", "write", 1_000_000 // scale, "out.bin"),
+            ("fputc", "fputc", 50_000_000 // scale, "out.txt"),
+            ("fread 1 B", "fread", n_fread, "in.bin"),
+            ("stat", "stat", 1_000_000 // scale, "in.bin"),
+            ("open+close", "openclose", 500_000 // scale, "in.bin"),
+        ]
+        workloads = [(name, [str(hot), mode, str(n), str(work / path)], n, "call") for name, mode, n, path in calls]
+        workloads.append(("true x200", ["sh", "-c", "for i in $(seq 200); do /bin/true; done"], 200, "process"))
+        workloads += [(name, argv, 1, "run") for name, argv, _ in prepare_tools(work, args.quick)]
+        if args.only:
+            workloads = [w for w in workloads if any(o.lower() in w[0].lower() for o in args.only)]
+
+        print(f"# {args.rounds} interleaved rounds per workload (mode order shuffled each round); added cost = median "
+              f"over rounds of (mode - plain) in the same round; {os.cpu_count()} CPUs; page cache warm; clock: "
+              f"{'vDSO (forced)' if args.clock else 'default (TSC where safe)'}.")
+        print("# wall: elapsed time.  cpu: user + system time of the command and its children, which a busy, shared "
+              "machine disturbs less (the added code runs on the CPU; waiting does not).")
+        print(f"{'workload':<13} {'':>4} {'plain':>14} {'do-nothing':>11} {'iolens':>11} {'x floor':>7} "
+              f"{'--trace':>11} {'x floor':>7}  {'iolens spread (IQR)':>24}")
+        for name, argv, per_n, per in workloads:
+            wall, cpu = measure(argv, args.rounds, floor, work, args.clock)
+            for label, t in (("wall", wall), ("cpu", cpu)):
+                plain = statistics.median(t["plain"])
+                added = {m: [a - b for a, b in zip(t[m], t["plain"])] for m in MODES[1:]}
+                med = {m: statistics.median(v) for m, v in added.items()}
+                q = statistics.quantiles(added["iolens"], n=4) if len(added["iolens"]) > 1 else [med["iolens"]] * 3
+                fl = med["do-nothing"]
+                ratio = lambda m: f"{med[m] / fl:7.1f}" if fl > 0 else f"{'-':>7}"
+                if per == "run":
+                    cols = [f"{100 * med[m] / plain:+.2f}%" for m in MODES[1:]]
+                    base = f"{plain:.3f} s"
+                    spread = f"{100 * q[0] / plain:+.2f}% .. {100 * q[2] / plain:+.2f}%"
+                else:
+                    cols = [fmt_cost(med[m] / per_n, per) for m in MODES[1:]]
+                    base = fmt_cost(plain / per_n, per).lstrip("+") + {"call": "/call", "process": "/proc"}[per]
+                    spread = f"{fmt_cost(q[0] / per_n, per)} .. {fmt_cost(q[2] / per_n, per)}"
+                print(f"{name if label == 'wall' else '':<13} {label:>4} {base:>14} {cols[0]:>11} {cols[1]:>11} "
+                      f"{ratio('iolens')} {cols[2]:>11} {ratio('--trace')}  {spread:>24}", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

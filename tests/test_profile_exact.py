@@ -257,3 +257,70 @@ def test_fork_child_dup2_before_exec_leaves_the_parent_intact(profiled, tmp_path
         assert [f["index"] for f in p.files] == list(range(len(p.files))) and p.nfiles == len(p.files)
     z = [f for p in cap.processes for f in p.files if f["path"] == str(tmp_path / "z")]
     assert sum(f["bytes_written"] for f in z) == 4  # (bash's echo writes through putchar: a call per byte)
+
+
+def kernel_sizes(f, direction: str) -> dict[int, int]:
+    """Histogram bin -> requests that reached the kernel (read_hist / write_hist)."""
+    return {i: n for i, n in enumerate(f[f"{direction}_hist"]) if n}
+
+
+@pytest.mark.parametrize("clock", ["default", "vdso"])
+def test_stdio_buffering_modes(cprog, profiled, tmp_path, clock):
+    """Library calls and the system calls they made, per buffering mode (the system calls listed in
+    tests/native/stdio_modes.c were checked with strace); IOLENS_CLOCK=vdso forces the fallback clock."""
+    env = dict(os.environ, IOLENS_CLOCK="vdso") if clock == "vdso" else None
+    res, cap = profiled([cprog("stdio_modes"), tmp_path], env=env)
+    assert res.returncode == 0, res.stderr
+    line, unbuf = one_file(cap, tmp_path / "line"), one_file(cap, tmp_path / "unbuf")
+    full = [f for p in cap.processes for f in p.files if f["path"] == str(tmp_path / "full")][0]
+    big, shared = one_file(cap, tmp_path / "big"), one_file(cap, tmp_path / "shared")
+    # fully buffered: 10000 fputc, 10 flushes of 1000
+    assert (full["writes"], full["stdio_writes"], full["bytes_written"]) == (10000, 10000, 10000)
+    assert (full["stdio_flushes"], full["stdio_flush_bytes"]) == (10, 10000)
+    assert kernel_sizes(full, "write") == {hist_bin(1000): 10}
+    assert full["stdio_write_hist"][0] == 10000 and full["stdio_buf_size"] == 1000
+    # line buffered: a write per line
+    assert (line["stdio_writes"], line["bytes_written"]) == (106, 1006)
+    assert (line["stdio_flushes"], line["stdio_flush_bytes"]) == (101, 1006)
+    # unbuffered: a write per call
+    assert (unbuf["stdio_writes"], unbuf["stdio_flushes"], unbuf["stdio_flush_bytes"]) == (70, 70, 270)
+    # past the buffer: 1000 + 4000 (direct), fflush 300, fclose 20
+    assert (big["stdio_writes"], big["bytes_written"]) == (3, 5320)
+    assert (big["stdio_flushes"], big["stdio_flush_bytes"]) == (4, 5320)
+    assert kernel_sizes(big, "write") == {hist_bin(20): 1, hist_bin(1000): 2, hist_bin(4000): 1}  # 1000 and 300
+    # a stream shared by four threads: every call and every flush
+    assert (shared["stdio_writes"], shared["bytes_written"]) == (40000, 40000)
+    assert (shared["stdio_flushes"], shared["stdio_flush_bytes"]) == (10, 40000)
+    assert kernel_sizes(shared, "write") == {hist_bin(4096): 10}
+    # reading back: fread 2000+1000, 2000, 2000+1000, 2000, EOF; fgetc 10 x 1000 and EOF
+    reads = [f for p in cap.processes for f in p.files if f["path"] == str(tmp_path / "full") and f["reads"]]
+    rd = {k: sum(f[k] for f in reads) for k in ("reads", "stdio_reads", "bytes_read", "stdio_fills", "stdio_fill_bytes")}
+    assert rd == {"reads": 5 + 10001, "stdio_reads": 5 + 10001, "bytes_read": 20000, "stdio_fills": 7 + 11,
+                  "stdio_fill_bytes": 20000}
+    rf = reads[0]
+    assert rf["read_hist"][0] == 2 and rf["read_hist"][hist_bin(1000)] == 12 and rf["read_hist"][hist_bin(2000)] == 4
+    p = main_proc(cap, "stdio_modes")
+    o = ops(p)
+    assert o["FPUTC"] == 10000 + 6 + 20 + 40000 and o["FGETC"] == 10001 and o["FREAD"] == 5
+    tl = p.timeline
+    assert sum(tl["count"]) == sum(p.op_count)
+    assert sum(tl["bytes_written"]) == p.bytes_written and sum(tl["bytes_read"]) == p.bytes_read
+
+
+@pytest.mark.parametrize("clock", ["default", "vdso"])
+def test_call_times_on_either_clock(cprog, profiled, tmp_path, clock):
+    """Call times are on CLOCK_MONOTONIC with the TSC (where it is used) and with the vDSO forced
+    (IOLENS_CLOCK=vdso): inside the image's own start and end, and never more than its wall time."""
+    env = dict(os.environ, IOLENS_CLOCK="vdso") if clock == "vdso" else None
+    target = tmp_path / "t.bin"
+    n = 4000  # long enough (tens of ms) for the TSC's scale to be taken and used
+    res, cap = profiled([cprog("rw_exact"), target, n, 4096], env=env)
+    assert res.returncode == 0, res.stderr
+    f = one_file(cap, target)
+    p = main_proc(cap, "rw_exact")
+    assert (f["writes"], f["bytes_written"]) == (n, n * 4096)
+    assert p.start_mono <= f["first_mono"] <= f["last_mono"] <= p.end_mono
+    wall = p.end_mono - p.start_mono
+    write_ns = f["cat_time_ns"][F.CATEGORIES.index("WRITE")]
+    assert 0 < write_ns <= p.io_wall_ns <= wall
+    assert sum(p.cat_time_ns) <= wall

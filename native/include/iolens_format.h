@@ -62,7 +62,7 @@
     X(2, META, 1, "JSON text written by iolens profile: command, mounts, host") \
     X(3, PROC, 1, "one process image: identity, times, rusage, kernel I/O counters") \
     X(4, STRING, 1, "text of the current PROC: exe, argv, cwd, host, env") \
-    X(5, FILE, 1, "per-file counters of the current PROC, followed by the path") \
+    X(5, FILE, 2, "per-file counters of the current PROC, followed by the path") /* 2: stdio_* */ \
     X(6, TIMELINE, 1, "time-binned op counts and bytes of the current PROC") \
     X(7, CHILD, 1, "a child process reaped by the current PROC") \
     X(8, TRACE, 1, "zstd-compressed EVENT array of the current PROC") \
@@ -192,7 +192,22 @@ enum iolens_string_kind {
     S(u64, stats) S(u64, seeks) S(u64, syncs) S(u64, mmaps) S(u64, mmap_bytes) S(u64, metas) \
     A(u64, cat_time_ns, IOLENS_NCAT) \
     S(u64, first_mono) S(u64, last_mono) S(u64, created_mono) S(u64, deleted_mono) \
-    S(u64, last_read_end) S(u64, last_write_end) S(u64, last_op) S(u64, path_len)
+    S(u64, last_read_end) S(u64, last_write_end) S(u64, last_op) S(u64, path_len) \
+    IOLENS_LAYOUT_FILE_STDIO(S, A)
+
+/* FILE version 2: buffered stdio.  A stdio call is a library call: it is
+ * counted in reads/writes and bytes_* as before, and sized in
+ * stdio_read_hist/stdio_write_hist.  What it made the kernel do (the
+ * buffer's fills and flushes, and reads/writes past the buffer) is counted in
+ * stdio_fills/stdio_flushes and sized in read_hist/write_hist, beside the
+ * system calls made directly, so those histograms describe the requests
+ * that reach storage.  In version 1 captures read_hist/write_hist sized the
+ * stdio calls themselves (the stdio_* fields read as zero). */
+#define IOLENS_LAYOUT_FILE_STDIO(S, A) \
+    S(u64, stdio_reads) S(u64, stdio_writes) \
+    A(u64, stdio_read_hist, IOLENS_HIST_BINS) A(u64, stdio_write_hist, IOLENS_HIST_BINS) \
+    S(u64, stdio_fills) S(u64, stdio_flushes) S(u64, stdio_fill_bytes) S(u64, stdio_flush_bytes) \
+    S(u64, stdio_buf_size)
 
 #define IOLENS_LAYOUT_STRING(S, A) S(u32, what) S(u32, len)
 

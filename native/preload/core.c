@@ -33,6 +33,7 @@ struct iolens_state iolens_g;
 IOLENS_TLS int iolens_guard;
 IOLENS_TLS int iolens_in_vfork;
 IOLENS_TLS int iolens_resolving;
+IOLENS_TLS uint64_t iolens_last_t;
 struct iolens_fdstate iolens_fds[IOLENS_FDMAX];
 static int fd_high; /* highest descriptor seen, bounds the scans after fork */
 
@@ -166,13 +167,13 @@ static uint64_t fsize_limit(void)
 /* Reserve real space for [from, to) of the part file.  A sparse file on a
  * full tmpfs would turn a later store into SIGBUS in the profiled program;
  * fallocate fails cleanly instead, and the recorder stops adding records. */
-static int reserve_space(int fd, uint64_t from, uint64_t to)
+static int reserve_space(int fd, uint64_t from, uint64_t to, int hold)
 {
     struct iolens_xfsz x;
-    iolens_xfsz_hold(&x);
+    if (hold) iolens_xfsz_hold(&x);
     int r = (int)syscall(SYS_fallocate, fd, 0, (long)from, (long)(to - from));
     if (r != 0 && errno == EOPNOTSUPP) r = (int)syscall(SYS_ftruncate, fd, (long)to);
-    iolens_xfsz_release(&x);
+    if (hold) iolens_xfsz_release(&x);
     return r == 0 ? 0 : -1;
 }
 
@@ -195,7 +196,7 @@ static int grow(uint64_t need)
     if (want <= g->mapped || g->used + need + sizeof(struct iolens_rec_hdr) > want) return -1;
     int fd = sys_open(g->part_path, O_RDWR | O_CLOEXEC, 0);
     if (fd < 0) return -1;
-    int ok = reserve_space(fd, g->mapped, want) == 0 &&
+    int ok = reserve_space(fd, g->mapped, want, 1) == 0 &&
              sys_mmap(g->base + g->mapped, want - g->mapped, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
                       (off_t)g->mapped) != MAP_FAILED;
     sys_close(fd);
@@ -419,6 +420,7 @@ int iolens_abspath(int dirfd, const char *path, char *out, size_t cap)
 static uint64_t tl_coarsen(uint64_t rel)
 {
     struct iolens_timeline *tl = iolens_g.tl;
+    iolens_clock_refine(); /* rare, and at doubling times: when the call clock's scale is refined */
     lock();
     while ((rel >> tl->shift) >= IOLENS_TIMELINE_BINS) {
         for (int i = 0; i < IOLENS_TIMELINE_BINS / 2; i++) {
@@ -438,7 +440,29 @@ static uint64_t tl_coarsen(uint64_t rel)
     return rel >> tl->shift;
 }
 
-static inline void tl_add(int cat, uint64_t t, uint64_t rbytes, uint64_t wbytes)
+/* The hot-path accounting below takes mt (threads exist) as a parameter,
+ * read once per call: each add would otherwise reload it (the counters could
+ * alias it, as far as the compiler knows). */
+static inline __attribute__((always_inline)) void add_m(uint64_t *p, uint64_t v, int mt)
+{
+    if (mt) __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+    else *p += v;
+}
+static inline __attribute__((always_inline)) void max_m(uint64_t *p, uint64_t v, int mt)
+{
+    if (!mt) {
+        if (v > *p) *p = v;
+        return;
+    }
+    uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (v > cur && !__atomic_compare_exchange_n(p, &cur, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+#define iolens_add(p, v) add_m(p, v, mt)
+#define iolens_max(p, v) max_m(p, v, mt)
+
+static inline __attribute__((always_inline)) void tl_add(int cat, uint64_t t, uint64_t rbytes, uint64_t wbytes,
+                                                         int mt)
 {
     struct iolens_timeline *tl = iolens_g.tl;
     uint64_t rel = t > tl->t0_mono ? t - tl->t0_mono : 0;
@@ -448,6 +472,9 @@ static inline void tl_add(int cat, uint64_t t, uint64_t rbytes, uint64_t wbytes)
     if (rbytes) iolens_add(&tl->bytes_read[idx], rbytes);
     if (wbytes) iolens_add(&tl->bytes_written[idx], wbytes);
 }
+
+#undef iolens_add
+#undef iolens_max
 
 /* ---- trace ------------------------------------------------------------------- */
 
@@ -467,7 +494,8 @@ static void tbuf_flush(struct tbuf *b)
     /* Opened for each flush of 64 KiB, and written in whole events that fit
      * under RLIMIT_FSIZE (async-signal-safe: it runs at exit and on fatal signals). */
     uint64_t fit = 0;
-    int fd = iolens_g.trace_path[0] ? sys_open(iolens_g.trace_path, O_WRONLY | O_APPEND | O_CLOEXEC, 0) : -1;
+    int fd = iolens_g.trace_path[0] ? sys_open(iolens_g.trace_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600)
+                                    : -1;
     if (fd >= 0) {
         uint64_t lim = fsize_limit();
         long end = syscall(SYS_lseek, fd, 0L, SEEK_END);
@@ -564,21 +592,31 @@ static inline int hist_bin(uint64_t n)
     return i;
 }
 
+#define iolens_add(p, v) add_m(p, v, mt)
+#define iolens_max(p, v) max_m(p, v, mt)
+
 /* Process-level part of every call. */
-static inline void acct_proc(struct iolens_call *c, int cat, uint64_t rb, uint64_t wb)
+static inline __attribute__((always_inline)) void acct_proc_m(struct iolens_call *c, int cat, uint64_t rb,
+                                                              uint64_t wb, int mt)
 {
     struct iolens_proc *p = iolens_g.proc;
+    iolens_last_t = c->t0;
     uint64_t dt = c->t1 - c->t0;
     iolens_add(&p->op_count[c->op], 1);
     iolens_add(&p->cat_time_ns[cat], dt);
-    if (!iolens_g.mt) {
+    if (!mt) {
         p->cat_wall_ns[cat] += dt;
         if (cat != IOLENS_CAT_STREAM) p->io_wall_ns += dt; /* storage I/O only */
     }
-    tl_add(cat, c->t0, rb, wb);
+    tl_add(cat, c->t0, rb, wb, mt);
+}
+static void acct_proc(struct iolens_call *c, int cat, uint64_t rb, uint64_t wb)
+{
+    acct_proc_m(c, cat, rb, wb, iolens_g.mt);
 }
 
-static inline void touch(struct iolens_file *r, int cat, struct iolens_call *c)
+static inline __attribute__((always_inline)) void touch_m(struct iolens_file *r, int cat, struct iolens_call *c,
+                                                          int mt)
 {
     iolens_add(&r->cat_time_ns[c->cat == IOLENS_CAT_STREAM ? IOLENS_CAT_STREAM : cat], c->t1 - c->t0);
     if (!r->first_mono) r->first_mono = c->t0;
@@ -586,16 +624,21 @@ static inline void touch(struct iolens_file *r, int cat, struct iolens_call *c)
 }
 
 /* File-level part of a data call; off is the absolute offset. */
-static void acct_file_data(struct iolens_file *r, int cat, uint64_t off, int64_t n, struct iolens_call *c)
+/* stdio: a library call, sized in stdio_*_hist (its kernel requests are added
+ * by iolens_stdio_req); timed: its time was measured (see stdio.c). */
+static inline __attribute__((always_inline)) void acct_file_data_x(struct iolens_file *r, int cat, uint64_t off,
+                                                                   int64_t n, struct iolens_call *c, int stdio,
+                                                                   int timed, int mt)
 {
     uint64_t b = n > 0 ? (uint64_t)n : 0;
-    touch(r, cat, c);
+    if (timed) touch_m(r, cat, c, mt);
     if (cat == IOLENS_CAT_READ) {
         uint64_t prior = r->reads;
         iolens_add(&r->reads, 1);
+        if (stdio) iolens_add(&r->stdio_reads, 1);
         if (n < 0) return;
         iolens_add(&r->bytes_read, b);
-        iolens_add(&r->read_hist[hist_bin(b)], 1);
+        iolens_add(stdio ? &r->stdio_read_hist[hist_bin(b)] : &r->read_hist[hist_bin(b)], 1);
         if (off != IOLENS_POS) {
             if (prior) {
                 if (off == r->last_read_end) iolens_add(&r->consec_reads, 1);
@@ -609,9 +652,10 @@ static void acct_file_data(struct iolens_file *r, int cat, uint64_t off, int64_t
     } else {
         uint64_t prior = r->writes;
         iolens_add(&r->writes, 1);
+        if (stdio) iolens_add(&r->stdio_writes, 1);
         if (n < 0) return;
         iolens_add(&r->bytes_written, b);
-        iolens_add(&r->write_hist[hist_bin(b)], 1);
+        iolens_add(stdio ? &r->stdio_write_hist[hist_bin(b)] : &r->write_hist[hist_bin(b)], 1);
         if (off != IOLENS_POS) {
             if (prior) {
                 if (off == r->last_write_end) iolens_add(&r->consec_writes, 1);
@@ -625,22 +669,92 @@ static void acct_file_data(struct iolens_file *r, int cat, uint64_t off, int64_t
     }
 }
 
-void iolens_data(struct iolens_call *c, struct iolens_fdstate *f, uint64_t off, int64_t n)
+#undef iolens_add
+#undef iolens_max
+
+static void touch(struct iolens_file *r, int cat, struct iolens_call *c) { touch_m(r, cat, c, iolens_g.mt); }
+
+static void acct_file_data(struct iolens_file *r, int cat, uint64_t off, int64_t n, struct iolens_call *c)
+{
+    acct_file_data_x(r, cat, off, n, c, 0, 1, iolens_g.mt);
+}
+
+/* A stdio data call.  Untimed calls (t1 == 0: served from the stream's
+ * buffer, so no clock was read) are counted exactly, with no time, and put in
+ * the timeline at the thread's last clock reading. */
+void iolens_stdio_call(struct iolens_call *c, struct iolens_fdstate *f, int64_t n)
+{
+    int cat = iolens_op_cat[c->op];
+    uint64_t b = n > 0 ? (uint64_t)n : 0;
+    struct iolens_proc *p = iolens_g.proc;
+    uint64_t rb = cat == IOLENS_CAT_READ ? b : 0, wb = cat == IOLENS_CAT_WRITE ? b : 0;
+    int timed = c->t1 != 0;
+    if (LIKELY(!timed)) {
+        uint64_t t = iolens_last_t;
+        if (UNLIKELY(!t)) t = iolens_last_t = iolens_now();
+        c->t0 = c->t1 = t;
+        iolens_add(&p->op_count[c->op], 1);
+        tl_add(c->cat, t, rb, wb, iolens_g.mt);
+    } else {
+        acct_proc(c, c->cat, rb, wb);
+    }
+    iolens_add(cat == IOLENS_CAT_READ ? &p->bytes_read : &p->bytes_written, b);
+    struct iolens_file *r = f ? f->rec : 0;
+    uint64_t at = IOLENS_POS;
+    if (f) {
+        at = f->pos;
+        f->pos = at + b;
+    }
+    if (r) {
+        if (timed) acct_file_data_x(r, cat, at, n, c, 1, 1, iolens_g.mt);
+        else acct_file_data_x(r, cat, at, n, c, 1, 0, iolens_g.mt);
+    } else {
+        iolens_add(&p->untracked_ops, 1);
+    }
+    if (UNLIKELY(iolens_g.trace)) trace_event(c, r, at, b);
+}
+
+/* A request a stream made the kernel do: a buffer fill or flush, or a read
+ * or write past the buffer.  Sized beside the direct system calls. */
+void iolens_stdio_req(struct iolens_fdstate *f, int cat, uint64_t size, uint64_t bufsize)
+{
+    struct iolens_file *r = f ? f->rec : 0;
+    if (!r) return;
+    if (cat == IOLENS_CAT_READ) {
+        iolens_add(&r->stdio_fills, 1);
+        iolens_add(&r->stdio_fill_bytes, size);
+        iolens_add(&r->read_hist[hist_bin(size)], 1);
+    } else {
+        iolens_add(&r->stdio_flushes, 1);
+        iolens_add(&r->stdio_flush_bytes, size);
+        iolens_add(&r->write_hist[hist_bin(size)], 1);
+    }
+    iolens_max(&r->stdio_buf_size, bufsize);
+}
+
+static inline __attribute__((always_inline)) void data_m(struct iolens_call *c, struct iolens_fdstate *f,
+                                                          uint64_t off, int64_t n, int mt)
 {
     int cat = iolens_op_cat[c->op]; /* READ or WRITE: the direction */
     uint64_t b = n > 0 ? (uint64_t)n : 0;
     struct iolens_proc *p = iolens_g.proc;
-    acct_proc(c, c->cat, cat == IOLENS_CAT_READ ? b : 0, cat == IOLENS_CAT_WRITE ? b : 0);
-    iolens_add(cat == IOLENS_CAT_READ ? &p->bytes_read : &p->bytes_written, b);
+    acct_proc_m(c, c->cat, cat == IOLENS_CAT_READ ? b : 0, cat == IOLENS_CAT_WRITE ? b : 0, mt);
+    add_m(cat == IOLENS_CAT_READ ? &p->bytes_read : &p->bytes_written, b, mt);
     struct iolens_file *r = f ? f->rec : 0;
     uint64_t at = off;
     if (f && off == IOLENS_POS) {
         at = f->pos; /* for O_APPEND descriptors pos starts at the file's size */
         f->pos = at + b;
     }
-    if (r) acct_file_data(r, cat, at, n, c);
-    else iolens_add(&p->untracked_ops, 1);
+    if (r) acct_file_data_x(r, cat, at, n, c, 0, 1, mt);
+    else add_m(&p->untracked_ops, 1, mt);
     if (UNLIKELY(iolens_g.trace)) trace_event(c, r, at, b);
+}
+
+void iolens_data(struct iolens_call *c, struct iolens_fdstate *f, uint64_t off, int64_t n)
+{
+    if (LIKELY(!iolens_g.mt)) data_m(c, f, off, n, 0);
+    else data_m(c, f, off, n, 1);
 }
 
 /* The source side of sendfile and copy_file_range: a read of n bytes. */
@@ -819,7 +933,7 @@ static int start_part(uint64_t pflags)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     t_real = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-    uint64_t t_mono = iolens_now();
+    uint64_t t_mono = iolens_mono();
     g->pid = (int)syscall(SYS_getpid);
     int pl = snprintf(g->part_path, sizeof g->part_path, "%s/%d-%llu.part", g->dir, g->pid,
                       (unsigned long long)t_mono);
@@ -836,13 +950,16 @@ static int start_part(uint64_t pflags)
     g->used = g->mapped = 0;
     g->proc = 0;
     /* the first chunk, as much of it as RLIMIT_FSIZE allows; records that do not fit grow it (or are lost) */
-    uint64_t first = fsize_limit() & ~(uint64_t)4095;
+    uint64_t lim = fsize_limit(), first = lim & ~(uint64_t)4095;
     if (first >= PART_CHUNK) first = PART_CHUNK;
     else fsize_short = 1;
     if (first == 0) return -1;
     int fd = sys_open(g->part_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) return -1;
-    int ok = reserve_space(fd, 0, first) == 0 &&
+    /* A part starts on one thread (the constructor, or a fork child before
+     * it makes threads), so with no RLIMIT_FSIZE the limit cannot appear
+     * under this call: SIGXFSZ needs holding only when a limit is set. */
+    int ok = reserve_space(fd, 0, first, lim != UINT64_MAX) == 0 &&
              sys_mmap(g->base, first, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) != MAP_FAILED;
     sys_close(fd);
     if (!ok) return part_failed();
@@ -891,12 +1008,9 @@ static int start_part(uint64_t pflags)
     publish(tl, IOLENS_KIND_TIMELINE, IOLENS_VER_TIMELINE);
 
     if (g->trace) {
+        /* the trace file is made by its first flush: an image with no events has none */
         int tn = snprintf(g->trace_path, sizeof g->trace_path, "%.*s.trace", pl - 5, g->part_path);
-        int tfd = tn > 0 && (size_t)tn < sizeof g->trace_path
-                      ? sys_open(g->trace_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)
-                      : -1;
-        if (tfd >= 0) sys_close(tfd);
-        else g->trace_path[0] = 0; /* flushes count their events as lost */
+        if (tn <= 0 || (size_t)tn >= sizeof g->trace_path) g->trace_path[0] = 0; /* flushes count events lost */
     }
     return 0;
 }
@@ -924,6 +1038,7 @@ __attribute__((constructor(101))) static void iolens_init(int argc, char **argv,
     iolens_guard = 1;
     strcpy(g->dir, dir);
     iolens_env_take(); /* the program sees the environment it would see unprofiled */
+    iolens_clock_init();
     const char *t = iolens_env("IOLENS_TRACE");
     g->trace = t && *t == '1';
     const char *mf = iolens_env("IOLENS_MAX_FILES");
@@ -942,7 +1057,7 @@ __attribute__((constructor(101))) static void iolens_init(int argc, char **argv,
 
 static void fill_end(struct iolens_proc *p)
 {
-    p->end_mono = iolens_now();
+    p->end_mono = iolens_mono(); /* on the same clock as start_mono */
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0) {
         p->utime_ns = tv_ns(ru.ru_utime);
@@ -964,15 +1079,19 @@ static void fill_end(struct iolens_proc *p)
     p->k_cancelled_write_bytes = io[6];
 }
 
-/* Async-signal-safe: end fields are plain stores into the shared mapping. */
-void iolens_finalize(uint64_t flags, uint64_t status)
+/* Async-signal-safe: end fields are plain stores into the shared mapping.
+ * at_exit: the streams' waiting bytes are counted first (exit flushes them
+ * after the destructors). */
+static void finalize(uint64_t flags, uint64_t status, int at_exit)
 {
     struct iolens_state *g = &iolens_g;
     if (!g->active || g->pending || iolens_in_vfork || g->pid != (int)syscall(SYS_getpid)) return;
     if (g->proc->flags & IOLENS_PF_FINALIZED) return;
+    if (at_exit && !iolens_guard) iolens_stdio_exit();
     int saved = errno;
     int guard = iolens_guard;
     iolens_guard = 1;
+    iolens_clock_refine();
     fill_end(g->proc);
     g->proc->exit_status = status;
     iolens_trace_flush_all();
@@ -990,9 +1109,11 @@ void iolens_unfinalize(void)
     g->proc->end_mono = 0;
 }
 
+void iolens_finalize(uint64_t flags, uint64_t status) { finalize(flags, status, 0); }
+
 __attribute__((destructor(101))) static void iolens_fini(void)
 {
-    iolens_finalize(IOLENS_PF_EXITED, (uint64_t)iolens_exit_status);
+    finalize(IOLENS_PF_EXITED, (uint64_t)iolens_exit_status, 1);
 }
 
 void iolens_child_reaped(int pid, int status, const struct rusage *ru)

@@ -72,17 +72,60 @@ extern IOLENS_TLS int iolens_guard;
 extern IOLENS_TLS int iolens_in_vfork;
 extern struct iolens_fdstate iolens_fds[IOLENS_FDMAX];
 extern const uint8_t iolens_op_cat[IOLENS_NOPS];
+/* The same as iolens_op_cat[op], folded by the compiler when op is a constant. */
+static inline __attribute__((always_inline)) int iolens_cat_of(int op)
+{
+    switch (op) {
+#define IOLENS_X_OP(name, cat) case IOLENS_OP_##name: return IOLENS_CAT_##cat;
+        IOLENS_OPS(IOLENS_X_OP)
+#undef IOLENS_X_OP
+    }
+    return IOLENS_CAT_META;
+}
 
 struct iolens_call {
     uint64_t t0, t1;
     int op, cat, err;
 };
 
-static inline uint64_t iolens_now(void)
+/* CLOCK_MONOTONIC through the vDSO. */
+static inline uint64_t iolens_mono(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * The call clock (clock.c): CLOCK_MONOTONIC nanoseconds.  Where the kernel
+ * itself keeps time with an invariant TSC, the TSC is read directly and
+ * scaled (calibrated against CLOCK_MONOTONIC after a few milliseconds and
+ * refined on the rare paths); elsewhere, until calibrated, and with
+ * IOLENS_CLOCK=vdso, the vDSO's clock_gettime.
+ */
+struct iolens_tsc {
+    uint64_t mult; /* ns per tick << 32 */
+    uint64_t tsc0, mono0;
+};
+/* the scale in use, or 0 while the vDSO is used; published whole (never torn) */
+extern struct iolens_tsc *iolens_tsc_cur;
+extern int iolens_clock_state;
+#define IOLENS_CLOCK_VDSO 1
+uint64_t iolens_now_calibrating(void);
+void iolens_clock_refine(void);
+void iolens_clock_init(void);
+
+static inline uint64_t iolens_now(void)
+{
+#if defined(__x86_64__)
+    const struct iolens_tsc *k = __atomic_load_n(&iolens_tsc_cur, __ATOMIC_ACQUIRE);
+    if (LIKELY(k != 0)) {
+        uint64_t d = __builtin_ia32_rdtsc() - k->tsc0;
+        return k->mono0 + (uint64_t)(((unsigned __int128)d * k->mult) >> 32);
+    }
+#endif
+    if (LIKELY(iolens_clock_state == IOLENS_CLOCK_VDSO)) return iolens_mono();
+    return iolens_now_calibrating();
 }
 
 void iolens_materialize(void);
@@ -154,13 +197,78 @@ static inline struct iolens_fdstate *iolens_fd(int fd)
  * sockets and terminals are STREAM time, not storage time. */
 static inline void iolens_begin_data(struct iolens_call *c, int op, struct iolens_fdstate *f)
 {
-    int cat = iolens_op_cat[op];
+    int cat = iolens_cat_of(op);
     if (f && f->rec && (f->rec->flags & IOLENS_FF_NOT_A_FILE)) cat = IOLENS_CAT_STREAM;
     iolens_begin_cat(c, op, cat);
 }
 
 /* Account a finished call.  data: bytes moved (r < 0 means failed). */
 void iolens_data(struct iolens_call *c, struct iolens_fdstate *f, uint64_t off, int64_t r);
+/* A stdio data call (a library call; untimed when c->t1 == 0), and a request
+ * it made the kernel do (cat READ: a fill, WRITE: a flush). */
+void iolens_stdio_call(struct iolens_call *c, struct iolens_fdstate *f, int64_t n);
+void iolens_stdio_req(struct iolens_fdstate *f, int cat, uint64_t size, uint64_t bufsize);
+extern IOLENS_TLS uint64_t iolens_last_t;
+
+/* The untimed stdio call in its common case, inline: one thread, no trace,
+ * a known file, continuing where the last call of the same direction ended
+ * (so it is consecutive and sequential).  Anything else takes
+ * iolens_stdio_call.  Keeps exactly the counts iolens_stdio_call keeps. */
+static inline __attribute__((always_inline)) void iolens_stdio_quick(struct iolens_call *c, int dir,
+                                                                    struct iolens_fdstate *f, int64_t n)
+{
+    struct iolens_file *r = f ? f->rec : 0;
+    struct iolens_timeline *tl = iolens_g.tl;
+    uint64_t b = (uint64_t)n;
+    if (UNLIKELY(iolens_g.mt | iolens_g.trace) || UNLIKELY(!r) || UNLIKELY(n < 0) || UNLIKELY(b > 100)) {
+        iolens_stdio_call(c, f, n);
+        return;
+    }
+    /* before the first timed call (iolens_last_t 0) the index is out of range too */
+    uint64_t idx = (iolens_last_t - tl->t0_mono) >> tl->shift, at = f->pos, end = at + b;
+    if (UNLIKELY(idx >= IOLENS_TIMELINE_BINS)) {
+        iolens_stdio_call(c, f, n);
+        return;
+    }
+    struct iolens_proc *p = iolens_g.proc;
+    if (dir == IOLENS_CAT_WRITE) {
+        if (UNLIKELY(r->last_op != IOLENS_CAT_WRITE + 1 || at != r->last_write_end || !r->writes)) {
+            iolens_stdio_call(c, f, n);
+            return;
+        }
+        r->writes++;
+        r->stdio_writes++;
+        r->bytes_written += b;
+        r->stdio_write_hist[0]++; /* b <= 100 */
+        r->seq_writes++;
+        r->consec_writes++;
+        r->last_write_end = end;
+        if (end > r->max_write_end) r->max_write_end = end;
+        p->bytes_written += b;
+        tl->bytes_written[idx] += b;
+    } else {
+        if (UNLIKELY(r->last_op != IOLENS_CAT_READ + 1 || at != r->last_read_end || !r->reads)) {
+            iolens_stdio_call(c, f, n);
+            return;
+        }
+        r->reads++;
+        r->stdio_reads++;
+        r->bytes_read += b;
+        r->stdio_read_hist[0]++;
+        r->seq_reads++;
+        r->consec_reads++;
+        r->last_read_end = end;
+        if (end > r->max_read_end) r->max_read_end = end;
+        p->bytes_read += b;
+        tl->bytes_read[idx] += b;
+    }
+    f->pos = end;
+    p->op_count[c->op]++;
+    tl->count[idx * IOLENS_NCAT + (uint64_t)c->cat]++;
+}
+
+/* Bytes waiting in stdio write buffers now become kernel writes (exit). */
+void iolens_stdio_exit(void);
 /* Account a non-data call on a descriptor (or no file when f is 0). */
 void iolens_fdop(struct iolens_call *c, struct iolens_fdstate *f);
 /* Account a call on a path (resolved against dirfd when relative). */

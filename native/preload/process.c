@@ -81,18 +81,29 @@ static void on_fatal(int sig)
     syscall(SYS_tgkill, (long)syscall(SYS_getpid), (long)syscall(SYS_gettid), (long)sig);
 }
 
+/* One system call per signal: ours is set and the old disposition comes back
+ * with it; where the program already had one (an inherited SIG_IGN, a
+ * handler a constructor set), it is put back.  The signals are blocked
+ * meanwhile, so none arrives while ours stands in for the program's. */
 void iolens_signals_install(void)
 {
+    sigset_t all, prev;
+    sigemptyset(&all);
+    for (int i = 0; i < NFATAL; i++) sigaddset(&all, fatal[i]);
+    if (sigprocmask(SIG_BLOCK, &all, &prev) != 0) return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_fatal;
+    sa.sa_flags = SA_RESTART | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
     for (int i = 0; i < NFATAL; i++) {
         int sig = fatal[i];
-        struct sigaction old, sa;
-        if (REAL(sigaction)(sig, 0, &old) != 0 || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO)) continue;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_fatal;
-        sa.sa_flags = SA_RESTART | SA_NODEFER;
-        sigemptyset(&sa.sa_mask);
-        if (REAL(sigaction)(sig, &sa, 0) == 0) ours[sig] = 1;
+        struct sigaction old;
+        if (REAL(sigaction)(sig, &sa, &old) != 0) continue;
+        if (old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO)) REAL(sigaction)(sig, &old, 0);
+        else ours[sig] = 1;
     }
+    sigprocmask(SIG_SETMASK, &prev, 0);
 }
 
 IOLENS_API int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
@@ -200,7 +211,8 @@ IOLENS_API pid_t vfork(void) { return fork(); }
 /* Set by the launcher; taken out of environ at start, so the program (and
  * `env`) sees what it would see unprofiled, and put back only into the
  * environments passed on. */
-static const char *const env_keys[] = {"IOLENS_DIR", "IOLENS_TRACE", "IOLENS_MAX_FILES", "IOLENS_PARENT_PID"};
+static const char *const env_keys[] = {"IOLENS_DIR", "IOLENS_TRACE", "IOLENS_MAX_FILES", "IOLENS_PARENT_PID",
+                                        "IOLENS_CLOCK"};
 #define NKEYS (sizeof env_keys / sizeof env_keys[0])
 static char env_saved[NKEYS][640]; /* "KEY=value", empty when unset */
 static char preload_full[4096];    /* "LD_PRELOAD=..." as the launcher set it */

@@ -60,6 +60,20 @@ def _tbl(title: str, cols: list[tuple]) -> FitTable:
     return FitTable(spec, title=title, title_justify="left", show_edge=False, pad_edge=False, title_style="bold")
 
 
+STDIO_OPS = ("FREAD", "FWRITE", "FGETS", "FPUTS", "FGETC", "FPUTC", "GETDELIM", "FPRINTF", "FSCANF", "STDIO_FILL",
+             "STDIO_DRAIN")
+
+
+def stdio_note(ops: dict[str, int]) -> str | None:
+    """The one line that says how buffered stdio calls are classed (docs/report.md), when there were any."""
+    n = sum(ops.get(o, 0) for o in STDIO_OPS)
+    if not n:
+        return None
+    return (f"stdio calls ({n:,}) are library calls, not requests to storage: they are classed by the buffer "
+            "fills and flushes they made the kernel do (in captures before FILE version 2, by the calls), "
+            "and their time is counted in full.")
+
+
 def render_report_text(r, console: Console, *, top: int = 10, max_procs: int = 25) -> None:
     cap, tot = r.capture, r.totals
     console.print(Text(f"iolens report: {' '.join(cap['command'])}", style="bold"))
@@ -87,6 +101,9 @@ def render_report_text(r, console: Console, *, top: int = 10, max_procs: int = 2
             t.add_row(Text("██", style=COLORS[c]), LABELS[c], human_seconds(v), pct(v, own))
     t.add_row("", Text("I/O (storage)", style="bold"), human_seconds(tot["io_s"]), pct(tot["io_s"], own))
     console.print(t)
+    note = stdio_note(r.ops)
+    if note:
+        console.print(Text(f"  {note}", style="dim"))
 
     if r.mounts:
         console.print()
