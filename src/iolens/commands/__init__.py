@@ -9,5 +9,6 @@ from iolens.commands.parse import parse
 from iolens.commands.profile import profile
 from iolens.commands.report import report
 from iolens.commands.results import results
+from iolens.commands.wrap import wrap
 
-COMMANDS = [profile, parse, data, compare, lab, report, bench, results, diff]
+COMMANDS = [profile, parse, data, compare, lab, report, bench, results, diff, wrap]
