@@ -27,7 +27,7 @@ LABELS = {"tiny_read": "tiny reads", "small_read": "small reads", "streaming_rea
 BOUND_SHARE = 0.25  # a rule is storage-bound when this share of its tasks' time is storage I/O
 QUIET_ADVICE = ("storage_not_bottleneck", "low_coverage")  # not a storage fix for a rule
 TASK_KEYS = ("id", "rule", "names", "host", "start_real_ns", "wall_s", "exit_status", "partial", "io_s", "cpu_s",
-             "bytes_read", "bytes_written", "processes", "problems", "breakdown", "temp_files", "temp_bytes")
+             "bytes_read", "bytes_written", "processes", "problems", "breakdown", "temp_files", "temp_bytes", "unprofiled")
 
 
 class RuleAgg:

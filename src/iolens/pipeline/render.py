@@ -46,6 +46,10 @@ def render_text(rep: dict[str, Any], top: int = 20) -> str:
     if rep["not_profiled"]:
         out += ["", "tasks not profiled:"]
         out += [f"  {n['id']} (rule {n['rule']}): {n['why']}" for n in rep["not_profiled"][:top]]
+    lost = [r for r in rep["tasks"] if r.get("unprofiled")]
+    if lost:
+        out += ["", "tasks with programs that ran without the interposer (static binary, stripped environment):"]
+        out += [f"  {r['id']} (rule {r['rule']}): {'; '.join(r['unprofiled'][:3])}" for r in lost[:top]]
     partial = [r for r in rep["tasks"] if r["partial"]]
     if partial:
         out += ["", "partial tasks (killed or still running; counted up to where they stopped):"]

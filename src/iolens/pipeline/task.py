@@ -66,6 +66,30 @@ def _mount_rows(rep) -> list[dict[str, Any]]:
     return out
 
 
+def unprofiled_programs(procs) -> tuple[list[str], bool]:
+    """Programs of this task that ran without the interposer: an exec with no image after it (a stripped
+    environment, or a static binary), and reaped children that left no image.  Also: did the task's own
+    command (its first process's last exec) go unprofiled?"""
+    from iolens import _format as F
+
+    execed = F.PROC_FLAGS["EXECED"][0]
+    by_pid: dict[int, list] = {}
+    for p in procs:
+        by_pid.setdefault(p.pid, []).append(p)
+    lost = []
+    for chain in by_pid.values():
+        chain.sort(key=lambda p: p.start_mono)
+        if chain[-1].fields["flags"] & execed:
+            lost.append(f"{os.path.basename(chain[-1].argv[0]) if chain[-1].argv else '?'} [{chain[-1].pid}] exec'd a "
+                        "program that left no records")
+    for p in procs:
+        for c in p.children:
+            if c["pid"] not in by_pid:
+                lost.append(f"child [{c['pid']}] of {os.path.basename(p.argv[0]) if p.argv else '?'} left no records")
+    first = min(procs, key=lambda p: p.start_mono)
+    return lost, bool(by_pid[first.pid][-1].fields["flags"] & execed)
+
+
 def summarize_task(task: Task, thresholds: dict[str, float] | None = None,
                    outputs: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """Everything the pipeline report keeps of one task; `outputs` names the job of a task that wrote its output."""
@@ -77,25 +101,30 @@ def summarize_task(task: Task, thresholds: dict[str, float] | None = None,
     base: dict[str, Any] = {"id": task.id, "kind": task.kind, "names": names, "paths": len(task.paths)}
     if not procs:
         return dict(base, rule=rule_of(names, "?"), profiled=False, problems=list(cap.problems))
+    lost, command_lost = unprofiled_programs(procs)
+    if command_lost:
+        return dict(base, rule=rule_of(names, "?"), profiled=False, problems=lost)
     rep = build_report(cap, thresholds)
-    root = min(procs, key=lambda p: p.start_mono)
+    first = min(procs, key=lambda p: p.start_mono)
+    root = max((p for p in procs if p.pid == first.pid), key=lambda p: p.start_mono)  # what the task exec'd
     fallback = os.path.basename(root.argv[0]) if root.argv else "?"
     if outputs and "snakemake" not in names:
         job = next((outputs[f.path] for f in rep.files if f.bytes_written and f.path in outputs), None)
         if job is not None:
             names = dict(names, snakemake=job)
     status = cap.meta.get("exit_status")
-    start_real = cap.meta.get("start_real_ns") or root.start_real
+    unfinished = any(not p.finalized for p in procs)  # killed (SIGKILL) or still running: counted until then
+    start_real = cap.meta.get("start_real_ns") or first.start_real
     files = [(f.path, f.mount, f.fstype, f.bytes_read, f.bytes_written, f.time_s, f.temporary)
              for f in rep.files if f.kind in ("file", "aggregate")]
     return dict(
         base, rule=rule_of(names, fallback), profiled=True, host=cap.meta.get("host") or root.host,
         start_real_ns=start_real, wall_s=rep.totals["wall_s"], exit_status=status,
-        partial=bool(rep.capture["partial"]) or bool(task.info.get("unfinished")),
+        partial=bool(rep.capture["partial"]) or bool(task.info.get("unfinished")) or unfinished,
         problems=list(cap.problems), breakdown=dict(rep.breakdown), io_s=rep.totals["io_s"],
         cpu_s=rep.totals["cpu_s"], bytes_read=rep.totals["bytes_read"], bytes_written=rep.totals["bytes_written"],
         temp_files=rep.totals["temp_files"], temp_bytes=rep.totals["temp_bytes"], processes=len(procs),
-        mounts=_mount_rows(rep), files=files,
+        mounts=_mount_rows(rep), files=files, unprofiled=lost,
         advice=[{"rule": a.rule, "title": a.title, "time_at_stake_s": a.time_at_stake_s, "share": a.share,
                  "fix": a.fix, "short": a.short()} for a in rep.advice],
     )
