@@ -39,8 +39,10 @@ def pipeline_json(capture: Path, *extra: str) -> tuple[dict, int]:
     return json.loads(res.stdout), res.returncode
 
 
-def independent_sums(capture: Path) -> dict[str, dict[str, float]]:
-    """Per rule, the sums of each task's capture analysed alone (not through the pipeline merge)."""
+def independent_sums(capture: Path, snakemake_log: Path | None = None) -> dict[str, dict[str, float]]:
+    """Per rule, the sums of each task's capture analysed alone (not through the pipeline merge); with a
+    Snakemake log, a task is the job whose output it wrote."""
+    from iolens.pipeline.expected import outputs_index, snakemake_jobs
     from iolens.analysis.report import build_report
     from iolens.pipeline.naming import rule_of
     from iolens.pipeline.scan import scan
@@ -53,7 +55,12 @@ def independent_sums(capture: Path) -> dict[str, dict[str, float]]:
         rep = build_report(cap)
         first = min(cap.processes, key=lambda p: p.start_mono)
         root = max((p for p in cap.processes if p.pid == first.pid), key=lambda p: p.start_mono)
-        rule = rule_of(t.names or cap.meta.get("workflow") or {}, os.path.basename(root.argv[0]))
+        names = dict(t.names or cap.meta.get("workflow") or {})
+        if snakemake_log and "snakemake" not in names:
+            outs = outputs_index(snakemake_jobs(snakemake_log))
+            job = next((outs[f.path] for f in rep.files if f.path in outs and f.bytes_written), None)
+            names.update(snakemake=job) if job else names.update(engine="snakemake")
+        rule = rule_of(names, os.path.basename(root.argv[0]))
         s = sums.setdefault(rule, {"tasks": 0, "bytes_written": 0, "bytes_read": 0, "io_s": 0.0})
         s["tasks"] += 1
         s["bytes_written"] += rep.totals["bytes_written"]

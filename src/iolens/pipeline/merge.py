@@ -26,8 +26,9 @@ LABELS = {"tiny_read": "tiny reads", "small_read": "small reads", "streaming_rea
           "sync": "syncs"}
 BOUND_SHARE = 0.25  # a rule is storage-bound when this share of its tasks' time is storage I/O
 QUIET_ADVICE = ("storage_not_bottleneck", "low_coverage")  # not a storage fix for a rule
-TASK_KEYS = ("id", "rule", "names", "host", "start_real_ns", "wall_s", "exit_status", "partial", "io_s", "cpu_s",
-             "bytes_read", "bytes_written", "processes", "problems", "breakdown", "temp_files", "temp_bytes", "unprofiled")
+TASK_KEYS = ("id", "rule", "names", "host", "start_real_ns", "wall_s", "exit_status", "partial", "io_s",
+             "cpu_s", "bytes_read", "bytes_written", "processes", "problems", "breakdown", "temp_files", "temp_bytes",
+             "unprofiled")
 
 
 class RuleAgg:
@@ -205,7 +206,7 @@ def build_pipeline(root: str | Path, thresholds: dict[str, float] | None = None,
     rep = fold(summaries(tasks, thresholds, jobs, outputs), unprofiled, str(root))
     seen = {str(t["names"].get("snakemake", {}).get("jobid")) for t in rep["tasks"]}
     for j in jobs_logged:
-        if str(j["jobid"]) not in seen:
+        if j["outputs"] and str(j["jobid"]) not in seen:  # a target rule (no outputs) runs nothing
             rep["not_profiled"].append({"id": f"snakemake job {j['jobid']}", "rule": j["rule"],
                                         "names": {"snakemake": {k: j[k] for k in ("rule", "wildcards", "jobid")}},
                                         "why": "in the Snakemake log, but no task wrote its outputs with the "

@@ -89,6 +89,8 @@ def rule_of(names: Mapping[str, Any], fallback: str) -> str:
         return str(names["nextflow"]["process"]).split(" (")[0]
     if "slurm" in names and names["slurm"].get("job_name"):
         return str(names["slurm"]["job_name"])
+    if names.get("engine"):  # a helper the engine ran for itself (it wrote no job's output)
+        return f"({names['engine']}) {fallback}"
     return fallback
 
 

@@ -44,12 +44,16 @@ sbatch --export=ALL,LD_PRELOAD={shlex.quote(lib)},IOLENS_DIR={parts} job.sh
 
 def snakemake(lib: str, capture_dir: str) -> str:
     parts = shlex.quote(f"{capture_dir}/parts")
-    return f"""# Snakemake: the variables set on the snakemake process reach every rule, run locally or through a
-# cluster executor (which submits with --export=ALL); the engine's own process is set aside in the report
+    q = shlex.quote(lib)
+    return f"""# Snakemake, local execution: the variables set on the snakemake process reach every rule; the engine's
+# own process and its helpers are set aside in the report
 mkdir -p {parts}
-export LD_PRELOAD={shlex.quote(lib)}${{LD_PRELOAD:+ $LD_PRELOAD}} IOLENS_DIR={parts}
-snakemake --cores 2 ...          # or: --executor cluster-generic --cluster-generic-submit-cmd "sbatch --parsable"
-unset LD_PRELOAD IOLENS_DIR
+LD_PRELOAD={q} IOLENS_DIR={parts} snakemake --cores 2 ...
+# Snakemake through Slurm (generic cluster executor): the submit command carries them to every job (a
+# profiled snakemake hides them from the programs it starts, sbatch included, so set them here instead)
+snakemake --executor cluster-generic --jobs 100 \\
+  --cluster-generic-submit-cmd "sbatch --parsable --export=ALL,LD_PRELOAD={lib},IOLENS_DIR={parts}" ...
+# then, naming each task's rule and wildcards and listing the jobs that left no records:
 iolens report {shlex.quote(capture_dir)} --snakemake-log .snakemake/log/LATEST.snakemake.log
 """
 

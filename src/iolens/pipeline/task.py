@@ -110,8 +110,8 @@ def summarize_task(task: Task, thresholds: dict[str, float] | None = None,
     fallback = os.path.basename(root.argv[0]) if root.argv else "?"
     if outputs and "snakemake" not in names:
         job = next((outputs[f.path] for f in rep.files if f.bytes_written and f.path in outputs), None)
-        if job is not None:
-            names = dict(names, snakemake=job)
+        names = dict(names, snakemake=job) if job is not None else dict(names, engine="snakemake")
+        base["names"] = names
     status = cap.meta.get("exit_status")
     unfinished = any(not p.finalized for p in procs)  # killed (SIGKILL) or still running: counted until then
     start_real = cap.meta.get("start_real_ns") or first.start_real
