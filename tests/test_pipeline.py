@@ -98,7 +98,8 @@ def test_wrap_snippets_use_each_engines_mechanism(tmp_path):
     slurm = iolens("wrap", "slurm", "-d", tmp_path / "c", check=True).stdout
     assert f"--export=ALL,LD_PRELOAD={lib},IOLENS_DIR={tmp_path}/c/parts" in slurm and "TaskProlog" in slurm
     smk = iolens("wrap", "snakemake", "-d", tmp_path / "c", check=True).stdout
-    assert f"export LD_PRELOAD={lib}" in smk and "cluster-generic" in smk
+    assert f"LD_PRELOAD={lib} IOLENS_DIR={tmp_path}/c/parts snakemake" in smk
+    assert f'cluster-generic-submit-cmd "sbatch --parsable --export=ALL,LD_PRELOAD={lib},' in smk
     nf = iolens("wrap", "nextflow", "-d", tmp_path / "c", check=True).stdout
     assert f"LD_PRELOAD = '{lib}'" in nf and f"IOLENS_DIR = '{tmp_path}/c/parts'" in nf
     assert "beforeScript" in nf and "container" in nf.lower()

@@ -204,9 +204,13 @@ def build_pipeline(root: str | Path, thresholds: dict[str, float] | None = None,
         jobs_logged = snakemake_jobs(snakemake_log)
         outputs = outputs_index(jobs_logged)
     rep = fold(summaries(tasks, thresholds, jobs, outputs), unprofiled, str(root))
-    seen = {str(t["names"].get("snakemake", {}).get("jobid")) for t in rep["tasks"]}
+    seen = set()
+    for t in rep["tasks"]:  # a job is known by its id (from the log) or its rule and wildcards (--target-jobs)
+        sm = t["names"].get("snakemake") or {}
+        seen |= {f"id:{sm.get('jobid')}", f"{sm.get('rule')}:{sorted((sm.get('wildcards') or {}).items())}"}
     for j in jobs_logged:
-        if j["outputs"] and str(j["jobid"]) not in seen:  # a target rule (no outputs) runs nothing
+        keys = {f"id:{j['jobid']}", f"{j['rule']}:{sorted(j['wildcards'].items())}"}
+        if j["outputs"] and not keys & seen:  # a target rule (no outputs) runs nothing
             rep["not_profiled"].append({"id": f"snakemake job {j['jobid']}", "rule": j["rule"],
                                         "names": {"snakemake": {k: j[k] for k in ("rule", "wildcards", "jobid")}},
                                         "why": "in the Snakemake log, but no task wrote its outputs with the "

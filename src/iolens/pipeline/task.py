@@ -57,8 +57,8 @@ def load_task(task: Task):
 def _mount_rows(rep) -> list[dict[str, Any]]:
     out = []
     for m in rep.mounts:
-        if m.fstype in ("proc", "sysfs", "devtmpfs", "pipe", "socket", "-") or not (m.bytes_read or m.bytes_written
-                                                                                     or m.time_s):
+        stream = m.fstype in ("", "proc", "sysfs", "devtmpfs", "pipe", "socket", "-") or m.mount.startswith("(")
+        if stream or not (m.bytes_read or m.bytes_written or m.time_s):
             continue
         out.append({"mount": m.mount, "fstype": m.fstype, "storage": m.storage, "bytes_read": m.bytes_read,
                     "bytes_written": m.bytes_written, "time_s": m.time_s, "breakdown": dict(m.breakdown),
