@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from iolens.bench import suites
 from iolens.errors import IolensError, UsageError
@@ -133,6 +132,7 @@ def bench(targets, suite_names, size, files, runtime, threads, bs, content, temp
                           template=str(template.resolve()) if template else None, direct=direct, warm=warm,
                           drop_caches=drop_caches, shared=shared, read_share=read_share, ioengine=ioengine,
                           seed=seed)
+    from rich.console import Console
     out_console = Console(stderr=json_out == "-")
     err_console = Console(stderr=True)
 

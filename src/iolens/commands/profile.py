@@ -7,15 +7,17 @@ import sys
 import time
 from pathlib import Path
 
-import click
-from rich.console import Console
-from rich.text import Text
+from typing import TYPE_CHECKING
 
-from iolens.analysis.summary import summarize
-from iolens.capture.record import Recording, RecordingResult, resolve_command
+import click
+
 from iolens.errors import UsageError
 from iolens.output import FORCE_OPTION, check_outputs
-from iolens.render.summary_text import render_summary, summary_console
+
+if TYPE_CHECKING:  # rich, numpy and the analysis load when a command is profiled, not for `iolens --help`
+    from rich.console import Console
+
+    from iolens.capture.record import RecordingResult
 
 
 def default_capture_name(argv: list[str]) -> Path:
@@ -45,6 +47,10 @@ def check_output(out: Path, *, force: bool = False) -> str | None:
 
 def render(result: RecordingResult, console: Console) -> None:
     """The summary, the top advice and where the capture went."""
+    from rich.text import Text
+
+    from iolens.analysis.summary import summarize
+    from iolens.render.summary_text import render_summary
     if result.capture is not None:
         render_summary(summarize(result.capture), console)
         from iolens.analysis.report import top_advice
@@ -71,6 +77,9 @@ def capture_dir_entry(capture_dir: Path, argv: list[str]) -> tuple[Path, dict]:
 def run_profiled(argv: list[str], output: Path | None, *, trace: bool = False, max_files: int | None = None,
                  quiet: bool = False, force: bool = False, console: Console | None = None,
                  capture_dir: Path | None = None) -> RecordingResult:
+    from iolens.capture.record import Recording, resolve_command
+    from iolens.render.summary_text import summary_console
+
     resolve_command(argv)
     meta = None
     if capture_dir is not None:

@@ -10,8 +10,6 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from iolens.errors import UsageError
 from iolens.output import FORCE_OPTION, check_outputs, write_output
@@ -55,6 +53,8 @@ def list_runs(db, kind, limit):
     with _open(db) as store:
         runs = store.runs(kind=kind, limit=limit)
         counts = {r["id"]: len(store.results(r["id"])) for r in runs}
+    from rich.console import Console
+    from rich.table import Table
     tab = Table(show_header=True, header_style="bold")
     for col in ("run", "kind", "created", "status", "host", "label", "targets", "results"):
         tab.add_column(col, overflow="fold")
@@ -87,6 +87,8 @@ def show(db, run_id, as_json):
 
 
 def _show(run) -> None:
+    from rich.console import Console
+    from rich.table import Table
     console = Console()
     if run["kind"] == "bench":
         from iolens.bench.storage import report_dict_from_store
@@ -180,6 +182,7 @@ def compare_runs(db, run_ids, as_json):
         if as_json:
             sys.stdout.buffer.write(bench_json(doc))
             return
+        from rich.console import Console
         console = Console()
         for run in runs:
             p = run.get("provenance") or {}
