@@ -117,12 +117,14 @@ class Recording:
     trace      also record every operation;  max_files  file records per process before aggregation;
     cwd, env   the command's working directory and base environment (default: this process's);
     preload_var  the variable that carries the interposer (compare's launcher moves it into LD_PRELOAD itself);
-    warn       where notes go (for example "staging is not RAM-backed"); silent when None.
+    warn       where notes go (for example "staging is not RAM-backed"); silent when None;
+    meta       extra META fields (a pipeline task's workflow names).
     """
 
     def __init__(self, argv: Sequence[str], *, output: Path | None = None, overwrite: bool = False,
                  trace: bool = False, max_files: int | None = None, cwd: str | os.PathLike[str] | None = None,
-                 env: Mapping[str, str] | None = None, preload_var: str = "LD_PRELOAD", warn: Warn | None = None):
+                 env: Mapping[str, str] | None = None, preload_var: str = "LD_PRELOAD", warn: Warn | None = None,
+                 meta: Mapping[str, Any] | None = None):
         self.argv = list(argv)
         self.output = output
         self.overwrite = overwrite
@@ -132,6 +134,7 @@ class Recording:
         self.base_env = dict(os.environ if env is None else env)
         self.preload_var = preload_var
         self.warn = warn
+        self.extra_meta = dict(meta or {})
         self.lib = preload_library()  # a clear error when iolens was installed without its native part
         self.stage: Path | None = None
         self.proc: subprocess.Popen[bytes] | None = None
@@ -214,6 +217,7 @@ class Recording:
             "trace": self.trace,
             "mounts": mounts(),
             **host_facts(),
+            **self.extra_meta,
         }
         t = self._timing
         if t is not None:

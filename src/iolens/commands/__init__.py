@@ -12,5 +12,6 @@ from iolens.commands.profile import profile
 from iolens.commands.replay import replay
 from iolens.commands.report import report
 from iolens.commands.results import results
+from iolens.commands.wrap import wrap
 
-COMMANDS = [profile, parse, data, compare, lab, report, bench, results, diff, cost, replay, predict]
+COMMANDS = [profile, parse, data, compare, lab, report, bench, results, diff, cost, replay, predict, wrap]

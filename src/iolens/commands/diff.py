@@ -23,7 +23,14 @@ def diff(capture_a, capture_b, json_out, overrides, top, force):
     \b
     Example:
       iolens diff on-nfs.iolens on-local.iolens
+      iolens diff run1-captures/ run2-captures/      (two pipeline runs, rule by rule)
     """
+    import os
+
+    if os.path.isdir(capture_a) and os.path.isdir(capture_b):
+        from iolens.pipeline.command import diff_dirs
+
+        return diff_dirs(capture_a, capture_b, json_out=json_out, overrides=list(overrides), force=force)
     from iolens.analysis.diff import diff_reports
     from iolens.analysis.report import build_report
     from iolens.analysis.thresholds import with_overrides

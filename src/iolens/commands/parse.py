@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import click
 
-from iolens import _format as F
-from iolens.capture.reader import Capture, Process, read_capture
 from iolens.errors import CaptureError
+
+if TYPE_CHECKING:  # the reader needs numpy: imported when a capture is parsed, not for `iolens --help`
+    from iolens.capture.reader import Capture, Process
 
 SCHEMA_TAG = "iolens-parse"
 SCHEMA_VERSION = [1, 0]
@@ -21,6 +22,8 @@ def _flags(value: int, table: dict[str, tuple[int, str]]) -> list[str]:
 
 
 def process_dict(p: Process) -> dict[str, Any]:
+    from iolens import _format as F
+
     fields = dict(p.fields)
     fields["flag_names"] = _flags(fields["flags"], F.PROC_FLAGS)
     fields["op_count"] = {name: fields["op_count"][i] for i, (name, _c) in enumerate(F.OPS)}
@@ -82,6 +85,8 @@ def _show(v: Any) -> str:
 
 
 def text_lines(cap: Capture) -> Iterator[str]:
+    from iolens import _format as F
+
     yield f"capture {_show(cap.path)} format {cap.version[0]}.{cap.version[1]}, {len(cap.processes)} process image(s)"
     for k, v in cap.meta.items():
         if k != "mounts":
@@ -122,6 +127,8 @@ def parse(capture, as_json):
     A damaged or truncated capture prints what could be read, then a one-line
     error naming the file and byte offset, and exits with status 3.
     """
+    from iolens.capture.reader import read_capture
+
     cap = read_capture(capture)
     if as_json:
         json.dump(capture_dict(cap), sys.stdout, indent=1, default=str)  # ASCII: surrogates are escaped

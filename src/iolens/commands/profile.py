@@ -7,15 +7,17 @@ import sys
 import time
 from pathlib import Path
 
-import click
-from rich.console import Console
-from rich.text import Text
+from typing import TYPE_CHECKING
 
-from iolens.analysis.summary import summarize
-from iolens.capture.record import Recording, RecordingResult, resolve_command
+import click
+
 from iolens.errors import UsageError
 from iolens.output import FORCE_OPTION, check_outputs
-from iolens.render.summary_text import render_summary, summary_console
+
+if TYPE_CHECKING:  # rich, numpy and the analysis load when a command is profiled, not for `iolens --help`
+    from rich.console import Console
+
+    from iolens.capture.record import RecordingResult
 
 
 def default_capture_name(argv: list[str]) -> Path:
@@ -45,6 +47,10 @@ def check_output(out: Path, *, force: bool = False) -> str | None:
 
 def render(result: RecordingResult, console: Console) -> None:
     """The summary, the top advice and where the capture went."""
+    from rich.text import Text
+
+    from iolens.analysis.summary import summarize
+    from iolens.render.summary_text import render_summary
     if result.capture is not None:
         render_summary(summarize(result.capture), console)
         from iolens.analysis.report import top_advice
@@ -56,9 +62,28 @@ def render(result: RecordingResult, console: Console) -> None:
             console.print(f"  capture: {result.path}  (iolens parse {result.path} shows every record)")
 
 
+def capture_dir_entry(capture_dir: Path, argv: list[str]) -> tuple[Path, dict]:
+    """A never-shared capture name in a pipeline's capture directory, and the task's workflow names."""
+    from iolens.pipeline.naming import entry_name, workflow_names
+
+    try:
+        capture_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UsageError(f"--capture-dir {capture_dir}: {err.strerror}") from None
+    names = workflow_names(argv, os.environ, os.getcwd())
+    return capture_dir / f"{entry_name(names)}.iolens", {"workflow": names}
+
+
 def run_profiled(argv: list[str], output: Path | None, *, trace: bool = False, max_files: int | None = None,
-                 quiet: bool = False, force: bool = False, console: Console | None = None) -> RecordingResult:
+                 quiet: bool = False, force: bool = False, console: Console | None = None,
+                 capture_dir: Path | None = None) -> RecordingResult:
+    from iolens.capture.record import Recording, resolve_command
+    from iolens.render.summary_text import summary_console
+
     resolve_command(argv)
+    meta = None
+    if capture_dir is not None:
+        output, meta = capture_dir_entry(capture_dir, argv)
     out = output or default_capture_name(argv)
     console = console or summary_console()
     cannot_save = check_output(out, force=force)
@@ -66,7 +91,7 @@ def run_profiled(argv: list[str], output: Path | None, *, trace: bool = False, m
         console.print(f"iolens: warning: cannot save the capture ({cannot_save}); the command runs, "
                       "and the summary is still printed")
     rec = Recording(argv, output=None if cannot_save else out, overwrite=force, trace=trace, max_files=max_files,
-                    warn=console.print)
+                    warn=console.print, meta=meta)
     result = rec.run()
     if result.error:
         result.path = None
@@ -85,8 +110,11 @@ def run_profiled(argv: list[str], output: Path | None, *, trace: bool = False, m
 @click.option("--max-files", type=click.IntRange(min=1), default=None,
               help="File records per process before the rest are aggregated per directory (default 1,000,000).")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the summary.")
+@click.option("--capture-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="A pipeline's capture directory: write this task's capture there under a name no other task "
+                   "takes (host, job and task ids, pid, time); implies --quiet. See `iolens wrap`.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def profile(output, force, trace, max_files, quiet, command):
+def profile(output, force, trace, max_files, quiet, capture_dir, command):
     """Run COMMAND and record the file I/O of it and all its children.
 
     Exits with COMMAND's exit status (128+N if it died from signal N).
@@ -101,5 +129,8 @@ def profile(output, force, trace, max_files, quiet, command):
         argv = argv[1:]
     if not argv:
         raise UsageError("no command given; usage: iolens profile [-o CAPTURE] -- COMMAND [ARGS...]")
-    result = run_profiled(argv, output, trace=trace, max_files=max_files, quiet=quiet, force=force)
+    if capture_dir is not None and output is not None:
+        raise UsageError("give either -o or --capture-dir, not both")
+    result = run_profiled(argv, output, trace=trace, max_files=max_files, quiet=quiet or capture_dir is not None,
+                          force=force, capture_dir=capture_dir)
     sys.exit(result.status)

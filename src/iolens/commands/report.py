@@ -52,9 +52,10 @@ def print_thresholds() -> None:
 @click.option("--thresholds", "list_thresholds", is_flag=True, help="List the thresholds and their defaults, then exit.")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Files in the terminal report.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the terminal report.")
+@click.option("--snakemake-log", metavar="LOG", help="DIR mode: a Snakemake log; its jobs without a task are listed.")
 @FORCE_OPTION
 def report(capture, html_out, json_out, csv_out, trace_out, mqc_out, sample, overrides, list_thresholds, top, quiet,
-           force):
+           snakemake_log, force):
     """Turn a capture into answers: time breakdown, phases, timeline, files, storage and advice.
 
     Prints the report in the terminal, and writes any of the other formats asked for.
@@ -70,12 +71,18 @@ def report(capture, html_out, json_out, csv_out, trace_out, mqc_out, sample, ove
       iolens report sort.iolens
       iolens report sort.iolens --html sort.html --json sort.json
       iolens report sort.iolens --set small_bytes=131072
+      iolens report pipeline-captures/ --html pipeline.html   (a capture directory: see `iolens wrap`)
     """
     if list_thresholds:
         print_thresholds()
         return
     if not capture:
         raise UsageError("no capture given; usage: iolens report CAPTURE [--html PATH] [--json PATH] ...")
+    if os.path.isdir(capture):
+        from iolens.pipeline.command import report_dir
+
+        return report_dir(capture, html_out=html_out, json_out=json_out, overrides=list(overrides), top=top,
+                          quiet=quiet, force=force, snakemake_log=snakemake_log)
     named = {"--html": html_out, "--json": json_out, "--csv": csv_out, "--chrome-trace": trace_out,
              "--multiqc": mqc_out}
     check_outputs(named, force=force)

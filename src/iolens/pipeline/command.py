@@ -1,0 +1,57 @@
+"""The DIR modes of `iolens report` and `iolens diff` (kept here so those commands change by a few lines)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from iolens.output import check_outputs, write_output
+
+PARTIAL_EXIT = 3
+
+
+def report_dir(path: str, *, html_out: str | None, json_out: str | None, overrides: list[str], top: int,
+               quiet: bool, force: bool, snakemake_log: str | None = None, jobs: int | None = None) -> None:
+    """`iolens report DIR`: the pipeline report; exit 3 when some task is partial or was not profiled."""
+    from iolens.analysis.thresholds import with_overrides
+    from iolens.pipeline.merge import build_pipeline
+    from iolens.pipeline.render import render_html, render_json, render_text
+
+    check_outputs({"--html": html_out, "--json": json_out}, force=force)
+    rep = build_pipeline(path, with_overrides(overrides), jobs=jobs, snakemake_log=snakemake_log)
+    if json_out:
+        write_output(json_out, render_json(rep), force=force, opt="--json")
+    if html_out:
+        write_output(html_out, render_html(rep), force=force, opt="--html")
+    if not quiet and "-" not in (html_out, json_out):
+        click.echo(render_text(rep, top=top), nl=False)
+    t = rep["totals"]
+    if t["partial"] or t["not_profiled"]:
+        click.echo(f"iolens: warning: {path}: {t['partial']} partial task(s), {t['not_profiled']} not profiled",
+                   err=True)
+        sys.exit(PARTIAL_EXIT)
+
+
+def diff_dirs(a: str, b: str, *, json_out: str | None, overrides: list[str], force: bool) -> None:
+    """`iolens diff DIR1 DIR2`: two pipeline runs rule by rule."""
+    import json
+
+    from iolens.analysis.thresholds import with_overrides
+    from iolens.pipeline.merge import build_pipeline
+    from iolens.pipeline.render import render_diff
+
+    check_outputs({"--json": json_out}, force=force)
+    th = with_overrides(overrides)
+    ra, rb = build_pipeline(a, th), build_pipeline(b, th)
+    if json_out:
+        pairs: dict[str, Any] = {}
+        for side, rep in (("a", ra), ("b", rb)):
+            for r in rep["rules"]:
+                pairs.setdefault(r["rule"], {"rule": r["rule"], "a": None, "b": None})[side] = {
+                    k: r[k] for k in ("tasks", "time_s", "io_s", "io_share", "bytes_read", "bytes_written")}
+        doc = {"tag": "iolens-pipeline-diff", "schema": [1, 0], "a": a, "b": b, "rules": list(pairs.values())}
+        write_output(json_out, (json.dumps(doc, indent=1) + "\n").encode(), force=force, opt="--json")
+    if json_out != "-":
+        click.echo(render_diff(ra, rb), nl=False)

@@ -1,0 +1,114 @@
+"""The workflow's names for a task, and entry names that never collide between concurrent tasks.
+
+An entry name is `host.ids.pid.time_ns` where ids are the scheduler's or engine's (Slurm job, array index, step,
+task; Snakemake job; Nextflow task hash) when the environment gives them.  Host + pid + nanosecond time is
+unique on its own; the ids only make the listing readable.  Entries are created with an exclusive create
+(O_EXCL / mkdir) under a temporary name and renamed into place when whole: no locks, safe on NFS.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import socket
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+SLURM_KEYS = {"SLURM_JOB_ID": "job_id", "SLURM_JOB_NAME": "job_name", "SLURM_ARRAY_JOB_ID": "array_job_id",
+              "SLURM_ARRAY_TASK_ID": "array_task_id", "SLURM_ARRAY_TASK_COUNT": "array_task_count",
+              "SLURM_STEP_ID": "step_id", "SLURM_PROCID": "proc_id"}
+SAFE = re.compile(r"[^A-Za-z0-9_+-]+")
+NXF_HEADER = re.compile(r"^# NEXTFLOW TASK: (?P<name>.+?)(?: \((?P<tag>.*)\))?$", re.M)
+TARGET_JOBS = re.compile(r"^(?P<rule>[A-Za-z_][\w]*)(?::(?P<wc>.*))?$")
+
+
+def safe(text: str, limit: int = 40) -> str:
+    return SAFE.sub("_", text)[:limit].strip("_") or "x"
+
+
+def slurm_names(env: Mapping[str, str]) -> dict[str, str]:
+    return {name: env[key] for key, name in SLURM_KEYS.items() if env.get(key)}
+
+
+def snakemake_names(argv: Sequence[str], env: Mapping[str, str]) -> dict[str, Any]:
+    """Rule and wildcards from a Snakemake job's command line (`--target-jobs rule:k=v,...`), when visible."""
+    words = list(argv)
+    if len(words) >= 3 and words[-2] == "-c" and os.path.basename(words[0]) in ("sh", "bash", "dash"):
+        try:
+            words = words + shlex.split(words[-1])
+        except ValueError:
+            pass
+    for i, w in enumerate(words):
+        if w == "--target-jobs" and i + 1 < len(words):
+            m = TARGET_JOBS.match(words[i + 1].strip("'\""))
+            if m:
+                wc = dict(kv.split("=", 1) for kv in (m["wc"] or "").split(",") if "=" in kv)
+                return {"rule": m["rule"], "wildcards": wc}
+    rule = env.get("SNAKEMAKE_RULE")
+    return {"rule": rule} if rule else {}
+
+
+def nextflow_names(cwd: str, env: Mapping[str, str]) -> dict[str, str]:
+    """Process name and task hash of a Nextflow task: its work directory (…/work/ab/cdef…) and `.command.run`."""
+    workdir = env.get("NXF_TASK_WORKDIR") or cwd
+    parts = workdir.rstrip("/").split("/")
+    if len(parts) < 3 or not re.fullmatch(r"[0-9a-f]{2}", parts[-2]) or not re.fullmatch(r"[0-9a-f]{6,}", parts[-1]):
+        return {}
+    out = {"hash": f"{parts[-2]}/{parts[-1][:6]}"}
+    try:
+        with open(os.path.join(workdir, ".command.run"), encoding="utf-8", errors="replace") as fh:
+            m = NXF_HEADER.search(fh.read(4096))
+        if m:
+            out["process"] = m["name"]
+            if m["tag"]:
+                out["tag"] = m["tag"]
+    except OSError:
+        pass
+    return out
+
+
+def workflow_names(argv: Sequence[str], env: Mapping[str, str], cwd: str = "") -> dict[str, Any]:
+    """Every name the environment, the command line and the work directory give this task."""
+    names: dict[str, Any] = {}
+    if s := slurm_names(env):
+        names["slurm"] = s
+    if s := snakemake_names(argv, env):
+        names["snakemake"] = s
+    if s := nextflow_names(cwd, env):
+        names["nextflow"] = s
+    return names
+
+
+def rule_of(names: Mapping[str, Any], fallback: str) -> str:
+    """The rule (or process, or job name) a task belongs to, in order of precision."""
+    if "snakemake" in names and names["snakemake"].get("rule"):
+        return str(names["snakemake"]["rule"])
+    if "nextflow" in names and names["nextflow"].get("process"):
+        return str(names["nextflow"]["process"]).split(" (")[0]
+    if "slurm" in names and names["slurm"].get("job_name"):
+        return str(names["slurm"]["job_name"])
+    if names.get("engine"):  # a helper the engine ran for itself (it wrote no job's output)
+        return f"({names['engine']}) {fallback}"
+    return fallback
+
+
+def entry_name(names: Mapping[str, Any], *, host: str | None = None, pid: int | None = None,
+               now_ns: int | None = None) -> str:
+    """`host.ids.pid.time_ns`: unique per host, pid and nanosecond, readable by its ids."""
+    ids = []
+    s = names.get("slurm", {})
+    if s.get("job_id"):
+        job = s.get("array_job_id") or s["job_id"]
+        ids.append(f"j{job}" + (f"_{s['array_task_id']}" if s.get("array_task_id") else ""))
+    sm = names.get("snakemake", {})
+    if sm.get("rule"):
+        ids.append(sm["rule"])
+    nf = names.get("nextflow", {})
+    if nf.get("hash"):
+        ids.append(nf["hash"].replace("/", ""))
+    host = host or socket.gethostname().split(".")[0]
+    pid = os.getpid() if pid is None else pid
+    now_ns = time.time_ns() if now_ns is None else now_ns
+    return ".".join([safe(host)] + [safe(i) for i in ids] + [str(pid), str(now_ns)])

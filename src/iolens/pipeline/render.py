@@ -1,0 +1,126 @@
+"""The pipeline report laid out: terminal text, JSON, and a self-contained HTML page with a Gantt chart by host.
+
+Renderers only lay out what `merge.build_pipeline` computed.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+from iolens.units import human_bytes as fmt_bytes
+
+
+def _s(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}s"
+
+
+def render_json(rep: dict[str, Any]) -> bytes:
+    return (json.dumps(rep, indent=1, default=str) + "\n").encode()
+
+
+def _storage(items: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{i['mount']} ({i['fstype']}, {fmt_bytes(i['bytes'])})" for i in items[:3]) or "-"
+
+
+def render_text(rep: dict[str, Any], top: int = 20) -> str:
+    t = rep["totals"]
+    out = [f"pipeline {rep['directory']}: {t['tasks']} tasks profiled in {t['rules']} rules on {t['hosts']} host(s); "
+           f"{t['not_profiled']} not profiled; {t['partial']} partial",
+           f"  task time {_s(t['time_s'])}, of which storage I/O {_s(t['io_s'])}", "", "storage-bound rules "
+           "(by time at stake):"]
+    for b in rep["storage_bound"] or [{"rule": "(none)", "time_at_stake_s": None, "io_share": 0, "advice": None}]:
+        out.append(f"  {b['rule']:<20} {_s(b['time_at_stake_s']):>9} {b['io_share']:>5.0%}  {b['advice'] or ''}")
+    out += ["", f"{'rule':<20} {'tasks':>5} {'time':>9} {'I/O':>9} {'I/O %':>6} {'read':>10} {'written':>10} "
+            f"{'temp':>10}  reads from / writes to / spills to"]
+    for r in rep["rules"][:top]:
+        st = r["storage"]
+        out.append(f"{r['rule']:<20} {r['tasks']:>5} {_s(r['time_s']):>9} {_s(r['io_s']):>9} {r['io_share']:>6.0%} "
+                   f"{fmt_bytes(r['bytes_read']):>10} {fmt_bytes(r['bytes_written']):>10} "
+                   f"{fmt_bytes(r['temp_bytes']):>10}  {_storage(st['reads'])} / {_storage(st['writes'])} / "
+                   f"{_storage(st['spills'])}")
+    advice = [b["advice"] for b in rep["storage_bound"] if b["advice"]]
+    if advice:
+        out += ["", "advice per rule:"] + [f"  {a}" for a in advice]
+    if rep["not_profiled"]:
+        out += ["", "tasks not profiled:"]
+        out += [f"  {n['id']} (rule {n['rule']}): {n['why']}" for n in rep["not_profiled"][:top]]
+    lost = [r for r in rep["tasks"] if r.get("unprofiled")]
+    if lost:
+        out += ["", "tasks with programs that ran without the interposer (static binary, stripped environment):"]
+        out += [f"  {r['id']} (rule {r['rule']}): {'; '.join(r['unprofiled'][:3])}" for r in lost[:top]]
+    partial = [r for r in rep["tasks"] if r["partial"]]
+    if partial:
+        out += ["", "partial tasks (killed or still running; counted up to where they stopped):"]
+        out += [f"  {r['id']} (rule {r['rule']}, exit {r['exit_status']})" for r in partial[:top]]
+    out += ["", "hosts:"] + [f"  {h['host']:<20} {h['tasks']:>5} tasks  wall {_s(h['wall_s'])}  I/O {_s(h['io_s'])}"
+                             for h in rep["hosts"]]
+    return "\n".join(out) + "\n"
+
+
+def _gantt(rep: dict[str, Any]) -> str:
+    rows = [r for r in rep["tasks"] if r["start_real_ns"]]
+    if not rows:
+        return "<p>no task times</p>"
+    t0 = min(r["start_real_ns"] for r in rows)
+    t1 = max(r["start_real_ns"] + (r["wall_s"] or 0) * 1e9 for r in rows)
+    span = max(t1 - t0, 1.0)
+    hosts = sorted({r["host"] or "?" for r in rows})
+    lanes: dict[str, list[float]] = {h: [] for h in hosts}  # each lane's end time, per host
+    bars, width, lane_h = [], 900, 14
+    placed = []
+    for r in rows:
+        s, e = r["start_real_ns"] - t0, r["start_real_ns"] - t0 + (r["wall_s"] or 0) * 1e9
+        ends = lanes[r["host"] or "?"]
+        lane = next((i for i, end in enumerate(ends) if end <= s), len(ends))
+        if lane == len(ends):
+            ends.append(e)
+        else:
+            ends[lane] = e
+        placed.append((r, s, e, lane))
+    offsets, y = {}, 0
+    for h in hosts:
+        offsets[h] = y
+        y += (len(lanes[h]) + 1) * lane_h
+    for r, s, e, lane in placed:
+        x, w = 150 + s / span * width, max(1.0, (e - s) / span * width)
+        top = offsets[r["host"] or "?"] + lane * lane_h
+        io = r["io_s"] / r["wall_s"] if r["wall_s"] else 0
+        colour = f"hsl({int(120 - 120 * min(io, 1))},60%,50%)"
+        bars.append(f'<rect x="{x:.1f}" y="{top}" width="{w:.1f}" height="{lane_h - 2}" fill="{colour}">'
+                    f'<title>{html.escape(r["id"])} rule {html.escape(r["rule"])} {r["wall_s"]:.2f}s, '
+                    f'I/O {io:.0%}</title></rect>')
+    labels = [f'<text x="0" y="{offsets[h] + 11}">{html.escape(h)}</text>' for h in hosts]
+    return (f'<svg width="{width + 160}" height="{y}" font-size="11">{"".join(labels)}{"".join(bars)}</svg>'
+            f"<p>{span / 1e9:.1f} s; colour: green = compute, red = storage I/O</p>")
+
+
+def render_html(rep: dict[str, Any]) -> bytes:
+    esc = html.escape
+    text = esc(render_text(rep, top=1000))
+    data = esc(json.dumps(rep["rules"], default=str))
+    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>iolens pipeline report</title>
+<style>body{{font-family:sans-serif;margin:1em}} pre{{font-size:12px}}</style></head><body>
+<h1>Pipeline report</h1><h2>Tasks by host</h2>{_gantt(rep)}<h2>Rules</h2><pre>{text}</pre>
+<script type="application/json" id="rules">{data}</script></body></html>
+"""
+    return page.encode()
+
+
+def render_diff(a: dict[str, Any], b: dict[str, Any]) -> str:
+    """Two pipeline runs, rule by rule: time, storage I/O and bytes, B against A."""
+    ra, rb = {r["rule"]: r for r in a["rules"]}, {r["rule"]: r for r in b["rules"]}
+    out = [f"A {a['directory']} ({a['totals']['tasks']} tasks)  vs  B {b['directory']} ({b['totals']['tasks']} tasks)",
+           f"{'rule':<20} {'tasks A/B':>9} {'time A':>9} {'time B':>9} {'change':>7} {'I/O A':>9} {'I/O B':>9} "
+           f"{'written A':>10} {'written B':>10}"]
+    for name in sorted(set(ra) | set(rb), key=lambda n: -max(ra.get(n, {}).get("time_s", 0),
+                                                             rb.get(n, {}).get("time_s", 0))):
+        x, y = ra.get(name), rb.get(name)
+        ta, tb = (x or {}).get("time_s"), (y or {}).get("time_s")
+        change = f"{(tb - ta) / ta:+.0%}" if ta and tb is not None else "new" if x is None else "gone"
+        out.append(f"{name:<20} {(x or {}).get('tasks', 0):>4}/{(y or {}).get('tasks', 0):<4} {_s(ta):>9} {_s(tb):>9} "
+                   f"{change:>7} {_s((x or {}).get('io_s')):>9} {_s((y or {}).get('io_s')):>9} "
+                   f"{fmt_bytes((x or {}).get('bytes_written', 0)):>10} "
+                   f"{fmt_bytes((y or {}).get('bytes_written', 0)):>10}")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,129 @@
+"""Capture directories and the pipeline report, on this host: naming, killed and stripped tasks, per-rule sums,
+the storage-bound rule, the wrap snippets and diff (Slurm and Snakemake: test_pipeline_cluster.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import iolens
+from pipeline_helpers import assert_rules_equal_sums, independent_sums, pipeline_json, preload_lib, prolog, run_task
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def test_fifty_concurrent_tasks_never_collide(tmp_path):
+    cap = tmp_path / "cap"
+    pro = prolog(tmp_path, cap)
+    env = dict(os.environ, SLURM_JOB_ID="77", SLURM_JOB_NAME="count", SLURM_ARRAY_JOB_ID="77")
+    procs = [run_task(pro, f"seq 1 {1000 + i} > out{i}.txt", dict(env, SLURM_ARRAY_TASK_ID=str(i)), tmp_path)
+             for i in range(50)]
+    assert [p.wait() for p in procs] == [0] * 50
+    entries = sorted((cap / "parts").iterdir())
+    assert len(entries) == 50 and len({e.name for e in entries}) == 50
+    # and the merged path (iolens profile --capture-dir, a Python start-up per task): 16 at once
+    flat = tmp_path / "flat"
+    procs = [subprocess.Popen([sys.executable, "-m", "iolens", "profile", "--capture-dir", str(flat), "--",
+                               "sh", "-c", f"echo {i} > o{i}"], cwd=tmp_path, env=env) for i in range(16)]
+    assert [p.wait() for p in procs] == [0] * 16
+    assert len(list(flat.glob("*.iolens"))) == 16 and not list(flat.glob(".*"))
+    rep, rc = pipeline_json(cap)
+    assert rc == 0 and rep["totals"]["tasks"] == 50
+    assert {t["names"]["slurm"]["array_task_id"] for t in rep["tasks"]} == {str(i) for i in range(50)}
+    assert rep["rules"][0]["rule"] == "count"
+    assert rep["rules"][0]["bytes_written"] == sum(len("".join(f"{n}\n" for n in range(1, 1001 + i)))
+                                                  for i in range(50))
+
+
+def test_killed_task_reads_as_partial(tmp_path):
+    cap = tmp_path / "cap"
+    pro = prolog(tmp_path, cap)
+    env = dict(os.environ, SLURM_JOB_ID="5", SLURM_JOB_NAME="killed")
+    p = run_task(pro, "seq 1 5000 > a.txt; kill -KILL $$", env, tmp_path)
+    assert p.wait() == -9
+    ok = run_task(pro, "seq 1 10 > b.txt", dict(env, SLURM_JOB_NAME="fine"), tmp_path)
+    assert ok.wait() == 0
+    rep, rc = pipeline_json(cap)
+    assert rc == 3
+    partial = {t["rule"]: t["partial"] for t in rep["tasks"]}
+    assert partial == {"killed": True, "fine": False}
+    killed = next(r for r in rep["rules"] if r["rule"] == "killed")
+    assert killed["bytes_written"] == len("".join(f"{n}\n" for n in range(1, 5001)))
+    text = iolens("report", cap)
+    assert text.returncode == 3 and "partial tasks" in text.stdout and "Traceback" not in text.stderr
+
+
+def test_stripped_environment_is_listed_as_not_profiled(tmp_path):
+    cap = tmp_path / "cap"
+    pro = prolog(tmp_path, cap)
+    env = dict(os.environ, SLURM_JOB_ID="9", SLURM_JOB_NAME="stripped", SLURM_ARRAY_TASK_ID="1")
+    assert run_task(pro, "seq 1 10 > a.txt", env, tmp_path, strip=True).wait() == 0
+    assert run_task(pro, "seq 1 10 > b.txt", dict(env, SLURM_JOB_NAME="kept"), tmp_path).wait() == 0
+    rep, rc = pipeline_json(cap)
+    assert rc == 3
+    assert [t["rule"] for t in rep["tasks"]] == ["kept"]
+    assert [n["names"]["slurm"]["job_name"] for n in rep["not_profiled"]] == ["stripped"]
+    assert "exec'd a program that left no records" in rep["not_profiled"][0]["why"]
+    assert "not profiled" in iolens("report", cap).stdout
+
+
+def _loose(tmp_path, cap, cmd: str) -> None:
+    """A task given only the environment (as Snakemake or `sbatch --export` pass it on)."""
+    (cap / "parts").mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, LD_PRELOAD=preload_lib(), IOLENS_DIR=str(cap / "parts"))
+    subprocess.run(["sh", "-c", cmd], env=env, cwd=tmp_path, check=True)
+
+
+def test_storage_bound_rule_is_named_and_rules_sum_their_tasks(tmp_path):
+    cap = tmp_path / "cap"
+    for i in range(3):  # one rule of synchronous small writes, among rules that only compute or stream
+        _loose(tmp_path, cap, f"exec dd if=/dev/zero of=spill{i}.tmp bs=512 count=400 oflag=dsync status=none")
+        _loose(tmp_path, cap, "exec awk 'BEGIN{for(i=0;i<300000;i++)s+=i*i; print s}' > /dev/null")
+        _loose(tmp_path, cap, f"exec head -c 4000000 /dev/zero > big{i}.bin")
+    rep, rc = pipeline_json(cap)
+    assert rc == 0 and rep["totals"]["tasks"] == 9
+    assert rep["storage_bound"][0]["rule"] == "dd"  # loose tasks are named by their program
+    spill = next(r for r in rep["rules"] if r["rule"] == "dd")
+    assert spill["advice_line"].startswith("rule dd: ") and "writes to " in spill["advice_line"]
+    assert {r["rule"] for r in rep["rules"]} == {"dd", "awk", "head"}
+    assert all(r["rule"] != "awk" for r in rep["storage_bound"])
+    assert_rules_equal_sums(rep, independent_sums(cap))
+
+
+def test_wrap_snippets_use_each_engines_mechanism(tmp_path):
+    lib = preload_lib()
+    slurm = iolens("wrap", "slurm", "-d", tmp_path / "c", check=True).stdout
+    assert f"--export=ALL,LD_PRELOAD={lib},IOLENS_DIR={tmp_path}/c/parts" in slurm and "TaskProlog" in slurm
+    smk = iolens("wrap", "snakemake", "-d", tmp_path / "c", check=True).stdout
+    assert f"LD_PRELOAD={lib} IOLENS_DIR={tmp_path}/c/parts snakemake" in smk
+    assert f'cluster-generic-submit-cmd "sbatch --parsable --export=ALL,LD_PRELOAD={lib},' in smk
+    nf = iolens("wrap", "nextflow", "-d", tmp_path / "c", check=True).stdout
+    assert f"LD_PRELOAD = '{lib}'" in nf and f"IOLENS_DIR = '{tmp_path}/c/parts'" in nf
+    assert "beforeScript" in nf and "container" in nf.lower()
+    assert nf.count("{") == nf.count("}")
+
+
+def test_diff_compares_two_runs_rule_by_rule(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    _loose(tmp_path, a, "exec dd if=/dev/zero of=x.bin bs=1M count=1 status=none")
+    _loose(tmp_path, b, "exec dd if=/dev/zero of=x.bin bs=1M count=3 status=none")
+    res = iolens("diff", a, b, "--json", tmp_path / "d.json", check=True)
+    assert "\ndd " in res.stdout
+    d = json.loads((tmp_path / "d.json").read_text())
+    row = next(r for r in d["rules"] if r["rule"] == "dd")
+    assert (row["a"]["bytes_written"], row["b"]["bytes_written"]) == (1 << 20, 3 << 20)
+
+
+def test_report_dir_html_and_errors(tmp_path):
+    cap = tmp_path / "cap"
+    _loose(tmp_path, cap, "exec dd if=/dev/zero of=x.bin bs=64k count=4 status=none")
+    iolens("report", cap, "--html", tmp_path / "p.html", "-q", check=True)
+    page = (tmp_path / "p.html").read_text()
+    assert "<svg" in page and "Tasks by host" in page
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    res = iolens("report", empty)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "no task captures" in res.stderr

@@ -1,0 +1,239 @@
+"""Whole pipelines through a real single-host Slurm (slurmctld + slurmd + munge, all state in a temporary
+directory) and Snakemake from PyPI: every task profiled into one capture directory, one pipeline report whose
+per-rule totals are the sums of the tasks' own captures.  Needs root and Debian's Slurm packages
+(dev/apt-packages.d/pipelines.txt); skipped without them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import iolens
+from pipeline_helpers import assert_rules_equal_sums, independent_sums, pipeline_json, preload_lib
+
+pytestmark = [pytest.mark.timeout(180), pytest.mark.root]
+NEEDED = ("slurmctld", "slurmd", "sbatch", "squeue", "munged", "minimap2", "samtools")
+PORTS = (16817, 16818)
+
+
+def _missing() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root (slurmd)"
+    gone = [t for t in NEEDED if not shutil.which(t) and not os.path.exists(f"/usr/sbin/{t}")]
+    return f"not installed: {', '.join(gone)}" if gone else None
+
+
+def _mem_mb() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) // 1024 - 1024
+    return 1024
+
+
+def _munge_up() -> subprocess.Popen | None:
+    """munged on its default socket: reused when running, else started here (and stopped at the end)."""
+    if subprocess.run(["munge", "-n"], capture_output=True).returncode == 0:
+        return None
+    os.makedirs("/run/munge", exist_ok=True)
+    shutil.chown("/run/munge", "munge", "munge")
+    if not os.path.exists("/etc/munge/munge.key"):
+        subprocess.run(["runuser", "-u", "munge", "--", "mungekey", "--create"], check=True)
+    proc = subprocess.Popen(["runuser", "-u", "munge", "--", "/usr/sbin/munged", "--foreground"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(50):
+        if subprocess.run(["munge", "-n"], capture_output=True).returncode == 0:
+            return proc
+        time.sleep(0.1)
+    proc.terminate()
+    pytest.skip("munged did not start")
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory):
+    why = _missing()
+    if why:
+        pytest.skip(why)
+    base = tmp_path_factory.mktemp("slurm")
+    host = socket.gethostname().split(".")[0]
+    cpus = os.cpu_count() or 1
+    conf = base / "slurm.conf"
+    conf.write_text(f"""ClusterName=iolens
+SlurmctldHost={host}(127.0.0.1)
+SlurmctldPort={PORTS[0]}
+SlurmdPort={PORTS[1]}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+StateSaveLocation={base}/state
+SlurmdSpoolDir={base}/spool
+SlurmctldPidFile={base}/slurmctld.pid
+SlurmdPidFile={base}/slurmd.pid
+SlurmctldLogFile={base}/slurmctld.log
+SlurmdLogFile={base}/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+MpiDefault=none
+ReturnToService=2
+MinJobAge=300
+NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={_mem_mb()} State=UNKNOWN
+PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP
+""")
+    for d in ("state", "spool"):
+        (base / d).mkdir()
+    env = dict(os.environ, SLURM_CONF=str(conf))
+    munged = _munge_up()
+    subprocess.run(["/usr/sbin/slurmctld", "-i"], env=env, check=True)
+    subprocess.run(["/usr/sbin/slurmd"], env=env, check=True)
+    try:
+        for _ in range(100):
+            out = subprocess.run(["sinfo", "-h", "-o", "%t"], env=env, capture_output=True, text=True).stdout
+            if out.strip() == "idle":
+                break
+            time.sleep(0.2)
+        else:
+            pytest.skip(f"the local Slurm did not come up: {(base / 'slurmctld.log').read_text()[-500:]}")
+        yield env
+    finally:
+        subprocess.run(["scancel", "--user=root"], env=env, capture_output=True)
+        subprocess.run(["scontrol", "shutdown"], env=env, capture_output=True)
+        for pidfile in ("slurmd.pid", "slurmctld.pid"):
+            try:
+                os.kill(int((base / pidfile).read_text()), 15)
+            except (OSError, ValueError):
+                pass
+        if munged is not None:
+            munged.terminate()
+            munged.wait(10)
+
+
+def _wait_jobs(env: dict, job: str, timeout: float = 120) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        out = subprocess.run(["squeue", "-h", "-j", job], env=env, capture_output=True, text=True).stdout
+        if not out.strip():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"job {job} did not finish")
+
+
+STEPS = """#!/bin/sh
+# one genomics sample: synthetic reads -> minimap2 -> samtools sort (spilling) -> index
+set -e
+i=$SLURM_ARRAY_TASK_ID
+{py} -m iolens data synth -o s$i --ref-size 100000 --pairs 8000 --seed $i --force > /dev/null
+minimap2 -a -t 1 s$i/ref.fa s$i/reads_1.fq.gz 2> /dev/null > s$i/aln.sam
+samtools sort -m 1M -T s$i/tmp -o s$i/aln.bam s$i/aln.sam 2> /dev/null
+samtools index s$i/aln.bam
+"""
+
+
+def test_slurm_array_of_genomics_steps(slurm, tmp_path):
+    cap = tmp_path / "cap"
+    (cap / "parts").mkdir(parents=True)
+    script = tmp_path / "steps.sh"
+    script.write_text(STEPS.format(py=sys.executable))
+    script.chmod(0o755)
+    export = f"--export=ALL,LD_PRELOAD={preload_lib()},IOLENS_DIR={cap}/parts"
+    job = subprocess.run(["sbatch", "--parsable", "-J", "genomics", "--array=1-4", "-o", f"{tmp_path}/%A_%a.out",
+                          "-D", str(tmp_path), export, str(script)], env=slurm, check=True, capture_output=True,
+                         text=True).stdout.strip()
+    _wait_jobs(slurm, job)
+    rep, rc = pipeline_json(cap)
+    assert rc == 0, rep["not_profiled"]
+    assert rep["totals"]["tasks"] == 4 and [r["rule"] for r in rep["rules"]] == ["genomics"]
+    assert len({t["names"]["slurm"]["job_id"] for t in rep["tasks"]}) == 4
+    rule = rep["rules"][0]
+    assert rule["temp_files"] > 0 and rule["storage"]["spills"]
+    assert all((tmp_path / f"s{i}" / "aln.bam.bai").exists() for i in range(1, 5))
+    assert_rules_equal_sums(rep, independent_sums(cap))
+
+
+def test_slurm_task_prolog_lists_a_stripped_task(slurm, tmp_path):
+    cap = tmp_path / "cap"
+    pro = tmp_path / "prolog.sh"
+    pro.write_text(iolens("wrap", "slurm", "--task-prolog", "-d", cap, check=True).stdout)
+    pro.chmod(0o755)
+    task = tmp_path / "task.sh"  # task 2 strips its environment
+    task.write_text("i=$SLURM_ARRAY_TASK_ID\n[ $i = 2 ] && exec env -i /bin/sh -c 'seq 1 99 > b'\nseq 1 999 > a$i\n")
+    job = subprocess.run(["sbatch", "--parsable", "-J", "count", "--array=1-3", "-D", str(tmp_path), "-o", "/dev/null",
+                          "--wrap", f"srun --task-prolog={pro} sh {task}"], env=slurm, check=True,
+                         capture_output=True, text=True).stdout.strip()
+    _wait_jobs(slurm, job)
+    rep, rc = pipeline_json(cap)
+    assert rc == 3
+    got = sorted(t["names"]["slurm"]["array_task_id"] for t in rep["tasks"] if t["rule"] == "count")
+    assert got == ["1", "3"]
+    assert [n["names"]["slurm"]["array_task_id"] for n in rep["not_profiled"]] == ["2"]
+
+
+SNAKEFILE = """
+SAMPLES = ["a", "b", "c"]
+rule all:
+    input: expand("{{s}}.bam.bai", s=SAMPLES)
+rule synth:
+    output: "{{s}}/ref.fa", "{{s}}/reads_1.fq.gz"
+    shell: "{py} -m iolens data synth -o {{wildcards.s}} --ref-size 100000 --pairs 1500 --force > /dev/null"
+rule map:
+    input: "{{s}}/ref.fa", "{{s}}/reads_1.fq.gz"
+    output: "{{s}}.sam"
+    shell: "minimap2 -a -t 1 {{input}} > {{output}} 2> /dev/null"
+rule sort:
+    input: "{{s}}.sam"
+    output: "{{s}}.bam"
+    shell: "samtools sort -m 1M -T {{wildcards.s}}.tmp -o {{output}} {{input}} 2> /dev/null"
+rule index:
+    input: "{{s}}.bam"
+    output: "{{s}}.bam.bai"
+    shell: "samtools index {{input}}"
+"""
+
+
+def _snakemake(tmp_path: Path, cap: Path, env: dict, *extra: str, on_engine: bool = True) -> Path:
+    exe = Path(sys.executable).with_name("snakemake")
+    if not exe.exists():
+        pytest.skip("snakemake is not installed (pip install '.[test]')")
+    (tmp_path / "Snakefile").write_text(SNAKEFILE.format(py=sys.executable))
+    (cap / "parts").mkdir(parents=True)
+    run_env = dict(env, LD_PRELOAD=preload_lib(), IOLENS_DIR=f"{cap}/parts") if on_engine else env
+    subprocess.run([str(exe), "--cores", "2", *extra], cwd=tmp_path, env=run_env, check=True,
+                   capture_output=True, timeout=150)
+    return max((tmp_path / ".snakemake" / "log").glob("*.snakemake.log"))
+
+
+def _check_snakemake(tmp_path: Path, cap: Path, log: Path) -> dict:
+    rep, rc = pipeline_json(cap, "--snakemake-log", str(log))
+    assert rc == 0, rep["not_profiled"]
+    rules = {r["rule"]: r["tasks"] for r in rep["rules"] if not r["rule"].startswith("(")}
+    assert rules == {"synth": 3, "map": 3, "sort": 3, "index": 3}
+    wc = sorted(t["names"]["snakemake"]["wildcards"]["s"] for t in rep["tasks"] if t["rule"] == "sort")
+    assert wc == ["a", "b", "c"]
+    return rep
+
+
+def test_snakemake_local(tmp_path):
+    cap = tmp_path / "cap"
+    log = _snakemake(tmp_path, cap, dict(os.environ))
+    rep = _check_snakemake(tmp_path, cap, log)
+    assert_rules_equal_sums(rep, independent_sums(cap, log))
+
+
+def test_snakemake_through_slurm(slurm, tmp_path):
+    cap = tmp_path / "cap"
+    # as `iolens wrap snakemake` says: the submit command carries the variables (a profiled snakemake
+    # hides them from the programs it runs, sbatch included)
+    export = f"--export=ALL,LD_PRELOAD={preload_lib()},IOLENS_DIR={cap}/parts"
+    log = _snakemake(tmp_path, cap, slurm, "--executor", "cluster-generic", "--cluster-generic-submit-cmd",
+                     f"sbatch --parsable -p debug -o /dev/null {export}", "--jobs", "4", "--latency-wait", "5",
+                     on_engine=False)
+    rep = _check_snakemake(tmp_path, cap, log)
+    assert_rules_equal_sums(rep, independent_sums(cap, log))
