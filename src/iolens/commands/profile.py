@@ -14,6 +14,7 @@ from rich.text import Text
 from iolens.analysis.summary import summarize
 from iolens.capture.record import Recording, RecordingResult, resolve_command
 from iolens.errors import UsageError
+from iolens.names import shown
 from iolens.output import FORCE_OPTION, check_outputs
 from iolens.render.summary_text import render_summary, summary_console
 
@@ -51,9 +52,9 @@ def render(result: RecordingResult, console: Console) -> None:
 
         advice = top_advice(result.capture, n=2) or ["no advice rule fired; `iolens report` shows the full analysis"]
         for line in advice:
-            console.print(Text(f"  advice: {line}"))
+            console.print(Text(f"  advice: {shown(line)}"))
         if result.path:
-            console.print(f"  capture: {result.path}  (iolens parse {result.path} shows every record)")
+            console.print(Text(f"  capture: {shown(result.path)}  (iolens parse {shown(result.path)} shows every record)"))
 
 
 def run_profiled(argv: list[str], output: Path | None, *, trace: bool = False, max_files: int | None = None,
@@ -70,7 +71,7 @@ def run_profiled(argv: list[str], output: Path | None, *, trace: bool = False, m
     result = rec.run()
     if result.error:
         result.path = None
-        console.print(f"iolens: warning: could not save the capture to {out}: {result.error}")
+        console.print(Text(f"iolens: warning: could not save the capture to {shown(out)}: {shown(result.error)}"))
     elif not quiet:
         render(result, console)
     return result
