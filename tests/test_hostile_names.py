@@ -251,3 +251,21 @@ def test_a_capture_whose_own_name_is_hostile(hostile, tmp_path, name):
     assert res.returncode == 3
     clean(res.stderr)
     assert res.stderr.count(b"\n") == 1 and b"Traceback" not in res.stderr
+
+
+def test_bench_table_shows_hostile_target_names():
+    from rich.console import Console
+
+    from iolens.render.bench_table import render_bench
+
+    bad = "/mnt/\x1b[2J[red]x\udcff\u202e"
+    row = {"target": bad, "test": "seq-read t1", "op": "read", "primary_metric": "throughput_Bps",
+           "cache_state": "warm", "warnings": [f"w {bad}"], "notes": [f"n\n{bad}"],
+           "metrics": {"throughput_Bps": {"mean": 812e6, "sd": None}}}
+    doc = {"targets": [{"name": bad, "fstype": "xfs", "mount_options": "rw,\x1b]0;t\x07", "source": "[bold"}],
+           "results": [row], "suites": ["classic"], "repeat": 1, "warnings": [], "run_id": 7, "db": bad}
+    con = Console(file=io.StringIO(), width=200, force_terminal=True, color_system=None)
+    render_bench(doc, con)
+    out = con.file.getvalue()
+    assert "\\e[2J[red]x\\xff\\u202e" in out and "[bold" in out and "rw,\\e]0;t\\x07" in out
+    clean(out.encode())

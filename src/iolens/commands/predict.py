@@ -56,8 +56,8 @@ def predict(capture, targets, cache, home, recalibrate, json_out, force):
                f"threads overlapped {model.overlap:.2f}x)")
     click.echo(f"{'target':<28} {'predicted':>10} {'interval':>19} {'I/O share':>9}  dominant class")
     for p in preds:
-        click.echo(f"{shown(p.target):<28} {p.wall_s:>9.3f}s {p.low_s:>8.3f}-{p.high_s:<8.3f}s {p.io_share * 100:>8.0f}%  "
-                   f"{p.dominant}")
+        click.echo(f"{shown(p.target):<28} {p.wall_s:>9.3f}s {p.low_s:>8.3f}-{p.high_s:<8.3f}s "
+                   f"{p.io_share * 100:>8.0f}%  {p.dominant}")
     click.echo("the model cannot see:")
     for u in model.unseen + [f"the page cache state: assumed {cache} for the inputs (--cache)",
                              "reference: " + (preds[0].reference if preds else "-")]:

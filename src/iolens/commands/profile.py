@@ -54,7 +54,8 @@ def render(result: RecordingResult, console: Console) -> None:
         for line in advice:
             console.print(Text(f"  advice: {shown(line)}"))
         if result.path:
-            console.print(Text(f"  capture: {shown(result.path)}  (iolens parse {shown(result.path)} shows every record)"))
+            path = shown(result.path)
+            console.print(Text(f"  capture: {path}  (iolens parse {path} shows every record)"))
 
 
 def run_profiled(argv: list[str], output: Path | None, *, trace: bool = False, max_files: int | None = None,

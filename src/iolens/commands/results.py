@@ -187,7 +187,7 @@ def compare_runs(db, run_ids, as_json):
         for run in runs:
             p = run.get("provenance") or {}
             console.print(shown(f"run {run['id']} · {run['created']} · {run.get('host')} · "
-                                f"{p.get('kernel') or '?'} · {p.get('cpu_model') or '?'} · iolens {run.get('iolens_version')} · "
-                                f"{run.get('status')}"
+                                f"{p.get('kernel') or '?'} · {p.get('cpu_model') or '?'} · "
+                                f"iolens {run.get('iolens_version')} · {run.get('status')}"
                                 + (f" · imported from {p['imported']['from']}" if p.get("imported") else "")))
         render_bench(doc, console)

@@ -7,7 +7,6 @@ from typing import Any, Literal
 
 from rich.console import Console
 from rich.table import Table
-from rich.text import Text
 
 from iolens.names import shown_text
 from iolens.units import human_seconds
@@ -67,7 +66,8 @@ def render_cost(rep: dict[str, Any], console: Console) -> None:
             priced += f" on {o['instance']['type']}"
         front = "best value" if o["best_value"] else (
             "on front" if o["on_front"] else f"dominated by {o['dominated_by']}")
-        t.add_row(shown_text(o["name"], style="bold" if o["best_value"] else ""), shown_text(priced), human_seconds(o["time_s"]),
+        t.add_row(shown_text(o["name"], style="bold" if o["best_value"] else ""), shown_text(priced),
+                  human_seconds(o["time_s"]),
                   money(o["per_run"]), money(o["per_month"]), rel(o["time_rel"]), rel(o["cost_rel"]),
                   shown_text(front, style="green" if o["on_front"] else "dim"), _shares(o))
     console.print(t)

@@ -57,8 +57,9 @@ def render_diff_text(d, console: Console, *, top: int = 15) -> None:
                  show_edge=False, pad_edge=False, title_style="bold")
     for f in d.files[:top]:
         most = max(f.breakdown_delta, key=lambda k: abs(f.breakdown_delta[k])) if f.breakdown_delta else None
-        t.add_row(shown_text(f.key), human_seconds(f.time_a_s), human_seconds(f.time_b_s), _signed(f.delta_s, human_seconds),
-                  LABELS.get(most, "-") if most else "-", shown_text(f"{f.mount_a or '(absent)'} -> {f.mount_b or '(absent)'}"))
+        t.add_row(shown_text(f.key), human_seconds(f.time_a_s), human_seconds(f.time_b_s),
+                  _signed(f.delta_s, human_seconds), LABELS.get(most, "-") if most else "-",
+                  shown_text(f"{f.mount_a or '(absent)'} -> {f.mount_b or '(absent)'}"))
     console.print(t)
     if d.advice_fixed:
         console.print(shown_text(f"  advice only for A (gone in B): {', '.join(d.advice_fixed)}"))

@@ -95,7 +95,8 @@ def render_report_text(r, console: Console, *, top: int = 10, max_procs: int = 2
                              ("written", "right"), ("calls", "right", 4), ("time", "right"), ("files", "right", 1),
                              ("temp", "right", 5)])
         for m in r.mounts:
-            t.add_row(shown_text(m.mount), shown_text(m.storage), shown_text(m.fstype or "-"), human_bytes(m.bytes_read),
+            t.add_row(shown_text(m.mount), shown_text(m.storage), shown_text(m.fstype or "-"),
+                      human_bytes(m.bytes_read),
                       human_bytes(m.bytes_written), f"{m.reads + m.writes + m.metadata_ops:,}",
                       human_seconds(m.time_s), str(m.files),
                       human_bytes(m.temp_bytes) if m.temp_files else "-")
@@ -125,7 +126,8 @@ def render_report_text(r, console: Console, *, top: int = 10, max_procs: int = 2
                                            ("written", "right"), ("exit", "right", 1)])
         chains = chain_rows(r.processes)
         for p in chains[:max_procs]:
-            t.add_row(shown_text("  " * p.depth + f"{p.label} [{p.pid}]"), human_seconds(p.start_s), human_seconds(p.wall_s),
+            t.add_row(shown_text("  " * p.depth + f"{p.label} [{p.pid}]"), human_seconds(p.start_s),
+                      human_seconds(p.wall_s),
                       human_seconds(p.cpu_s), human_seconds(p.io_s), human_bytes(p.bytes_read),
                       human_bytes(p.bytes_written), "-" if p.exit_status is None else str(p.exit_status))
         console.print(t)

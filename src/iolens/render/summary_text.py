@@ -84,7 +84,8 @@ def render_summary(s: RunSummary, console: Console, *, max_tree: int = 25) -> No
         for p, imgs in rows[:max_tree]:
             last = imgs[-1]
             wall = max(x.start_s + x.wall_s for x in imgs) - p.start_s
-            t.add_row(shown_text("  " * p.depth + f"{' → '.join(x.name for x in imgs)} [{p.pid}]"), human_seconds(p.start_s),
+            t.add_row(shown_text("  " * p.depth + f"{' → '.join(x.name for x in imgs)} [{p.pid}]"),
+                      human_seconds(p.start_s),
                       human_seconds(wall), human_seconds(sum(x.cpu_s for x in imgs)),
                       human_seconds(sum(x.io_wall_s for x in imgs)), human_bytes(sum(x.bytes_read for x in imgs)),
                       human_bytes(sum(x.bytes_written for x in imgs)),

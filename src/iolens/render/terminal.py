@@ -2,9 +2,10 @@
 
 `console()` takes its width from rich's own detection (the terminal, else $COLUMNS, else 80) with a
 floor of 80 columns, and never reads printed strings as markup or emoji codes: file names and commands are
-printed as they are (with their control characters spelled out, `iolens.names.shown`).  `fit_table()` builds a rich table whose rows never wrap: while the table is
-wider than the console it drops the columns marked least important, and then gives what is left of
-the width to one "flex" column (a path or a name), whose cells are ellipsized instead of wrapped.
+printed as they are (with their control characters spelled out, `iolens.names.shown`).  `fit_table()` builds a
+rich table whose rows never wrap: while the table is wider than the console it drops the columns marked least
+important, and then gives what is left of the width to one "flex" column (a path or a name), whose cells are
+ellipsized instead of wrapped.  A table cell never holds markup or a control character (`FitTable.add_row`).
 """
 
 from __future__ import annotations
