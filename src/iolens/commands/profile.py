@@ -68,7 +68,7 @@ def run_profiled(argv: list[str], output: Path | None, *, trace: bool = False, m
         console.print(f"iolens: warning: cannot save the capture ({cannot_save}); the command runs, "
                       "and the summary is still printed")
     rec = Recording(argv, output=None if cannot_save else out, overwrite=force, trace=trace, max_files=max_files,
-                    warn=console.print)
+                    warn=lambda msg: console.print(Text(shown(msg))))
     result = rec.run()
     if result.error:
         result.path = None
