@@ -9,6 +9,7 @@ import click
 from iolens import __version__
 from iolens.commands import COMMANDS
 from iolens.errors import IolensError
+from iolens.names import shown
 
 
 class IolensGroup(click.Group):
@@ -18,7 +19,7 @@ class IolensGroup(click.Group):
         try:
             return super().invoke(ctx)
         except IolensError as err:
-            click.echo(f"iolens: error: {err}", err=True)
+            click.echo(f"iolens: error: {shown(err)}", err=True)
             sys.exit(err.exit_code)
         except KeyboardInterrupt:
             click.echo("iolens: interrupted", err=True)

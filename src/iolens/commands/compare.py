@@ -146,7 +146,10 @@ def compare(template, inputs, places, params, configs, strategies, scratch, base
     def progress(rec, planned):
         if show_progress:
             status = f"{rec.wall_s:.3g} s" if rec.ok else f"failed (exit {rec.exit_status})"
-            console.print(f"  [{rec.seq + 1}/{planned}] {rec.config}{' (warmup)' if rec.warmup else ''}: {status}",
+            from iolens.names import shown
+
+            console.print(f"  [{rec.seq + 1}/{planned}] {shown(rec.config)}{' (warmup)' if rec.warmup else ''}: "
+                          f"{status}",
                           end="\r" if rec.ok else "\n")
 
     ws = Workspace(scratch, keep_outputs=keep_outputs)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from iolens.names import shown
 from iolens.output import FORCE_OPTION
 
 
@@ -50,14 +51,14 @@ def predict(capture, targets, cache, home, recalibrate, json_out, force):
         write_output(json_out, to_json(model, preds, cache).encode(), force=force, opt="--json")
     if json_out == "-":
         return
-    click.echo(f"{capture}: wall {model.wall_s:.3f} s = compute {model.compute_s:.3f} s + storage I/O "
+    click.echo(f"{shown(capture)}: wall {model.wall_s:.3f} s = compute {model.compute_s:.3f} s + storage I/O "
                f"{model.io_wall_s:.3f} s ({'from the trace' if model.traced else 'from counters, no trace'}; "
                f"threads overlapped {model.overlap:.2f}x)")
     click.echo(f"{'target':<28} {'predicted':>10} {'interval':>19} {'I/O share':>9}  dominant class")
     for p in preds:
-        click.echo(f"{p.target:<28} {p.wall_s:>9.3f}s {p.low_s:>8.3f}-{p.high_s:<8.3f}s {p.io_share * 100:>8.0f}%  "
-                   f"{p.dominant}")
+        click.echo(f"{shown(p.target):<28} {p.wall_s:>9.3f}s {p.low_s:>8.3f}-{p.high_s:<8.3f}s "
+                   f"{p.io_share * 100:>8.0f}%  {p.dominant}")
     click.echo("the model cannot see:")
     for u in model.unseen + [f"the page cache state: assumed {cache} for the inputs (--cache)",
                              "reference: " + (preds[0].reference if preds else "-")]:
-        click.echo(f"  - {u}")
+        click.echo(f"  - {shown(u)}")

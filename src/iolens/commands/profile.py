@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from iolens.errors import UsageError
+from iolens.names import shown
 from iolens.output import FORCE_OPTION, check_outputs
 
 if TYPE_CHECKING:  # rich, numpy and the analysis load when a command is profiled, not for `iolens --help`
@@ -57,9 +58,10 @@ def render(result: RecordingResult, console: Console) -> None:
 
         advice = top_advice(result.capture, n=2) or ["no advice rule fired; `iolens report` shows the full analysis"]
         for line in advice:
-            console.print(Text(f"  advice: {line}"))
+            console.print(Text(f"  advice: {shown(line)}"))
         if result.path:
-            console.print(f"  capture: {result.path}  (iolens parse {result.path} shows every record)")
+            path = shown(result.path)
+            console.print(Text(f"  capture: {path}  (iolens parse {path} shows every record)"))
 
 
 def capture_dir_entry(capture_dir: Path, argv: list[str]) -> tuple[Path, dict]:
@@ -77,6 +79,8 @@ def capture_dir_entry(capture_dir: Path, argv: list[str]) -> tuple[Path, dict]:
 def run_profiled(argv: list[str], output: Path | None, *, trace: bool = False, max_files: int | None = None,
                  quiet: bool = False, force: bool = False, console: Console | None = None,
                  capture_dir: Path | None = None) -> RecordingResult:
+    from rich.text import Text
+
     from iolens.capture.record import Recording, resolve_command
     from iolens.render.summary_text import summary_console
 
@@ -91,11 +95,11 @@ def run_profiled(argv: list[str], output: Path | None, *, trace: bool = False, m
         console.print(f"iolens: warning: cannot save the capture ({cannot_save}); the command runs, "
                       "and the summary is still printed")
     rec = Recording(argv, output=None if cannot_save else out, overwrite=force, trace=trace, max_files=max_files,
-                    warn=console.print, meta=meta)
+                    warn=lambda msg: console.print(Text(shown(msg))), meta=meta)
     result = rec.run()
     if result.error:
         result.path = None
-        console.print(f"iolens: warning: could not save the capture to {out}: {result.error}")
+        console.print(Text(f"iolens: warning: could not save the capture to {shown(out)}: {shown(result.error)}"))
     elif not quiet:
         render(result, console)
     return result

@@ -6,6 +6,7 @@ import json
 
 import click
 
+from iolens.names import shown
 from iolens.output import FORCE_OPTION
 
 
@@ -65,18 +66,18 @@ def replay(capture, targets, speed, cache, fio_out, json_out, force):
         write_output(json_out, (json.dumps(doc, indent=2) + "\n").encode(), force=force, opt="--json")
     if json_out == "-":
         return
-    click.echo(f"{capture}: {len(plan.ops)} operations in {len(plan.threads)} threads of {plan.processes} "
+    click.echo(f"{shown(capture)}: {len(plan.ops)} operations in {len(plan.threads)} threads of {plan.processes} "
                f"processes; original wall {plan.wall_s:.3f} s ({plan.skipped_ops} ops on system files, seeks "
                "and mmaps kept as compute)")
     for n in plan.notes:
-        click.echo(f"note: {n}")
+        click.echo(f"note: {shown(n)}")
     if not results:
         return
     head = f"{'target':<28} {'replayed':>10} " + " ".join(f"{c:>8}" for c in CLASSES) + f" {'fidelity':>9}"
     click.echo(head)
     for r in results:
         fid = f"{r.fidelity * 100:+.1f}%" if r.fidelity is not None else "-"
-        click.echo(f"{r.target:<28} {r.wall_s:>9.3f}s " + " ".join(f"{r.class_s[c]:>7.3f}s" for c in CLASSES)
+        click.echo(f"{shown(r.target):<28} {r.wall_s:>9.3f}s " + " ".join(f"{r.class_s[c]:>7.3f}s" for c in CLASSES)
                    + f" {fid:>9}")
         if r.dependency_timeouts:
             click.echo(f"  note: {r.dependency_timeouts} ordering dependencies could not be met from the trace "

@@ -8,6 +8,7 @@ import sys
 import click
 
 from iolens.errors import CaptureError, UsageError
+from iolens.names import shown
 from iolens.output import FORCE_OPTION, check_outputs, write_output
 
 # the exit status of a report on a partial capture: every output was written, but from part of the run
@@ -25,7 +26,7 @@ def load_capture(path: str):
     if not cap.processes:
         raise CaptureError(f"{path}: the capture holds no process records")
     for prob in cap.problems:
-        click.echo(f"iolens: warning: {prob}; reporting what came before it", err=True)
+        click.echo(f"iolens: warning: {shown(prob)}; reporting what came before it", err=True)
     return cap
 
 
@@ -41,7 +42,9 @@ def print_thresholds() -> None:
 @click.argument("capture", required=False, type=click.Path(dir_okay=True, path_type=str))
 @click.option("--html", "html_out", metavar="PATH", help="Write a self-contained HTML report (works offline).")
 @click.option("--json", "json_out", metavar="PATH", help="Write the report as JSON ('-' for stdout).")
-@click.option("--csv", "csv_out", metavar="PATH", help="Write the per-file table as CSV ('-' for stdout).")
+@click.option("--csv", "csv_out", metavar="PATH",
+              help="Write the per-file table as CSV ('-' for stdout): UTF-8, and a name that is not UTF-8 keeps its "
+                   "bytes (read with errors='surrogateescape').")
 @click.option("--chrome-trace", "trace_out", metavar="PATH",
               help="Write a --trace capture's operations as Chrome/Perfetto trace JSON.")
 @click.option("--multiqc", "mqc_out", metavar="PATH",
@@ -122,6 +125,7 @@ def report(capture, html_out, json_out, csv_out, trace_out, mqc_out, sample, ove
         render_report_text(rep, console, top=top)
     if rep.capture["partial"]:
         if not cap.problems:  # load_capture warned about the reader's problems already
-            click.echo(f"iolens: warning: {capture}: {rep.capture['partial_reason']}; reporting what came before it",
+            click.echo(f"iolens: warning: {shown(capture)}: {shown(rep.capture['partial_reason'])}; reporting what "
+                       "came before it",
                        err=True)
         sys.exit(PARTIAL_EXIT)

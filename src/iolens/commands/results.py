@@ -13,6 +13,7 @@ import click
 from rich.table import Table
 
 from iolens.errors import UsageError
+from iolens.names import shown
 from iolens.output import FORCE_OPTION, check_outputs, write_output
 from iolens.render.terminal import Col, FitTable
 from iolens.render.terminal import console as terminal
@@ -93,8 +94,9 @@ def _show(run) -> None:
         from iolens.bench.storage import report_dict_from_store
         from iolens.render.bench_table import render_bench
 
-        console.print(f"run {run['id']} · {run['created']} · {run.get('host')} · iolens {run.get('iolens_version')}"
-                      f" · {run.get('status')}" + (f" · {run['label']}" if run.get("label") else ""))
+        console.print(shown(f"run {run['id']} · {run['created']} · {run.get('host')} · iolens "
+                            f"{run.get('iolens_version')} · {run.get('status')}"
+                            + (f" · {run['label']}" if run.get("label") else "")))
         doc = report_dict_from_store(run)
         doc["run_id"] = None  # already said above
         render_bench(doc, console)
@@ -104,9 +106,9 @@ def _show(run) -> None:
         tab.add_column(col, overflow="fold")
     for r in run["results"]:
         m = r.get("metrics") or {}
-        shown = ", ".join(f"{k}={v['mean'] if isinstance(v, dict) and 'mean' in v else v}"
-                          for k, v in list(m.items())[:6] if not isinstance(v, (list,)))
-        tab.add_row(r.get("target") or "", r["name"], r.get("cache_state") or "", shown)
+        summary = ", ".join(f"{k}={v['mean'] if isinstance(v, dict) and 'mean' in v else v}"
+                            for k, v in list(m.items())[:6] if not isinstance(v, (list,)))
+        tab.add_row(*(shown(x) for x in (r.get("target") or "", r["name"], r.get("cache_state") or "", summary)))
     console.print(tab)
 
 
@@ -184,7 +186,8 @@ def compare_runs(db, run_ids, as_json):
         console = terminal()
         for run in runs:
             p = run.get("provenance") or {}
-            console.print(f"run {run['id']} · {run['created']} · {run.get('host')} · {p.get('kernel') or '?'} · "
-                          f"{p.get('cpu_model') or '?'} · iolens {run.get('iolens_version')} · {run.get('status')}"
-                          + (f" · imported from {p['imported']['from']}" if p.get("imported") else ""))
+            console.print(shown(f"run {run['id']} · {run['created']} · {run.get('host')} · "
+                                f"{p.get('kernel') or '?'} · {p.get('cpu_model') or '?'} · "
+                                f"iolens {run.get('iolens_version')} · {run.get('status')}"
+                                + (f" · imported from {p['imported']['from']}" if p.get("imported") else "")))
         render_bench(doc, console)

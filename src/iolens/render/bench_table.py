@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from iolens.bench.metrics import read_ops, write_ops
+from iolens.names import shown, shown_text
 from iolens.units import human_bytes
 
 STATE_STYLE = {"cold-direct": "green", "cold-evicted": "green", "synced": "cyan", "warm": "yellow",
@@ -124,7 +125,7 @@ def cell(row: dict[str, Any] | None) -> Text:
         extra.append(f"p99 {fmt_us(lat)}")
     t.append(" · ".join(extra), style="dim")
     t.append("\n")
-    t.append(state, style=STATE_STYLE.get(state, "red"))
+    t.append(shown(state), style=STATE_STYLE.get(state, "red"))
     shares = device_shares(row)
     if shares:
         t.append(" · device " + ", ".join(f"{d} {v:.0f}%" if d else f"{v:.0f}%" for d, v in shares), style="dim")
@@ -155,11 +156,11 @@ def targets_table(doc: dict[str, Any], width: int | None = None) -> Table:
     targets = doc.get("targets") or []
     most = _target_width(len("plausible read"), len(targets), width)
     for t in targets:
-        tab.add_column(str(t.get("name")), overflow="ellipsis", no_wrap=True,
+        tab.add_column(shown_text(t.get("name")), overflow="ellipsis", no_wrap=True,
                        max_width=44 if most is None else most)
 
     def row(label: str, f) -> None:
-        tab.add_row(label, *[f(t) for t in targets])
+        tab.add_row(label, *[shown_text(f(t)) for t in targets])
 
     row("filesystem", lambda t: t.get("fstype") or "-")
     row("mount options", lambda t: t.get("mount_options") or "-")
@@ -181,13 +182,13 @@ def results_table(doc: dict[str, Any], width: int | None = None) -> Table:
     tests = list(dict.fromkeys(r["test"] for r in rows))
     repeat = doc.get("repeat") or 1
     title = f"{' + '.join(doc.get('suites') or [])} suite" + (f", mean ± SD of {repeat} runs" if repeat > 1 else "")
-    tab = Table(title=title, title_justify="left", show_lines=True)
+    tab = Table(title=shown_text(title), title_justify="left", show_lines=True)
     tab.add_column("test", no_wrap=True)
     most = _target_width(max([len(t) for t in tests] + [4]), len(names), width)
     for n in names:
-        tab.add_column(str(n), overflow="ellipsis", no_wrap=True, max_width=most)
+        tab.add_column(shown_text(n), overflow="ellipsis", no_wrap=True, max_width=most)
     for test in tests:
-        tab.add_row(test, *[cell(idx.get((n, test))) for n in names])
+        tab.add_row(shown_text(test), *[cell(idx.get((n, test))) for n in names])
     return tab
 
 
@@ -206,11 +207,11 @@ def render_bench(doc: dict[str, Any], console: Console) -> None:
         warnings.extend(w for w in r.get("warnings") or [] if w not in warnings)
         notes.extend(n for n in r.get("notes") or [] if n not in notes)
     for n in notes:
-        console.print(Text(f"note: {n}", style="dim"))
+        console.print(shown_text(f"note: {n}", style="dim"))
     for w in warnings:
-        console.print(Text(f"warning: {w}", style="yellow"))
+        console.print(shown_text(f"warning: {w}", style="yellow"))
     if doc.get("run_id") is not None:
-        console.print(Text(f"stored as run {doc['run_id']}" + (f" in {doc['db']}" if doc.get("db") else "")
+        console.print(shown_text(f"stored as run {doc['run_id']}" + (f" in {doc['db']}" if doc.get("db") else "")
                            + f"; `iolens results show {doc['run_id']}`", style="dim"))
 
 

@@ -13,6 +13,7 @@ import os
 from iolens import _format as F
 from iolens.analysis.processes import proc_name
 from iolens.errors import UsageError
+from iolens.names import json_safe, shown
 
 OPS = [name for name, _cat in F.OPS]
 OP_CAT = [cat.lower() for _name, cat in F.OPS]
@@ -22,7 +23,7 @@ def trace_events(cap) -> list[dict]:
     """Trace events (ts and dur in microseconds from the start of the run)."""
     procs = cap.processes
     if not any(p.events is not None and len(p.events) for p in procs):
-        raise UsageError(f"{os.path.basename(cap.path)} has no traced operations; record one with "
+        raise UsageError(f"{shown(os.path.basename(cap.path))} has no traced operations; record one with "
                          "`iolens profile --trace -o CAPTURE -- COMMAND`")
     t0 = min(p.start_mono for p in procs)
     # a pid's track is named after its last image: `sh` that exec'd `samtools` shows as samtools
@@ -56,4 +57,4 @@ def trace_events(cap) -> list[dict]:
 def render_chrome_trace(cap) -> bytes:
     doc = {"traceEvents": trace_events(cap), "displayTimeUnit": "ms",
            "otherData": {"tool": "iolens", "command": " ".join(cap.meta.get("command", []))}}
-    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
+    return json_safe(json.dumps(doc, separators=(",", ":"), ensure_ascii=False)).encode()

@@ -10,8 +10,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from iolens.names import shown, shown_text
 from iolens.render.terminal import Col, FitTable, plain
-
 from iolens.units import human_bytes, human_seconds
 
 
@@ -52,11 +52,11 @@ def _by_configuration(title: str, first: str, configs: list[str], rows: list[lis
     label = min(label, 24)
     sep = 3
     room = (width - label - sep * len(configs)) // max(1, len(configs))
-    col = max(values, min(room, max(len(w) for n in configs for w in n.split())))
+    col = max(values, min(room, max(len(w) for n in configs for w in shown(n).split())))
     t = Table(title=title, **STYLE)
     t.add_column(first, no_wrap=True, overflow="ellipsis", max_width=label)
     for n in configs:
-        t.add_column(Text(n.replace(" ", "\n")), justify="right", overflow="fold", width=col)
+        t.add_column(Text(shown(n).replace(" ", "\n")), justify="right", overflow="fold", width=col)
     for row in rows:
         t.add_row(*row)
     return t
@@ -65,7 +65,7 @@ def _by_configuration(title: str, first: str, configs: list[str], rows: list[lis
 def render_compare(rep: dict[str, Any], console: Console) -> None:
     results = rep["results"]
     comps = {c["name"]: c for c in rep["comparisons"]}
-    console.print(Text(f"iolens compare: {rep['command_template']}", style="bold"))
+    console.print(shown_text(f"iolens compare: {rep['command_template']}", style="bold"))
     s = rep["settings"]
     cache = s["cache"] + (f" ({', '.join(s['evict_methods'])})" if s["evict_methods"] else "")
     console.print(Padding(Text(
@@ -82,7 +82,7 @@ def render_compare(rep: dict[str, Any], console: Console) -> None:
         c = comps.get(r["name"])
         runs = f"{r['ok_runs']}" + (f" ({r['failed_runs']} failed)" if r["failed_runs"] else "")
         t.add_row(
-            Text(r["name"]),
+            shown_text(r["name"]),
             human_seconds(r["median"]),
             "baseline" if r["name"] == rep["baseline"] else "" if c is None else _pct(c["rel_diff"]),
             "" if c is None else _p(c["p_value"]),
@@ -101,7 +101,7 @@ def render_compare(rep: dict[str, Any], console: Console) -> None:
     for r in results:
         io = r["io"]
         res = r["cache"]["inputs_resident_median"]
-        t.add_row(Text(r["name"]), human_bytes(io["write_bytes"]), human_bytes(io["read_bytes"]),
+        t.add_row(shown_text(r["name"]), human_bytes(io["write_bytes"]), human_bytes(io["read_bytes"]),
                   human_bytes(io["max_rss_bytes"]), human_seconds(r["user"]), human_seconds(r["system"]),
                   human_bytes(io["rchar"]), human_bytes(io["wchar"]),
                   "-" if res is None else f"{100 * res:.0f}%")
@@ -114,7 +114,7 @@ def render_compare(rep: dict[str, Any], console: Console) -> None:
                      title="Staged: median time per step", **STYLE)
         for r in staged:
             ph = r["phases"]
-            t.add_row(Text(r["name"]), human_seconds(ph["copy_in_s"]), human_seconds(ph["run_s"]),
+            t.add_row(shown_text(r["name"]), human_seconds(ph["copy_in_s"]), human_seconds(ph["run_s"]),
                       human_seconds(ph["copy_out_s"]), human_seconds(r["median"]),
                       human_bytes(ph["copy_in_bytes"]), human_bytes(ph["copy_out_bytes"]))
         console.print(t)
@@ -128,7 +128,7 @@ def render_compare(rep: dict[str, Any], console: Console) -> None:
                     names.append(n)
         rows = []
         for n in names[:12]:
-            rows.append([Text(n), *[human_seconds((r["profile"]["phases"].get(n) or {}).get("own_s"))
+            rows.append([shown_text(n), *[human_seconds((r["profile"]["phases"].get(n) or {}).get("own_s"))
                                     for r in profiled]])
         for k in profiled[0]["profile"]["io"]:
             if k.endswith("_s") and k != "process_s":
@@ -139,6 +139,6 @@ def render_compare(rep: dict[str, Any], console: Console) -> None:
 
     for c in rep["comparisons"]:
         style = "bold green" if c["significant"] else ""
-        console.print(Padding(Text(c["verdict"], style=style), (0, 0, 0, 2), expand=False))
+        console.print(Padding(shown_text(c["verdict"], style=style), (0, 0, 0, 2), expand=False))
     for w in rep["warnings"]:
-        console.print(Padding(Text(f"warning: {w}", style="yellow"), (0, 0, 0, 2), expand=False))
+        console.print(Padding(shown_text(f"warning: {w}", style="yellow"), (0, 0, 0, 2), expand=False))

@@ -7,8 +7,8 @@ from typing import Any, Literal
 
 from rich.console import Console
 from rich.table import Table
-from rich.text import Text
 
+from iolens.names import shown_text
 from iolens.units import human_seconds
 
 PART_LABELS = {"storage": "storage", "provisioned": "IOPS/tput", "requests": "requests", "retrieval": "retrieval",
@@ -46,7 +46,7 @@ def render_cost(rep: dict[str, Any], console: Console) -> None:
     title = "iolens cost" + (f": compare run {src['run_id']}" if src["run_id"] is not None else "")
     if src["command_template"]:
         title += f" ({src['command_template']})"
-    console.print(Text(title, style="bold"))
+    console.print(shown_text(title, style="bold"))
     s = rep["settings"]
     held = "all month" if s["always"] else ("for the run" if s["held_for_s"] is None else s["held_for"])
     pr = rep["prices"]
@@ -66,24 +66,25 @@ def render_cost(rep: dict[str, Any], console: Console) -> None:
             priced += f" on {o['instance']['type']}"
         front = "best value" if o["best_value"] else (
             "on front" if o["on_front"] else f"dominated by {o['dominated_by']}")
-        t.add_row(Text(o["name"], style="bold" if o["best_value"] else ""), priced, human_seconds(o["time_s"]),
+        t.add_row(shown_text(o["name"], style="bold" if o["best_value"] else ""), shown_text(priced),
+                  human_seconds(o["time_s"]),
                   money(o["per_run"]), money(o["per_month"]), rel(o["time_rel"]), rel(o["cost_rel"]),
-                  Text(front, style="green" if o["on_front"] else "dim"), _shares(o))
+                  shown_text(front, style="green" if o["on_front"] else "dim"), _shares(o))
     console.print(t)
-    console.print(Text(rep["verdict"], style="bold"))
+    console.print(shown_text(rep["verdict"], style="bold"))
     for w in rep["warnings"]:
-        console.print(Text(f"warning: {w}", style="yellow"))
+        console.print(shown_text(f"warning: {w}", style="yellow"))
     for n in rep["notes"]:
-        console.print(Text(f"note: {n}", style="dim"))
+        console.print(shown_text(f"note: {n}", style="dim"))
 
 
 def render_charges(rep: dict[str, Any], console: Console) -> None:
     """Every charge of every option (--details)."""
     for o in rep["options"]:
-        t = Table(show_edge=False, pad_edge=False, title=o["name"], title_justify="left")
+        t = Table(show_edge=False, pad_edge=False, title=shown_text(o["name"]), title_justify="left")
         for col in ("charge", "quantity", "price", "per run", "per month", "basis"):
             t.add_column(col, justify="left" if col in ("charge", "basis") else "right", overflow="fold")
         for c in o["charges"]:
-            t.add_row(c["what"], f"{c['quantity']:.4g} {c['unit']}", "tiered" if c["price"] is None else
-                      f"{c['price']:g}", money(c["per_run"]), money(c["per_month"]), c["basis"])
+            t.add_row(shown_text(c["what"]), f"{c['quantity']:.4g} {c['unit']}", "tiered" if c["price"] is None else
+                      f"{c['price']:g}", money(c["per_run"]), money(c["per_month"]), shown_text(c["basis"]))
         console.print(t)

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from iolens.analysis.breakdown import LABELS
+from iolens.names import json_safe, shown, shown_text
 from iolens.render.report_json import _clean
 from iolens.render.terminal import Col, FitTable
 from iolens.units import human_bytes, human_seconds
@@ -28,12 +29,12 @@ def _ratio(r: float | None) -> str:
 
 
 def render_diff_text(d, console: Console, *, top: int = 15) -> None:
-    console.print(Text(f"iolens diff: A = {d.a['path']}, B = {d.b['path']}", style="bold"))
+    console.print(shown_text(f"iolens diff: A = {d.a['path']}, B = {d.b['path']}", style="bold"))
     if not d.same_command:
-        console.print(Text(f"  note: the commands differ:\n    A: {' '.join(d.a['command'])}\n"
-                           f"    B: {' '.join(d.b['command'])}", style="yellow"))
+        console.print(Text(f"  note: the commands differ:\n    A: {shown(' '.join(d.a['command']))}\n"
+                           f"    B: {shown(' '.join(d.b['command']))}", style="yellow"))
     else:
-        console.print(Text(f"  {' '.join(d.a['command'])}"))
+        console.print(shown_text(f"  {' '.join(d.a['command'])}"))
     t = Table(title="Totals", title_justify="left", show_edge=False, pad_edge=False, title_style="bold")
     for col, j in (("", "left"), ("A", "right"), ("B", "right"), ("change", "right"), ("B/A", "right")):
         t.add_column(col, justify=j)
@@ -56,15 +57,17 @@ def render_diff_text(d, console: Console, *, top: int = 15) -> None:
                  show_edge=False, pad_edge=False, title_style="bold")
     for f in d.files[:top]:
         most = max(f.breakdown_delta, key=lambda k: abs(f.breakdown_delta[k])) if f.breakdown_delta else None
-        t.add_row(Text(f.key), human_seconds(f.time_a_s), human_seconds(f.time_b_s), _signed(f.delta_s, human_seconds),
-                  LABELS.get(most, "-") if most else "-", Text(f"{f.mount_a or '(absent)'} -> {f.mount_b or '(absent)'}"))
+        t.add_row(shown_text(f.key), human_seconds(f.time_a_s), human_seconds(f.time_b_s),
+                  _signed(f.delta_s, human_seconds), LABELS.get(most, "-") if most else "-",
+                  shown_text(f"{f.mount_a or '(absent)'} -> {f.mount_b or '(absent)'}"))
     console.print(t)
     if d.advice_fixed:
-        console.print(f"  advice only for A (gone in B): {', '.join(d.advice_fixed)}")
+        console.print(shown_text(f"  advice only for A (gone in B): {', '.join(d.advice_fixed)}"))
     if d.advice_new:
-        console.print(f"  advice only for B (new): {', '.join(d.advice_new)}")
+        console.print(shown_text(f"  advice only for B (new): {', '.join(d.advice_new)}"))
 
 
 def render_diff_json(d) -> bytes:
-    return (json.dumps(_clean({"tag": TAG, "schema_version": SCHEMA_VERSION, **d.to_dict()}), indent=1,
-                       ensure_ascii=False, allow_nan=False) + "\n").encode()
+    text = json.dumps(_clean({"tag": TAG, "schema_version": SCHEMA_VERSION, **d.to_dict()}), indent=1,
+                      ensure_ascii=False, allow_nan=False)
+    return (json_safe(text) + "\n").encode()

@@ -1,4 +1,9 @@
-"""The per-file table as CSV: one row per path, columns from FileRow itself (one schema for JSON and CSV)."""
+"""The per-file table as CSV: one row per path, columns from FileRow itself (one schema for JSON and CSV).
+
+Encoding: UTF-8, except that a file name whose bytes are not UTF-8 is written as those bytes, unchanged (the
+name as the file system holds it; in Python read with `encoding="utf-8", errors="surrogateescape"`).  A field
+with a comma, quote or newline is quoted (RFC 4180), so every name stays in its one field.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from dataclasses import fields
 
 from iolens.analysis.breakdown import CLASSES
 from iolens.analysis.model import FileRow
+from iolens.names import utf8
 
 _LISTS = {"read_hist", "write_hist", "flags", "tools"}
 
@@ -41,4 +47,4 @@ def render_csv(report) -> bytes:
             else:
                 out.append(v)
         w.writerow(out)
-    return buf.getvalue().encode()
+    return utf8(buf.getvalue())

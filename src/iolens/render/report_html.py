@@ -11,7 +11,9 @@ import math
 
 from iolens.analysis.breakdown import BREAKDOWN, CLASSES, LABELS
 from iolens.analysis.processes import chain_rows
-from iolens.render.htmlsafe import esc, script_json
+from iolens.names import shown
+from iolens.render.htmlsafe import esc as _esc
+from iolens.render.htmlsafe import script_json
 from iolens.render.multiqc import COLORS
 from iolens.render.report_text import integrity_lines
 from iolens.units import human_bytes, human_seconds, pct
@@ -21,6 +23,11 @@ MAX_PHASES = 500
 MAX_PROC_BARS = 30
 
 
+def _h(s) -> str:
+    """Text of one line for the page: names spelled out as in the terminal (a newline as \\n), then escaped."""
+    return _esc(shown(s))
+
+
 def _num(v) -> float:
     return 0.0 if v is None or (isinstance(v, float) and not math.isfinite(v)) else float(v)
 
@@ -28,11 +35,11 @@ def _num(v) -> float:
 def _td(text, value=None, cls: str = "") -> str:
     v = "" if value is None else f' data-v="{_num(value):.9g}"'
     c = f' class="{cls}"' if cls else ""
-    return f"<td{v}{c}>{esc(text)}</td>"
+    return f"<td{v}{c}>{_h(text)}</td>"
 
 
 def _table(tid: str, headers: list[tuple[str, str]], rows: list[str]) -> str:
-    th = "".join(f'<th data-type="{t}" title="click to sort">{esc(h)}</th>' for h, t in headers)
+    th = "".join(f'<th data-type="{t}" title="click to sort">{_h(h)}</th>' for h, t in headers)
     return (f'<table class="sortable" id="{tid}"><thead><tr>{th}</tr></thead><tbody>' + "".join(rows)
             + "</tbody></table>")
 
@@ -111,12 +118,12 @@ def _advice(r) -> str:
     out = []
     for a in r.advice:
         stake = "" if a.time_at_stake_s is None else (
-            f'<span class="stake">up to {esc(human_seconds(a.time_at_stake_s))} at stake'
+            f'<span class="stake">up to {_h(human_seconds(a.time_at_stake_s))} at stake'
             + (f" ({100 * a.share:.0f}% of process time)" if a.share is not None else "") + "</span>")
-        ev = "".join(f"<li>{esc(e)}</li>" for e in a.evidence)
-        out.append(f'<div class="advice {esc(a.severity)}" data-rule="{esc(a.rule)}"><div class="atitle">'
-                   f'<span class="sev">{esc(a.severity)}</span> {esc(a.title)} {stake}</div>'
-                   f'<ul class="evidence">{ev}</ul><div class="fix"><b>Fix:</b> {esc(a.fix)}</div></div>')
+        ev = "".join(f"<li>{_h(e)}</li>" for e in a.evidence)
+        out.append(f'<div class="advice {_h(a.severity)}" data-rule="{_h(a.rule)}"><div class="atitle">'
+                   f'<span class="sev">{_h(a.severity)}</span> {_h(a.title)} {stake}</div>'
+                   f'<ul class="evidence">{ev}</ul><div class="fix"><b>Fix:</b> {_h(a.fix)}</div></div>')
     return "\n".join(out)
 
 
@@ -128,9 +135,9 @@ def _phases(r) -> dict:
     for row, c in enumerate(chains):
         for k in c.images:
             p = by_index[k]
-            bars.append({"row": row, "name": p.name, "start": p.start_s, "wall": p.wall_s, "io": p.io_s,
+            bars.append({"row": row, "name": shown(p.name), "start": p.start_s, "wall": p.wall_s, "io": p.io_s,
                          "cpu": p.cpu_s, "own": p.own_s, "pid": p.pid})
-    return {"rows": [f"{'  ' * c.depth}{c.label} [{c.pid}]" for c in chains], "bars": bars}
+    return {"rows": [shown(f"{'  ' * c.depth}{c.label} [{c.pid}]") for c in chains], "bars": bars}
 
 
 def _chart_data(r) -> dict:
@@ -141,8 +148,8 @@ def _chart_data(r) -> dict:
         "labels": LABELS,
         "colors": COLORS,
         "run": r.breakdown,
-        "procs": [{"name": f"{p.name} [{p.pid}]", "b": p.breakdown} for p in procs],
-        "mounts": [{"name": m.mount, "b": m.breakdown, "read": m.bytes_read, "written": m.bytes_written,
+        "procs": [{"name": shown(f"{p.name} [{p.pid}]"), "b": p.breakdown} for p in procs],
+        "mounts": [{"name": shown(m.mount), "b": m.breakdown, "read": m.bytes_read, "written": m.bytes_written,
                     "time": m.time_s} for m in r.mounts],
         "hist": r.histograms,
         "timeline": {"t": tl.t_s, "iops": tl.iops, "read_bps": tl.read_bps, "write_bps": tl.write_bps,
@@ -179,18 +186,18 @@ def render_html(r, *, plotly_js: str | None = None) -> bytes:
         ("coverage", "unknown" if cov is None else f"{100 * cov:.1f}%"),
         ("exit status", "?" if cap["exit_status"] is None else str(cap["exit_status"])),
     ]
-    cards_html = "".join(f'<div class="card"><div class="k">{esc(k)}</div><div class="v">{esc(v)}</div></div>'
+    cards_html = "".join(f'<div class="card"><div class="k">{_h(k)}</div><div class="v">{_h(v)}</div></div>'
                          for k, v in cards)
     problems = "".join(
         f'<div class="warn banner" role="alert" data-partial="1" style="border:2px solid #d62728;background:#fdecea;'
-        f'color:#8a1c1c;padding:10px 14px;margin:12px 0;border-radius:6px;font-weight:600">{esc(line)}</div>'
-        if line.startswith("PARTIAL") else f'<p class="warn">{esc(line)}</p>' for line in integrity_lines(r))
-    problems += "".join(f'<p class="warn">warning: {esc(p)}</p>' for p in cap["problems"])
-    thresholds = "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in r.thresholds.items())
+        f'color:#8a1c1c;padding:10px 14px;margin:12px 0;border-radius:6px;font-weight:600">{_h(line)}</div>'
+        if line.startswith("PARTIAL") else f'<p class="warn">{_h(line)}</p>' for line in integrity_lines(r))
+    problems += "".join(f'<p class="warn">warning: {_h(p)}</p>' for p in cap["problems"])
+    thresholds = "".join(f"<tr><td>{_h(k)}</td><td>{_h(v)}</td></tr>" for k, v in r.thresholds.items())
     page = _TEMPLATE.format(
-        title=esc(f"iolens report: {cmd}"[:200]),
-        cmd=esc(cmd),
-        host=esc(f"{cap['host'] or '?'} · {cap['cpus'] or '?'} CPUs · {human_bytes(cap['mem_bytes'])} RAM · "
+        title=_h(f"iolens report: {cmd}"[:200]),
+        cmd=_h(cmd),
+        host=_h(f"{cap['host'] or '?'} · {cap['cpus'] or '?'} CPUs · {human_bytes(cap['mem_bytes'])} RAM · "
                 f"kernel {cap['kernel'] or '?'} · capture {cap['path']}"),
         cards=cards_html,
         problems=problems,
@@ -203,8 +210,8 @@ def render_html(r, *, plotly_js: str | None = None) -> bytes:
         plotly=plotly_js,
         app=_APP_JS,
         css=_CSS,
-        tiny=esc(human_bytes(r.thresholds["tiny_bytes"])),
-        small=esc(human_bytes(r.thresholds["small_bytes"])),
+        tiny=_h(human_bytes(r.thresholds["tiny_bytes"])),
+        small=_h(human_bytes(r.thresholds["small_bytes"])),
     )
     return page.encode("utf-8")
 
@@ -252,7 +259,7 @@ _APP_JS = r"""
 (function(){
   "use strict";
   var D = JSON.parse(document.getElementById("iolens-data").textContent);
-  function esc(s){ return String(s).replace(/&/g,"&amp;").replace(/</g,"&lt;").replace(/>/g,"&gt;"); }
+  function _h(s){ return String(s).replace(/&/g,"&amp;").replace(/</g,"&lt;").replace(/>/g,"&gt;"); }
   function fmtS(s){ if(s<1e-3) return (s*1e6).toFixed(0)+" µs"; if(s<1) return (s*1e3).toFixed(1)+" ms";
     if(s<120) return s.toFixed(2)+" s"; return (s/60).toFixed(1)+" min"; }
   var cfg = {displaylogo:false, responsive:true};
@@ -263,7 +270,7 @@ _APP_JS = r"""
   // time breakdown: the whole run, then the processes with the most own time
   (function(){
     var rows = [{name:"whole run", b:D.run}].concat(D.procs);
-    var y = rows.map(function(r){ return esc(r.name); });
+    var y = rows.map(function(r){ return _h(r.name); });
     var traces = D.classes.map(function(c){
       return {type:"bar", orientation:"h", name:D.labels[c], y:y, marker:{color:D.colors[c]},
               x:rows.map(function(r){ return r.b[c] || 0; }),
@@ -294,7 +301,7 @@ _APP_JS = r"""
       {type:"scatter", mode:"lines", line:{shape:"hv", color:"#1f77b4"}, name:"written", x:t, y:T.write_bps.map(function(v){return v/1048576;})}
     ];
     Object.keys(T.mount_bps).forEach(function(m){
-      tp.push({type:"scatter", mode:"lines", line:{shape:"hv", dash:"dot"}, name:esc(m)+" (est.)", x:t,
+      tp.push({type:"scatter", mode:"lines", line:{shape:"hv", dash:"dot"}, name:_h(m)+" (est.)", x:t,
                y:T.mount_bps[m].map(function(v){return v/1048576;})});
     });
     Plotly.newPlot("chart-throughput", tp, lay({xaxis:{title:{text:"seconds from start"}},
@@ -314,9 +321,9 @@ _APP_JS = r"""
     var share = B.map(function(b){ return b.own > 0 ? Math.min(1, b.io / b.own) : 0; });
     Plotly.newPlot("chart-phases", [{type:"bar", orientation:"h", base:B.map(function(b){return b.start;}),
       x:B.map(function(b){ return Math.max(b.wall, 1e-6); }), y:B.map(function(b){ return b.row; }),
-      text:B.map(function(b){ return esc(b.name); }), textposition:"inside", insidetextanchor:"start",
+      text:B.map(function(b){ return _h(b.name); }), textposition:"inside", insidetextanchor:"start",
       constraintext:"none", textfont:{size:11, color:"#1d2330"}, width:0.8,
-      customdata:B.map(function(b, i){ return [esc(b.name) + " [" + b.pid + "]", fmtS(b.start), fmtS(b.wall),
+      customdata:B.map(function(b, i){ return [_h(b.name) + " [" + b.pid + "]", fmtS(b.start), fmtS(b.wall),
         fmtS(b.cpu), fmtS(b.io), (100 * share[i]).toFixed(0) + "%"]; }),
       hovertemplate:"%{customdata[0]}<br>start %{customdata[1]}, wall %{customdata[2]}<br>cpu %{customdata[3]}, " +
         "I/O %{customdata[4]} (%{customdata[5]} of its own time)<extra></extra>",
@@ -329,7 +336,7 @@ _APP_JS = r"""
       lay({xaxis:{title:{text:"seconds from the start of the run"}, rangemode:"tozero"},
            yaxis:{title:{text:"process (exec chain)"}, autorange:"reversed", automargin:true,
                   tickmode:"array", tickvals:R.map(function(r, i){ return i; }),
-                  ticktext:R.map(function(r){ return esc(r).replace(/ /g, "\u00a0"); })},
+                  ticktext:R.map(function(r){ return _h(r).replace(/ /g, "\u00a0"); })},
            height:Math.max(320, 90 + 24 * R.length), showlegend:false}), cfg);
   })();
 
@@ -340,7 +347,7 @@ _APP_JS = r"""
 
   // per mount: bytes and time, each on an axis from zero in a unit that suits its values
   (function(){
-    var M = D.mounts, x = M.map(function(m){ return esc(m.name); });
+    var M = D.mounts, x = M.map(function(m){ return _h(m.name); });
     var b = unit(Math.max.apply(null, [0].concat(M.map(function(m){ return Math.max(m.read, m.written); }))), BYTES);
     var s = unit(Math.max.apply(null, [0].concat(M.map(function(m){ return m.time; }))), SECONDS);
     Plotly.newPlot("chart-mounts", [

@@ -1,7 +1,8 @@
 """The report as JSON: a tag, a [major, minor] schema version, and every key always (null when n/a).
 
 docs/report-json.md documents every key.  Floats are rounded to nanoseconds / 9 significant places
-so that output is stable across machines.
+so that output is stable across machines.  Text is UTF-8; a byte of a file name that is not UTF-8 is written as a
+`\\udcXX` escape (`os.fsencode` of the loaded string gives the name's bytes back).
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import json
 import math
 from dataclasses import asdict, fields, is_dataclass
 from typing import Any
+
+from iolens.names import json_safe
 
 TAG = "iolens-report"
 SCHEMA_VERSION = [1, 1]
@@ -61,5 +64,6 @@ def render_json(report, *, indent: int | None = 1) -> bytes:
         head = {"tag": TAG, "schema_version": SCHEMA_VERSION}
         text = json.dumps({**head, **{f.name: getattr(report, f.name) for f in fields(report)}}, default=_plain,
                           ensure_ascii=False, allow_nan=False)
-        return (text + "\n").encode()
-    return (json.dumps(report_dict(report), indent=indent, ensure_ascii=False, allow_nan=False) + "\n").encode()
+        return (json_safe(text) + "\n").encode()
+    text = json.dumps(report_dict(report), indent=indent, ensure_ascii=False, allow_nan=False)
+    return (json_safe(text) + "\n").encode()

@@ -8,6 +8,7 @@ from rich.text import Text
 from iolens.analysis.breakdown import BREAKDOWN, LABELS
 from iolens.analysis.files import top_files
 from iolens.analysis.processes import chain_rows
+from iolens.names import shown_text
 from iolens.render.terminal import Col, FitTable
 from iolens.units import human_bytes, human_seconds, pct
 
@@ -76,7 +77,7 @@ def stdio_note(ops: dict[str, int]) -> str | None:
 
 def render_report_text(r, console: Console, *, top: int = 10, max_procs: int = 25) -> None:
     cap, tot = r.capture, r.totals
-    console.print(Text(f"iolens report: {' '.join(cap['command'])}", style="bold"))
+    console.print(shown_text(f"iolens report: {' '.join(cap['command'])}", style="bold"))
     status = "?" if cap["exit_status"] is None else str(cap["exit_status"])
     console.print(f"  wall {human_seconds(tot['wall_s'])}, exit {status}, {tot['processes']} process image(s), "
                   f"{tot['files']} file(s), {human_bytes(tot['bytes_read'])} read, "
@@ -85,9 +86,9 @@ def render_report_text(r, console: Console, *, top: int = 10, max_procs: int = 2
     console.print(f"  attributed coverage: {'unknown' if cov is None else f'{100 * cov:.1f}%'} of the kernel's "
                   f"{human_bytes(tot['kernel_read'])} read + {human_bytes(tot['kernel_written'])} written")
     for line in integrity_lines(r):
-        console.print(Text(f"  {line}", style="bold red" if line.startswith("PARTIAL") else "yellow"))
+        console.print(shown_text(f"  {line}", style="bold red" if line.startswith("PARTIAL") else "yellow"))
     for prob in cap["problems"]:
-        console.print(Text(f"  warning: {prob}", style="yellow"))
+        console.print(shown_text(f"  warning: {prob}", style="yellow"))
 
     own = tot["own_s"]
     console.print()
@@ -111,7 +112,8 @@ def render_report_text(r, console: Console, *, top: int = 10, max_procs: int = 2
                              ("written", "right"), ("calls", "right", 4), ("time", "right"), ("files", "right", 1),
                              ("temp", "right", 5)])
         for m in r.mounts:
-            t.add_row(Text(m.mount), m.storage, m.fstype or "-", human_bytes(m.bytes_read),
+            t.add_row(shown_text(m.mount), shown_text(m.storage), shown_text(m.fstype or "-"),
+                      human_bytes(m.bytes_read),
                       human_bytes(m.bytes_written), f"{m.reads + m.writes + m.metadata_ops:,}",
                       human_seconds(m.time_s), str(m.files),
                       human_bytes(m.temp_bytes) if m.temp_files else "-")
@@ -130,7 +132,7 @@ def render_report_text(r, console: Console, *, top: int = 10, max_procs: int = 2
                 note = f"temp {human_seconds(f.lifetime_s)}"
             elif f.times_read and f.times_read >= 1.5:
                 note = f"read {f.times_read:.1f}x"
-            t.add_row(Text(f.path), Text(f.mount), human_bytes(f.bytes_read), human_bytes(f.bytes_written),
+            t.add_row(shown_text(f.path), shown_text(f.mount), human_bytes(f.bytes_read), human_bytes(f.bytes_written),
                       f"{f.reads + f.writes:,}", f.dominant_size, f.pattern, human_seconds(f.time_s), note)
         console.print(t)
 
@@ -141,7 +143,8 @@ def render_report_text(r, console: Console, *, top: int = 10, max_procs: int = 2
                                            ("written", "right"), ("exit", "right", 1)])
         chains = chain_rows(r.processes)
         for p in chains[:max_procs]:
-            t.add_row(Text("  " * p.depth + f"{p.label} [{p.pid}]"), human_seconds(p.start_s), human_seconds(p.wall_s),
+            t.add_row(shown_text("  " * p.depth + f"{p.label} [{p.pid}]"), human_seconds(p.start_s),
+                      human_seconds(p.wall_s),
                       human_seconds(p.cpu_s), human_seconds(p.io_s), human_bytes(p.bytes_read),
                       human_bytes(p.bytes_written), "-" if p.exit_status is None else str(p.exit_status))
         console.print(t)
@@ -156,7 +159,7 @@ def render_report_text(r, console: Console, *, top: int = 10, max_procs: int = 2
         stake = "" if a.time_at_stake_s is None else f"  [up to {human_seconds(a.time_at_stake_s)} at stake" + (
             f", {100 * a.share:.0f}% of process time]" if a.share is not None else "]")
         style = {"high": "bold red", "medium": "yellow", "low": "default", "info": "cyan"}[a.severity]
-        console.print(Text(f"  {i}. ", style=style) + Text(a.title, style=style) + Text(stake))
+        console.print(Text(f"  {i}. ", style=style) + shown_text(a.title, style=style) + Text(stake))
         for e in a.evidence:
-            console.print(Text(f"       - {e}"))
-        console.print(Text(f"     fix: {a.fix}"))
+            console.print(shown_text(f"       - {e}"))
+        console.print(shown_text(f"     fix: {a.fix}"))

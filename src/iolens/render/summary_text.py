@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.text import Text
 
 from iolens.analysis.model import ProcSummary, RunSummary
+from iolens.names import shown_text
 from iolens.render.terminal import Col, FitTable
 from iolens.render.terminal import console as terminal
 from iolens.units import human_bytes, human_seconds, pct
@@ -37,7 +38,7 @@ def _chain_rows(tree: list[ProcSummary]) -> list[tuple[ProcSummary, list[ProcSum
 def render_summary(s: RunSummary, console: Console, *, max_tree: int = 25) -> None:
     cmd = " ".join(s.command)
     status = "?" if s.exit_status is None else str(s.exit_status)
-    console.print(Text(f"iolens: {cmd}", style="bold"))
+    console.print(shown_text(f"iolens: {cmd}", style="bold"))
     console.print(
         f"  wall {human_seconds(s.wall_s)}, exit {status}, {s.processes} process image(s), "
         f"{s.files} file(s)"
@@ -60,22 +61,21 @@ def render_summary(s: RunSummary, console: Console, *, max_tree: int = 25) -> No
         f"{human_bytes(s.kernel_written)} written"
     )
     if s.coverage is not None and s.coverage < 0.9:
-        console.print(
-            "  [yellow]warning:[/] part of the I/O was not seen (static binary, raw syscalls or mmap); "
-            "the breakdown covers only what was attributed"
-        )
+        console.print(Text("  ") + Text("warning:", style="yellow")
+                      + Text(" part of the I/O was not seen (static binary, raw syscalls or mmap); "
+                             "the breakdown covers only what was attributed"))
     if s.top_files:
         t = FitTable([Col("file", "left", flex="left"), Col("fs", "left", drop=2), Col("read"), Col("written"),
                       Col("ops", drop=1), Col("time")], title="Top files by I/O time", **STYLE)
         for f in s.top_files:
-            t.add_row(Text(f.path), f"{f.fstype} {f.mount}", human_bytes(f.bytes_read),
+            t.add_row(shown_text(f.path), shown_text(f"{f.fstype} {f.mount}"), human_bytes(f.bytes_read),
                       human_bytes(f.bytes_written), str(f.reads + f.writes), human_seconds(f.time_s))
         console.print(t)
     if s.temp_files:
         total = sum(f.bytes_written for f in s.temp_files)
         console.print(f"  temp files: {len(s.temp_files)} created and deleted, {human_bytes(total)} written")
         for f in s.temp_files[:5]:
-            console.print(Text(f"    {f.path} ({human_bytes(f.bytes_written)}, lived "
+            console.print(shown_text(f"    {f.path} ({human_bytes(f.bytes_written)}, lived "
                                f"{human_seconds(f.lifetime_s)}, {f.fstype})"))
     if s.tree:
         t = FitTable([Col("process", "left", flex="right"), Col("start", drop=2), Col("wall"), Col("cpu", drop=3),
@@ -84,7 +84,8 @@ def render_summary(s: RunSummary, console: Console, *, max_tree: int = 25) -> No
         for p, imgs in rows[:max_tree]:
             last = imgs[-1]
             wall = max(x.start_s + x.wall_s for x in imgs) - p.start_s
-            t.add_row(Text("  " * p.depth + f"{' → '.join(x.name for x in imgs)} [{p.pid}]"), human_seconds(p.start_s),
+            t.add_row(shown_text("  " * p.depth + f"{' → '.join(x.name for x in imgs)} [{p.pid}]"),
+                      human_seconds(p.start_s),
                       human_seconds(wall), human_seconds(sum(x.cpu_s for x in imgs)),
                       human_seconds(sum(x.io_wall_s for x in imgs)), human_bytes(sum(x.bytes_read for x in imgs)),
                       human_bytes(sum(x.bytes_written for x in imgs)),
@@ -93,4 +94,4 @@ def render_summary(s: RunSummary, console: Console, *, max_tree: int = 25) -> No
         if len(rows) > max_tree:
             console.print(f"  … and {len(rows) - max_tree} more processes (iolens parse shows all)")
     for prob in s.problems:
-        console.print(Text(f"  warning: {prob}", style="yellow"))
+        console.print(shown_text(f"  warning: {prob}", style="yellow"))

@@ -1,9 +1,11 @@
 """The terminal every command prints to, and tables that fit in it.
 
 `console()` takes its width from rich's own detection (the terminal, else $COLUMNS, else 80) with a
-floor of 80 columns.  `fit_table()` builds a rich table whose rows never wrap: while the table is
-wider than the console it drops the columns marked least important, and then gives what is left of
-the width to one "flex" column (a path or a name), whose cells are ellipsized instead of wrapped.
+floor of 80 columns, and never reads printed strings as markup or emoji codes: file names and commands are
+printed as they are (with their control characters spelled out, `iolens.names.shown`).  `fit_table()` builds a
+rich table whose rows never wrap: while the table is wider than the console it drops the columns marked least
+important, and then gives what is left of the width to one "flex" column (a path or a name), whose cells are
+ellipsized instead of wrapped.  A table cell never holds markup or a control character (`FitTable.add_row`).
 """
 
 from __future__ import annotations
@@ -18,13 +20,18 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from iolens.names import shown
+
 MIN_WIDTH = 80
 FLEX_MIN = 24  # a path column narrower than this says too little: drop other columns first
 
 
 def console(*, stderr: bool = False, **kw: Any) -> Console:
-    """A console as wide as the terminal (rich's detection), never narrower than 80 columns."""
+    """A console as wide as the terminal (rich's detection), never narrower than 80 columns; printed strings are
+    not markup (style with `Text`)."""
     kw.setdefault("highlight", False)
+    kw.setdefault("markup", False)
+    kw.setdefault("emoji", False)
     kw.setdefault("soft_wrap", False)
     width = Console(stderr=stderr).width
     return Console(stderr=stderr, width=max(MIN_WIDTH, width), **kw)
@@ -137,6 +144,15 @@ def fit_table(con: Console, cols: Sequence[Col], rows: Sequence[Sequence[Rendera
     return table
 
 
+def _safe(cell: RenderableType) -> RenderableType:
+    """A cell that cannot break its row or the terminal: a string is never markup, control characters are shown."""
+    if isinstance(cell, str):
+        return Text(shown(cell))
+    if isinstance(cell, Text) and not cell.plain.isprintable():
+        return Text(shown(cell.plain), style=cell.style)  # (styled parts inside lose their style)
+    return cell
+
+
 class FitTable:
     """A fitted table that is laid out when printed, for the width it is printed at.
 
@@ -151,7 +167,7 @@ class FitTable:
         self.rows: list[list[RenderableType]] = []
 
     def add_row(self, *cells: RenderableType) -> None:
-        self.rows.append(list(cells))
+        self.rows.append([_safe(c) for c in cells])
 
     def __rich_console__(self, con: Console, options: ConsoleOptions) -> RenderResult:
         yield fit_table(con, self.cols, self.rows, width=options.max_width, **self.style)

@@ -1,0 +1,78 @@
+"""Untrusted text (file names, argv, environment, tool output) in every output, one policy.
+
+Names come from the program that was profiled, so they may hold anything a file name can: bytes that are not
+UTF-8, escape sequences that clear the screen or set the window title, newlines, bidi overrides, or text that
+looks like rich markup.  The capture reader decodes names with `surrogateescape` (as Python does for file names),
+so the raw bytes are always recoverable: `os.fsencode(name)`.
+
+- `shown(s)`: the display form for a terminal (and for HTML text): printable characters as they are; control
+  and format characters, line separators and undecodable bytes spelled out visibly (`\\e`, `\\n`, `\\x07`,
+  `\\xff` for a byte that is not UTF-8, `\\u202e`).  It is for humans and is not reversible.
+- `shown_text(s)`: the same as a `rich.text.Text`, which rich never reads as markup.
+- `json_safe(text)`: JSON written with `ensure_ascii=False`, with every lone surrogate written as a `\\udcXX`
+  escape, so the output is valid UTF-8 and `json.loads` gives back the name exactly (lossless).
+- `utf8(s)`: text as UTF-8, with the bytes of a name that is not UTF-8 written back as those bytes (CSV).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.text import Text
+
+_NAMED = {"\x1b": "\\e", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _visible(ch: str) -> bool:
+    return ch.isprintable() or unicodedata.category(ch) == "Zs"  # no-break and other spaces stay spaces
+
+
+def _spell(ch: str) -> str:
+    if ch in _NAMED:
+        return _NAMED[ch]
+    n = ord(ch)
+    if 0xDC80 <= n <= 0xDCFF:  # a byte that was not UTF-8, as surrogateescape keeps it
+        return f"\\x{n - 0xDC00:02x}"
+    if n < 0x100:
+        return f"\\x{n:02x}"
+    return f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}"
+
+
+def shown(s: object, *, lines: bool = False) -> str:
+    """`s` as text that is safe to print: nothing in it moves the cursor, styles, links or reorders the line.
+
+    lines: keep newlines and tabs (text that is meant to have lines, such as a tool's stderr, in HTML)."""
+    s = str(s)
+    if s.isprintable():
+        return s
+    return "".join(ch if _visible(ch) or (lines and ch in "\n\t") else _spell(ch) for ch in s)
+
+
+def shown_text(s: object, style: str = "") -> Text:
+    """`shown(s)` as rich Text: printed as it is, never read as markup."""
+    from rich.text import Text
+
+    return Text(shown(s), style=style)
+
+
+def _escape_surrogate(m: re.Match[str]) -> str:
+    return f"\\u{ord(m.group()):04x}"
+
+
+def json_safe(text: str) -> str:
+    """JSON text from `json.dumps(..., ensure_ascii=False)` with lone surrogates escaped (`\\udcff`).
+
+    JSON syntax is ASCII, so a surrogate can only be inside a string, where `\\uXXXX` means the same code point."""
+    return _SURROGATE.sub(_escape_surrogate, text)
+
+
+def utf8(s: str) -> bytes:
+    """UTF-8, with a name's undecodable bytes written back as they were (other lone surrogates escaped)."""
+    try:
+        return s.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return re.sub("[\ud800-\udc7f\udd00-\udfff]", _escape_surrogate, s).encode("utf-8", "surrogateescape")
