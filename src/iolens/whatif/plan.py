@@ -52,7 +52,7 @@ PATH_OPS = ("STAT", "UNLINK", "RENAME", "MKDIR", "SYNCFS")
 # The profiler's own cost per traced event that falls outside the recorded call (the hook's entry, the clock
 # reads, writing the event): it lands in the recorded compute gaps, and the replay would pay it again as compute.
 # Measured as the slope of a profiled `dd bs=1` (one event per read and per write) over an unprofiled one:
-# about 0.4 us per event on a 2-core x86-64 VM (benchmarks/whatif_accuracy.py measures it again and prints it).
+# 0.1-0.4 us per event on a 2-core x86-64 VM (benchmarks/whatif_accuracy.py measures it again and prints it).
 TRACE_EVENT_OVERHEAD_NS = 400
 
 _CONTENT_BY_EXT = {".fq": "fastq", ".fastq": "fastq", ".fa": "fastq", ".fasta": "fastq", ".fna": "fastq",
