@@ -152,3 +152,53 @@ def test_fio_iolog_is_accepted_by_fio(known, tmp_path):
     job = json.loads(f.stdout[f.stdout.index("{"):])["jobs"][0]
     assert job["read"]["io_bytes"] == 512 * 1024
     assert job["write"]["io_bytes"] == 512 * 1024
+
+
+def test_layout_and_setup_are_not_timed(tmp_path):
+    """The replayed wall time starts after the layout (and its writeback) and covers only the ops."""
+    from iolens.bench.targets import resolve
+    from iolens.whatif.engine import op_codes, op_dtype
+    from iolens.whatif.plan import Plan, ReplayFile
+    from iolens.whatif.replay import replay_on
+
+    c = op_codes()
+    files = [ReplayFile("/big", "big", layout=128 << 20)]
+    rows = [(c["START"], 0, 0, 0, 0), (c["OPEN"], 0, 0, 0, 0), (c["READ"], 0, 0, 4096, 2_000_000),
+            (c["CLOSE"], 0, 0, 0, 0)]
+    ops = np.zeros(len(rows), dtype=op_dtype())
+    arr = np.array(rows, dtype=np.int64)
+    ops["op"], ops["obj"], ops["offset"], ops["size"], ops["gap"] = arr.T
+    plan = Plan(files, [0], [0], 1, [0], 0, ops, 0.0)
+    target = tmp_path / "t"
+    target.mkdir()
+    res = replay_on(plan, resolve(str(target)))
+    assert res.errors == 0
+    assert res.layout_s > 0 and res.setup_s >= 0
+    # 128 MiB laid out and synced, against one 4 KiB read after a 2 ms gap
+    assert res.wall_s < res.layout_s / 2, (res.wall_s, res.layout_s)
+    assert 0.002 <= res.wall_s < 0.5
+    [th] = res.threads
+    assert set(th) == {"begin", "end", "gap", "late", "dep", "busy"}
+    assert th["gap"] >= 0.0015 and th["end"] <= res.wall_s + 1e-6
+    assert list(target.iterdir()) == []
+
+
+def test_profiler_overhead_comes_out_of_the_gaps(known, tmp_path):
+    from iolens.capture.reader import read_capture
+    from iolens.whatif.plan import TRACE_EVENT_OVERHEAD_NS, build_plan
+
+    cap = read_capture(known)
+    raw = build_plan(cap, event_overhead_ns=0)
+    assert raw.overhead_s == 0
+    big = build_plan(cap, event_overhead_ns=1_000_000)  # 1 ms per event: shows in every gap that holds events
+    assert (big.ops["gap"] <= raw.ops["gap"]).all() and (big.ops["gap"] >= 0).all()
+    assert abs((int(raw.ops["gap"].sum()) - int(big.ops["gap"].sum())) / 1e9 - big.overhead_s) < 1e-9
+    # every replayed op after the first of its thread had its own predecessor's recording in its gap
+    per_thread_ops = np.bincount(raw.ops["thread"])
+    assert big.overhead_s >= 1e-3 * (per_thread_ops[per_thread_ops > 1] - 1).sum() * 0.5
+    # the default takes out a little, never more than 1 us per event
+    dflt = build_plan(cap)
+    assert 0 < dflt.overhead_s <= raw.ops["gap"].sum() / 1e9
+    assert TRACE_EVENT_OVERHEAD_NS < 1000
+    # the sleeps stay: the program's 30 ms and 50 ms gaps are far above the profiler's cost
+    assert (int(raw.ops["gap"].sum()) - int(dflt.ops["gap"].sum())) / 1e9 < 0.01

@@ -49,6 +49,12 @@ _FILE_OPS = {
 PATH_OPS = ("STAT", "UNLINK", "RENAME", "MKDIR", "SYNCFS")
 # not replayed (their time stays in the compute gap): LSEEK, DUP, FSEEK, FTELL, TRUNCATE, FALLOCATE, MMAP, MUNMAP
 
+# The profiler's own cost per traced event that falls outside the recorded call (the hook's entry, the clock
+# reads, writing the event): it lands in the recorded compute gaps, and the replay would pay it again as compute.
+# Measured as the slope of a profiled `dd bs=1` (one event per read and per write) over an unprofiled one:
+# 0.1-0.4 us per event on a 2-core x86-64 VM (benchmarks/whatif_accuracy.py measures it again and prints it).
+TRACE_EVENT_OVERHEAD_NS = 400
+
 _CONTENT_BY_EXT = {".fq": "fastq", ".fastq": "fastq", ".fa": "fastq", ".fasta": "fastq", ".fna": "fastq",
                    ".sam": "sam", ".txt": "sam", ".tsv": "sam", ".bed": "sam", ".vcf": "sam"}
 
@@ -84,6 +90,7 @@ class Plan:
     wall_s: float                      # the original run's wall time
     skipped_ops: int = 0               # events left as compute (system files, untracked descriptors, seeks, mmap)
     notes: list[str] = field(default_factory=list)
+    overhead_s: float = 0.0            # the profiler's recording cost taken out of the compute gaps
 
     def job(self, root: str, ops_path: str, *, speed: str, cache: str, log: str | None = None) -> dict[str, Any]:
         return {"root": root, "ops": ops_path, "speed": speed, "cache": cache, "log": log,
@@ -106,8 +113,11 @@ def _is_data(path: str) -> bool:
     return path.startswith("/") and path.strip("/") != "" and not path.startswith(SYSTEM_PREFIXES)
 
 
-def build_plan(cap: Capture) -> Plan:
-    """The replay plan of a capture; UsageError with one line when it has no trace."""
+def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS) -> Plan:
+    """The replay plan of a capture; UsageError with one line when it has no trace.
+
+    `event_overhead_ns`: the profiler's cost per traced event outside the recorded call, taken out of the compute
+    gap that holds it (0 keeps the gaps as recorded)."""
     if not has_trace(cap):
         raise UsageError(f"{cap.path} has no operation trace; profile the step again with `iolens profile --trace` "
                          "to replay it (`iolens predict` works without one)")
@@ -162,6 +172,7 @@ def build_plan(cap: Capture) -> Plan:
     pipe_rows: list[np.ndarray] = []
     skipped = 0
     proc_threads: list[list[tuple[int, float, float]]] = []  # per process: (thread, first start, last end)
+    event_times: dict[int, np.ndarray] = {}  # thread -> start of every recorded event, replayed or not (sorted)
 
     def thread_id(pi: int, tid: int) -> int:
         t = thread_of.get((pi, tid))
@@ -201,6 +212,7 @@ def build_plan(cap: Capture) -> Plan:
             starts = ev["start_mono"][sel]
             ends = starts + ev["dur_ns"][sel]
             pts.append((t, float(starts.min()), float(ends.max())))
+            event_times[t] = np.sort(starts.astype(np.int64))
         proc_threads.append(pts)
         ev, rp, kind, gid, tids = ev[keep], rp[keep], kind[keep], gid[keep], tids[keep]
         if not len(ev):
@@ -310,6 +322,9 @@ def build_plan(cap: Capture) -> Plan:
         root_set = np.isin(a[:, 6], roots) & is_start
         gap[is_start] = 0
         gap[root_set] = a[root_set, 0] - t0
+        gap, overhead_ns = _less_overhead(a, gap, event_times, event_overhead_ns)
+    else:
+        overhead_ns = 0
     out = np.zeros(len(a), dtype=op_dtype())
     out["gap"], out["dur"], out["offset"], out["size"] = gap, a[:, 1], a[:, 2], a[:, 3]
     out["op"], out["thread"], out["obj"], out["flags"] = a[:, 4], a[:, 5], a[:, 6], a[:, 7]
@@ -317,7 +332,24 @@ def build_plan(cap: Capture) -> Plan:
     if any(p.fields.get("trace_lost") for p in procs):
         notes.append("some trace events were lost while recording; the replay misses them")
     return Plan(files, handles, threads, len(procs), roots, len(pipes), out, float(cap.meta.get("wall_s") or 0.0),
-                skipped_ops=skipped, notes=notes)
+                skipped_ops=skipped, notes=notes, overhead_s=overhead_ns / 1e9)
+
+
+def _less_overhead(a: np.ndarray, gap: np.ndarray, event_times: dict[int, np.ndarray],
+                   per_event_ns: int) -> tuple[np.ndarray, int]:
+    """The gaps without the profiler's recording cost: each gap held the recording of the thread's events since
+    its previous op (that op's own, and those of the events not replayed), at `per_event_ns` each."""
+    if per_event_ns <= 0 or not len(a):
+        return gap, 0
+    out = gap.copy()
+    for th, times in event_times.items():
+        sel = np.nonzero(a[:, 5] == th)[0]
+        if not len(sel):
+            continue
+        cum = np.searchsorted(times, a[sel, 0], side="left")
+        events = np.diff(cum, prepend=0)
+        out[sel] = np.maximum(gap[sel] - events * per_event_ns, 0)
+    return out, int((gap - out).sum())
 
 
 def _pipe_needs(pr: np.ndarray, read_code: int, pipe_buf: int) -> np.ndarray:

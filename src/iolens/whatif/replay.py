@@ -31,6 +31,11 @@ class TargetReplay:
     dependency_timeouts: int
     same_storage: bool = False
     fidelity: float | None = None  # replayed / original - 1, on the storage the capture was taken on
+    layout_s: float = 0.0          # laying out the input files (not part of wall_s)
+    setup_s: float = 0.0           # the replayer reading its job (not part of wall_s)
+    # per replayed thread: begin/end (since the replay started), waited compute gaps, behind schedule,
+    # waited for other threads, inside file operations (seconds)
+    threads: list[dict[str, float]] = field(default_factory=list)
     raw: dict[str, Any] = field(default_factory=dict)
 
 
@@ -73,7 +78,10 @@ def replay_on(plan: Plan, t: Target, *, speed: str = "recorded", cache: str = "w
     same = bool(home_devs) and t.path is not None and os.stat(t.path).st_dev in (home_devs or set())
     wall = res["wall_ns"] / 1e9
     out = TargetReplay(t.spec, wall, {k: res["class_ns"].get(k, 0) / 1e9 for k in CLASSES}, res["ops"],
-                       res["errors"], res["dependency_timeouts"], same_storage=same, raw=res)
+                       res["errors"], res["dependency_timeouts"], same_storage=same,
+                       layout_s=res.get("layout_ns", 0) / 1e9, setup_s=res.get("setup_ns", 0) / 1e9,
+                       threads=[{k.removesuffix("_ns"): v / 1e9 for k, v in th.items()}
+                                for th in res.get("thread_times", [])], raw=res)
     if same and plan.wall_s > 0:
         out.fidelity = wall / plan.wall_s - 1.0
     return out
