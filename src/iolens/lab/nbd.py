@@ -200,8 +200,8 @@ def _up(state_dir: Path, mnt: Path, device: Device, rec: dict, size: int, fstype
 
     fuse = state_dir / "fuse"
     fuse.mkdir(exist_ok=True)
-    _spawn(state_dir, rec, "nbdfuse", ["nbdfuse", "-C", str(CONNECTIONS), "-P", str(state_dir / "nbdfuse.pid"), str(fuse),
-                                       "--unix", str(sock)])
+    _spawn(state_dir, rec, "nbdfuse", ["nbdfuse", "-C", str(CONNECTIONS), "-P", str(state_dir / "nbdfuse.pid"),
+                                       str(fuse), "--unix", str(sock)])
     _wait(lambda: (state_dir / "nbdfuse.pid").exists() and mount_at(fuse) is not None, state_dir, rec, "nbdfuse")
 
     backing = fuse / "nbd"
