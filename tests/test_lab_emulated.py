@@ -81,34 +81,45 @@ def test_status_shows_each_disk_with_its_published_limits(labdir):
         in text
 
 
-@pytest.mark.parametrize("name", DISKS)
-def test_buffered_write_sync_and_cold_read_take_the_time_the_limits_imply(labdir, name):
-    """dd and sync as plain processes (no wrapper, no cgroup): the page cache absorbs the write, sync pays for it,
-    and a read that misses the cache pays again."""
-    p = nbd.profile(name)
-    root = Path(status(labdir)[name]["path"])
+def _write_sync_read(root: Path, n: int) -> tuple[float, float]:
+    """Seconds to write n MiB buffered and sync them, and to read them back cold (plain dd and sync processes)."""
     f = root / f"timed-{os.getpid()}.bin"
-    if p.bandwidth is None:  # nvme: unthrottled, as fast as the stack goes
-        n = 32
-    else:
-        n = max(4, round(SECONDS * p.bandwidth / MiB))
     write = timed(["dd", "if=/dev/zero", f"of={f}", "bs=1M", f"count={n}", "status=none"])
     write += timed(["sync", str(f)])
     assert pagecache.evict(f)  # written back, so the pages can go: the read below misses the cache
     read = timed(["dd", f"if={f}", "of=/dev/null", "bs=1M", "status=none"])
     f.unlink()
-    if p.bandwidth is None:
-        print(f"lab:{name}: {n} MiB written + synced in {write:.2f} s, read cold in {read:.2f} s", file=sys.stderr)
-        assert n / write > 60 and n / read > 60  # MiB/s: no emulated limit in the way (slow shared host aside)
+    return write, read
+
+
+@pytest.mark.parametrize("name", DISKS)
+def test_buffered_write_sync_and_cold_read_take_the_time_the_limits_imply(labdir, name):
+    """dd and sync as plain processes (no wrapper, no cgroup): the page cache absorbs the write, sync pays for it,
+    and a read that misses the cache pays again. The limit is a cap: no attempt may be faster than it allows, and a
+    busy shared machine can only slow an attempt down, so up to 3 attempts are made for the upper bound."""
+    p = nbd.profile(name)
+    root = Path(status(labdir)[name]["path"])
+    if p.bandwidth is None:  # nvme: unthrottled, as fast as the stack goes
+        write, read = _write_sync_read(root, 32)
+        print(f"lab:{name}: 32 MiB written + synced in {write:.2f} s, read cold in {read:.2f} s", file=sys.stderr)
+        assert 32 / write > 40 and 32 / read > 40  # MiB/s: no emulated limit in the way (slow shared host aside)
         return
+    n = max(4, round(SECONDS * p.bandwidth / MiB))
     expected = n * MiB / p.bandwidth
-    print(f"lab:{name}: {n} MiB written + synced in {write:.2f} s, read cold in {read:.2f} s; the limit implies "
-          f"{expected:.2f} s", file=sys.stderr)
     # fixed costs on top: starting dd and sync, filling the page cache before writeback starts, and the journal
     # commit that sync waits for (a few requests in a row, each paying the device latency)
-    fixed = 0.25 + 4 * p.device.latency_ms / 1000
-    assert (1 - TOLERANCE) * expected < write < (1 + TOLERANCE) * expected + fixed, (write, expected)
-    assert (1 - TOLERANCE) * expected < read < (1 + TOLERANCE) * expected + fixed, (read, expected)
+    upper = (1 + TOLERANCE) * expected + 0.25 + 4 * p.device.latency_ms / 1000
+    writes, reads = [], []
+    for _attempt in range(3):
+        write, read = _write_sync_read(root, n)
+        writes.append(write)
+        reads.append(read)
+        assert write > (1 - TOLERANCE) * expected and read > (1 - TOLERANCE) * expected, (write, read, expected)
+        if write < upper and read < upper:
+            break
+    print(f"lab:{name}: {n} MiB written + synced in {' '.join(f'{w:.2f}' for w in writes)} s, read cold in "
+          f"{' '.join(f'{r:.2f}' for r in reads)} s; the limit implies {expected:.2f} s", file=sys.stderr)
+    assert min(writes) < upper and min(reads) < upper, (writes, reads, upper)
 
 
 def test_compare_on_an_emulated_disk_is_slowed_with_no_wrapper_and_says_emulated(labdir, tmp_path):

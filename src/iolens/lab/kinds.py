@@ -4,7 +4,9 @@ A kind is one row of KINDS.  `up` calls its `start` (with the bring-up job, whic
 the S3 server, toxiproxy, sshd, FUSE mounts), `status` its `check`, and `down` (and a rebuild) its `stop`.
 A new kind is a `register_kind(Kind(...))` here plus the targets in catalog.py that use it; nothing else names
 kinds.  Every resource a kind makes goes through the job (`spawn`, `add_mount`, `state["loops"]`,
-`state["cgroups"]`), so the state records it before `up` moves on and `down` can remove it even after a crash.
+`state["cgroups"]`), or into a record of the kind's own under the lab directory (the emulated disks: nbd.py's
+`nbd/NAME/nbd.json`), so it is recorded before `up` moves on; the target itself is recorded (status "starting")
+before its kind starts it, so `down` can stop it its kind's way even after a crash.
 """
 
 from __future__ import annotations
