@@ -231,3 +231,23 @@ def test_nbd_status_and_run_say_the_device_is_slow_for_everyone(tmp_path):
     else:
         assert res.returncode == 5 and "needs root" in res.stdout
     iolens("lab", "down", "--dir", tmp_path / "l")
+
+
+def test_a_target_whose_start_died_half_way_is_stopped_by_down(toy_kind, tmp_path, monkeypatch):
+    """`up` records a target (status "starting") before its kind starts it, so `down` stops it its kind's way even
+    when the start died with something other than a StepFailed (as a killed `up` would leave it)."""
+    from iolens.lab import kinds
+    from iolens.lab.down import down
+    from iolens.lab.up import Settings, up
+
+    def start(job, target, info):
+        toy_kind.append("start")
+        (job.mountpoint(target.name) / "marker").write_text("half")
+        raise RuntimeError("killed half-way")
+
+    monkeypatch.setitem(kinds.KINDS, "toydir", kinds.Kind("toydir", start, stop=kinds.KINDS["toydir"].stop))
+    root = tmp_path / "lab"
+    with pytest.raises(RuntimeError):
+        up(root, parse_only("toy"), Settings(), lambda m: None)
+    assert st.load(root)["targets"]["toy"]["status"] == "starting"
+    assert down(root, lambda m: None) == [] and toy_kind[-1] == "stop" and not root.exists()
