@@ -68,7 +68,7 @@ def up(only, lab_dir, size, disk_size, latency_ms, bandwidth_mbps, quiet):
 
 @lab.command()
 @DIR_OPTION
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (tag iolens-lab-status, schema [1, 0]).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (tag iolens-lab-status, schema [1, 1]).")
 def status(lab_dir, as_json):
     """Each target's health, filesystem and limits."""
     from iolens.lab import state as st
