@@ -206,8 +206,9 @@ def test_results_on_an_emulated_lab_target_carry_emulated_and_its_name(tmp_path)
     rep = json.loads(out.read_text())
     by = {r["name"]: r for r in rep["results"]}
     assert by[f"lab:{emulated}"]["emulated"] is True and by[f"lab:{emulated}"]["emulated_targets"] == [emulated]
-    assert by[f"lab:{emulated}"]["lab_targets"] == [emulated]
-    assert by[f"lab:{plain}"]["emulated"] is False and by[f"lab:{plain}"]["lab_targets"] == [plain]
+    assert [t["target"] for t in by[f"lab:{emulated}"]["lab_targets"]] == [f"lab:{emulated}"]
+    assert by[f"lab:{plain}"]["emulated"] is False
+    assert [t["target"] for t in by[f"lab:{plain}"]["lab_targets"]] == [f"lab:{plain}"]
     assert by["/dev/null"]["emulated"] is False and by["/dev/null"]["lab_targets"] == []
     locs = rep["provenance"]["locations"]
     assert locs[f"lab:{emulated}"]["emulated"] is True and locs[f"lab:{emulated}"]["lab"] == emulated

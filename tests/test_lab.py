@@ -27,12 +27,13 @@ def test_apt_list_matches_the_tools_catalogue():
 
 
 def test_catalogue_names_kinds_and_limits():
-    assert {"tmpfs", "ext4", "xfs", "btrfs", "btrfs-zstd", "btrfs-lzo", "btrfs-zlib", "hdd", "gp2", "st1", "s3",
-            "s3-rclone", "s3-remote", "netfs", "netfs-remote"} == set(TARGETS)
+    assert {"tmpfs", "ext4", "xfs", "btrfs", "btrfs-zstd", "btrfs-lzo", "btrfs-zlib", "throttle", "magnetic", "gp2",
+            "gp3", "io2-100", "io2-500", "st1", "sc1", "hdd", "nvme", "s3", "s3-rclone", "s3-remote", "netfs",
+            "netfs-remote"} == set(TARGETS)
     for t in TARGETS.values():
-        if t.limits:  # sequential 1 MiB O_DIRECT I/O is 2 requests per MiB: the byte rate must govern it
-            assert t.limits.iops >= 2 * t.limits.bps / (1 << 20), t.name
-            assert t.emulated
+        if t.throttle:  # sequential 1 MiB O_DIRECT I/O is 2 requests per MiB: the byte rate must govern it
+            assert t.throttle.iops >= 2 * t.throttle.bps / (1 << 20), t.name
+            assert t.emulated and t.emulation == "cgroup"
     assert [t.name for t in parse_only("lab:s3, ext4")] == ["ext4", "s3"]
     with pytest.raises(UsageError, match="not a lab target; choose from tmpfs"):
         parse_only("ext5")
@@ -96,7 +97,7 @@ def test_down_without_a_lab_is_a_no_op(tmp_path):
         assert res.returncode == 0 and "nothing to do" in res.stdout
     res = iolens("lab", "status", "--dir", tmp_path / "never", "--json")
     doc = json.loads(res.stdout)
-    assert doc["tag"] == "iolens-lab-status" and doc["schema_version"] == [1, 0] and doc["lab_up"] is False
+    assert doc["tag"] == "iolens-lab-status" and doc["schema_version"] == [1, 1] and doc["lab_up"] is False
     assert [t["status"] for t in doc["targets"]] == ["down"] * len(TARGETS)
 
 
@@ -191,3 +192,62 @@ def test_every_target_has_a_registered_kind_and_s3_comes_from_the_kind():
     assert {t.kind for t in TARGETS.values()} <= set(KINDS)
     assert [n for n in TARGETS if lab.is_s3(n)] == ["s3", "s3-rclone", "s3-remote"]
     assert KINDS["loop"].needs == ("root", "losetup") and KINDS["s3fs"].needs == ("versitygw", "s3fs")
+
+
+def test_emulated_disks_come_from_the_profiles_and_say_what_they_cannot_do():
+    """Each volume of the catalogue is a lab target of kind nbd whose limits, published figures and caveats are its
+    profile's (nbd.PROFILES), not a copy."""
+    from iolens.lab import nbd
+
+    for p in nbd.PROFILES:
+        t = TARGETS[p.name]
+        assert t.kind == "nbd" and t.emulated and t.emulation == "device" and t.fstype == "ext4"
+        assert t.emulates == p.emulates
+        e = lab.emulation(f"lab:{p.name}/some/dir")
+        assert e["target"] == f"lab:{p.name}" and e["emulated"] is True and e["emulation"] == "device"
+        assert e["published"] == p.published and e["not_emulated"] == list(p.not_emulated)
+        if p.bandwidth:
+            assert e["limits"] == {"read_bps": p.bandwidth, "write_bps": p.bandwidth, "read_iops": p.iops,
+                                   "write_iops": p.iops}
+        else:
+            assert e["limits"] is None
+        assert p.size <= 4 << 30  # sparse, and small enough for a shared machine
+    for name in ("gp2", "st1", "sc1"):
+        assert any("burst credits" in n for n in lab.emulation(f"lab:{name}")["not_emulated"])
+    assert lab.emulation("/scratch") is None
+    assert lab.emulation("lab:ext4")["emulated"] is False
+    assert lab.emulation("lab:throttle")["emulation"] == "cgroup"
+    from iolens.lab.kinds import KINDS
+
+    assert KINDS["nbd"].needs == ("root", *nbd.NEEDS)
+
+
+def test_nbd_status_and_run_say_the_device_is_slow_for_everyone(tmp_path):
+    res = iolens("lab", "run", "--dir", tmp_path / "none", "sc1", "--", "true")
+    assert res.returncode == 5 and "lab:sc1 is not up" in res.stderr
+    res = iolens("lab", "up", "--only", "sc1", "--dir", tmp_path / "l", "--disk-size", "1M")
+    if os.geteuid() == 0:
+        assert res.returncode == 5 and "an emulated disk needs at least 16 MiB" in res.stdout
+    else:
+        assert res.returncode == 5 and "needs root" in res.stdout
+    iolens("lab", "down", "--dir", tmp_path / "l")
+
+
+def test_a_target_whose_start_died_half_way_is_stopped_by_down(toy_kind, tmp_path, monkeypatch):
+    """`up` records a target (status "starting") before its kind starts it, so `down` stops it its kind's way even
+    when the start died with something other than a StepFailed (as a killed `up` would leave it)."""
+    from iolens.lab import kinds
+    from iolens.lab.down import down
+    from iolens.lab.up import Settings, up
+
+    def start(job, target, info):
+        toy_kind.append("start")
+        (job.mountpoint(target.name) / "marker").write_text("half")
+        raise RuntimeError("killed half-way")
+
+    monkeypatch.setitem(kinds.KINDS, "toydir", kinds.Kind("toydir", start, stop=kinds.KINDS["toydir"].stop))
+    root = tmp_path / "lab"
+    with pytest.raises(RuntimeError):
+        up(root, parse_only("toy"), Settings(), lambda m: None)
+    assert st.load(root)["targets"]["toy"]["status"] == "starting"
+    assert down(root, lambda m: None) == [] and toy_kind[-1] == "stop" and not root.exists()

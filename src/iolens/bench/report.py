@@ -41,6 +41,7 @@ class ResultRow:
     primary: str
     engine: str = "psync"
     iodepth: int = 1
+    emulated: bool = False    # measured on a lab target that emulates storage (docs/lab.md)
     values: dict[str, list[float | None]] = field(default_factory=lambda: {k: [] for k in METRIC_KEYS})
     states: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -83,6 +84,7 @@ class ResultRow:
     def to_dict(self) -> dict[str, Any]:
         return {
             "target": self.target,
+            "emulated": self.emulated,
             "test": self.test,
             "group": self.group,
             "suite": self.suite,
@@ -130,6 +132,7 @@ class BenchReport:
                           threads=int(g0.get("threads", 1)), bs=g0.get("bs"), content=g0.get("content"),
                           primary=primary_metric(phase_job["groups"]), engine=g0.get("engine", "psync"),
                           iodepth=int(g0.get("iodepth", 1)),
+                          emulated=any(t.emulated for t in self.targets if t.spec == target),
                           job={"dirs": dirs, "phase": phase_job})
             self._index[key] = r
             self.rows.append(r)

@@ -71,6 +71,8 @@ class Target:
     dev_stat: str | None = None          # the block device's kernel counters (/sys/dev/block/MAJ:MIN/stat)
     lab_read_Bps: float | None = None    # throttle of a lab target
     lab_read_iops: float | None = None
+    emulated: bool = False               # a lab target that emulates storage (its name is `lab`)
+    emulation: str | None = None         # where: "device" (every process), "cgroup", "network" (lab.emulation)
     notes: list[str] = field(default_factory=list)
     preexec: Callable[[], None] | None = field(default=None, repr=False, compare=False)
 
@@ -243,6 +245,8 @@ def _apply_lab(t: Target) -> None:
     t.lab = t.spec[4:]
     info = lab.target_info(t.lab)
     t.preexec = lab.preexec(t.lab)
+    emulation = lab.emulation(t.spec) or {}
+    t.emulated, t.emulation = bool(emulation.get("emulated")), emulation.get("emulation")
     if info.get("emulates"):
         t.notes.append(f"lab:{t.lab} emulates {info['emulates']}")
     t.compression = compression_of(info.get("mount_options"))  # the catalogue's, until the mount table says

@@ -39,12 +39,14 @@ def lab():
               help="Comma-separated targets to bring up (default: all). `iolens lab status` lists them.")
 @DIR_OPTION
 @click.option("--size", default="512M", show_default=True, help="Size of each loop image and of the tmpfs.")
+@click.option("--disk-size", default=None, metavar="SIZE",
+              help="Size of each emulated disk's sparse image [default: the profile's, 2G].")
 @click.option("--latency-ms", type=click.FloatRange(min=0), default=5.0, show_default=True,
               help="Latency toxiproxy adds to each response on the -remote targets.")
 @click.option("--bandwidth", "bandwidth_mbps", type=click.FloatRange(min=0), default=50.0, show_default=True,
               help="Bandwidth cap of the -remote targets in MiB/s per connection and direction (0: none).")
 @click.option("-q", "--quiet", is_flag=True, help="Print only failures.")
-def up(only, lab_dir, size, latency_ms, bandwidth_mbps, quiet):
+def up(only, lab_dir, size, disk_size, latency_ms, bandwidth_mbps, quiet):
     """Bring up lab targets (as root for mounts). Failing targets say why; the others still come up."""
     from iolens.lab import state as st
     from iolens.lab.catalog import parse_only
@@ -52,7 +54,8 @@ def up(only, lab_dir, size, latency_ms, bandwidth_mbps, quiet):
     from iolens.lab.up import up as bring_up
 
     targets = parse_only(only)
-    settings = Settings(size=_size(size), latency_ms=latency_ms, bandwidth_kbps=int(bandwidth_mbps * 1024))
+    settings = Settings(size=_size(size), disk_size=_size(disk_size) if disk_size else None, latency_ms=latency_ms,
+                        bandwidth_kbps=int(bandwidth_mbps * 1024))
     root = st.lab_dir(lab_dir)
     say = _say(quiet)
     state = bring_up(root, targets, settings, lambda msg: click.echo(msg) if msg.startswith("FAILED") else say(msg))
@@ -65,7 +68,7 @@ def up(only, lab_dir, size, latency_ms, bandwidth_mbps, quiet):
 
 @lab.command()
 @DIR_OPTION
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (tag iolens-lab-status, schema [1, 0]).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (tag iolens-lab-status, schema [1, 1]).")
 def status(lab_dir, as_json):
     """Each target's health, filesystem and limits."""
     from iolens.lab import state as st
@@ -85,7 +88,12 @@ def status(lab_dir, as_json):
         state = t["status"] if t["status"] != "up" else ("up" if t["healthy"] else "BROKEN")
         line = f"{state:<7} {t['spec']:<18} {t['fstype']:<12} {t['path'] or '-'}"
         click.echo(line)
-        if t["limits"]:
+        if t["emulation"] == "device":
+            lim = t["limits"]
+            rate = f"{human_bytes(lim['read_bps'])}/s, {lim['read_iops']} IOPS" if lim else "unthrottled"
+            click.echo(f"        emulated: {t['emulates']}: {rate} (read and write, every process)")
+            click.echo(f"        published: {t['published']}")
+        elif t["limits"]:
             lim = t["limits"]
             click.echo(f"        emulated: {human_bytes(lim['read_bps'])}/s, {lim['read_iops']} IOPS "
                        f"(read and write; O_DIRECT/fsync only) via {Path(t['cgroup'] or '-').name}")
@@ -138,16 +146,24 @@ def install(no_apt, no_go, quiet):
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @DIR_OPTION
 def run(target, command, lab_dir):
-    """Run COMMAND inside TARGET's throttling cgroup (e.g. `iolens lab run hdd -- dd ... iflag=direct`)."""
+    """Run COMMAND inside TARGET's throttling cgroup (`iolens lab run throttle -- dd ... iflag=direct`).
+
+    Only the legacy `throttle` target has a cgroup; the emulated disks are slow for every process and need no
+    wrapper."""
     from iolens import lab as api
 
     command = list(command[1:] if command and command[0] == "--" else command)
     if not command:
-        raise UsageError("give a command to run after the target, e.g. `iolens lab run hdd -- dd if=... iflag=direct`")
+        raise UsageError("give a command to run after the target, e.g. "
+                         "`iolens lab run throttle -- dd if=... iflag=direct`")
     joined = api.join_cgroup(target, root=lab_dir)
     if not joined:
-        click.echo(f"iolens: note: lab:{api.target_info(target, lab_dir)['name']} has no limits; running unthrottled",
-                   err=True)
+        info = api.target_info(target, lab_dir)
+        if info["emulation"] == "device":
+            click.echo(f"iolens: note: lab:{info['name']} is slow at the device for every process; running the "
+                       "command as it is", err=True)
+        else:
+            click.echo(f"iolens: note: lab:{info['name']} has no limits; running unthrottled", err=True)
     exe = shutil.which(command[0])
     if exe is None:
         raise UsageError(f"{command[0]}: command not found")

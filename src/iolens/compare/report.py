@@ -45,6 +45,17 @@ def _profile_medians(runs: list[RunRecord]) -> dict[str, Any] | None:
     return {"runs": len(profs), "phases": phases, "io": io}
 
 
+def _lab_targets(plan: Plan, idx: int) -> list[dict[str, Any]]:
+    """The lab targets this configuration reads or writes: placeholder key and what `lab.emulation` says."""
+    cfg = plan.configurations[idx]
+    locs = [(k, loc) for k, loc in [*cfg.inputs.items(), *cfg.places.items()] if loc.lab]
+    if not locs:
+        return []
+    from iolens import lab
+
+    return [{"key": k, **(lab.emulation(f"lab:{loc.lab}") or {})} for k, loc in locs]
+
+
 def config_result(plan: Plan, idx: int, runs: list[RunRecord], seed: int | None) -> dict[str, Any]:
     cfg = plan.configurations[idx]
     locs = [*cfg.inputs.values(), *cfg.places.values()]
@@ -57,10 +68,13 @@ def config_result(plan: Plan, idx: int, runs: list[RunRecord], seed: int | None)
     outl = [{"run": i, "wall_s": times[i], "z": zs[i]} for i in stats.outliers(times)]
     staged = cfg.strategy == "stage"
     resident = [r.inputs_resident for r in counted]
+    labs = _lab_targets(plan, idx)
     return {
         "name": cfg.name,
         "strategy": cfg.strategy,
         "parameters": dict(cfg.values),
+        "emulated": any(t["emulated"] for t in labs),  # a lab target that emulates storage (docs/lab.md)
+        "lab_targets": labs,
         "command": counted[-1].command if counted else (runs[-1].command if runs else None),
         # hyperfine-compatible
         "mean": d.mean,
@@ -107,8 +121,6 @@ def config_result(plan: Plan, idx: int, runs: list[RunRecord], seed: int | None)
         "failures": [{"seq": r.seq, "exit_status": r.exit_status, "stderr_tail": r.stderr_tail} for r in failed],
         "profile": _profile_medians(ok),
         "places_written": _places_written(runs),
-        "emulated": any(loc.emulated for loc in locs),
-        "lab_targets": sorted({loc.lab for loc in locs if loc.lab}),
         "emulated_targets": sorted({loc.lab for loc in locs if loc.lab and loc.emulated}),
         "run_records": [r.to_dict() for r in runs],
     }
@@ -215,6 +227,9 @@ def build_report(plan: Plan, settings: Settings, outcome: Outcome, *, provenance
                 warnings.append(f"{name}: --precision {settings.precision:g}% not reached in --max-runs "
                                 f"{settings.max_runs} runs")
     warnings.extend(_untested_warnings(plan, configs))
+    for t in {t["target"]: t for c in configs for t in c["lab_targets"] if t["emulation"] == "cgroup"}.values():
+        warnings.append(f"{t['target']} throttles only processes in its cgroup (`iolens lab run`); compare runs "
+                        "outside it, so its limits do not apply here: use an emulated disk such as lab:hdd")
     if interrupted:
         warnings.append("interrupted: the statistics cover the runs that finished")
 

@@ -2,9 +2,10 @@
 
     resolve_target("lab:ext4")  -> Path of the mounted directory (plain paths come back unchanged)
     target_info("hdd")          -> dict: status, path, fstype, emulated, emulates, limits, cgroup, notes, ...
+    emulation("lab:st1/x")      -> what a result from there must carry: target, emulated, limits, ... (None: no lab)
     s3_endpoint("s3")           -> dict: endpoint_url, bucket, access_key_id, secret_access_key, region
     is_s3("s3-rclone")          -> True: an S3 bucket behind the mount (s3_endpoint works)
-    join_cgroup("hdd", pid)     -> put a process under the target's blkio throttle
+    join_cgroup("throttle", pid) -> put a process under the legacy target's blkio throttle
 
 Every function takes an optional `root` (the lab directory; default: IOLENS_LAB_DIR, else
 $XDG_STATE_HOME/iolens/lab). See docs/lab.md.
@@ -22,8 +23,8 @@ from iolens.lab.catalog import TARGETS, lookup
 from iolens.lab.kinds import ACCESS_KEY, kind_of
 from iolens.lab.status import check, describe
 
-__all__ = ["TARGETS", "is_lab_spec", "is_s3", "resolve_target", "target_info", "s3_endpoint", "s3_client",
-           "join_cgroup", "preexec"]
+__all__ = ["TARGETS", "is_lab_spec", "is_s3", "resolve_target", "target_info", "emulation", "s3_endpoint",
+           "s3_client", "join_cgroup", "preexec"]
 
 
 def is_lab_spec(spec: str) -> bool:
@@ -49,6 +50,28 @@ def target_info(name: str, root: str | os.PathLike | None = None) -> dict[str, A
         info["healthy"], info["problem"] = check(info, state)
     info["lab_dir"] = str(r)
     return info
+
+
+def emulation(spec: str) -> dict[str, Any] | None:
+    """What every result measured on `lab:NAME[/sub/path]` carries: the target's name, whether it is emulated, and
+    how (None for a path outside the lab). From the catalogue alone, so it works whether or not the lab is up.
+
+    emulation: "device" (slow for every process), "cgroup" (only inside its cgroup: `lab run`, bench's engine),
+    "network" (toxiproxy), or None (a real filesystem, at the host's speed).
+    """
+    if not is_lab_spec(spec):
+        return None
+    target = lookup(spec.partition("/")[0])
+    profile = target.profile
+    return {
+        "target": f"lab:{target.name}",
+        "emulated": target.emulated,
+        "emulation": target.emulation,
+        "emulates": target.emulates,
+        "limits": target.limits.as_dict() if target.limits else None,
+        "published": profile.published if profile else None,
+        "not_emulated": list(profile.not_emulated) if profile else None,
+    }
 
 
 def resolve_target(spec: str, root: str | os.PathLike | None = None) -> Path:

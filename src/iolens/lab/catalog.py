@@ -1,15 +1,21 @@
-"""The lab's targets, listed once: what each is built from (its kind, see kinds.py), what it emulates, its limits."""
+"""The lab's targets, listed once: what each is built from (its kind, see kinds.py), what it emulates, its limits.
+
+The emulated disks (kind `nbd`) take everything they say about themselves (what they emulate, the published
+limits, ours, what is not emulated) from their profile in nbd.PROFILES; nothing is restated here.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from iolens.lab import nbd
 
 MiB = 1 << 20
 
 
 @dataclass(frozen=True)
 class Limits:
-    """blkio throttle limits, applied to both reads and writes."""
+    """Bandwidth and IOPS limits, the same for reads and writes (a blkio throttle, or an emulated disk's)."""
 
     bps: int
     iops: int
@@ -26,19 +32,49 @@ class Target:
     emulates: str
     mkfs: str | None = None  # loop: the filesystem to make
     mount_options: str | None = None
-    limits: Limits | None = None  # throttled loop targets
+    throttle: Limits | None = None  # loop targets under a cgroup v1 blkio throttle (`lab run` only)
     remote: bool = False  # network targets: through toxiproxy
+    disk: str | None = None  # nbd: the emulated disk's profile (a name in nbd.PROFILES)
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property
+    def profile(self) -> nbd.Profile | None:
+        return nbd.profile(self.disk) if self.disk else None
+
+    @property
+    def limits(self) -> Limits | None:
+        """The limits we emulate: the throttle's, or the emulated disk's (None when unthrottled)."""
+        p = self.profile
+        if p is not None:
+            return Limits(p.bandwidth, p.iops) if p.bandwidth and p.iops else None
+        return self.throttle
+
+    @property
     def emulated(self) -> bool:
-        return self.limits is not None or self.remote
+        return self.throttle is not None or self.remote or self.disk is not None
+
+    @property
+    def emulation(self) -> str | None:
+        """Where the emulation acts: "device" (every process), "cgroup" (its processes only), "network"."""
+        if self.disk:
+            return "device"
+        if self.throttle:
+            return "cgroup"
+        return "network" if self.remote else None
 
 
-THROTTLE_NOTE = ("limits hold only for processes in the target's cgroup (`iolens lab run NAME -- CMD`) and only for "
-                 "O_DIRECT or fsync'd I/O; buffered writeback and cached reads escape them")
+THROTTLE_NOTE = ("legacy, for O_DIRECT experiments: the limits hold only for processes in the target's cgroup "
+                 "(`iolens lab run throttle -- CMD`, and `bench`, which runs its engine there) and only for O_DIRECT "
+                 "or fsync'd I/O; buffered writeback and cached reads escape them, and `compare` runs outside it")
 IOPS_NOTE = ("IOPS count block requests of up to 512 KiB, so large sequential I/O uses 2 per MiB; the IOPS limit is "
              "set high enough that the byte rate governs sequential I/O")
+EMULATED_NOTE = ("emulated at the device (nbdkit rate + delay, nbdfuse, loop, ext4): slow for every process, for "
+                 "buffered writeback and for reads that miss the page cache; no wrapper is needed")
+EMULATED_DISKS = tuple(
+    Target(p.name, "nbd", "ext4", p.emulates, disk=p.name,
+           notes=(EMULATED_NOTE, f"published: {p.published}", *(f"not emulated: {n}" for n in p.not_emulated)))
+    for p in nbd.PROFILES
+)
 REMOTE_NOTE = "latency and bandwidth are added by toxiproxy per TCP connection, not as a shared link cap"
 
 TARGETS: dict[str, Target] = {
@@ -57,12 +93,10 @@ TARGETS: dict[str, Target] = {
         Target("btrfs-zlib", "loop", "btrfs", "transparent filesystem compression, zlib level 6 (like ZFS gzip-6)",
                mkfs="btrfs", mount_options="compress=zlib:6",
                notes=("on-disk ratio: `compsize DIR` (after sync)",)),
-        Target("hdd", "loop", "ext4", "a 7200 rpm hard disk with a deep queue: 120 MiB/s, 250 IOPS", mkfs="ext4",
-               limits=Limits(120 * MiB, 250), notes=(THROTTLE_NOTE, IOPS_NOTE)),
-        Target("gp2", "loop", "ext4", "an EBS gp2 volume under 170 GiB while bursting: 128 MiB/s, 3000 IOPS",
-               mkfs="ext4", limits=Limits(128 * MiB, 3000), notes=(THROTTLE_NOTE,)),
-        Target("st1", "loop", "ext4", "an EBS st1 volume of 1 TiB at baseline: 40 MiB/s, 500 IOPS", mkfs="ext4",
-               limits=Limits(40 * MiB, 500), notes=(THROTTLE_NOTE,)),
+        Target("throttle", "loop", "ext4",
+               "legacy: a blkio throttle of 40 MiB/s and 500 IOPS on the O_DIRECT and fsync'd I/O of the processes "
+               "in its cgroup", mkfs="ext4", throttle=Limits(40 * MiB, 500), notes=(THROTTLE_NOTE, IOPS_NOTE)),
+        *EMULATED_DISKS,
         Target("s3", "s3fs", "fuse.s3fs", "an S3 bucket read through a FUSE client (s3fs), same region",
                notes=("versitygw on 127.0.0.1; objects are plain files in the lab directory",)),
         Target("s3-rclone", "rclone", "fuse.rclone",

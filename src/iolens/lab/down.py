@@ -20,11 +20,11 @@ from iolens.lab.sysops import (
 )
 
 
-def stop_target(root: Path, state: dict[str, Any], name: str) -> None:
-    """Undo one target's own resources, its kind's way (the target stays recorded)."""
+def stop_target(root: Path, state: dict[str, Any], name: str) -> list[str]:
+    """Undo one target's own resources, its kind's way (the target stays recorded); returns what is left."""
     rec = state["targets"].get(name) or {}
     kind = KINDS.get(rec.get("kind") or (TARGETS[name].kind if name in TARGETS else ""))
-    (kind.stop if kind else release)(root, state, name)
+    return list((kind.stop if kind else release)(root, state, name) or [])
 
 
 def release_target(root: Path, state: dict[str, Any], name: str) -> None:
@@ -38,7 +38,7 @@ def _remove_recorded(root: Path, state: dict[str, Any]) -> list[str]:
     problems: list[str] = []
     # 0. each target as its kind stops it (what it leaves behind, and the shared servers, go below)
     for name in reversed(list(state["targets"])):
-        stop_target(root, state, name)
+        problems += stop_target(root, state, name)
     st.save(root, state)
 
     # 1. mounts, newest first (FUSE clients exit once unmounted)

@@ -4,7 +4,9 @@ A kind is one row of KINDS.  `up` calls its `start` (with the bring-up job, whic
 the S3 server, toxiproxy, sshd, FUSE mounts), `status` its `check`, and `down` (and a rebuild) its `stop`.
 A new kind is a `register_kind(Kind(...))` here plus the targets in catalog.py that use it; nothing else names
 kinds.  Every resource a kind makes goes through the job (`spawn`, `add_mount`, `state["loops"]`,
-`state["cgroups"]`), so the state records it before `up` moves on and `down` can remove it even after a crash.
+`state["cgroups"]`), or into a record of the kind's own under the lab directory (the emulated disks: nbd.py's
+`nbd/NAME/nbd.json`), so it is recorded before `up` moves on; the target itself is recorded (status "starting")
+before its kind starts it, so `down` can stop it its kind's way even after a crash.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from iolens.errors import IolensError
+from iolens.lab import nbd
 from iolens.lab import state as st
 from iolens.lab import tools
 from iolens.lab.sysops import (
@@ -42,8 +45,9 @@ MIN_SIZE = {"xfs": 300 << 20, "btrfs": 128 << 20, "ext4": 16 << 20}
 StartFn = Callable[["Up", "Target", dict[str, Any]], None]
 # check(kind, info, state) -> (healthy, problem) for a target recorded as up.
 CheckFn = Callable[["Kind", dict[str, Any], dict[str, Any]], tuple[bool, "str | None"]]
-# stop(root, state, name): undo one target's own resources; never raises (`down` reports what is left).
-StopFn = Callable[[Path, dict[str, Any], str], None]
+# stop(root, state, name): undo one target's own resources; never raises. It may return what it could not remove
+# (None or [] when all is gone); `down` reports that with whatever else is left.
+StopFn = Callable[[Path, dict[str, Any], str], "list[str] | None"]
 
 
 def lab_id(root: Path) -> str:
@@ -132,12 +136,52 @@ def start_loop(job: Up, target: Target, info: dict[str, Any]) -> None:
     majmin = Path(f"/sys/block/{Path(device).name}/dev").read_text().strip()
     info.update(path=str(mnt), loop=device, majmin=majmin, image=str(image), size=size, loop_direct_io=direct,
                 mount_options=target.mount_options, cgroup=None)
-    if target.limits:
+    if target.throttle:
         cg = Path("/sys/fs/cgroup/blkio") / f"iolens-lab-{lab_id(job.root)}-{target.name}"
         job.state["cgroups"].append(str(cg))
         job.save()
-        make_throttle_cgroup(cg.name, majmin, target.limits.as_dict())
-        info.update(cgroup=str(cg), limits=target.limits.as_dict())
+        make_throttle_cgroup(cg.name, majmin, target.throttle.as_dict())
+        info.update(cgroup=str(cg), limits=target.throttle.as_dict())
+
+
+def nbd_dir(root: Path, name: str) -> Path:
+    """Where an emulated disk keeps its image, socket, pidfiles, logs and record (nbd.json)."""
+    return root / "nbd" / name
+
+
+def start_nbd(job: Up, target: Target, info: dict[str, Any]) -> None:
+    """An emulated disk (nbd.py): the target's profile, an ext4 image of --disk-size (else the profile's size)."""
+    profile = target.profile
+    assert profile is not None
+    size = job.settings.disk_size or profile.size
+    if size < MIN_SIZE["ext4"]:
+        raise StepFailed(f"an emulated disk needs at least {MIN_SIZE['ext4'] >> 20} MiB",
+                         f"use --disk-size {MIN_SIZE['ext4'] >> 20}M or more")
+    mnt = job.mountpoint(target.name)
+    disk = nbd.up(nbd_dir(job.root, target.name), mnt, profile.device, size=size)  # removes what it made on failure
+    limits = target.limits
+    info.update(path=disk["path"], loop=disk["loop"], loop_direct_io=disk["loop_direct_io"], image=disk["image"],
+                size=size, cgroup=None, disk=profile.name, nbd_dir=str(nbd_dir(job.root, target.name)),
+                limits=limits.as_dict() if limits else None,
+                device={k: disk[k] for k in ("bandwidth", "latency_ms", "concurrency", "read_ahead_kb")})
+
+
+def check_nbd(kind: Kind, info: dict[str, Any], state: dict[str, Any]) -> tuple[bool, str | None]:
+    """Every layer of the emulated disk there and answering: nbdkit, nbdfuse, the loop device, the mount."""
+    disk = nbd.status(nbd_dir(Path(state["dir"]), info["name"]))
+    if disk["healthy"]:
+        return True, None
+    for server in ("nbdkit", "nbdfuse"):
+        if server not in disk["processes"]:
+            return False, f"{server} is not running"
+    if not disk["path"] or mount_at(disk["path"]) is None:
+        return False, f"{info['path']} is not mounted"
+    return False, f"{info['path']} does not answer (hung mount?)"
+
+
+def stop_nbd(root: Path, state: dict[str, Any], name: str) -> list[str]:
+    """Take the emulated disk down (also after its servers were killed); what is left, if anything."""
+    return nbd.down(nbd_dir(root, name), root / "mnt" / name)
 
 
 def start_s3fs(job: Up, target: Target, info: dict[str, Any]) -> None:
@@ -238,3 +282,4 @@ register_kind(Kind("loop", start_loop, root=True, tools=("losetup",)))
 register_kind(Kind("s3fs", start_s3fs, servers=("versitygw",), tools=("s3fs",), s3=True))
 register_kind(Kind("rclone", start_rclone, servers=("versitygw",), tools=("rclone",), s3=True))
 register_kind(Kind("sshfs", start_sshfs, servers=("sshd",), tools=("sshfs",)))
+register_kind(Kind("nbd", start_nbd, check=check_nbd, stop=stop_nbd, root=True, tools=nbd.NEEDS))

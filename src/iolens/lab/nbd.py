@@ -192,14 +192,16 @@ def _up(state_dir: Path, mnt: Path, device: Device, rec: dict, size: int, fstype
 
     sock = state_dir / "nbd.sock"
     sock.unlink(missing_ok=True)
-    _spawn(state_dir, rec, "nbdkit", ["nbdkit", "-f", "-U", str(sock), "--pidfile", str(state_dir / "nbdkit.pid"),
-                                      *device.nbdkit_args(image)])
-    _wait(lambda: sock.exists() and (state_dir / "nbdkit.pid").exists(), state_dir, rec, "nbdkit")
+    # nbdkit daemonizes (no -f): in the foreground it exits with its parent (the parent's death sends it SIGTERM),
+    # so a lab brought up by one command would stop serving when that command exits.
+    _daemon(state_dir, rec, "nbdkit", ["nbdkit", "-U", str(sock), "--pidfile", str(state_dir / "nbdkit.pid"),
+                                       "--log=stderr", *device.nbdkit_args(image)])
+    _wait(lambda: sock.exists(), state_dir, rec, "nbdkit")
 
     fuse = state_dir / "fuse"
     fuse.mkdir(exist_ok=True)
-    _spawn(state_dir, rec, "nbdfuse", ["nbdfuse", "-C", str(CONNECTIONS), "-P", str(state_dir / "nbdfuse.pid"), str(fuse),
-                                       "--unix", str(sock)])
+    _spawn(state_dir, rec, "nbdfuse", ["nbdfuse", "-C", str(CONNECTIONS), "-P", str(state_dir / "nbdfuse.pid"),
+                                       str(fuse), "--unix", str(sock)])
     _wait(lambda: (state_dir / "nbdfuse.pid").exists() and mount_at(fuse) is not None, state_dir, rec, "nbdfuse")
 
     backing = fuse / "nbd"
@@ -231,6 +233,35 @@ def _spawn(state_dir: Path, rec: dict, key: str, argv: list[str]) -> None:
                              "log": str(log)}
     _save(state_dir, rec)
     _children[proc.pid] = proc
+
+
+def _daemon(state_dir: Path, rec: dict, key: str, argv: list[str], timeout: float = 20) -> None:
+    """Start a server that forks into the background and writes its pidfile (STATE/KEY.pid); record the daemon."""
+    exe = tools.find(argv[0])
+    if exe is None:
+        raise StepFailed(f"{argv[0]} is not installed", tools.install_hint(argv[0]))
+    log = state_dir / f"{key}.log"
+    with open(log, "ab") as fh:
+        proc = subprocess.Popen([exe, *argv[1:]], stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
+                                start_new_session=True, cwd=state_dir)
+    try:
+        code = proc.wait(timeout=timeout)  # the foreground process exits once the daemon serves
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise StepFailed(f"{key} did not go into the background after {timeout:.0f} s: {log_tail(log)}") from None
+    if code != 0:
+        raise StepFailed(f"{key} exited ({code}) at start: {log_tail(log)}")
+    deadline = time.monotonic() + timeout
+    while True:  # the daemon writes the pidfile a moment after its parent has exited
+        pid = _pidfile(state_dir, key)
+        if pid is not None and _ours(state_dir, pid):
+            break
+        if time.monotonic() > deadline:
+            raise StepFailed(f"{key} wrote no pidfile of a running server in {timeout:.0f} s: {log_tail(log)}")
+        time.sleep(0.02)
+    rec["processes"][key] = {"pid": pid, "start_time": st.process_start_time(pid), "argv0": argv[0], "log": str(log)}
+    _save(state_dir, rec)
 
 
 # Popen objects of the servers this process started, so that their exit statuses are collected (no zombies).
@@ -322,7 +353,26 @@ def leftovers(state_dir: Path, mountpoint: Path | None = None) -> list[str]:
     for key in ("nbdfuse", "nbdkit"):
         if _alive(state_dir, key, rec.get("processes", {}).get(key)):
             out.append(f"{key} is still running")
+    if not any(p.endswith("still running") for p in out):
+        out += [f"process {pid} still serves {state_dir / 'nbd.sock'}" for pid in _strays(state_dir)]
     return out
+
+
+def _strays(state_dir: Path) -> list[int]:
+    """Live processes with our socket as an argument: servers whose record and pidfile were lost (a start cut
+    short before the daemon wrote its pidfile)."""
+    needle = str(state_dir / "nbd.sock").encode()
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) == os.getpid():
+            continue
+        try:
+            args = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if needle in args and st.process_start_time(int(d.name)) is not None:
+            found.append(int(d.name))
+    return found
 
 
 def down(state_dir: Path, mountpoint: Path | None = None) -> list[str]:
@@ -349,6 +399,8 @@ def down(state_dir: Path, mountpoint: Path | None = None) -> list[str]:
     _unmount(str(fuse), fuse=True)
     _kill(state_dir, "nbdfuse", procs.get("nbdfuse"))
     _kill(state_dir, "nbdkit", procs.get("nbdkit"))
+    for pid in _strays(state_dir):
+        _kill(state_dir, "", {"pid": pid, "start_time": st.process_start_time(pid)})
     problems = leftovers(state_dir, Path(mnt) if mnt else None)
     if not problems:
         for name in ("disk.img", "nbd.sock", "nbdkit.pid", "nbdfuse.pid", STATE_FILE):

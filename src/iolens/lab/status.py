@@ -10,13 +10,14 @@ from iolens.lab.catalog import TARGETS, Target
 from iolens.lab.kinds import kind_of
 
 TAG = "iolens-lab-status"
-SCHEMA_VERSION = (1, 0)
+SCHEMA_VERSION = (1, 1)  # 1.1: emulation, disk, published, not_emulated, device
 
 
 def describe(target: Target, rec: dict[str, Any] | None, state: dict[str, Any] | None) -> dict[str, Any]:
     """One target as a dict with every key present (null when not applicable)."""
     rec = rec or {}
     network = (state or {}).get("settings", {}).get("network") if target.remote else None
+    profile = target.profile
     return {
         "name": target.name,
         "spec": f"lab:{target.name}",
@@ -28,7 +29,12 @@ def describe(target: Target, rec: dict[str, Any] | None, state: dict[str, Any] |
         "kind": target.kind,
         "emulates": target.emulates,
         "emulated": target.emulated,
+        "emulation": target.emulation,
         "limits": target.limits.as_dict() if target.limits else None,
+        "disk": target.disk,
+        "published": profile.published if profile else None,
+        "not_emulated": list(profile.not_emulated) if profile else None,
+        "device": rec.get("device"),
         "network": network,
         "mount_options": target.mount_options,
         "loop": rec.get("loop"),

@@ -40,6 +40,7 @@ PORTS = {"s3": 7070, "toxiproxy": 8474, "s3-proxy": 17070, "sshd": 2222, "ssh-pr
 @dataclass
 class Settings:
     size: int = 512 << 20  # loop images and tmpfs
+    disk_size: int | None = None  # emulated disks (sparse images); None: each profile's default
     latency_ms: float = 5.0  # toxiproxy, per response (downstream)
     bandwidth_kbps: int = 51200  # toxiproxy, per connection and direction; 0 = unlimited
 
@@ -109,6 +110,9 @@ class Up:
         kind = kind_of(target.kind)
         if kind.root and not self.is_root:
             raise StepFailed(f"lab:{target.name} needs root (it mounts a {target.kind})", "run `sudo iolens lab up`")
+        # recorded before it starts, so that `down` stops it its kind's way even if this process dies half-way
+        self.state["targets"][target.name] = {**info, "status": "starting"}
+        self.save()
         kind.start(self, target, info)
         return info
 

@@ -173,7 +173,10 @@ def render_html(rep: dict[str, Any]) -> bytes:
             f"{precision}; "
             f"host {esc(prov.get('host'))}, {esc(prov.get('cpu_model'))}, {esc(prov.get('cpus'))} CPUs, "
             f"kernel {esc(prov.get('kernel'))}, iolens {esc(prov.get('iolens_version'))}")
-    commands = "".join(f"<li><b>{esc(r['name'])}</b>: <code>{esc(r['command'])}</code></li>" for r in rep["results"])
+    commands = "".join(f"<li><b>{esc(r['name'])}</b>: <code>{esc(r['command'])}</code>"
+                       + "".join(f" (<b>emulated</b>: {esc(t['target'])}, {esc(t['emulates'])})"
+                                 for t in r.get("lab_targets") or [] if t["emulated"]) + "</li>"
+                       for r in rep["results"])
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>iolens compare</title><style>{CSS}</style></head>
 <body>

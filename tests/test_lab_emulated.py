@@ -1,0 +1,218 @@
+"""The emulated disks as lab targets (`lab:magnetic` ... `lab:nvme`), as root: slow for every process with no
+wrapper, for buffered writeback and cold buffered reads; `compare` and `bench` on them are slowed and say
+`emulated: true` in JSON, HTML and the results store; `lab down` leaves nothing, also after SIGKILL of the servers.
+
+One lab (small sparse images) serves the module; the last test kills servers and takes it down. The bounds are
+loose (±40%) because the machine is shared; benchmarks/emulated_disks.py measures the calibration itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import iolens, unavailable
+
+from iolens import pagecache
+from iolens.lab import nbd
+from iolens.lab.state import process_start_time
+from iolens.lab.sysops import loops_backed_by, mounts_under
+
+pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(600)]
+
+MiB = 1 << 20
+DISKS = [p.name for p in nbd.PROFILES]
+TOLERANCE = 0.4
+SECONDS = 0.8  # each timed transfer takes about this long at the target's limit
+
+
+@pytest.fixture(scope="module")
+def labdir(tmp_path_factory):
+    if os.geteuid() != 0:
+        pytest.skip("the emulated disks' loop devices and mounts need root")
+    why = nbd.missing()
+    if why:
+        unavailable("; ".join(why))
+    d = tmp_path_factory.mktemp("emulated") / "lab"
+    t = time.monotonic()
+    res = iolens("lab", "up", "--dir", d, "--only", ",".join(["tmpfs", *DISKS]), "--disk-size", "256M",
+                 "--size", "64M")
+    print(f"lab up of {len(DISKS) + 1} targets: {time.monotonic() - t:.1f} s", res.stdout, res.stderr, file=sys.stderr)
+    if res.returncode != 0:
+        iolens("lab", "down", "--dir", d)
+        pytest.fail(f"iolens lab up failed: {res.stdout}{res.stderr}")
+    yield d
+    iolens("lab", "down", "--dir", d)  # idempotent: the last test already did it
+
+
+def status(d: Path) -> dict:
+    res = iolens("lab", "status", "--dir", d, "--json")
+    assert res.returncode == 0, res.stderr
+    return {t["name"]: t for t in json.loads(res.stdout)["targets"]}
+
+
+def timed(argv: list[str]) -> float:
+    t = time.monotonic()
+    subprocess.run(argv, check=True, stdin=subprocess.DEVNULL)
+    return time.monotonic() - t
+
+
+def test_status_shows_each_disk_with_its_published_limits(labdir):
+    by = status(labdir)
+    for name in DISKS:
+        t = by[name]
+        p = nbd.profile(name)
+        assert t["status"] == "up" and t["healthy"], (name, t["problem"], t["error"])
+        assert t["kind"] == "nbd" and t["emulated"] is True and t["emulation"] == "device"
+        assert t["published"] == p.published and t["not_emulated"] == list(p.not_emulated)
+        assert t["device"]["bandwidth"] == p.device.bandwidth and t["device"]["latency_ms"] == p.device.latency_ms
+        assert t["loop_direct_io"] is True and t["size"] == 256 * MiB and t["cgroup"] is None
+    assert by["st1"]["limits"] == {"read_bps": 40 * MiB, "write_bps": 40 * MiB, "read_iops": 500, "write_iops": 500}
+    assert by["nvme"]["limits"] is None
+    text = iolens("lab", "status", "--dir", labdir).stdout
+    assert "emulated: EBS sc1 cold HDD of 1 TiB at baseline: 12.0 MiB/s, 250 IOPS (read and write, every process)" \
+        in text
+
+
+def _write_sync_read(root: Path, n: int) -> tuple[float, float]:
+    """Seconds to write n MiB buffered and sync them, and to read them back cold (plain dd and sync processes)."""
+    f = root / f"timed-{os.getpid()}.bin"
+    write = timed(["dd", "if=/dev/zero", f"of={f}", "bs=1M", f"count={n}", "status=none"])
+    write += timed(["sync", str(f)])
+    assert pagecache.evict(f)  # written back, so the pages can go: the read below misses the cache
+    read = timed(["dd", f"if={f}", "of=/dev/null", "bs=1M", "status=none"])
+    f.unlink()
+    return write, read
+
+
+@pytest.mark.parametrize("name", DISKS)
+def test_buffered_write_sync_and_cold_read_take_the_time_the_limits_imply(labdir, name):
+    """dd and sync as plain processes (no wrapper, no cgroup): the page cache absorbs the write, sync pays for it,
+    and a read that misses the cache pays again. The limit is a cap: no attempt may be faster than it allows, and a
+    busy shared machine can only slow an attempt down, so up to 3 attempts are made for the upper bound."""
+    p = nbd.profile(name)
+    root = Path(status(labdir)[name]["path"])
+    if p.bandwidth is None:  # nvme: unthrottled, as fast as the stack goes
+        write, read = _write_sync_read(root, 32)
+        print(f"lab:{name}: 32 MiB written + synced in {write:.2f} s, read cold in {read:.2f} s", file=sys.stderr)
+        assert 32 / write > 40 and 32 / read > 40  # MiB/s: no emulated limit in the way (slow shared host aside)
+        return
+    n = max(4, round(SECONDS * p.bandwidth / MiB))
+    expected = n * MiB / p.bandwidth
+    # fixed costs on top: starting dd and sync, filling the page cache before writeback starts, and the journal
+    # commit that sync waits for (a few requests in a row, each paying the device latency)
+    upper = (1 + TOLERANCE) * expected + 0.25 + 4 * p.device.latency_ms / 1000
+    writes, reads = [], []
+    for _attempt in range(3):
+        write, read = _write_sync_read(root, n)
+        writes.append(write)
+        reads.append(read)
+        assert write > (1 - TOLERANCE) * expected and read > (1 - TOLERANCE) * expected, (write, read, expected)
+        if write < upper and read < upper:
+            break
+    print(f"lab:{name}: {n} MiB written + synced in {' '.join(f'{w:.2f}' for w in writes)} s, read cold in "
+          f"{' '.join(f'{r:.2f}' for r in reads)} s; the limit implies {expected:.2f} s", file=sys.stderr)
+    assert min(writes) < upper and min(reads) < upper, (writes, reads, upper)
+
+
+def test_compare_on_an_emulated_disk_is_slowed_with_no_wrapper_and_says_emulated(labdir, tmp_path):
+    out, html, db = tmp_path / "c.json", tmp_path / "c.html", tmp_path / "store.sqlite"
+    env = dict(os.environ, IOLENS_LAB_DIR=str(labdir))
+    res = iolens("compare", "dd if=/dev/zero of={out:f} bs=1M count=16 status=none && sync {out:f}",
+                 "--place", "out=lab:sc1,lab:tmpfs", "--runs", "3", "--json", out, "--html", html, "--db", db,
+                 env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    rep = json.loads(out.read_text())
+    sc1, tmpfs = rep["results"]
+    print(f"compare: lab:sc1 median {sc1['median']:.2f} s, lab:tmpfs {tmpfs['median']:.3f} s", file=sys.stderr)
+    assert sc1["median"] > (1 - TOLERANCE) * 16 / 12  # 16 MiB at 12 MiB/s
+    assert sc1["median"] > 5 * tmpfs["median"]
+    (cmp,) = rep["comparisons"]
+    assert cmp["name"] == "lab:tmpfs" and cmp["rel_diff"] < -0.8 and cmp["p_value"] is not None
+    assert sc1["emulated"] is True and tmpfs["emulated"] is False
+    (t,) = sc1["lab_targets"]
+    assert t["key"] == "out" and t["target"] == "lab:sc1" and t["emulation"] == "device"
+    assert t["limits"]["write_bps"] == 12 * MiB and any("burst" in n for n in t["not_emulated"])
+    assert tmpfs["lab_targets"][0]["target"] == "lab:tmpfs" and tmpfs["lab_targets"][0]["emulated"] is False
+    page = html.read_text()
+    assert "<b>emulated</b>: lab:sc1, EBS sc1 cold HDD" in page
+    with sqlite3.connect(db) as con:
+        rows = con.execute("SELECT target, metrics FROM results WHERE run_id = ?", (rep["store"]["run_id"],)).fetchall()
+    stored = {target: json.loads(m) for target, m in rows}
+    assert stored["out=lab:sc1"]["emulated"] is True and stored["out=lab:sc1"]["lab_targets"][0]["target"] == "lab:sc1"
+    assert stored["out=lab:tmpfs"]["emulated"] is False
+
+
+def test_bench_on_an_emulated_disk_runs_at_its_limit_and_says_emulated(labdir, tmp_path):
+    out, db = tmp_path / "b.json", tmp_path / "store.sqlite"
+    env = dict(os.environ, IOLENS_LAB_DIR=str(labdir))
+    res = iolens("bench", "lab:gp2", "--suite", "streams", "--threads", "1", "--size", "16M", "--runtime", "0.5",
+                 "--json", out, "--db", db, "-q", env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    doc = json.loads(out.read_text())
+    (target,) = doc["targets"]
+    assert target["name"] == "lab:gp2" and target["emulated"] is True and target["emulation"] == "device"
+    assert target["lab"] == "gp2" and target["lab_read_Bps"] == 25 * MiB
+    assert doc["results"] and all(r["emulated"] is True and r["target"] == "lab:gp2" for r in doc["results"])
+    limit = 25 * MiB
+    for r in doc["results"]:
+        bps = (r["metrics"].get("throughput_Bps") or {}).get("mean")
+        print(f"bench lab:gp2 {r['test']}: {bps and bps / MiB:.1f} MiB/s (limit 25)", file=sys.stderr)
+        if bps and r["op"] in ("write", "read") and r["cache_state"] != "warm":
+            assert bps < (1 + TOLERANCE) * limit  # the engine runs with no cgroup; the device slows it
+    with sqlite3.connect(db) as con:
+        rows = con.execute("SELECT target, metrics, provenance FROM results WHERE run_id = ?",
+                           (doc["run_id"],)).fetchall()
+    assert rows
+    for target_name, metrics, prov in rows:
+        assert target_name == "lab:gp2" and json.loads(metrics)["emulated"] is True
+        assert json.loads(prov)["target"]["emulated"] is True
+
+
+def _ours(labdir: Path) -> list[int]:
+    """Live processes whose command line names the lab directory (nbdkit, nbdfuse)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                cmd = (d / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if str(labdir).encode() in cmd and process_start_time(int(d.name)) is not None:
+                out.append(int(d.name))
+    return out
+
+
+def test_down_after_sigkill_of_the_servers_leaves_nothing(labdir):
+    pids = _ours(labdir)
+    assert len(pids) == 2 * len(DISKS)  # nbdkit + nbdfuse per disk
+    with open(Path(status(labdir)["hdd"]["path"]) / "dirty.bin", "wb") as fh:
+        fh.write(os.urandom(4 * MiB))  # dirty pages that will never reach the device
+    state = labdir / "nbd"
+    os.kill(int((state / "sc1" / "nbdkit.pid").read_text()), signal.SIGKILL)
+    os.kill(int((state / "hdd" / "nbdfuse.pid").read_text()), signal.SIGKILL)
+    os.kill(int((state / "gp3" / "nbdkit.pid").read_text()), signal.SIGKILL)
+    os.kill(int((state / "gp3" / "nbdfuse.pid").read_text()), signal.SIGKILL)
+    time.sleep(0.3)
+    by = status(labdir)
+    assert by["sc1"]["healthy"] is False and by["sc1"]["problem"] == "nbdkit is not running"
+    assert by["hdd"]["healthy"] is False and by["hdd"]["problem"] == "nbdfuse is not running"
+    assert by["st1"]["healthy"] is True
+    t = time.monotonic()
+    res = iolens("lab", "down", "--dir", labdir)
+    print(f"lab down after SIGKILL: {time.monotonic() - t:.1f} s", file=sys.stderr)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert not labdir.exists()
+    assert mounts_under(labdir) == [] and str(labdir) not in Path("/proc/mounts").read_text()
+    assert loops_backed_by(labdir) == []
+    assert str(labdir) not in subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    assert _ours(labdir) == []
+    res = iolens("lab", "down", "--dir", labdir)  # idempotent
+    assert res.returncode == 0 and "nothing to do" in res.stdout
