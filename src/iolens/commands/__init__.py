@@ -2,6 +2,7 @@
 
 from iolens.commands.bench import bench
 from iolens.commands.compare import compare
+from iolens.commands.compress import compress
 from iolens.commands.data import data
 from iolens.commands.diff import diff
 from iolens.commands.lab import lab
@@ -10,4 +11,4 @@ from iolens.commands.profile import profile
 from iolens.commands.report import report
 from iolens.commands.results import results
 
-COMMANDS = [profile, parse, data, compare, lab, report, bench, results, diff]
+COMMANDS = [profile, parse, data, compare, lab, report, bench, results, diff, compress]
