@@ -34,7 +34,7 @@ def _list_codecs() -> None:
 
 
 @click.command(context_settings={"max_content_width": 110})
-@click.argument("files", nargs=-1, type=click.Path(path_type=str))
+@click.argument("files", nargs=-1, type=str)
 @click.option("--codecs", multiple=True, metavar="NAME[:L/L...],...",
               help="Codecs and levels, e.g. zstd:1/3/19,lz4,pigz:6 (levels separated by /); `all`; see --list.")
 @click.option("--threads", "threads_text", default=None, metavar="1,N",

@@ -146,7 +146,7 @@ def run_compare(template: str, dirs: list[tuple[str, Path]], threads: int, runs:
     names = [spec.removeprefix("lab:").replace(":", "-").replace(",", "-") for spec, _ in dirs]
     configs = [f"{n}:dir={p}" for n, (_spec, p) in zip(names, dirs)]
     params = [f"threads={threads}"] if "threads" in used else []
-    plan = build_plan(template, inputs=[f"dir={','.join(str(p) for _s, p in dirs)}"], params=params,
+    plan = build_plan(template, inputs=[f"dir={dirs[0][1]}"], params=params,
                       configs=configs, baseline=names[0])
     settings = Settings(runs=runs, warmup=1, cache="cold", evict="auto", seed=1)
     ws = Workspace(None)
