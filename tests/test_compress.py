@@ -257,3 +257,22 @@ def test_full_target_is_one_line(tmp_path, fastq, monkeypatch):
     monkeypatch.setattr("iolens.compress.fs.os.statvfs", lambda _p: Tiny())
     r = CliRunner().invoke(main, ["compress", "--fs", str(tmp_path), str(fastq), "--no-store", "-q"])
     assert r.exit_code == 5 and "is full" in r.output and len(r.output.strip().splitlines()) == 1
+
+
+def test_synth_full_resolution_qualities_compress_worse():
+    from iolens.synth import QCHARS
+
+    binned = fastq_text(400_000, seed=7)
+    full = fastq_text(400_000, seed=7, quality="full")
+    quals = {c for line in full.split(b"\n")[3::4] for c in line}
+    assert len(quals) > 20 and min(quals) >= 33 + 2 and max(quals) <= 33 + 41
+    assert {c for line in binned.split(b"\n")[3::4] for c in line} <= set(QCHARS.tolist())
+    assert _ratio(binned) > 1.2 * _ratio(full)
+
+
+def test_data_synth_quality_option(tmp_path):
+    r = iolens("data", "synth", "-o", str(tmp_path), "--ref-size", "100000", "--pairs", "2000", "--quality", "full")
+    assert r.returncode == 0, r.stderr
+    with gzip.open(tmp_path / "reads_1.fq.gz") as f:
+        quals = {c for line in f.read().split(b"\n")[3::4] for c in line}
+    assert len(quals) > 20

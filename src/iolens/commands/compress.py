@@ -53,7 +53,8 @@ def _list_codecs() -> None:
 @click.option("--run", "run", default=None, metavar="CMD",
               help="With --fs: run CMD on each filesystem through the compare engine; {dir} holds the files, "
                    "{threads} is the largest --threads.")
-@click.option("--runs", type=click.IntRange(min=2), default=5, show_default=True, help="With --run: runs per filesystem.")
+@click.option("--runs", type=click.IntRange(min=2), default=5, show_default=True,
+              help="With --run: runs per filesystem.")
 @click.option("--list", "list_codecs", is_flag=True, help="List the codecs, their levels and what a level means.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the result as JSON.")

@@ -17,10 +17,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import import_module
-from typing import Callable
+from typing import Callable, Union
 
-Compress = Callable[[bytes, str, int], bytes]
-Decompress = Callable[[bytes, int], bytes]
+Data = Union[bytes, bytearray]  # libdeflate's binding returns bytearray: never copied, so timing sees the call alone
+Compress = Callable[[bytes, str, int], Data]
+Decompress = Callable[[bytes, int], Data]
 
 
 @dataclass(frozen=True)
@@ -90,12 +91,12 @@ def _isal_d(data: bytes, _t: int) -> bytes:
     return isal_zlib.decompress(data, wbits=31)
 
 
-def _ldf_c(data: bytes, level: str, _t: int) -> bytes:
+def _ldf_c(data: bytes, level: str, _t: int) -> Data:
     import deflate
     return deflate.gzip_compress(data, int(level))
 
 
-def _ldf_d(data: bytes, _t: int) -> bytes:
+def _ldf_d(data: bytes, _t: int) -> Data:
     import deflate
     return deflate.gzip_decompress(data)
 
@@ -109,7 +110,7 @@ _BGZF_HEAD = struct.Struct("<4BI2BH2BHH")
 
 def _bgzf_block(chunk: bytes, level: int) -> bytes:
     import deflate
-    body = deflate.deflate_compress(chunk, level)
+    body: Data = deflate.deflate_compress(chunk, level)
     if len(body) + 26 > 0x10000:  # incompressible: stored deflate blocks never exceed the limit for 0xFF00 bytes
         c = zlib.compressobj(0, zlib.DEFLATED, -15)
         body = c.compress(chunk) + c.flush()
@@ -146,7 +147,7 @@ def bgzf_blocks(data: bytes) -> list[tuple[int, int]]:
     return out
 
 
-def _bgzf_inflate(block: bytes) -> bytes:
+def _bgzf_inflate(block: bytes) -> Data:
     import deflate
     isize = struct.unpack_from("<I", block, len(block) - 4)[0]
     if isize == 0:

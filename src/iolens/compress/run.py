@@ -89,15 +89,16 @@ def _library_row(row: Row, codec: C.Codec, data: bytes, min_time: float) -> None
     assert codec.compress and codec.decompress
     lv, t = row.level, row.threads
     comp, cpeak = peak_of(lambda: codec.compress(data, lv, t))  # type: ignore[misc]
-    back, dpeak = peak_of(lambda: codec.decompress(comp, t))  # type: ignore[misc]
-    row.compressed_bytes = len(comp)  # type: ignore[arg-type]
+    assert isinstance(comp, (bytes, bytearray))
+    back, dpeak = peak_of(lambda: codec.decompress(comp, t))  # type: ignore[misc, arg-type]
+    row.compressed_bytes = len(comp)
     row.verified = back == data
     if not row.verified:
         row.error = "round trip differs from the input"
         return
     del back
     ct = time_call(lambda: codec.compress(data, lv, t), min_time=min_time)  # type: ignore[misc]
-    dt = time_call(lambda: codec.decompress(comp, t), min_time=min_time)  # type: ignore[misc]
+    dt = time_call(lambda: codec.decompress(comp, t), min_time=min_time)  # type: ignore[misc, arg-type]
     _fill(row, ct, dt)
     row.compress_peak_bytes, row.decompress_peak_bytes = cpeak, dpeak
 
@@ -158,7 +159,7 @@ def cpu_model() -> str | None:
 
 
 def measure(files: list[str], *, codecs: list[tuple[C.Codec, tuple[str, ...]]], threads: list[int],
-            sample: int | None, min_time: float = MIN_TIME, targets: list[StorageTarget] = (),
+            sample: int | None, min_time: float = MIN_TIME, targets: list[StorageTarget] | None = None,
             progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
     for f in files:
         check_file(f)
@@ -202,8 +203,8 @@ def measure(files: list[str], *, codecs: list[tuple[C.Codec, tuple[str, ...]]], 
         "settings": {"codecs": [f"{c.name}:{'/'.join(lv)}" for c, lv in usable], "threads": threads,
                      "sample_bytes": sample, "min_time_s": min_time},
         "skipped_codecs": skipped, "inputs": inputs,
-        "targets": [t.to_dict() for t in targets],
-        "storage": storage_table(inputs, targets),
+        "targets": [t.to_dict() for t in targets or []],
+        "storage": storage_table(inputs, targets or []),
         "store": None,
     }
     doc["recommendations"] = recommend(doc)
@@ -219,7 +220,7 @@ def _host() -> dict[str, Any]:
 
 def _input_dict(path: str, s, content, rows: list[Row]) -> dict[str, Any]:
     good = [r for r in rows if r.ratio]
-    best = max((r.ratio for r in good), default=None)
+    best = max((r.ratio for r in good if r.ratio is not None), default=None)
     note = None
     if content.compressed:
         if best is not None and best < WORTHLESS:

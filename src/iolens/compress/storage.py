@@ -99,7 +99,7 @@ def resolve_targets(specs: list[str], db: str | None) -> list[StorageTarget]:
     return out
 
 
-def effective(ratio: float, codec_Bps: float | None, storage_Bps: float) -> dict[str, float | None]:
+def effective(ratio: float, codec_Bps: float | None, storage_Bps: float) -> dict[str, Any]:
     """Seconds per GB of uncompressed data, and the resulting rate; which side limits it."""
     io_s = GB / (ratio * storage_Bps)
     cpu_s = GB / codec_Bps if codec_Bps else None
