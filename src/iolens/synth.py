@@ -166,10 +166,13 @@ def synth(outdir: Path, *, ref_bases: int = 5_000_000, pairs: int = 100_000, rea
     return SynthResult(ref, r1p, r2p, ref_bases, pairs, errors / (2 * pairs * read_len))
 
 
-def fastq_text(nbytes: int, seed: int = 1, read_len: int = 150, quality: str = "binned") -> bytes:
-    """About nbytes of FASTQ text (for storage tests that need genomic-like data)."""
+def fastq_text(nbytes: int, seed: int = 1, read_len: int = 150, quality: str = "binned",
+               ref_bases: int | None = None) -> bytes:
+    """About nbytes of FASTQ text (for storage tests that need genomic-like data).  The reference is nbytes/20
+    bases unless `ref_bases` says otherwise: a small one makes reads overlap (high coverage), which long-window
+    codecs exploit more than a real run's low coverage per file region allows."""
     rng = np.random.default_rng(seed)
-    contigs = make_reference(max(100_000, nbytes // 20), rng, contigs=1)
+    contigs = make_reference(ref_bases or max(100_000, nbytes // 20), rng, contigs=1)
     per = 2 * read_len + 20
     pairs = max(1, nbytes * 5 // (8 * per)) + 1  # overestimate; the loop stops at nbytes
     out = bytearray()
