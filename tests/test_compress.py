@@ -26,7 +26,7 @@ pytestmark = pytest.mark.timeout(120)
 @pytest.fixture(scope="module")
 def fastq(tmp_path_factory) -> Path:
     p = tmp_path_factory.mktemp("cz") / "reads.fq"
-    p.write_bytes(fastq_text(250_000, seed=3))
+    p.write_bytes(fastq_text(600_000, seed=3))  # zstd CLI and binding agree to 0.5% from here up
     return p
 
 
