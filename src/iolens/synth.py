@@ -3,7 +3,8 @@
 - a reference FASTA with uneven GC and some repeats;
 - paired-end reads from it with Illumina-style 4-level binned qualities
   (Q2/Q12/Q23/Q37, as NovaSeq writes them), quality falling toward the 3' end,
-  and substitution errors drawn from those qualities (a few % overall);
+  and substitution errors drawn from those qualities (a few % overall); or, with `quality="full"`, full-resolution
+  Phred scores 2..41 as older instruments (HiSeq 2000/2500) wrote them, which compress far worse;
 - SAM-like text for storage tests that need compressible genomic data.
 
 Everything is deterministic for a given seed.
@@ -69,9 +70,18 @@ def write_fasta(path: Path, contigs: list[tuple[str, np.ndarray]], width: int = 
                 fh.write(seq[full * width :].tobytes() + b"\n")
 
 
-def qualities(n: int, length: int, rng: np.random.Generator) -> np.ndarray:
-    """Binned Phred scores: mostly Q37, degrading toward the 3' end, with dips."""
+QUALITY_MODES = ("binned", "full")
+
+
+def qualities(n: int, length: int, rng: np.random.Generator, mode: str = "binned") -> np.ndarray:
+    """Binned Phred scores: mostly Q37, degrading toward the 3' end, with dips.  mode="full": every score from 2 to
+    41, around a mean that falls from 38 to 26 along the read, with per-read and per-base noise."""
     pos = np.arange(length) / max(1, length - 1)
+    if mode == "full":
+        mean = 38.0 - 12.0 * pos**2
+        per_read = rng.normal(0, 2.0, size=(n, 1))
+        q = np.rint(mean + per_read + rng.normal(0, 3.5, size=(n, length)))
+        return np.clip(q, 2, 41).astype(np.int64)
     p_bad = 0.02 + 0.10 * pos**2  # chance a position falls out of the top bin
     u = rng.random((n, length))
     q = np.full((n, length), 3, dtype=np.int8)
@@ -98,7 +108,7 @@ def _apply_errors(reads: np.ndarray, q: np.ndarray, rng: np.random.Generator) ->
 
 
 def simulate_pairs(contigs, pairs: int, rng: np.random.Generator, *, read_len: int = 150,
-                   insert_mean: int = 350, insert_sd: int = 50):
+                   insert_mean: int = 350, insert_sd: int = 50, quality: str = "binned"):
     """Yield chunks of (names, r1, q1, r2, q2) arrays."""
     chunk = 20_000
     sizes = np.array([len(s) for _n, s in contigs], dtype=float)
@@ -120,8 +130,8 @@ def simulate_pairs(contigs, pairs: int, rng: np.random.Generator, *, read_len: i
             r2[rows] = COMP[seq[idx2]]
         flip = rng.random(n) < 0.5  # either strand
         r1[flip], r2[flip] = r2[flip].copy(), r1[flip].copy()
-        q1 = qualities(n, read_len, rng)
-        q2 = qualities(n, read_len, rng)
+        q1 = qualities(n, read_len, rng, quality)
+        q2 = qualities(n, read_len, rng, quality)
         errs = _apply_errors(r1, q1, rng) + _apply_errors(r2, q2, rng)
         yield made, r1, q1, r2, q2, errs
         made += n
@@ -129,7 +139,7 @@ def simulate_pairs(contigs, pairs: int, rng: np.random.Generator, *, read_len: i
 
 def _fastq_block(start: int, mate: int, reads: np.ndarray, q: np.ndarray) -> bytes:
     out = bytearray()
-    quals = QCHARS[np.searchsorted(QBINS, q)]
+    quals = (q + 33).astype(np.uint8)
     for i in range(len(reads)):
         out += b"@synth_%d/%d\n" % (start + i, mate)
         out += reads[i].tobytes()
@@ -140,7 +150,7 @@ def _fastq_block(start: int, mate: int, reads: np.ndarray, q: np.ndarray) -> byt
 
 
 def synth(outdir: Path, *, ref_bases: int = 5_000_000, pairs: int = 100_000, read_len: int = 150,
-          seed: int = 1, level: int = 6) -> SynthResult:
+          seed: int = 1, level: int = 6, quality: str = "binned") -> SynthResult:
     outdir.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     contigs = make_reference(ref_bases, rng)
@@ -149,21 +159,24 @@ def synth(outdir: Path, *, ref_bases: int = 5_000_000, pairs: int = 100_000, rea
     r1p, r2p = outdir / "reads_1.fq.gz", outdir / "reads_2.fq.gz"
     errors = 0
     with gzip.open(r1p, "wb", compresslevel=level) as f1, gzip.open(r2p, "wb", compresslevel=level) as f2:
-        for start, r1, q1, r2, q2, errs in simulate_pairs(contigs, pairs, rng, read_len=read_len):
+        for start, r1, q1, r2, q2, errs in simulate_pairs(contigs, pairs, rng, read_len=read_len, quality=quality):
             f1.write(_fastq_block(start, 1, r1, q1))
             f2.write(_fastq_block(start, 2, r2, q2))
             errors += errs
     return SynthResult(ref, r1p, r2p, ref_bases, pairs, errors / (2 * pairs * read_len))
 
 
-def fastq_text(nbytes: int, seed: int = 1, read_len: int = 150) -> bytes:
-    """About nbytes of FASTQ text (for storage tests that need genomic-like data)."""
+def fastq_text(nbytes: int, seed: int = 1, read_len: int = 150, quality: str = "binned",
+               ref_bases: int | None = None) -> bytes:
+    """About nbytes of FASTQ text (for storage tests that need genomic-like data).  The reference is nbytes/20
+    bases unless `ref_bases` says otherwise: a small one makes reads overlap (high coverage), which long-window
+    codecs exploit more than a real run's low coverage per file region allows."""
     rng = np.random.default_rng(seed)
-    contigs = make_reference(max(100_000, nbytes // 20), rng, contigs=1)
+    contigs = make_reference(ref_bases or max(100_000, nbytes // 20), rng, contigs=1)
     per = 2 * read_len + 20
     pairs = max(1, nbytes * 5 // (8 * per)) + 1  # overestimate; the loop stops at nbytes
     out = bytearray()
-    for start, r1, q1, r2, q2, _e in simulate_pairs(contigs, pairs, rng, read_len=read_len):
+    for start, r1, q1, r2, q2, _e in simulate_pairs(contigs, pairs, rng, read_len=read_len, quality=quality):
         out += _fastq_block(start, 1, r1, q1)
         out += _fastq_block(start, 2, r2, q2)
         if len(out) >= nbytes:

@@ -2,7 +2,7 @@
 
 from iolens.commands.bench import bench
 from iolens.commands.compare import compare
-from iolens.commands.cost import cost
+COMMANDS = [profile, parse, report, diff, data, compare, bench, results, lab, compress, cost, replay, predict, wrap]
 from iolens.commands.data import data
 from iolens.commands.diff import diff
 from iolens.commands.lab import lab
@@ -14,4 +14,4 @@ from iolens.commands.report import report
 from iolens.commands.results import results
 from iolens.commands.wrap import wrap
 
-COMMANDS = [profile, parse, data, compare, lab, report, bench, results, diff, cost, replay, predict, wrap]
+COMMANDS = [profile, parse, report, diff, data, compare, bench, results, lab, compress, cost, replay, predict, wrap]

@@ -25,9 +25,12 @@ def data():
               help="Read pairs to simulate.")
 @click.option("--read-length", type=click.IntRange(min=30, max=1000), default=150, show_default=True)
 @click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--quality", type=click.Choice(["binned", "full"]), default="binned", show_default=True,
+              help="binned: 4-level qualities as NovaSeq writes them; full: every Phred score 2..41, as older "
+                   "instruments wrote them (compresses far worse).")
 @click.option("--force", is_flag=True, help="Replace existing files of the same names.")
-def synth(outdir, ref_bases, pairs, read_length, seed, force):
-    """A synthetic reference and gzipped paired reads with binned qualities and a few % errors."""
+def synth(outdir, ref_bases, pairs, read_length, seed, quality, force):
+    """A synthetic reference and gzipped paired reads with binned (or full-resolution) qualities and a few % errors."""
     from iolens.synth import synth as make
 
     names = ["ref.fa", "reads_1.fq.gz", "reads_2.fq.gz"]
@@ -37,7 +40,7 @@ def synth(outdir, ref_bases, pairs, read_length, seed, force):
     if outdir.exists() and not os.access(outdir, os.W_OK):
         raise UsageError(f"{outdir} is not writable; choose another directory with -o")
     try:
-        res = make(outdir, ref_bases=ref_bases, pairs=pairs, read_len=read_length, seed=seed)
+        res = make(outdir, ref_bases=ref_bases, pairs=pairs, read_len=read_length, seed=seed, quality=quality)
     except OSError as err:
         raise UsageError(f"cannot write to {outdir}: {err.strerror}") from None
     for p in (res.reference, res.reads1, res.reads2):

@@ -1,0 +1,199 @@
+"""iolens compress: which codec, level and thread count for these files, on this storage."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from iolens.errors import UsageError
+from iolens.output import FORCE_OPTION, check_outputs, write_output
+
+
+def _threads(text: str) -> list[int]:
+    try:
+        out = sorted({int(x) for x in text.split(",") if x.strip()})
+    except ValueError:
+        raise UsageError(f"--threads {text}: give thread counts like 1,4") from None
+    if not out or out[0] < 1:
+        raise UsageError(f"--threads {text}: thread counts are 1 or more")
+    return out
+
+
+def _list_codecs() -> None:
+    from iolens.compress.codecs import DEFAULT_CODECS, REGISTRY
+
+    for c in REGISTRY.values():
+        why = c.available()
+        mark = "*" if c.name in DEFAULT_CODECS else " "
+        click.echo(f"{mark} {c.name:11} {c.library:36} levels {c.levels[0]}..{c.levels[-1]:<4} default "
+                   f"{'/'.join(c.default_levels):9} threads {'yes' if c.threads else 'no ':3}  {c.level_meaning}"
+                   + (f"  [unavailable: {why}]" if why else ""))
+    click.echo("* measured by default")
+
+
+@click.command(context_settings={"max_content_width": 110})
+@click.argument("files", nargs=-1, type=str)
+@click.option("--codecs", multiple=True, metavar="NAME[:L/L...],...",
+              help="Codecs and levels, e.g. zstd:1/3/19,lz4,pigz:6 (levels separated by /); `all`; see --list.")
+@click.option("--threads", "threads_text", default=None, metavar="1,N",
+              help="Thread counts for codecs that can use threads. [default: 1 and all CPUs]")
+@click.option("--sample", "sample_text", default="64M", show_default=True, metavar="SIZE",
+              help="Measure SIZE bytes taken in 1 MiB blocks from across larger files.")
+@click.option("--full", is_flag=True, help="Measure whole files (no sampling).")
+@click.option("--min-time", type=click.FloatRange(min=0.01), default=0.5, show_default=True,
+              help="Seconds each figure is repeated for, at least.")
+@click.option("--on", "on", multiple=True, metavar="TARGET",
+              help="A directory, lab:NAME or stored target with `iolens bench` results, or NAME=READ,WRITE in MB/s: "
+                   "storage-effective time per GB there.")
+@click.option("--fs", "fs", default=None, metavar="TARGET,...",
+              help="Instead: copy FILES onto each filesystem (lab:btrfs-zstd, a directory) and report its on-disk "
+                   "ratio and cold read/write throughput.")
+@click.option("--run", "run", default=None, metavar="CMD",
+              help="With --fs: run CMD on each filesystem through the compare engine; {dir} holds the files, "
+                   "{threads} is the largest --threads.")
+@click.option("--runs", type=click.IntRange(min=2), default=5, show_default=True,
+              help="With --run: runs per filesystem.")
+@click.option("--list", "list_codecs", is_flag=True, help="List the codecs, their levels and what a level means.")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the result as JSON.")
+@click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write an HTML page with ratio-vs-speed scatters and the Pareto front.")
+@click.option("--db", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Results store. [default: $IOLENS_DB or ~/.local/share/iolens/results.sqlite]")
+@click.option("--no-store", is_flag=True, help="Do not record the result in the results store.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@FORCE_OPTION
+def compress(files, codecs, threads_text, sample_text, full, min_time, on, fs, run, runs, list_codecs, json_out,
+             html_out, db, no_store, quiet, force):
+    """Measure codecs on FILES: ratio, compress/decompress speed, CPU and memory, verified round trips.
+
+    \b
+    Examples:
+      iolens compress reads.fq --codecs zstd:1/3/19,lz4,libdeflate:6,pigz:6 --threads 1,8
+      iolens compress reads.fq --on lab:hdd --on s3=90,60 --html codecs.html
+      iolens compress --fs lab:btrfs,lab:btrfs-lzo,lab:btrfs-zstd,lab:btrfs-zlib in.sam \\
+        --run 'samtools sort -@ {threads} -o {dir}/out.bam {dir}/in.sam' --threads 2
+    """
+    if list_codecs:
+        _list_codecs()
+        return
+    if not files:
+        raise UsageError("give one or more FILES to measure (or --list)")
+    threads = _threads(threads_text) if threads_text else sorted({1, os.cpu_count() or 1})
+    if run and not fs:
+        raise UsageError("--run needs --fs: it runs the command on each filesystem")
+    check_outputs({"--json": json_out, "--html": html_out}, force=force)
+    if fs:
+        if html_out is not None:
+            raise UsageError("--html applies to codec measurements, not --fs")
+        return _fs(files, fs, run, max(threads), runs, json_out, db, no_store, quiet, force)
+    from iolens.bench.suites import parse_size
+    from iolens.compress.codecs import parse_codecs
+    from iolens.compress.run import measure
+    from iolens.compress.storage import resolve_targets
+
+    sample = None if full else parse_size(sample_text)
+    chosen = parse_codecs(codecs)
+    targets = resolve_targets(list(on), str(db) if db else None)
+    with _progress(quiet) as progress:
+        doc = measure(list(files), codecs=chosen, threads=threads, sample=sample, min_time=min_time, targets=targets,
+                      progress=progress)
+    if not no_store:
+        _store(doc, db)
+    _emit(doc, json_out, html_out, force)
+
+
+class _progress:
+    """A rich progress bar on stderr when it is a terminal."""
+
+    def __init__(self, quiet: bool):
+        from rich.console import Console
+
+        self.console = Console(stderr=True)
+        self.bar = None
+        if not quiet and self.console.is_terminal:
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(TextColumn("{task.description:40}"), BarColumn(), TextColumn("{task.completed}/"
+                                "{task.total}"), TimeElapsedColumn(), console=self.console, transient=True)
+
+    def __enter__(self):
+        if self.bar is None:
+            return None
+        self.bar.start()
+        task = self.bar.add_task("", total=1)
+
+        def update(text: str, done: int, total: int) -> None:
+            assert self.bar is not None
+            self.bar.update(task, description=text[:40], completed=done, total=max(total, 1))
+
+        return update
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _out_console():
+    from rich.console import Console
+
+    return Console(highlight=False, width=max(150, Console().width), soft_wrap=False)
+
+
+def _store(doc: dict, db) -> None:
+    from iolens.store import ResultsStore
+
+    with ResultsStore(db) as store:
+        job = {"files": [i["path"] for i in doc["inputs"]], "settings": doc["settings"], "targets": doc["targets"]}
+        run_id = store.add_run("compress", job, doc["host"], label=" ".join(job["files"])[:80])
+        for inp in doc["inputs"]:
+            for r in inp["rows"]:
+                store.add_result(run_id, r["label"], r, target=inp["path"],
+                                 provenance={"library": doc["libraries"].get(r["codec"]), "content": inp["content"]})
+        doc["store"] = {"db": str(store.path), "run_id": run_id}
+
+
+def _emit(doc: dict, json_out, html_out, force: bool) -> None:
+    from iolens.render.compress_json import render_json
+    from iolens.render.compress_text import render_text
+
+    con = _out_console()
+    render_text(doc, con)
+    if json_out is not None:
+        write_output(json_out, render_json(doc), force=force, opt="--json")
+        con.print(f"  json: {json_out}")
+    if html_out is not None:
+        from iolens.render.compress_html import render_html
+
+        write_output(html_out, render_html(doc), force=force, opt="--html")
+        con.print(f"  html: {html_out}")
+    if doc["store"]:
+        con.print(f"  stored as run {doc['store']['run_id']} in {doc['store']['db']}")
+
+
+def _fs(files, fs, run, threads, runs, json_out, db, no_store, quiet, force) -> None:
+    from iolens.compress.fs import measure_all
+    from iolens.render.compress_json import render_json
+    from iolens.render.compress_text import render_fs_text
+
+    specs = [s.strip() for s in fs.split(",") if s.strip()]
+    con = _out_console()
+    say = None if quiet else (lambda text: click.echo(f"  {text} ...", err=True))
+    doc = measure_all(specs, list(files), run=run, threads=threads, runs=runs, progress=say)
+    if not no_store:
+        from iolens.store import ResultsStore
+
+        with ResultsStore(db) as store:
+            run_id = store.add_run("compress-fs", {"files": list(files), "filesystems": specs, "command": run,
+                                                   "threads": threads}, doc["host"], label=",".join(specs)[:80])
+            for r in doc["filesystems"]:
+                store.add_result(run_id, "fs", r, target=r["target"])
+            doc["store"] = {"db": str(store.path), "run_id": run_id}
+    render_fs_text(doc, con)
+    if json_out is not None:
+        write_output(json_out, render_json(doc), force=force, opt="--json")
+        con.print(f"  json: {json_out}")
+    if doc["store"]:
+        con.print(f"  stored as run {doc['store']['run_id']} in {doc['store']['db']}")
