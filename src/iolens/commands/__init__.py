@@ -2,7 +2,8 @@
 
 from iolens.commands.bench import bench
 from iolens.commands.compare import compare
-COMMANDS = [profile, parse, report, diff, data, compare, bench, results, lab, compress, cost, replay, predict, wrap]
+from iolens.commands.compress import compress
+from iolens.commands.cost import cost
 from iolens.commands.data import data
 from iolens.commands.diff import diff
 from iolens.commands.lab import lab
