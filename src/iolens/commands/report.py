@@ -52,7 +52,8 @@ def print_thresholds() -> None:
 @click.option("--sample", metavar="NAME", help="Sample name for --multiqc (default: the capture's file name).")
 @click.option("--set", "overrides", metavar="NAME=VALUE", multiple=True,
               help="Change a threshold for this report (repeatable); --thresholds lists them.")
-@click.option("--thresholds", "list_thresholds", is_flag=True, help="List the thresholds and their defaults, then exit.")
+@click.option("--thresholds", "list_thresholds", is_flag=True,
+              help="List the thresholds and their defaults, then exit.")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Files in the terminal report.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the terminal report.")
 @click.option("--snakemake-log", metavar="LOG", help="DIR mode: a Snakemake log; its jobs without a task are listed.")

@@ -303,7 +303,7 @@ def status(state_dir: Path) -> dict[str, Any]:
     mnt = rec.get("mountpoint")
     m = mount_at(mnt) if mnt else None
     procs = {k: _alive(state_dir, k, r) for k, r in rec.get("processes", {}).items()}
-    healthy = bool(m and all(procs.values()) and len(procs) == 2 and responsive(Path(mnt)))
+    healthy = bool(mnt and m and all(procs.values()) and len(procs) == 2 and responsive(Path(mnt)))
     dev = rec.get("device") or {}
     return {"path": mnt, "healthy": healthy, "loop": rec.get("loop"), "fstype": rec.get("fstype"),
             "size": rec.get("size"), "image": rec.get("image"), "loop_direct_io": rec.get("loop_direct_io"),

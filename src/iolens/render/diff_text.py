@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from iolens.analysis.breakdown import LABELS
@@ -35,17 +34,15 @@ def render_diff_text(d, console: Console, *, top: int = 15) -> None:
                            f"    B: {shown(' '.join(d.b['command']))}", style="yellow"))
     else:
         console.print(shown_text(f"  {' '.join(d.a['command'])}"))
-    t = Table(title="Totals", title_justify="left", show_edge=False, pad_edge=False, title_style="bold")
-    for col, j in (("", "left"), ("A", "right"), ("B", "right"), ("change", "right"), ("B/A", "right")):
-        t.add_column(col, justify=j)
+    style = {"title_justify": "left", "show_edge": False, "pad_edge": False, "title_style": "bold"}
+    t = FitTable([Col("", "left"), Col("A"), Col("B"), Col("change"), Col("B/A")], title="Totals", **style)
     for c in d.totals:
         fmt = human_bytes if c.name.startswith("bytes") else human_seconds
-        t.add_row(c.name.replace("_s", "").replace("_", " "), fmt(c.a), fmt(c.b), _signed(c.delta, fmt), _ratio(c.ratio))
+        t.add_row(c.name.replace("_s", "").replace("_", " "), fmt(c.a), fmt(c.b), _signed(c.delta, fmt),
+                  _ratio(c.ratio))
     console.print(t)
-    t = Table(title="Per category (process time)", title_justify="left", show_edge=False, pad_edge=False,
-              title_style="bold")
-    for col, j in (("category", "left"), ("A", "right"), ("B", "right"), ("change", "right"), ("B/A", "right")):
-        t.add_column(col, justify=j)
+    t = FitTable([Col("category", "left"), Col("A"), Col("B"), Col("change"), Col("B/A")],
+                 title="Per category (process time)", **style)
     for c in d.categories:
         if c.a or c.b:
             t.add_row(LABELS[c.name], human_seconds(c.a), human_seconds(c.b), _signed(c.delta, human_seconds),

@@ -220,7 +220,8 @@ _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
 header{background:#1d2330;color:#fff;padding:18px 28px}
 header h1{margin:0;font-size:20px}
-header .cmd{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:13px;margin-top:6px;word-break:break-all;color:#cfd6e4}
+header .cmd{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:13px;margin-top:6px;word-break:break-all;
+  color:#cfd6e4}
 header .host{font-size:12px;color:#9aa4b8;margin-top:4px}
 main{padding:12px 28px 40px}
 section{background:#fff;border:1px solid #e1e4ea;border-radius:8px;margin:16px 0;padding:12px 18px}
@@ -297,8 +298,10 @@ _APP_JS = r"""
     Plotly.newPlot("chart-iops", traces, lay({xaxis:{title:{text:"seconds from start"}},
                                               yaxis:{title:{text:"calls / s"}}}), cfg);
     var tp = [
-      {type:"scatter", mode:"lines", line:{shape:"hv", color:"#2ca02c"}, name:"read", x:t, y:T.read_bps.map(function(v){return v/1048576;})},
-      {type:"scatter", mode:"lines", line:{shape:"hv", color:"#1f77b4"}, name:"written", x:t, y:T.write_bps.map(function(v){return v/1048576;})}
+      {type:"scatter", mode:"lines", line:{shape:"hv", color:"#2ca02c"}, name:"read", x:t,
+       y:T.read_bps.map(function(v){return v/1048576;})},
+      {type:"scatter", mode:"lines", line:{shape:"hv", color:"#1f77b4"}, name:"written", x:t,
+       y:T.write_bps.map(function(v){return v/1048576;})}
     ];
     Object.keys(T.mount_bps).forEach(function(m){
       tp.push({type:"scatter", mode:"lines", line:{shape:"hv", dash:"dot"}, name:_h(m)+" (est.)", x:t,

@@ -22,7 +22,6 @@ import os
 import socket
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
