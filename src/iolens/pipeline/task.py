@@ -7,6 +7,7 @@ bytes and time per mount, temporary files, the files touched, and the advice tha
 
 from __future__ import annotations
 
+import io
 import os
 import socket
 from typing import Any
@@ -30,7 +31,7 @@ def load_task(task: Task):
     """The task as one Capture (parts merged in memory, in start order)."""
     from iolens.capture.merge import part_records
     from iolens.capture.reader import decode, read_capture
-    from iolens.capture.writer import file_header, meta_record
+    from iolens.capture.writer import Sealer, meta_record
 
     if task.kind == "capture":
         return read_capture(task.paths[0])
@@ -49,7 +50,16 @@ def load_task(task: Task):
         mounts = _local_mounts() if host in ("", socket.gethostname(), socket.gethostname().split(".")[0]) else []
     meta = {"tool": "iolens", "command": info.get("command") or [], "cwd": info.get("cwd"), "host": host,
             "mounts": mounts, "workflow": task.names}
-    cap = decode(file_header() + meta_record(meta) + b"".join(bodies), task.id)
+    meta = {k: v for k, v in meta.items() if v is not None}  # absent, not null: the reader checks types
+    buf = io.BytesIO()  # sealed as the merge seals a capture file, so the reader checks it the same way
+    sealer = Sealer(buf)
+    sealer.add(meta_record(meta))
+    sealer.close_block()
+    for body in bodies:
+        sealer.add(body, part=True)
+        sealer.close_block()
+    sealer.finish()
+    cap = decode(buf.getvalue(), task.id)
     cap.problems.extend(problems)
     return cap
 
