@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from iolens import _format as F
-from iolens.capture.reader import Capture
+from iolens.capture.reader import Capture, Process
 from iolens.errors import UsageError
 from iolens.whatif.engine import describe, op_dtype
 
@@ -123,216 +123,304 @@ def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS
                          "to replay it (`iolens predict` works without one)")
     d = describe()
     code = {name: v["code"] for name, v in d["ops"].items()}
-    op_names = [name for name, _cat in F.OPS]
     procs = cap.processes
-    # ---- files and pipes, across processes --------------------------------------------------------------
+    files, local, n_pipes = _lay_out(procs)
+    ops = _Ops(code)
+    for pi, p in enumerate(procs):
+        ops.add_process(pi, p.events, local[pi])
+    tree = _Tree(procs, ops)
+    pseudo = tree.events(code)
+    t0 = tree.wall_start(cap.meta, pseudo, code)
+    allrows = _with_pseudo(ops.rows, pseudo)
+    if ops.pipe_rows:
+        allrows = _with_pipe_needs(allrows, np.concatenate(ops.pipe_rows), code, int(d["pipe_buffer"]))
+    a = allrows[np.lexsort((allrows[:, _SEQ], allrows[:, _T], allrows[:, _THREAD]))]  # per thread, in time order
+    gap, overhead_ns = _gaps(a, code["START"], tree.roots, t0, ops.event_times, event_overhead_ns)
+    notes = []
+    if any(p.fields.get("trace_lost") for p in procs):
+        notes.append("some trace events were lost while recording; the replay misses them")
+    return Plan(files, ops.handles, ops.threads, len(procs), tree.roots, n_pipes, _op_array(a, gap),
+                float(cap.meta.get("wall_s") or 0.0), skipped_ops=ops.skipped, notes=notes,
+                overhead_s=overhead_ns / 1e9)
+
+
+# what a process's file index stands for in the replay: a data file (by its index in the plan's files) or a pipe
+_DATA, _PIPE = 1, 2
+# rp_op rows while the plan is built; columns: t, dur, offset, size, op, thread, obj, flags, seq
+_T, _DUR, _OP, _THREAD, _OBJ, _SEQ = 0, 1, 4, 5, 6, 8
+
+
+def _lay_out(procs: list[Process]) -> tuple[list[ReplayFile], list[dict[int, tuple[int, int]]], int]:
+    """The step's data files (one per path across processes) and its pipes (one per inode across processes): the
+    files, each process's map from its file index to (_DATA, file) or (_PIPE, pipe), and the number of pipes."""
     files: list[ReplayFile] = []
     by_path: dict[str, int] = {}
     pipes: dict[tuple[int, int], int] = {}
     pipe_flag = F.FILE_FLAGS["NOT_A_FILE"][0]
-    created_flag, dir_flag = F.FILE_FLAGS["CREATED"][0], F.FILE_FLAGS["DIRECTORY"][0]
-    local: list[dict[int, tuple[int, int]]] = []  # per process: file index -> (1 data file | 2 pipe, id)
+    local: list[dict[int, tuple[int, int]]] = []
     for p in procs:
         m: dict[int, tuple[int, int]] = {}
         for f in p.files:
             path = f["path"]
             if f["flags"] & pipe_flag:
                 if "pipe:" in path or path.startswith("pipe"):
-                    m[f["index"]] = (2, pipes.setdefault((f["dev"], f["ino"]), len(pipes)))
-                continue
-            if not _is_data(path):
-                continue
-            i = by_path.get(path)
-            if i is None:
-                i = by_path[path] = len(files)
-                files.append(ReplayFile(path, path.lstrip("/"), content=content_of(path)))
-            rf = files[i]
-            rf.dir = rf.dir or bool(f["flags"] & dir_flag)
-            rf.created = rf.created or bool(f["flags"] & created_flag)
-            rf.layout = max(rf.layout, int(f["max_read_end"]))
-            m[f["index"]] = (1, i)
+                    m[f["index"]] = (_PIPE, pipes.setdefault((f["dev"], f["ino"]), len(pipes)))
+            elif _is_data(path):
+                m[f["index"]] = (_DATA, _merge_file(files, by_path, f))
         local.append(m)
+    return files, local, len(pipes)
 
-    # ---- op translation, per process ----------------------------------------------------------------------
-    cap_to_rp = np.full(len(op_names) + 1, -1, dtype=np.int64)
-    pipe_rp = np.full(len(op_names) + 1, -1, dtype=np.int64)
-    for i, name in enumerate(op_names):
-        if name in _FILE_OPS:
-            cap_to_rp[i] = code[_FILE_OPS[name]]
-        if name in ("READ", "READV", "FREAD", "FGETS", "FGETC", "GETDELIM", "FSCANF", "STDIO_FILL"):
-            pipe_rp[i] = code["PIPE_READ"]
-        elif name in ("WRITE", "WRITEV", "FWRITE", "FPUTS", "FPUTC", "FPRINTF", "STDIO_DRAIN", "SENDFILE"):
-            pipe_rp[i] = code["PIPE_WRITE"]
-    path_codes = {code[n] for n in PATH_OPS}
-    handle_of: dict[tuple[int, int], int] = {}
-    handles: list[int] = []
-    threads: list[int] = []
-    thread_of: dict[tuple[int, int], int] = {}
-    rows: list[np.ndarray] = []   # columns: t, dur, offset, size, op, thread, obj, flags, seq
-    pipe_rows: list[np.ndarray] = []
-    skipped = 0
-    proc_threads: list[list[tuple[int, float, float]]] = []  # per process: (thread, first start, last end)
-    event_times: dict[int, np.ndarray] = {}  # thread -> start of every recorded event, replayed or not (sorted)
 
-    def thread_id(pi: int, tid: int) -> int:
-        t = thread_of.get((pi, tid))
+def _merge_file(files: list[ReplayFile], by_path: dict[str, int], f: dict[str, Any]) -> int:
+    """Add one process's record of a data file to the plan's file of that path; its index."""
+    path = f["path"]
+    i = by_path.get(path)
+    if i is None:
+        i = by_path[path] = len(files)
+        files.append(ReplayFile(path, path.lstrip("/"), content=content_of(path)))
+    rf = files[i]
+    rf.dir = rf.dir or bool(f["flags"] & F.FILE_FLAGS["DIRECTORY"][0])
+    rf.created = rf.created or bool(f["flags"] & F.FILE_FLAGS["CREATED"][0])
+    rf.layout = max(rf.layout, int(f["max_read_end"]))
+    return i
+
+
+_PIPE_READS = ("READ", "READV", "FREAD", "FGETS", "FGETC", "GETDELIM", "FSCANF", "STDIO_FILL")
+_PIPE_WRITES = ("WRITE", "WRITEV", "FWRITE", "FPUTS", "FPUTC", "FPRINTF", "STDIO_DRAIN", "SENDFILE")
+
+
+@dataclass
+class _Ops:
+    """The replayed ops of every process and the threads and handles they name, taken one process at a time."""
+
+    code: dict[str, int]
+    threads: list[int] = field(default_factory=list)                 # thread -> process
+    thread_of: dict[tuple[int, int], int] = field(default_factory=dict)  # (process, tid) -> thread
+    handles: list[int] = field(default_factory=list)                 # handle -> file
+    handle_of: dict[tuple[int, int], int] = field(default_factory=dict)  # (process, file) -> handle
+    rows: list[np.ndarray] = field(default_factory=list)
+    pipe_rows: list[np.ndarray] = field(default_factory=list)
+    skipped: int = 0
+    proc_threads: list[list[tuple[int, float, float]]] = field(default_factory=list)  # (thread, first start, last end)
+    event_times: dict[int, np.ndarray] = field(default_factory=dict)  # thread -> sorted start of every event
+
+    def __post_init__(self) -> None:
+        self.op_names = [name for name, _cat in F.OPS]
+        n = len(self.op_names)
+        # capture op -> replay op, on a data file and on a pipe (-1: not replayed); index n: an unknown op
+        self.file_rp = np.full(n + 1, -1, dtype=np.int64)
+        self.pipe_rp = np.full(n + 1, -1, dtype=np.int64)
+        for i, name in enumerate(self.op_names):
+            if name in _FILE_OPS:
+                self.file_rp[i] = self.code[_FILE_OPS[name]]
+            if name in _PIPE_READS:
+                self.pipe_rp[i] = self.code["PIPE_READ"]
+            elif name in _PIPE_WRITES:
+                self.pipe_rp[i] = self.code["PIPE_WRITE"]
+        self.path_codes = {self.code[n] for n in PATH_OPS}
+
+    def thread_id(self, pi: int, tid: int) -> int:
+        t = self.thread_of.get((pi, tid))
         if t is None:
-            t = thread_of[(pi, tid)] = len(threads)
-            threads.append(pi)
+            t = self.thread_of[(pi, tid)] = len(self.threads)
+            self.threads.append(pi)
         return t
 
-    for pi, p in enumerate(procs):
-        ev = p.events
-        pts: list[tuple[int, float, float]] = []
+    def add_process(self, pi: int, ev: np.ndarray | None, local: dict[int, tuple[int, int]]) -> None:
+        """Number the threads of process `pi` and keep its events on data files and pipes as rows."""
         if ev is None or not len(ev):
-            thread_id(pi, 0)
-            proc_threads.append(pts)
-            continue
-        m = local[pi]
-        fidx = ev["file"].astype(np.int64)
-        kind = np.zeros(len(ev), dtype=np.int64)
-        gid = np.zeros(len(ev), dtype=np.int64)
-        for li, (k, g) in m.items():
-            sel = fidx == li
-            kind[sel] = k
-            gid[sel] = g
-        opc = ev["op"].astype(np.int64)
-        rp = np.where(kind == 1, cap_to_rp[np.minimum(opc, len(op_names))],
-                      np.where(kind == 2, pipe_rp[np.minimum(opc, len(op_names))], -1))
+            self.thread_id(pi, 0)
+            self.proc_threads.append([])
+            return
+        kind, gid = _file_kinds(ev["file"].astype(np.int64), local)
+        rp = self._replay_ops(ev["op"].astype(np.int64), kind)
+        keep = rp >= 0
+        self.skipped += int((~keep).sum())
+        tids = ev["tid"].astype(np.int64)
+        self.proc_threads.append(self._number_threads(pi, ev, tids))
+        ev, rp, kind, gid, tids = ev[keep], rp[keep], kind[keep], gid[keep], tids[keep]
+        if not len(ev):
+            return
+        thr = np.array([self.thread_of[(pi, int(t))] for t in tids], dtype=np.int64)
+        block = np.stack([ev["start_mono"].astype(np.int64), ev["dur_ns"].astype(np.int64),
+                          ev["offset"].astype(np.int64), ev["size"].astype(np.int64), rp, thr,
+                          self._objects(pi, rp, kind, gid),
+                          np.zeros(len(ev), dtype=np.int64), np.ones(len(ev), dtype=np.int64)], axis=1)
+        self.rows.append(block)
+        if (kind == _PIPE).any():
+            self.pipe_rows.append(block[kind == _PIPE])
+
+    def _replay_ops(self, opc: np.ndarray, kind: np.ndarray) -> np.ndarray:
+        """The replay op of each event (-1: left as compute)."""
+        n = len(self.op_names)
+        rp = np.where(kind == _DATA, self.file_rp[np.minimum(opc, n)],
+                      np.where(kind == _PIPE, self.pipe_rp[np.minimum(opc, n)], -1))
         # a sync of the whole system needs no file
         for name in ("SYNC", "SYNCFS"):
-            if name in op_names:
-                rp = np.where((opc == op_names.index(name)) & (kind == 0), code["SYNCFS"], rp)
-        keep = rp >= 0
-        skipped += int((~keep).sum())
-        tids = ev["tid"].astype(np.int64)
+            if name in self.op_names:
+                rp = np.where((opc == self.op_names.index(name)) & (kind == 0), self.code["SYNCFS"], rp)
+        return rp
+
+    def _number_threads(self, pi: int, ev: np.ndarray, tids: np.ndarray) -> list[tuple[int, float, float]]:
+        """Each thread of the process with the span of its events; notes every event's start per thread."""
+        pts: list[tuple[int, float, float]] = []
         for tid in np.unique(tids):
             sel = tids == tid
-            t = thread_id(pi, int(tid))
+            t = self.thread_id(pi, int(tid))
             starts = ev["start_mono"][sel]
             ends = starts + ev["dur_ns"][sel]
             pts.append((t, float(starts.min()), float(ends.max())))
-            event_times[t] = np.sort(starts.astype(np.int64))
-        proc_threads.append(pts)
-        ev, rp, kind, gid, tids = ev[keep], rp[keep], kind[keep], gid[keep], tids[keep]
-        if not len(ev):
-            continue
-        obj = np.zeros(len(ev), dtype=np.int64)
-        for j in np.nonzero(kind == 1)[0]:
-            if rp[j] in path_codes:
+            self.event_times[t] = np.sort(starts.astype(np.int64))
+        return pts
+
+    def _objects(self, pi: int, rp: np.ndarray, kind: np.ndarray, gid: np.ndarray) -> np.ndarray:
+        """What each op acts on: the file for a path op, a handle per (process, file) for the others, the pipe."""
+        obj = np.zeros(len(rp), dtype=np.int64)
+        for j in np.nonzero(kind == _DATA)[0]:
+            if rp[j] in self.path_codes:
                 obj[j] = gid[j]
             else:
                 key = (pi, int(gid[j]))
-                h = handle_of.get(key)
+                h = self.handle_of.get(key)
                 if h is None:
-                    h = handle_of[key] = len(handles)
-                    handles.append(int(gid[j]))
+                    h = self.handle_of[key] = len(self.handles)
+                    self.handles.append(int(gid[j]))
                 obj[j] = h
-        obj[kind == 2] = gid[kind == 2]
-        thr = np.array([thread_of[(pi, int(t))] for t in tids], dtype=np.int64)
-        block = np.stack([ev["start_mono"].astype(np.int64), ev["dur_ns"].astype(np.int64),
-                          ev["offset"].astype(np.int64), ev["size"].astype(np.int64), rp, thr, obj,
-                          np.zeros(len(ev), dtype=np.int64), np.ones(len(ev), dtype=np.int64)], axis=1)
-        rows.append(block)
-        if (kind == 2).any():
-            pipe_rows.append(block[kind == 2])
+        obj[kind == _PIPE] = gid[kind == _PIPE]
+        return obj
 
-    # ---- processes: who started whom, who waited for whom --------------------------------------------------
-    execed = F.PROC_FLAGS["EXECED"][0]
-    starts = [int(p.start_mono) for p in procs]
-    ends = [int(p.end_mono) or max((e for _t, _s, e in proc_threads[i]), default=starts[i])
-            for i, p in enumerate(procs)]
-    roots: list[int] = []
-    pseudo: list[tuple[int, int, int, int, int]] = []  # (t, op, thread, obj, seq)
-
-    def thread_at(pi: int, t: float, after: bool = False) -> int:
+    def thread_at(self, pi: int, t: float, after: bool = False) -> int:
         """The thread of process pi whose last op before t is latest (or whose first op after t is earliest)."""
         best, key = None, None
-        for th, first, last in proc_threads[pi]:
+        for th, first, last in self.proc_threads[pi]:
             if after:
                 k = first if first >= t else None
                 if k is not None and (key is None or k < key):
                     best, key = th, k
             elif first <= t and (key is None or min(last, t) > key):
                 best, key = th, min(last, t)
-        return best if best is not None else thread_of[(pi, min(tid for (q, tid) in thread_of if q == pi))]
+        return best if best is not None else self.thread_of[(pi, min(tid for (q, tid) in self.thread_of if q == pi))]
 
-    last_image: dict[int, int] = {}
-    for i, p in enumerate(procs):
-        if p.pid not in last_image or starts[i] >= starts[last_image[p.pid]]:
-            last_image[p.pid] = i
-    for i, p in enumerate(procs):
-        parent = None
-        prev = [j for j, q in enumerate(procs) if q.pid == p.pid and j != i and q.flags & execed
+
+def _file_kinds(fidx: np.ndarray, local: dict[int, tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Per event: 0 (not the step's), _DATA or _PIPE, and the data file's or the pipe's number."""
+    kind = np.zeros(len(fidx), dtype=np.int64)
+    gid = np.zeros(len(fidx), dtype=np.int64)
+    for li, (k, g) in local.items():
+        sel = fidx == li
+        kind[sel] = k
+        gid[sel] = g
+    return kind, gid
+
+
+# an op the plan adds for the process tree: (t, op, thread, obj, seq); t is a float when it comes from an op's end
+_Pseudo = tuple[float, int, int, int, int]
+
+
+class _Tree:
+    """The processes: who started whom and who waited for whom, as ops of the threads involved."""
+
+    def __init__(self, procs: list[Process], ops: _Ops) -> None:
+        self.procs, self.ops = procs, ops
+        self.starts = [int(p.start_mono) for p in procs]
+        self.ends = [int(p.end_mono) or max((e for _t, _s, e in ops.proc_threads[i]), default=self.starts[i])
+                     for i, p in enumerate(procs)]
+        self.roots: list[int] = []
+        # the last image of each pid: the one a parent's wait for that pid ends
+        self.last_image: dict[int, int] = {}
+        for i, p in enumerate(procs):
+            if p.pid not in self.last_image or self.starts[i] >= self.starts[self.last_image[p.pid]]:
+                self.last_image[p.pid] = i
+
+    def parent(self, i: int) -> int | None:
+        """The image that started image i: the image it exec'ed from, else its parent process's image then."""
+        p, starts = self.procs[i], self.starts
+        execed = F.PROC_FLAGS["EXECED"][0]
+        prev = [j for j, q in enumerate(self.procs) if q.pid == p.pid and j != i and q.flags & execed
                 and starts[j] <= starts[i]]
         if prev:
-            parent = max(prev, key=lambda j: starts[j])
-        else:
-            cands = [j for j, q in enumerate(procs) if q.pid == p.ppid and starts[j] <= starts[i]
-                     and (not q.end_mono or ends[j] >= starts[i])]
-            if cands:
-                parent = max(cands, key=lambda j: starts[j])
-        if parent is None:
-            roots.append(i)
-        else:
-            pseudo.append((starts[i], code["SPAWN"], thread_at(parent, starts[i]), i, 0))
-        for c in p.children:
-            child = last_image.get(int(c["pid"]))
-            if child is not None and child != i:
-                t = int(c["end_mono"])
-                pseudo.append((t, code["WAIT"], thread_at(i, t, after=True), child, 0))
-        # thread starts and the process's end
-        for th, _first, last in proc_threads[i] or [(thread_of[(i, 0)], starts[i], starts[i])]:
-            pseudo.append((starts[i], code["START"], th, i, -1))
-        if proc_threads[i] and ends[i]:
-            th = max(proc_threads[i], key=lambda x: x[2])[0]
-            pseudo.append((ends[i], code["EXIT"], th, 0, 2))
-    t0 = min(starts[r] for r in roots) if roots else min(starts)
-    # the wall time the user saw starts before the first image's record (exec, dynamic loading) and ends after
-    # the last one: both are kept as compute in the root's first and last gaps
-    meta_t0, meta_t1 = int(cap.meta.get("start_mono") or 0), int(cap.meta.get("end_mono") or 0)
-    if 0 < meta_t0 <= t0:
-        t0 = meta_t0
-    if roots and meta_t1 > ends[roots[0]] and proc_threads[roots[0]]:
-        th = max(proc_threads[roots[0]], key=lambda x: x[2])[0]
-        pseudo.append((meta_t1, code["EXIT"], th, 0, 3))
+            return max(prev, key=lambda j: starts[j])
+        cands = [j for j, q in enumerate(self.procs) if q.pid == p.ppid and starts[j] <= starts[i]
+                 and (not q.end_mono or self.ends[j] >= starts[i])]
+        return max(cands, key=lambda j: starts[j]) if cands else None
+
+    def events(self, code: dict[str, int]) -> list[_Pseudo]:
+        """Each image's spawn (or its place among the roots), its waits for children, thread starts and its exit."""
+        pseudo: list[_Pseudo] = []
+        starts, ops = self.starts, self.ops
+        for i, p in enumerate(self.procs):
+            parent = self.parent(i)
+            if parent is None:
+                self.roots.append(i)
+            else:
+                pseudo.append((starts[i], code["SPAWN"], ops.thread_at(parent, starts[i]), i, 0))
+            for c in p.children:
+                child = self.last_image.get(int(c["pid"]))
+                if child is not None and child != i:
+                    t = int(c["end_mono"])
+                    pseudo.append((t, code["WAIT"], ops.thread_at(i, t, after=True), child, 0))
+            # thread starts and the process's end
+            for th in [th for th, _first, _last in ops.proc_threads[i]] or [ops.thread_of[(i, 0)]]:
+                pseudo.append((starts[i], code["START"], th, i, -1))
+            if ops.proc_threads[i] and self.ends[i]:
+                pseudo.append((self.ends[i], code["EXIT"], self._last_thread(i), 0, 2))
+        return pseudo
+
+    def _last_thread(self, i: int) -> int:
+        return max(self.ops.proc_threads[i], key=lambda x: x[2])[0]
+
+    def wall_start(self, meta: dict[str, Any], pseudo: list[_Pseudo], code: dict[str, int]) -> int:
+        """When the run began (the roots' gaps count from it); adds the root's exit at the run's recorded end.
+
+        The wall time the user saw starts before the first image's record (exec, dynamic loading) and ends after
+        the last one: both are kept as compute in the root's first and last gaps."""
+        roots, starts = self.roots, self.starts
+        t0 = min(starts[r] for r in roots) if roots else min(starts)
+        meta_t0, meta_t1 = int(meta.get("start_mono") or 0), int(meta.get("end_mono") or 0)
+        if 0 < meta_t0 <= t0:
+            t0 = meta_t0
+        if roots and meta_t1 > self.ends[roots[0]] and self.ops.proc_threads[roots[0]]:
+            pseudo.append((meta_t1, code["EXIT"], self._last_thread(roots[0]), 0, 3))
+        return t0
+
+
+def _with_pseudo(rows: list[np.ndarray], pseudo: list[_Pseudo]) -> np.ndarray:
     ps = np.array([[t, 0, 0, 0, op, th, obj, 0, seq] for t, op, th, obj, seq in pseudo], dtype=np.int64)
-    allrows = np.concatenate(rows + [ps]) if rows else ps
+    return np.concatenate(rows + [ps]) if rows else ps
 
-    # ---- pipes: how far each reader and writer may run ahead ------------------------------------------------
-    if pipe_rows:
-        pr = np.concatenate(pipe_rows)
-        need = _pipe_needs(pr, code["PIPE_READ"], int(d["pipe_buffer"]))
-        # write the needs back (rows are matched by identity of (t, thread, op, obj))
-        allrows = np.concatenate([allrows[~np.isin(allrows[:, 4], [code["PIPE_READ"], code["PIPE_WRITE"]])],
-                                  np.column_stack([pr[:, :2], need, pr[:, 3:]])])
 
-    # ---- order per thread, then gaps ------------------------------------------------------------------------
-    order = np.lexsort((allrows[:, 8], allrows[:, 0], allrows[:, 5]))
-    a = allrows[order]
-    gap = np.zeros(len(a), dtype=np.int64)
-    if len(a):
-        prev_end = np.empty(len(a), dtype=np.int64)
-        prev_end[1:] = a[:-1, 0] + a[:-1, 1]
-        first = np.ones(len(a), dtype=bool)
-        first[1:] = a[1:, 5] != a[:-1, 5]
-        prev_end[first] = a[first, 0]
-        gap = np.maximum(a[:, 0] - prev_end, 0)
-        is_start = a[:, 4] == code["START"]
-        root_set = np.isin(a[:, 6], roots) & is_start
-        gap[is_start] = 0
-        gap[root_set] = a[root_set, 0] - t0
-        gap, overhead_ns = _less_overhead(a, gap, event_times, event_overhead_ns)
-    else:
-        overhead_ns = 0
+def _with_pipe_needs(allrows: np.ndarray, pr: np.ndarray, code: dict[str, int], pipe_buf: int) -> np.ndarray:
+    """The rows with each pipe op's offset set to the bytes the other side must have moved first."""
+    need = _pipe_needs(pr, code["PIPE_READ"], pipe_buf)
+    return np.concatenate([allrows[~np.isin(allrows[:, _OP], [code["PIPE_READ"], code["PIPE_WRITE"]])],
+                           np.column_stack([pr[:, :2], need, pr[:, 3:]])])
+
+
+def _gaps(a: np.ndarray, start_code: int, roots: list[int], t0: int, event_times: dict[int, np.ndarray],
+          per_event_ns: int) -> tuple[np.ndarray, int]:
+    """The compute time before each op of the rows `a` (sorted per thread, in time order), and the profiler's
+    recording cost taken out of them.  A thread's first op follows its start; a root starts at t0."""
+    if not len(a):
+        return np.zeros(0, dtype=np.int64), 0
+    prev_end = np.empty(len(a), dtype=np.int64)
+    prev_end[1:] = a[:-1, _T] + a[:-1, _DUR]
+    first = np.ones(len(a), dtype=bool)
+    first[1:] = a[1:, _THREAD] != a[:-1, _THREAD]
+    prev_end[first] = a[first, _T]
+    gap = np.maximum(a[:, _T] - prev_end, 0)
+    is_start = a[:, _OP] == start_code
+    root_set = np.isin(a[:, _OBJ], roots) & is_start
+    gap[is_start] = 0
+    gap[root_set] = a[root_set, _T] - t0
+    return _less_overhead(a, gap, event_times, per_event_ns)
+
+
+def _op_array(a: np.ndarray, gap: np.ndarray) -> np.ndarray:
+    """The rows as the engine's rp_op array."""
     out = np.zeros(len(a), dtype=op_dtype())
     out["gap"], out["dur"], out["offset"], out["size"] = gap, a[:, 1], a[:, 2], a[:, 3]
     out["op"], out["thread"], out["obj"], out["flags"] = a[:, 4], a[:, 5], a[:, 6], a[:, 7]
-    notes = []
-    if any(p.fields.get("trace_lost") for p in procs):
-        notes.append("some trace events were lost while recording; the replay misses them")
-    return Plan(files, handles, threads, len(procs), roots, len(pipes), out, float(cap.meta.get("wall_s") or 0.0),
-                skipped_ops=skipped, notes=notes, overhead_s=overhead_ns / 1e9)
+    return out
 
 
 def _less_overhead(a: np.ndarray, gap: np.ndarray, event_times: dict[int, np.ndarray],

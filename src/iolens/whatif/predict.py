@@ -157,7 +157,8 @@ def _cal_plan(cls: str) -> Plan:
     """A small synthetic workload of one class, replayed at full speed."""
     c = op_codes()
     rows: list[tuple[int, int, int, int]] = []  # op, obj, offset, size
-    files = [ReplayFile("/cal/data", "cal/data", layout=(32 << 20) if cls.startswith("read") else 0), ReplayFile("/cal/out", "cal/out", created=True)]
+    files = [ReplayFile("/cal/data", "cal/data", layout=(32 << 20) if cls.startswith("read") else 0),
+             ReplayFile("/cal/out", "cal/out", created=True)]
     if cls == "read_small":
         rows = [(c["OPEN"], 0, 0, 0)] + [(c["READ"], 0, i * 4096, 4096) for i in range(4096)]
     elif cls == "read_large":
