@@ -6,6 +6,7 @@
 #   lab_up TARGET...   bring up the lab targets the case needs (reused when IOLENS_LAB_DIR already has them up and
 #                      healthy; else a lab in $work/lab, taken down when the script exits)
 #   check NAME OK MSG  print "PASS: NAME: MSG" or "FAIL: NAME: MSG" (OK is 0/1 or true/false); failures are counted
+#   on_exit CMD        run CMD when the script exits (the lab comes down last)
 #   missing MSG        say exactly what is missing for a part of the case ("MISSING: ...") without faking it
 #   finish TITLE       write $report/index.html (every page, JSON and log in $report, and the check lines), print
 #                      where it is, and exit 1 when any check failed
@@ -22,7 +23,15 @@ read -r -a iolens <<<"${IOLENS:-iolens}"
 checks=$report/checks.txt
 : > "$checks"
 failures=0
-_lab_cleanup=()
+_cleanups=()
+_run_cleanups() {
+  local i
+  for ((i = ${#_cleanups[@]} - 1; i >= 0; i--)); do eval "${_cleanups[i]}" || true; done
+}
+trap _run_cleanups EXIT
+on_exit() {  # on_exit 'COMMAND': run it when the script exits (last registered, first run)
+  _cleanups+=("$1")
+}
 
 need_root() {
   [ "$(id -u)" = 0 ] || { echo "$case_name: needs root (the lab's loop devices and mounts): run it with sudo" >&2; exit 2; }
@@ -48,7 +57,7 @@ lab_up() {
   export IOLENS_LAB_DIR=$work/lab
   local only
   only=$(IFS=,; echo "$*")
-  trap '"${iolens[@]}" lab down -q || true' EXIT
+  on_exit '"${iolens[@]}" lab down -q'
   "${iolens[@]}" lab up --only "$only" --size "${LAB_SIZE:-512M}" --disk-size "${LAB_DISK_SIZE:-512M}" -q
   _lab_healthy "$@" || { echo "$case_name: lab targets not healthy: $("${iolens[@]}" lab status)" >&2; exit 2; }
 }
