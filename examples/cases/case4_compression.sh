@@ -37,9 +37,10 @@ done
 
 # The kernel compresses in its own threads (btrfs workqueues), so the writer's CPU time does not show it: sum the
 # CPU time of every kernel thread around writing and syncing the same file on each filesystem.
-python3 - "$work/synth-binned/reads_1.fq" "$IOLENS_LAB_DIR" > "$report/kernel-cpu.json" <<'PY'
-import json, os, shutil, subprocess, sys, time
-src, labdir = sys.argv[1], sys.argv[2]
+"${iolens[@]}" lab status --json > "$work/lab-status.json"
+python3 - "$work/synth-binned/reads_1.fq" "$work/lab-status.json" > "$report/kernel-cpu.json" <<'PY'
+import json, os, shutil, sys, time
+src, status_file = sys.argv[1], sys.argv[2]
 def kthread_ticks():
     total = 0
     for pid in os.listdir("/proc"):
@@ -52,9 +53,7 @@ def kthread_ticks():
         if int(f[6]) & 0x00200000:  # PF_KTHREAD
             total += int(f[11]) + int(f[12])
     return total / os.sysconf("SC_CLK_TCK")
-status = {t["name"]: t for t in json.loads(subprocess.run(
-    ["iolens", "lab", "status", "--json"], capture_output=True, text=True, check=True,
-    env={**os.environ, "IOLENS_LAB_DIR": labdir}).stdout)["targets"]}
+status = {t["name"]: t for t in json.load(open(status_file))["targets"]}
 out = {}
 for name in ("btrfs", "btrfs-lzo", "btrfs-zstd", "btrfs-zlib"):
     best = None
