@@ -15,7 +15,7 @@
 need_root
 need_tool minimap2 minimap2
 need_tool samtools samtools
-if [ "$mode" = short ]; then pairs=20000; ref=4000000; regions=300; runs=2; oruns=5; else pairs=200000; ref=20000000; regions=2000; runs=3; oruns=10; fi
+if [ "$mode" = short ]; then pairs=20000; ref=4000000; regions=400; runs=2; oruns=5; else pairs=200000; ref=20000000; regions=2000; runs=3; oruns=10; fi
 here=$(cd "$(dirname "$0")" && pwd)
 volumes=(gp2 gp3 st1 io2-100 io2-500 magnetic)
 db=$work/results.sqlite
@@ -41,7 +41,9 @@ for t in magnetic tmpfs; do
   d=$("${iolens[@]}" lab status --json | python3 -c 'import json,sys; print({t["name"]: t for t in json.load(sys.stdin)["targets"]}[sys.argv[1]]["path"])' "$t")/case5-$$
   mkdir -p "$d"
   on_exit "rm -rf '$d'"
-  "${iolens[@]}" profile -q --force -o "$work/$t.iolens" -- bash "$here/pipeline_like.sh" "$src" "$d" "$regions"
+  # staging the inputs in (and its sync) is set-up, not the pipeline: it is done before the profiled run
+  bash "$here/pipeline_like.sh" "$src" "$d" "$regions" stage
+  "${iolens[@]}" profile -q --force -o "$work/$t.iolens" -- bash "$here/pipeline_like.sh" "$src" "$d" "$regions" steps
   "${iolens[@]}" report "$work/$t.iolens" --json "$report/profile-$t.json" --html "$report/profile-$t.html" \
     > "$report/profile-$t.txt"
   rm -rf "$d"
@@ -65,7 +67,7 @@ report = sys.argv[1]
 say = lambda s: print(f"echo {shlex.quote(s)}")
 chk = lambda name, ok, msg: print(f"check {name} {int(bool(ok))} {shlex.quote(msg)}")
 io_keys = ["tiny_read", "small_read", "streaming_read", "random_read", "tiny_write", "small_write",
-           "streaming_write", "random_write", "metadata", "sync", "pipe_wait"]
+           "streaming_write", "random_write", "metadata", "sync"]  # storage only: pipe waits are not
 share = {}
 for t in ("magnetic", "tmpfs"):
     rep = json.load(open(f"{report}/profile-{t}.json"))
@@ -89,7 +91,8 @@ for r in json.load(open(f"{report}/six-volumes.json"))["results"]:
     say(f"{r['name']}: median {r['median']:.2f} s over {r['ok_runs']} runs")
 cost = json.load(open(f"{report}/cost.json"))
 text = open(f"{report}/cost.txt").read()
-chk("cost-names-best-value", "best value" in text, next((l.strip() for l in text.splitlines() if "best value" in l), "no best value named"))
+best = next((l.strip() for l in text.splitlines() if "is the best value" in l), None)
+chk("cost-names-best-value", best, best or "no best value named")
 ov = json.load(open(f"{report}/overhead.json"))
 c = ov["comparisons"][0]
 say(f"profiler overhead on the tmpfs run: {100 * c['rel_diff']:+.1f}% [{100 * c['rel_ci_low']:+.1f}%, "
