@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Every case of the field notes in one command: brings up one lab with every target the cases need, runs the five
+# case scripts in it (short mode, or --full), takes the lab down, and writes WORK_DIR/index.html linking each
+# case's report. Exits non-zero when any case failed.
+#
+# Usage (as root): examples/cases/run_all.sh [--full] [WORK_DIR]
+# Environment: IOLENS (default iolens), CASES (a subset, e.g. "case2 case4").
+set -euo pipefail
+full=()
+if [ "${1:-}" = "--full" ]; then full=(--full); shift; fi
+here=$(cd "$(dirname "$0")" && pwd)
+work=${1:-$(mktemp -d "${TMPDIR:-/tmp}/iolens-cases.XXXXXX")}
+mkdir -p "$work"
+work=$(cd "$work" && pwd)
+read -r -a iolens <<<"${IOLENS:-iolens}"
+[ "$(id -u)" = 0 ] || { echo "run_all: needs root (the lab's loop devices and mounts): run it with sudo" >&2; exit 2; }
+cases=${CASES:-case1 case2 case3 case4 case5}
+targets=tmpfs,ext4,xfs,btrfs,btrfs-lzo,btrfs-zstd,btrfs-zlib,s3,s3-rclone,s3-remote,netfs,magnetic,gp2,gp3,io2-100,io2-500,st1,nvme
+export IOLENS_LAB_DIR=$work/lab
+trap '"${iolens[@]}" lab down -q || true' EXIT
+"${iolens[@]}" lab up --only "$targets" --size "${LAB_SIZE:-512M}" --disk-size "${LAB_DISK_SIZE:-512M}" -q
+failed=()
+rows=""
+for c in $cases; do
+  script=$(ls "$here/$c"_*.sh)
+  echo "== $(basename "$script") ${full[*]}"
+  start=$(date +%s)
+  if "$script" "${full[@]}" "$work/$c" 2>&1 | tee "$work/$c.log"; then status=ok; else status=FAILED; failed+=("$c"); fi
+  rows+="<li><a href=\"$c/report/index.html\">$(basename "$script" .sh)</a>: $status in $(( $(date +%s) - start )) s (<a href=\"$c.log\">log</a>)</li>"
+done
+printf '<!doctype html><meta charset="utf-8"><title>iolens: the field cases</title><h1>The field cases (%s)</h1><ul>%s</ul>\n' \
+  "${full[*]:-short}" "$rows" > "$work/index.html"
+echo "report: $work/index.html"
+[ ${#failed[@]} -eq 0 ] || { echo "run_all: failed: ${failed[*]}" >&2; exit 1; }

@@ -1,0 +1,85 @@
+"""The five field cases (examples/cases/case*.sh) in short mode, as root, in one lab: each script must exit 0,
+print a PASS line for each of its qualitative checks and no FAIL, and leave an index.html that links every page
+it produced (docs/cases.md).
+
+One lab with every target the cases need serves the module, as in tests/test_lab_real.py; it is taken down after
+the last case, and the teardown checks that nothing of it is left mounted.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import iolens, unavailable
+
+from iolens.lab import tools
+from iolens.lab.sysops import mounts_under
+
+pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(900)]
+
+CASES_DIR = Path(__file__).resolve().parent.parent / "examples" / "cases"
+TARGETS = ["tmpfs", "ext4", "xfs", "btrfs", "btrfs-lzo", "btrfs-zstd", "btrfs-zlib", "s3", "s3-rclone", "s3-remote",
+           "netfs", "magnetic", "gp2", "gp3", "io2-100", "io2-500", "st1", "nvme"]
+NEEDED = ["losetup", "mkfs.ext4", "mkfs.xfs", "mkfs.btrfs", "compsize", "s3fs", "rclone", "sshfs", "sshd",
+          "ssh-keygen", "versitygw", "toxiproxy-server", "nbdkit", "nbdfuse", "fusermount3", "minimap2", "samtools"]
+# the checks each case must pass (names as printed: "PASS: NAME: ...")
+CHECKS = {
+    "case1_object_store": ["phases-are-children", "staged-fetches-once", "mount-reads-per-pass"],
+    "case2_where_aligner_writes": ["aligner-dev-null", "sort-temp-slow-disk"],
+    "case3_shared_fs": ["s3-small-files", "netfs-small-files"],
+    "case4_compression": ["binned-plain-btrfs-ratio", "binned-btrfs-lzo-smaller", "binned-btrfs-zstd-smaller",
+                          "binned-btrfs-zlib-smaller", "compression-costs-cpu", "tmpfs-beats-gp3-iops"],
+    "case5_profile_and_size": ["small-reads-dominate-on-slow-disk", "small-reads-minor-on-tmpfs",
+                               "cost-names-best-value"],
+}
+
+
+@pytest.fixture(scope="module")
+def labdir(tmp_path_factory):
+    if os.geteuid() != 0:
+        pytest.skip("the cases' lab targets need root")
+    if not os.path.exists("/dev/fuse"):
+        unavailable("no /dev/fuse: FUSE is not available here")
+    if tools.missing(NEEDED):  # installs are cached: a no-op once done
+        problems = tools.install(say=lambda m: print(m, file=sys.stderr))
+        still = tools.missing(NEEDED)
+        if still:
+            unavailable(f"missing {', '.join(still)} after `iolens lab install`: {'; '.join(problems)}")
+    d = tmp_path_factory.mktemp("caseslab") / "lab"
+    res = iolens("lab", "up", "--dir", d, "--only", ",".join(TARGETS), "--size", "512M", "--disk-size", "512M")
+    print(res.stdout, res.stderr, file=sys.stderr)
+    try:
+        assert res.returncode == 0, res.stderr
+        yield d
+    finally:
+        down = iolens("lab", "down", "--dir", d)
+        assert down.returncode == 0, down.stderr
+        assert not mounts_under(d), f"left mounted under the lab: {mounts_under(d)}"
+
+
+@pytest.mark.parametrize("case", list(CHECKS))
+def test_case_short_mode(labdir, tmp_path, case):
+    env = {**os.environ, "IOLENS_LAB_DIR": str(labdir), "IOLENS": f"{shlex.quote(sys.executable)} -m iolens"}
+    work = tmp_path / case
+    res = subprocess.run([str(CASES_DIR / f"{case}.sh"), str(work)], capture_output=True, text=True, env=env,
+                         timeout=600)
+    out = res.stdout
+    print(out[-4000:], res.stderr[-4000:], file=sys.stderr)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert not re.search(r"^FAIL:", out, re.M)
+    passed = set(re.findall(r"^PASS: ([\w-]+):", out, re.M))
+    assert set(CHECKS[case]) <= passed, f"missing PASS lines: {set(CHECKS[case]) - passed}"
+    report = work / "report"
+    index = (report / "index.html").read_text()
+    links = set(re.findall(r'href="([^"]+)"', index))
+    pages = {str(p.relative_to(report)) for p in report.rglob("*") if p.is_file() and p.name != "index.html"}
+    assert any(p.endswith(".html") for p in pages)
+    assert pages == links, f"not linked: {pages - links}; dangling: {links - pages}"
+    for line in (report / "checks.txt").read_text().splitlines():
+        assert line in out
