@@ -105,7 +105,8 @@ def test_older_layout_is_upgraded():
 
 def test_schema_matches_generated_layouts(real_capture):
     """The schema the C writer embedded equals the layouts generated for Python from the same header."""
-    from iolens.capture.reader import iter_records, parse_schema
+    from iolens.capture.layout import parse_schema
+    from iolens.capture.walk import iter_records
 
     recs = list(iter_records(real_capture.read_bytes(), "c", []))
     schema = parse_schema(next(r for r in recs if r.kind == "SCHEMA").payload, "c")

@@ -13,7 +13,8 @@ from iolens import _format as F
 from iolens.capture import writer as W
 from iolens.capture.container import CHECK, REC_HDR
 from iolens.capture.fuzz import classify, fingerprint, mutate
-from iolens.capture.reader import decode, iter_records, read_capture
+from iolens.capture.reader import decode, read_capture
+from iolens.capture.walk import iter_records
 from iolens.errors import CaptureError, CaptureTruncated
 
 OLD = datapath("capture", "v1.0-bash-trace.iolens")  # written by iolens 0.1.0 before captures were sealed

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from iolens.capture.reader import iter_records, parse_schema
+from iolens.capture.layout import parse_schema
+from iolens.capture.walk import iter_records
 from iolens.pipeline.naming import workflow_names
 
 HEAD_BYTES = 64 << 10  # a part's PROC and STRING records come first
