@@ -60,5 +60,6 @@ def test_advice_reads_the_model_without_importing_the_report_builder():
 
 def test_one_html_escape_for_every_page():
     assert htmlsafe.esc('<a href="x">&\'') == "&lt;a href=&quot;x&quot;&gt;&amp;&#x27;"
-    assert report_html.esc is htmlsafe.esc and compare_html.esc is htmlsafe.esc
+    assert report_html._h is htmlsafe.esc_line and compare_html.esc is htmlsafe.esc
+    assert htmlsafe.esc("a\nb") == "a\nb" and htmlsafe.esc_line("a\nb") == "a\\nb"
     assert "<" not in htmlsafe.script_json({"p": "</script><b>"})

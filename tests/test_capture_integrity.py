@@ -142,5 +142,5 @@ def test_strict_read_and_cli_name_the_offset(sealed, tmp_path):
     doc = json.loads(res.stdout)
     assert doc["complete"] is False and doc["integrity"]["partial"] and doc["integrity"]["offset"] == off
     rep = iolens("report", "--json", "-", cut)
-    assert rep.returncode == 0 and "Traceback" not in rep.stderr and f"at byte {off}" in rep.stderr
+    assert rep.returncode == 3 and "Traceback" not in rep.stderr and f"at byte {off}" in rep.stderr
     assert json.loads(rep.stdout)["capture"]["complete"] is False

@@ -15,6 +15,11 @@ def esc(s: Any) -> str:
     return html.escape(shown(s, lines=True), quote=True)
 
 
+def esc_line(s: Any) -> str:
+    """One line of HTML text: as `esc`, with a newline spelled out (\\n) as in the terminal."""
+    return html.escape(shown(s), quote=True)
+
+
 def script_json(obj: Any) -> str:
     """JSON that can sit inside <script type="application/json"> whatever the strings hold."""
     text = json_safe(json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":")))

@@ -12,7 +12,7 @@ import math
 from iolens.analysis.breakdown import BREAKDOWN, CLASSES, LABELS
 from iolens.analysis.processes import chain_rows
 from iolens.names import shown
-from iolens.render.htmlsafe import esc as _esc
+from iolens.render.htmlsafe import esc_line as _h
 from iolens.render.htmlsafe import script_json
 from iolens.render.multiqc import COLORS
 from iolens.render.report_text import integrity_lines
@@ -21,11 +21,6 @@ from iolens.units import human_bytes, human_seconds, pct
 MAX_FILE_ROWS = 2000
 MAX_PHASES = 500
 MAX_PROC_BARS = 30
-
-
-def _h(s) -> str:
-    """Text of one line for the page: names spelled out as in the terminal (a newline as \\n), then escaped."""
-    return _esc(shown(s))
 
 
 def _num(v) -> float:
