@@ -4,10 +4,12 @@ program's range, with the environment it would see unprofiled, and vfork from th
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -213,3 +215,24 @@ def test_vfork_from_threads_is_cheap(cprog, tmp_path):
     assert t_prof < 3 * t_plain + 0.3, (t_plain, t_prof)
     cap = read_capture(tmp_path / "v.iolens")
     assert len(images(cap, "true")) == n  # every child followed
+
+
+def test_a_detached_daemon_is_reported_as_not_captured(tmp_path):
+    """A double-forking daemon outlives the command: its later I/O cannot be in the capture, and the report and
+    the summary say so instead of staying silent."""
+    script = "( ( sleep 0.5; for i in 1 2 3; do echo x >> late.txt; sleep 0.1; done ) & ); echo early > early.txt"
+    cap = tmp_path / "d.iolens"
+    res = iolens("profile", "-o", cap, "--", "bash", "-c", script, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "still running when the capture was saved" in " ".join(res.stderr.split())
+    rep = iolens("report", "--json", "-", cap)
+    doc = json.loads(rep.stdout)
+    assert len(doc["capture"]["running_at_save"]) >= 1
+    assert "late.txt" not in {os.path.basename(f["path"]) for f in doc["files"]}
+    text = iolens("report", cap)
+    assert "their I/O after that moment is not captured" in " ".join(text.stdout.split())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and (not (tmp_path / "late.txt").exists()
+                                           or len((tmp_path / "late.txt").read_text().splitlines()) < 3):
+        time.sleep(0.1)
+    assert len((tmp_path / "late.txt").read_text().splitlines()) == 3  # the daemon itself was not harmed

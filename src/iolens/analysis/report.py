@@ -112,6 +112,7 @@ def _capture_info(cap: Capture, whole: Integrity) -> dict[str, Any]:
         "partial_at_byte": whole.at_byte,
         "partial_reason": whole.reason,
         "overflow_processes": len(whole.overflow),
+        "running_at_save": [int(p) for p in meta.get("running_at_save") or [] if isinstance(p, int)],
     }
 
 

@@ -60,7 +60,7 @@ def summarize(cap: Capture, top: int = 10, *, files: bool = True) -> RunSummary:
         temp_files=sorted((f for f in real_files if f.created and f.deleted), key=lambda f: -f.bytes_written),
         tree=tree,
         mounts=_mount_sums(real_files),
-        problems=list(cap.problems) + ([] if procs else [NO_PROCESS]),
+        problems=list(cap.problems) + ([] if procs else [NO_PROCESS]) + _detached(cap.meta),
     )
 
 
@@ -131,3 +131,11 @@ def _mount_sums(real_files: list[FileSummary]) -> list[dict[str, Any]]:
         pm["time_s"] += f.time_s
         pm["files"] += 1
     return sorted(per_mount.values(), key=lambda m: -m["time_s"])
+
+
+def _detached(meta: dict) -> list[str]:
+    running = [p for p in meta.get("running_at_save") or [] if isinstance(p, int)]
+    if not running:
+        return []
+    return [f"{len(running)} process(es) still running when the capture was saved (detached: pid "
+            f"{', '.join(map(str, running[:5]))}); their later I/O is not captured"]

@@ -240,6 +240,7 @@ _META_TYPES: dict[str, tuple[type, ...]] = {
     "wall_s": (int, float), "exit_status": (int,), "trace": (bool,), "mounts": (list,), "host": (str,),
     "kernel": (str,), "cpus": (int,), "mem_bytes": (int,), "cpu_model": (str,), "start_real_ns": (int,),
     "start_mono": (int,), "end_mono": (int,), "children_rusage": (dict,), "parts": (int,),
+    "running_at_save": (list,),
 }
 
 
@@ -257,6 +258,8 @@ def _meta_ok(key: str, value: Any) -> bool:
         return all(isinstance(a, str) for a in value)
     if key == "mounts" and isinstance(value, list):
         return all(isinstance(m, dict) and all(isinstance(v, str) for v in m.values()) for m in value)
+    if key == "running_at_save" and isinstance(value, list):
+        return all(isinstance(p, int) and not isinstance(p, bool) and 0 < p < 1 << 31 for p in value)
     if key == "children_rusage" and isinstance(value, dict):
         return all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
                    and abs(v) < 1 << 63 for v in value.values())

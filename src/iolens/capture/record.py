@@ -234,8 +234,12 @@ class Recording:
         if self.stage is None:
             return result
         target = self.output if self.output is not None else self.stage / "capture.iolens"
+        meta = self.metadata(status, wall_s)
+        running = still_running(self.stage)
+        if running:
+            meta["running_at_save"] = running
         try:
-            res = merge_parts(self.stage, target, self.metadata(status, wall_s), overwrite=self.overwrite)
+            res = merge_parts(self.stage, target, meta, overwrite=self.overwrite)
             if self.output is not None:
                 result.path = self.output
             result.problems = res.problems
@@ -252,3 +256,22 @@ class Recording:
         if self.stage is not None:
             shutil.rmtree(self.stage, ignore_errors=True)
             self.stage = None
+
+
+def still_running(stage: Path) -> list[int]:
+    """Pids of recorded processes still alive once the command has ended: processes that detached (a daemon that
+    double-forked, a `cmd &` left behind). Their I/O after this moment is not in the capture."""
+    me = os.getpid()
+    out = []
+    for part in stage.glob("*.part"):
+        pid_text = part.name.partition("-")[0]
+        if not pid_text.isdigit() or int(pid_text) == me:
+            continue
+        try:
+            os.kill(int(pid_text), 0)
+        except ProcessLookupError:
+            continue
+        except PermissionError:
+            pass  # alive, owned by someone else
+        out.append(int(pid_text))
+    return sorted(set(out))

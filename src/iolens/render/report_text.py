@@ -49,6 +49,11 @@ def integrity_lines(r) -> list[str]:
         out.append(f"note: {n} process image(s) outgrew their file records (OVERFLOW): files past --max-files are "
                    "aggregated per directory, and calls made once the capture could not grow are not attributed "
                    "to files.")
+    running = cap["running_at_save"]
+    if running:
+        out.append(f"note: {len(running)} process(es) were still running when the capture was saved (detached, "
+                   f"e.g. a daemon or `cmd &`: pid {', '.join(map(str, running[:5]))}): their I/O after that "
+                   "moment is not captured.")
     return out
 
 
