@@ -46,7 +46,7 @@ struct iolens_fdstate {
 
 struct iolens_state {
     volatile int active;  /* recording */
-    volatile int pending; /* fork child: our part is made on the first recorded call (see core.c) */
+    volatile int pending; /* no part yet: it is made on the first recorded call (IOLENS_PENDING_*, core.c) */
     int mt;               /* threads exist: counters use atomics */
     int trace;            /* --trace */
     int pid;
@@ -63,6 +63,13 @@ struct iolens_state {
     char dir[512];
     char part_path[600];
     char trace_path[620]; /* empty when not tracing */
+};
+
+/* Why an active image has no part mapped (iolens_state.pending). */
+enum {
+    IOLENS_PENDING_FORK = 1,  /* a fork child: made on its first recorded call, or never */
+    IOLENS_PENDING_START = 2, /* a new image: made on its first recorded call, or written whole at its end */
+    IOLENS_PENDING_DONE = 3,  /* written at its end (exit, exec, fatal signal); made again if a call follows */
 };
 
 extern struct iolens_state iolens_g;
@@ -269,6 +276,8 @@ static inline __attribute__((always_inline)) void iolens_stdio_quick(struct iole
 
 /* Bytes waiting in stdio write buffers now become kernel writes (exit). */
 void iolens_stdio_exit(void);
+/* Does any stream hold bytes waiting to be written? */
+int iolens_stdio_waiting(void);
 /* Account a non-data call on a descriptor (or no file when f is 0). */
 void iolens_fdop(struct iolens_call *c, struct iolens_fdstate *f);
 /* Account a call on a path (resolved against dirfd when relative). */
