@@ -588,16 +588,7 @@ void iolens_wall_leave(int cat, uint64_t t1)
     }
 }
 
-static inline int hist_bin(uint64_t n)
-{
-    int i = 0;
-#define IOLENS_X_EDGE(v) \
-    if (n <= (uint64_t)(v)) return i; \
-    i++;
-    IOLENS_HIST_EDGES(IOLENS_X_EDGE)
-#undef IOLENS_X_EDGE
-    return i;
-}
+#define hist_bin iolens_hist_bin
 
 #define iolens_add(p, v) add_m(p, v, mt)
 #define iolens_max(p, v) max_m(p, v, mt)

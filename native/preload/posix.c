@@ -141,7 +141,7 @@ IOLENS_API void closefrom(int lo)
     iolens_begin_data(&c, op, f); \
     ssize_t r = call; \
     iolens_end(&c); \
-    iolens_data(&c, f, off, r); \
+    iolens_data_quick(&c, iolens_cat_of(op), f, off, r); \
     iolens_ret(&c); \
     return r;
 
