@@ -348,10 +348,20 @@ static char *const *fix_env(char *const envp[], char **out, int cap, char *merge
 
 #define ENVCAP 4096
 #define MERGECAP 8192
+/* The array is sized to the environment (up to ENVCAP entries), so a fork
+ * child about to exec writes only stack pages next to the ones it uses
+ * (each page it touches first is a copy-on-write fault). */
+static int env_cap(char *const envp[])
+{
+    size_t n = 0;
+    while (envp && envp[n]) n++;
+    return n + NKEYS + 2 <= ENVCAP ? (int)(n + NKEYS + 2) : 0; /* 0: too many, passed on as they are */
+}
 #define FIXED_ENV \
-    char **fixed = alloca(sizeof(char *) * (ENVCAP + 8)); \
+    int cap_ = env_cap(envp); \
+    char **fixed = alloca(sizeof(char *) * (size_t)(cap_ + 1)); \
     char *merged = alloca(MERGECAP); \
-    char *const *env = fix_env(envp, fixed, ENVCAP, merged, MERGECAP);
+    char *const *env = fix_env(envp, fixed, cap_, merged, MERGECAP);
 #define EXEC(call_with_env) \
     FIXED_ENV \
     iolens_finalize(IOLENS_PF_EXECED, 0); \
