@@ -20,7 +20,8 @@ Workloads (tests/native/hotloop.c; inputs generated here, page cache warm):
   true x200     /bin/true started 200 times from a shell loop (a process with no file I/O)
   minimap2, samtools sort, gzip -1: the real tools on synthetic inputs (iolens data synth)
 
-Usage: benchmarks/profile_overhead.py [--rounds 5] [--quick] [--clock vdso] [--only NAME ...]
+Usage: benchmarks/profile_overhead.py [--rounds 5] [--quick] [--clock vdso] [--preload LIB] [--only NAME ...]
+  --preload LIB measures another build of the interposer (an older one, to compare) instead of the installed one.
 """
 
 from __future__ import annotations
@@ -79,6 +80,9 @@ def staging_root() -> Path:
     return Path(tempfile.mkdtemp(prefix="iolens-bench-stage-", dir=shm if os.access(shm, os.W_OK) else None))
 
 
+PRELOAD: Path | None = None  # --preload; else the installed interposer
+
+
 def mode_env(mode: str, floor: Path, stage: Path, clock: str | None) -> dict:
     from iolens.native import preload_library
 
@@ -86,7 +90,7 @@ def mode_env(mode: str, floor: Path, stage: Path, clock: str | None) -> dict:
     if mode == "do-nothing":
         env["LD_PRELOAD"] = str(floor)
     elif mode in ("iolens", "--trace"):
-        env["LD_PRELOAD"] = str(preload_library())
+        env["LD_PRELOAD"] = str(PRELOAD or preload_library())
         env["IOLENS_DIR"] = str(stage)
         env["IOLENS_PARENT_PID"] = str(os.getpid())
         if mode == "--trace":
@@ -147,8 +151,15 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds per workload (default 5)")
     ap.add_argument("--quick", action="store_true", help="fewer calls and rounds: a smoke run, not a measurement")
     ap.add_argument("--clock", choices=["vdso"], help="force the interposer's vDSO clock (IOLENS_CLOCK)")
+    ap.add_argument("--preload", type=Path, help="measure this build of the interposer instead of the installed one")
     ap.add_argument("--only", nargs="*", help="workloads to run (names as printed, e.g. write fputc true)")
     args = ap.parse_args()
+    global PRELOAD
+    if args.preload:
+        if not args.preload.is_file():
+            print(f"iolens: error: --preload {args.preload}: no such file", file=sys.stderr)
+            return 2
+        PRELOAD = args.preload.resolve()
     scale = 10 if args.quick else 1
     if args.quick:
         args.rounds = 3

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -133,6 +135,32 @@ def test_fork_exec_spawn(cprog, profiled, tmp_path):
     assert sh and sh[0].exit_status == 5
     reaped = {c["pid"]: c["status"] for c in parent.children}
     assert reaped[child.pid] == 0 and reaped[sh[0].pid] == 5 and reaped[true[0].pid] == 0
+
+
+def test_an_image_without_file_io_is_written_whole_at_its_end(profiled, tmp_path):
+    """A process that records nothing makes no part until it ends, then writes it whole: it is in the tree
+    with its start, end, status, strings and kernel counters, and its part's SCHEMA (a constant in the
+    interposer) is byte for byte the one a part made on a first call carries."""
+    from iolens.capture.reader import iter_records
+
+    true = shutil.which("true")
+    res, cap = profiled(["sh", "-c", f"{true} a b; {true}; exit 3"], env=dict(os.environ, HTS_CACHE="x"))
+    assert res.returncode == 3, res.stderr
+    sh = main_proc(cap, os.path.basename(os.path.realpath(shutil.which("sh"))))
+    imgs = [p for p in cap.processes if os.path.basename(p.exe) == "true"]
+    assert len(imgs) == 2 and {tuple(p.argv) for p in imgs} == {(true, "a", "b"), (true,)}
+    for p in imgs:
+        fl = p.fields["flags"]
+        assert fl & PF["FINALIZED"] and fl & PF["EXITED"] and not fl & PF["FORKED"] and p.exit_status == 0
+        assert p.ppid == sh.pid and sh.start_mono < p.start_mono < p.end_mono
+        assert p.cwd == str(tmp_path) and p.host and p.env.get("HTS_CACHE") == "x"
+        assert p.k_rchar_start > 0 and p.k_rchar >= p.k_rchar_start  # the loader's reads, before the start
+        assert p.utime_ns + p.stime_ns >= p.utime_start_ns + p.stime_start_ns
+        assert not p.files and not any(p.op_count) and p.timeline["nbins"] == 256 and not any(p.timeline["count"])
+    reaped = {c["pid"]: c["status"] for c in sh.children}
+    assert all(reaped[p.pid] == 0 for p in imgs)
+    schemas = {bytes(r.payload) for r in iter_records(Path(cap.path).read_bytes(), "c", []) if r.kind == "SCHEMA"}
+    assert len(schemas) == 1
 
 
 def test_threads_honest_wall_time(cprog, profiled, tmp_path):

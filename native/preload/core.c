@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -238,28 +239,34 @@ static void add_string(uint32_t what, const char *s, uint32_t len)
     publish(r, IOLENS_KIND_STRING, IOLENS_VER_STRING);
 }
 
+/* The kernel's I/O counters of this process, in the order of its lines.
+ * Parsed by hand: the start of every image reads this, and libc's number
+ * parsing would cost it pages of code it otherwise never touches. */
 static void read_proc_io(uint64_t v[7])
 {
-    static const char *keys[7] = {"rchar", "wchar", "syscr", "syscw", "read_bytes", "write_bytes",
-                                  "cancelled_write_bytes"};
+    static const char *const keys[7] = {"rchar", "wchar", "syscr", "syscw", "read_bytes", "write_bytes",
+                                        "cancelled_write_bytes"};
     char buf[512];
-    memset(v, 0, 7 * sizeof v[0]);
+    for (int k = 0; k < 7; k++) v[k] = 0;
     int fd = sys_open("/proc/self/io", O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0) return;
     long n = sys_read(fd, buf, sizeof buf - 1);
     sys_close(fd);
     if (n <= 0) return;
     buf[n] = 0;
-    for (char *line = buf; line && *line;) {
-        char *colon = strchr(line, ':');
-        char *nl = strchr(line, '\n');
-        if (!colon) break;
-        for (int k = 0; k < 7; k++) {
-            size_t kl = strlen(keys[k]);
-            if ((size_t)(colon - line) == kl && memcmp(line, keys[k], kl) == 0)
-                v[k] = strtoull(colon + 1, 0, 10);
-        }
-        line = nl ? nl + 1 : 0;
+    for (const char *line = buf; *line;) {
+        const char *colon = line;
+        while (*colon && *colon != ':' && *colon != '\n') colon++;
+        if (*colon != ':') break;
+        size_t kl = (size_t)(colon - line);
+        const char *d = colon + 1;
+        while (*d == ' ') d++;
+        uint64_t x = 0;
+        for (; *d >= '0' && *d <= '9'; d++) x = x * 10 + (uint64_t)(*d - '0');
+        for (int k = 0; k < 7; k++)
+            if (strlen(keys[k]) == kl && memcmp(line, keys[k], kl) == 0) v[k] = x;
+        while (*d && *d != '\n') d++;
+        line = *d ? d + 1 : d;
     }
 }
 
@@ -581,16 +588,7 @@ void iolens_wall_leave(int cat, uint64_t t1)
     }
 }
 
-static inline int hist_bin(uint64_t n)
-{
-    int i = 0;
-#define IOLENS_X_EDGE(v) \
-    if (n <= (uint64_t)(v)) return i; \
-    i++;
-    IOLENS_HIST_EDGES(IOLENS_X_EDGE)
-#undef IOLENS_X_EDGE
-    return i;
-}
+#define hist_bin iolens_hist_bin
 
 #define iolens_add(p, v) add_m(p, v, mt)
 #define iolens_max(p, v) max_m(p, v, mt)
@@ -902,19 +900,147 @@ void iolens_dup(int oldfd, int newfd)
 
 /* ---- process lifetime -------------------------------------------------------- */
 
-static void proc_strings(int argc, char **argv, char **envp)
+/*
+ * An image makes its part lazily: on its first call that records (iolens_on)
+ * or that must write (wait, thread creation), or at its end.  At start it
+ * only notes what the part must say of that moment (below), with no file, no
+ * mapping and no space reserved.  A process that does no file I/O (a `true`,
+ * an `env` that execs, a `test` in a shell loop) so costs one file written
+ * with one write at its end (write_built), and a fork child that execs
+ * without recording anything costs nothing (iolens_after_fork_child).
+ */
+
+/*
+ * The records of an image's part that it knows before it makes one: PROC
+ * (its start fields from the constructor on), the STRING records noted at
+ * start (cwd, argv, environment: the program may change them later), and
+ * when the image ends with no part, the rest of them, so that the part is
+ * written with one write (write_built).  A part made earlier copies them.
+ */
+#define BUILT_CAP (2 * 65536 + 3 * PATH_MAX + 16384)
+static uint64_t built_mem[BUILT_CAP / 8];
+static char *const built = (char *)built_mem;
+static const uint64_t built_strings = sizeof(struct iolens_rec_hdr) + sizeof(struct iolens_proc);
+static uint64_t built_strings_end; /* the noted STRING records: [built_strings, built_strings_end) */
+
+/* The PROC record: its start fields from the constructor on, its end fields once written. */
+static struct iolens_proc *built_proc(void)
 {
-    char buf[PATH_MAX];
-    long n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", buf, sizeof buf - 1);
-    if (n > 0) add_string(IOLENS_STR_EXE, buf, (uint32_t)n);
-    if (syscall(SYS_getcwd, buf, sizeof buf) > 0) add_string(IOLENS_STR_CWD, buf, (uint32_t)strlen(buf));
+    return (struct iolens_proc *)(built + sizeof(struct iolens_rec_hdr));
+}
+
+/* What a part says of the moment its image (or fork child) started. */
+static void take_start(struct iolens_proc *p)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    p->pid = (uint64_t)iolens_g.pid;
+    p->start_real = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    p->start_mono = iolens_mono();
+    p->ppid = (uint64_t)syscall(SYS_getppid);
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0) {
+        p->utime_start_ns = tv_ns(ru.ru_utime);
+        p->stime_start_ns = tv_ns(ru.ru_stime);
+    }
+    uint64_t io[7];
+    read_proc_io(io);
+    p->k_rchar_start = io[0];
+    p->k_wchar_start = io[1];
+    p->k_syscr_start = io[2];
+    p->k_syscw_start = io[3];
+    p->k_read_bytes_start = io[4];
+    p->k_write_bytes_start = io[5];
+}
+
+static char *built_text(uint64_t at)
+{
+    return built + at + sizeof(struct iolens_rec_hdr) + sizeof(struct iolens_string);
+}
+
+/* Close the STRING record at `at` whose len bytes of text are in place; returns the offset after it. */
+static uint64_t built_string(uint64_t at, uint32_t what, uint32_t len)
+{
+    struct iolens_rec_hdr *h = (struct iolens_rec_hdr *)(built + at);
+    struct iolens_string *s = (struct iolens_string *)(h + 1);
+    uint32_t size = (uint32_t)((sizeof *s + len + 1 + 7) & ~(size_t)7);
+    s->what = what;
+    s->len = len;
+    memset(built_text(at) + len, 0, size - sizeof *s - len);
+    h->size = size;
+    h->version = IOLENS_VER_STRING;
+    h->kind = IOLENS_KIND_STRING;
+    return at + sizeof *h + size;
+}
+
+/* At start: the working directory, the redacted argv and the environment worth keeping. */
+static void note_strings(int argc, char **argv, char **envp)
+{
+    uint64_t at = built_strings;
+    if (syscall(SYS_getcwd, built_text(at), PATH_MAX) > 0)
+        at = built_string(at, IOLENS_STR_CWD, (uint32_t)strlen(built_text(at)));
+    size_t len = iolens_redact_argv(argc, argv, built_text(at), 65536);
+    at = built_string(at, IOLENS_STR_ARGV, (uint32_t)len);
+    len = iolens_capture_env(envp, built_text(at), 65536);
+    if (len) at = built_string(at, IOLENS_STR_ENV, (uint32_t)len);
+    built_strings_end = at;
+}
+
+/* The executable and the host are the image's for its whole life: read when its part is made. */
+static uint64_t built_late_strings(uint64_t at)
+{
+    long n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", built_text(at), PATH_MAX - 1);
+    if (n > 0) at = built_string(at, IOLENS_STR_EXE, (uint32_t)n);
     struct utsname u;
-    if (uname(&u) == 0) add_string(IOLENS_STR_HOST, u.nodename, (uint32_t)strlen(u.nodename));
-    static char text[65536];
-    size_t len = iolens_redact_argv(argc, argv, text, sizeof text);
-    add_string(IOLENS_STR_ARGV, text, (uint32_t)len);
-    len = iolens_capture_env(envp, text, sizeof text);
-    if (len) add_string(IOLENS_STR_ENV, text, (uint32_t)len);
+    if (uname(&u) == 0) {
+        size_t l = strlen(u.nodename);
+        memcpy(built_text(at), u.nodename, l);
+        at = built_string(at, IOLENS_STR_HOST, (uint32_t)l);
+    }
+    return at;
+}
+
+/* The image's strings, into a part made before its end. */
+static void add_start_strings(void)
+{
+    uint64_t end = built_late_strings(built_strings_end);
+    for (uint64_t off = built_strings; off < end;) {
+        struct iolens_rec_hdr *h = (struct iolens_rec_hdr *)(built + off);
+        struct iolens_string *s = (struct iolens_string *)(h + 1);
+        add_string(s->what, (const char *)(s + 1), s->len);
+        off += sizeof *h + h->size;
+    }
+}
+
+static char *put_str(char *o, const char *end, const char *s)
+{
+    while (*s && o < end) *o++ = *s++;
+    return *s ? 0 : o;
+}
+
+static char *put_u64(char *o, const char *end, uint64_t v)
+{
+    char d[20];
+    int n = 0;
+    do d[n++] = (char)('0' + v % 10);
+    while (v /= 10);
+    while (n && o < end) *o++ = d[--n];
+    return n ? 0 : o;
+}
+
+/* DIR/PID-START.part, the start on CLOCK_MONOTONIC (the merge orders parts by it).
+ * Formatted by hand: it may run on a fatal signal. Returns its length or -1. */
+static int part_name(uint64_t t_mono)
+{
+    struct iolens_state *g = &iolens_g;
+    char *o = g->part_path, *end = g->part_path + sizeof g->part_path - 1;
+    if ((o = put_str(o, end, g->dir)) && (o = put_str(o, end, "/")) && (o = put_u64(o, end, (uint64_t)g->pid)) &&
+        (o = put_str(o, end, "-")) && (o = put_u64(o, end, t_mono)) && (o = put_str(o, end, ".part"))) {
+        *o = 0;
+        return (int)(o - g->part_path);
+    }
+    g->part_path[0] = 0;
+    return -1;
 }
 
 /* A part that could not be set up is removed, so no half-written part is merged. */
@@ -925,19 +1051,12 @@ static int part_failed(void)
     return -1;
 }
 
-/* Create this image's part file and map it.  Returns 0 on success. */
-static int start_part(uint64_t pflags)
+/* Create this image's part file and map it, its PROC starting as init.  Returns 0 on success. */
+static int start_part(const struct iolens_proc *init)
 {
     struct iolens_state *g = &iolens_g;
-    uint64_t t_real;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    t_real = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-    uint64_t t_mono = iolens_mono();
-    g->pid = (int)syscall(SYS_getpid);
-    int pl = snprintf(g->part_path, sizeof g->part_path, "%s/%d-%llu.part", g->dir, g->pid,
-                      (unsigned long long)t_mono);
-    if (pl < 0 || (size_t)pl >= sizeof g->part_path) return -1;
+    int pl = part_name(init->start_mono);
+    if (pl < 0) return -1;
     g->trace_path[0] = 0;
     if (!g->base) {
         g->reserve = RESERVE_DEFAULT;
@@ -956,9 +1075,9 @@ static int start_part(uint64_t pflags)
     if (first == 0) return -1;
     int fd = sys_open(g->part_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) return -1;
-    /* A part starts on one thread (the constructor, or a fork child before
-     * it makes threads), so with no RLIMIT_FSIZE the limit cannot appear
-     * under this call: SIGXFSZ needs holding only when a limit is set. */
+    /* A part starts on one thread (the first call of an image, or a fork
+     * child before it makes threads), so with no RLIMIT_FSIZE the limit
+     * cannot appear under this call: SIGXFSZ needs holding only when a limit is set. */
     int ok = reserve_space(fd, 0, first, lim != UINT64_MAX) == 0 &&
              sys_mmap(g->base, first, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) != MAP_FAILED;
     sys_close(fd);
@@ -983,25 +1102,8 @@ static int start_part(uint64_t pflags)
     if (!p || !tl) return part_failed();
     g->proc = p;
     g->tl = tl;
-    p->pid = (uint64_t)g->pid;
-    p->ppid = (uint64_t)syscall(SYS_getppid);
-    p->flags = pflags;
-    p->start_real = t_real;
-    p->start_mono = t_mono;
-    struct rusage ru;
-    if (getrusage(RUSAGE_SELF, &ru) == 0) {
-        p->utime_start_ns = tv_ns(ru.ru_utime);
-        p->stime_start_ns = tv_ns(ru.ru_stime);
-    }
-    uint64_t io[7];
-    read_proc_io(io);
-    p->k_rchar_start = io[0];
-    p->k_wchar_start = io[1];
-    p->k_syscr_start = io[2];
-    p->k_syscw_start = io[3];
-    p->k_read_bytes_start = io[4];
-    p->k_write_bytes_start = io[5];
-    tl->t0_mono = t_mono;
+    *p = *init;
+    tl->t0_mono = init->start_mono;
     tl->shift = IOLENS_TIMELINE_SHIFT0;
     tl->nbins = IOLENS_TIMELINE_BINS;
     publish(p, IOLENS_KIND_PROC, IOLENS_VER_PROC);
@@ -1044,13 +1146,11 @@ __attribute__((constructor(101))) static void iolens_init(int argc, char **argv,
     const char *mf = iolens_env("IOLENS_MAX_FILES");
     g->max_files = mf ? strtoull(mf, 0, 10) : 0;
     if (!g->max_files) g->max_files = 1000000;
-    if (start_part(0) != 0) {
-        warn_once("cannot write the capture");
-        iolens_guard = 0;
-        return;
-    }
-    proc_strings(argc, argv, envp);
+    g->pid = (int)syscall(SYS_getpid);
+    take_start(built_proc());
+    note_strings(argc, argv, envp);
     iolens_signals_install();
+    g->pending = IOLENS_PENDING_START; /* the part is made when first needed */
     g->active = 1;
     iolens_guard = 0;
 }
@@ -1079,13 +1179,138 @@ static void fill_end(struct iolens_proc *p)
     p->k_cancelled_write_bytes = io[6];
 }
 
+/* The SCHEMA payload as a constant: the bytes iolens_schema_write makes (a
+ * test compares them), with no code run and no page written at the end of
+ * an image that writes its part whole. */
+#define SCHEMA_FS(type, name) {#name, IOLENS_T_##type, 1, (uint32_t)offsetof(SCHEMA_CUR, name), 0},
+#define SCHEMA_FA(type, name, n) {#name, IOLENS_T_##type, n, (uint32_t)offsetof(SCHEMA_CUR, name), 0},
+#define SCHEMA_N(name) (uint32_t)(sizeof iolens_fields_##name / sizeof iolens_fields_##name[0])
+#define SCHEMA_MEMBER(name, layout) \
+    struct iolens_schema_kind k_##name; \
+    struct iolens_schema_field f_##name[SCHEMA_N(name)];
+#define SCHEMA_INIT(name, layout) \
+    {IOLENS_KIND_##name, IOLENS_VER_##name, sizeof(SCHEMA_CUR), SCHEMA_N(name)}, {layout(SCHEMA_FS, SCHEMA_FA)},
+static const struct {
+    IOLENS_LAYOUTS(SCHEMA_MEMBER)
+} schema_blob = {
+#define SCHEMA_CUR struct iolens_proc
+    SCHEMA_INIT(PROC, IOLENS_LAYOUT_PROC)
+#undef SCHEMA_CUR
+#define SCHEMA_CUR struct iolens_string
+    SCHEMA_INIT(STRING, IOLENS_LAYOUT_STRING)
+#undef SCHEMA_CUR
+#define SCHEMA_CUR struct iolens_file
+    SCHEMA_INIT(FILE, IOLENS_LAYOUT_FILE)
+#undef SCHEMA_CUR
+#define SCHEMA_CUR struct iolens_timeline
+    SCHEMA_INIT(TIMELINE, IOLENS_LAYOUT_TIMELINE)
+#undef SCHEMA_CUR
+#define SCHEMA_CUR struct iolens_child
+    SCHEMA_INIT(CHILD, IOLENS_LAYOUT_CHILD)
+#undef SCHEMA_CUR
+#define SCHEMA_CUR struct iolens_event
+    SCHEMA_INIT(EVENT, IOLENS_LAYOUT_EVENT)
+#undef SCHEMA_CUR
+};
+#define SCHEMA_KIND_NAME(name, layout) IOLENS_KIND_##name,
+static const uint32_t schema_kinds[] = {IOLENS_LAYOUTS(SCHEMA_KIND_NAME)};
+_Static_assert(sizeof schema_kinds / sizeof schema_kinds[0] == 6, "a new layout is added to schema_blob too");
+
+/* The end of an image that never made its part: the part is written with one
+ * write (file header and SCHEMA, then the records in built), then extended
+ * over the timeline's empty bins, which stay a hole.  Raw system calls and
+ * no formatting by libc: it runs on fatal signals too. */
+static int write_built(uint64_t flags, uint64_t status)
+{
+    struct iolens_state *g = &iolens_g;
+    struct iolens_proc *p = built_proc();
+    if (part_name(p->start_mono) < 0) return -1;
+    struct iolens_rec_hdr *r = (struct iolens_rec_hdr *)built;
+    r->size = sizeof *p;
+    r->version = IOLENS_VER_PROC;
+    r->kind = IOLENS_KIND_PROC;
+    p->flags = IOLENS_PF_FINALIZED | flags;
+    fill_end(p);
+    p->exit_status = status;
+    uint64_t at = built_late_strings(built_strings_end);
+    r = (struct iolens_rec_hdr *)(built + at);
+    r->size = sizeof(struct iolens_timeline);
+    r->version = IOLENS_VER_TIMELINE;
+    r->kind = IOLENS_KIND_TIMELINE;
+    struct iolens_timeline *tl = (struct iolens_timeline *)(r + 1);
+    tl->t0_mono = p->start_mono;
+    tl->shift = IOLENS_TIMELINE_SHIFT0;
+    tl->nbins = IOLENS_TIMELINE_BINS;
+    at += sizeof *r;
+    struct {
+        struct iolens_file_hdr h;
+        struct iolens_rec_hdr schema;
+    } head;
+    memcpy(head.h.magic, IOLENS_MAGIC, IOLENS_MAGIC_LEN);
+    head.h.major = IOLENS_CONTAINER_MAJOR;
+    head.h.minor = IOLENS_CONTAINER_MINOR;
+    head.h.hdr_size = sizeof head.h;
+    head.schema.kind = IOLENS_KIND_SCHEMA;
+    head.schema.version = IOLENS_VER_SCHEMA;
+    head.schema.size = sizeof schema_blob;
+    struct iovec iov[3] = {{&head, sizeof head},
+                           {(void *)&schema_blob, sizeof schema_blob},
+                           {built, at + offsetof(struct iolens_timeline, count)}};
+    uint64_t len = iov[0].iov_len + iov[1].iov_len + iov[2].iov_len;
+    uint64_t total = sizeof head + sizeof schema_blob + at + sizeof *tl;
+    uint64_t lim = fsize_limit();
+    if (total > lim) {
+        fsize_short = 1;
+        return -1;
+    }
+    int fd = sys_open(g->part_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return -1;
+    struct iolens_xfsz x;
+    if (lim != UINT64_MAX) iolens_xfsz_hold(&x);
+    long w;
+    do w = syscall(SYS_writev, fd, iov, 3);
+    while (w < 0 && errno == EINTR);
+    int ok = w == (long)len && syscall(SYS_ftruncate, fd, (long)total) == 0;
+    if (lim != UINT64_MAX) iolens_xfsz_release(&x);
+    sys_close(fd);
+    if (!ok) {
+        syscall(SYS_unlinkat, AT_FDCWD, g->part_path, 0);
+        return -1;
+    }
+    return 0;
+}
+
 /* Async-signal-safe: end fields are plain stores into the shared mapping.
  * at_exit: the streams' waiting bytes are counted first (exit flushes them
  * after the destructors). */
 static void finalize(uint64_t flags, uint64_t status, int at_exit)
 {
     struct iolens_state *g = &iolens_g;
-    if (!g->active || g->pending || iolens_in_vfork || g->pid != (int)syscall(SYS_getpid)) return;
+    if (!g->active || iolens_in_vfork || g->pid != (int)syscall(SYS_getpid)) return;
+    int pending = g->pending;
+    if (pending == IOLENS_PENDING_FORK || pending == IOLENS_PENDING_DONE) return;
+    if (pending == IOLENS_PENDING_START) {
+        /* Bytes a stream holds that no recorded call put there (libc's own
+         * messages) become flushes of a file at exit: that needs the part. */
+        if (at_exit && !iolens_guard && iolens_stdio_waiting()) {
+            iolens_materialize();
+            if (!g->active) return;
+        } else {
+            int saved = errno;
+            int guard = iolens_guard;
+            iolens_guard = 1;
+            if (write_built(flags, status) == 0) {
+                g->pending = IOLENS_PENDING_DONE;
+            } else {
+                warn_once("cannot write the capture");
+                g->active = 0;
+                g->pending = 0;
+            }
+            iolens_guard = guard;
+            errno = saved;
+            return;
+        }
+    }
     if (g->proc->flags & IOLENS_PF_FINALIZED) return;
     if (at_exit && !iolens_guard) iolens_stdio_exit();
     int saved = errno;
@@ -1104,7 +1329,16 @@ static void finalize(uint64_t flags, uint64_t status, int at_exit)
 void iolens_unfinalize(void)
 {
     struct iolens_state *g = &iolens_g;
-    if (!g->active || g->pending || iolens_in_vfork) return; /* a vfork child's failed exec: not ours */
+    if (!g->active || iolens_in_vfork) return; /* a vfork child's failed exec: not ours */
+    if (g->pending == IOLENS_PENDING_DONE) {
+        /* the part written for the exec goes: the image writes (or makes) its part again later */
+        syscall(SYS_unlinkat, AT_FDCWD, g->part_path, 0);
+        built_proc()->flags = 0;
+        built_proc()->end_mono = 0;
+        g->pending = IOLENS_PENDING_START;
+        return;
+    }
+    if (g->pending) return;
     g->proc->flags &= ~(uint64_t)(IOLENS_PF_FINALIZED | IOLENS_PF_EXECED);
     g->proc->end_mono = 0;
 }
@@ -1141,11 +1375,12 @@ void iolens_child_reaped(int pid, int status, const struct rusage *ru)
 }
 
 /*
- * In a fork child the parent's part is still mapped, and it is shared memory:
- * nothing may be written to it.  Most fork children of shells exec at once,
- * so the child's own part is made lazily, by the first call that records
- * (iolens_on) or that must write (wait, thread creation).  A child that execs
- * without recording anything costs no part at all; the exec'd image has its own.
+ * In a fork child the parent's part (if it has one yet) is still mapped, and
+ * it is shared memory: nothing may be written to it.  Most fork children of
+ * shells exec at once, so the child's own part is made lazily, by the first
+ * call that records (iolens_on) or that must write (wait, thread creation).
+ * A child that execs or exits without recording anything costs no part at
+ * all; the exec'd image has its own.
  */
 void iolens_after_fork_child(void)
 {
@@ -1156,57 +1391,59 @@ void iolens_after_fork_child(void)
     memset(g->inflight, 0, sizeof g->inflight);
     for (int i = 0; i < ntbufs; i++)
         if (tbufs[i]) tbufs[i]->n = 0; /* the parent's unflushed events are the parent's */
-    g->pending = 1;
+    g->pending = IOLENS_PENDING_FORK;
 }
 
+/* Make the part now: the first call that records in an image (its start as
+ * noted by the constructor), in a fork child (its start is now), or after
+ * the image's end was written (it is made again from what was written). */
 void iolens_materialize(void)
 {
     struct iolens_state *g = &iolens_g;
-    if (!g->pending) return;
+    int kind = g->pending;
+    if (!kind) return;
     int guard = iolens_guard;
     iolens_guard = 1;
     g->pending = 0;
     g->active = 0;
-    char *old_base = g->base;
-    uint64_t old_used = g->used;
-    g->base = 0; /* a new address-space reservation; the old one stays mapped until copied */
+    char *old_base = g->base; /* a fork child's: the parent's part, if it had one */
+    g->base = 0;              /* a new address-space reservation; the old one stays mapped until copied */
     if (pt.slot) sys_munmap(pt.slot, pt.cap * sizeof *pt.slot);
     pt.slot = 0;
     pt.cap = pt.n = 0;
-    if (start_part(IOLENS_PF_FORKED) != 0) {
-        sys_munmap(old_base, g->reserve);
+    struct iolens_proc now;
+    if (kind == IOLENS_PENDING_FORK) {
+        memset(&now, 0, sizeof now);
+        g->pid = (int)syscall(SYS_getpid);
+        take_start(&now);
+        now.flags = IOLENS_PF_FORKED;
+    }
+    /* an image's: its start as noted, or, once written, its end as written
+     * too (the calls after it are then recorded as a mapped part records them) */
+    if (start_part(kind == IOLENS_PENDING_FORK ? &now : built_proc()) != 0) {
+        if (old_base) sys_munmap(old_base, g->reserve);
         memset(iolens_fds, 0, sizeof iolens_fds);
+        if (kind != IOLENS_PENDING_FORK) warn_once("cannot write the capture");
         iolens_guard = guard;
         return;
     }
-    /* copy the parent's strings */
-    uint64_t off = sizeof(struct iolens_file_hdr);
-    while (off + sizeof(struct iolens_rec_hdr) <= old_used) {
-        struct iolens_rec_hdr *h = (struct iolens_rec_hdr *)(old_base + off);
-        if (!h->kind) break;
-        if (h->kind == IOLENS_KIND_STRING) {
-            struct iolens_string *s = (struct iolens_string *)(h + 1);
-            add_string(s->what, (const char *)(s + 1), s->len);
-        }
-        off += sizeof *h + h->size;
-    }
+    add_start_strings();
     /* the open descriptors' files, as records of this process */
     for (int fd = 0; fd <= fd_high && fd < IOLENS_FDMAX; fd++) {
         struct iolens_fdstate *f = &iolens_fds[fd];
         if (f->state != FD_TRACKED || !f->rec) continue;
         struct iolens_file *o = f->rec;
-        struct iolens_file *r = iolens_file_for(rec_path(o), o->flags & (IOLENS_FF_DIRECTORY | IOLENS_FF_NOT_A_FILE |
-                                                                     IOLENS_FF_AGGREGATE));
-        if (r) {
-            r->flags |= IOLENS_FF_INHERITED;
-            r->dev = o->dev;
-            r->ino = o->ino;
-            r->mode = o->mode;
+        struct iolens_file *rec = iolens_file_for(rec_path(o), o->flags & (IOLENS_FF_DIRECTORY | IOLENS_FF_NOT_A_FILE |
+                                                                       IOLENS_FF_AGGREGATE));
+        if (rec) {
+            rec->flags |= IOLENS_FF_INHERITED;
+            rec->dev = o->dev;
+            rec->ino = o->ino;
+            rec->mode = o->mode;
         }
-        f->rec = r;
+        f->rec = rec;
     }
-    sys_munmap(old_base, g->reserve);
+    if (old_base) sys_munmap(old_base, g->reserve);
     g->active = 1;
     iolens_guard = guard;
 }
-

@@ -46,7 +46,7 @@ struct iolens_fdstate {
 
 struct iolens_state {
     volatile int active;  /* recording */
-    volatile int pending; /* fork child: our part is made on the first recorded call (see core.c) */
+    volatile int pending; /* no part yet: it is made on the first recorded call (IOLENS_PENDING_*, core.c) */
     int mt;               /* threads exist: counters use atomics */
     int trace;            /* --trace */
     int pid;
@@ -63,6 +63,13 @@ struct iolens_state {
     char dir[512];
     char part_path[600];
     char trace_path[620]; /* empty when not tracing */
+};
+
+/* Why an active image has no part mapped (iolens_state.pending). */
+enum {
+    IOLENS_PENDING_FORK = 1,  /* a fork child: made on its first recorded call, or never */
+    IOLENS_PENDING_START = 2, /* a new image: made on its first recorded call, or written whole at its end */
+    IOLENS_PENDING_DONE = 3,  /* written at its end (exit, exec, fatal signal); made again if a call follows */
 };
 
 extern struct iolens_state iolens_g;
@@ -267,8 +274,86 @@ static inline __attribute__((always_inline)) void iolens_stdio_quick(struct iole
     tl->count[idx * IOLENS_NCAT + (uint64_t)c->cat]++;
 }
 
+/* The access-size histogram bin of n bytes. */
+static inline int iolens_hist_bin(uint64_t n)
+{
+    int i = 0;
+#define IOLENS_X_EDGE(v) \
+    if (n <= (uint64_t)(v)) return i; \
+    i++;
+    IOLENS_HIST_EDGES(IOLENS_X_EDGE)
+#undef IOLENS_X_EDGE
+    return i;
+}
+
+/* A timed data call (dir READ or WRITE) in its common case, inline: one
+ * thread, no trace, a known file, continuing where the last call of the same
+ * direction ended (so it is consecutive and sequential), in the timeline's
+ * current span.  Anything else takes iolens_data.  Keeps exactly the counts
+ * iolens_data keeps, with none of its branches for the other cases. */
+static inline __attribute__((always_inline)) void iolens_data_quick(struct iolens_call *c, int dir,
+                                                                   struct iolens_fdstate *f, uint64_t off, int64_t n)
+{
+    struct iolens_file *r = f ? f->rec : 0;
+    struct iolens_timeline *tl = iolens_g.tl;
+    if (UNLIKELY(iolens_g.mt | iolens_g.trace) || UNLIKELY(!r) || UNLIKELY(n < 0)) {
+        iolens_data(c, f, off, n);
+        return;
+    }
+    uint64_t b = (uint64_t)n, at = off == IOLENS_POS ? f->pos : off, end = at + b;
+    uint64_t idx = (c->t0 - tl->t0_mono) >> tl->shift; /* out of range too if t0 < t0_mono */
+    if (UNLIKELY(idx >= IOLENS_TIMELINE_BINS)) {
+        iolens_data(c, f, off, n);
+        return;
+    }
+    struct iolens_proc *p = iolens_g.proc;
+    if (dir == IOLENS_CAT_WRITE) {
+        if (UNLIKELY(r->last_op != IOLENS_CAT_WRITE + 1 || at != r->last_write_end || !r->writes)) {
+            iolens_data(c, f, off, n);
+            return;
+        }
+        r->writes++;
+        r->bytes_written += b;
+        r->write_hist[iolens_hist_bin(b)]++;
+        r->seq_writes++;
+        r->consec_writes++;
+        r->last_write_end = end;
+        if (end > r->max_write_end) r->max_write_end = end;
+        p->bytes_written += b;
+        tl->bytes_written[idx] += b;
+    } else {
+        if (UNLIKELY(r->last_op != IOLENS_CAT_READ + 1 || at != r->last_read_end || !r->reads)) {
+            iolens_data(c, f, off, n);
+            return;
+        }
+        r->reads++;
+        r->bytes_read += b;
+        r->read_hist[iolens_hist_bin(b)]++;
+        r->seq_reads++;
+        r->consec_reads++;
+        r->last_read_end = end;
+        if (end > r->max_read_end) r->max_read_end = end;
+        p->bytes_read += b;
+        tl->bytes_read[idx] += b;
+    }
+    if (off == IOLENS_POS) f->pos = end;
+    uint64_t dt = c->t1 - c->t0;
+    int cat = c->cat; /* dir, or STREAM for a pipe, socket or terminal */
+    r->cat_time_ns[cat] += dt;
+    if (!r->first_mono) r->first_mono = c->t0;
+    if (c->t1 > r->last_mono) r->last_mono = c->t1;
+    iolens_last_t = c->t0;
+    p->op_count[c->op]++;
+    p->cat_time_ns[cat] += dt;
+    p->cat_wall_ns[cat] += dt; /* one thread: wall time is call time */
+    if (cat != IOLENS_CAT_STREAM) p->io_wall_ns += dt;
+    tl->count[idx * IOLENS_NCAT + (uint64_t)cat]++;
+}
+
 /* Bytes waiting in stdio write buffers now become kernel writes (exit). */
 void iolens_stdio_exit(void);
+/* Does any stream hold bytes waiting to be written? */
+int iolens_stdio_waiting(void);
 /* Account a non-data call on a descriptor (or no file when f is 0). */
 void iolens_fdop(struct iolens_call *c, struct iolens_fdstate *f);
 /* Account a call on a path (resolved against dirfd when relative). */

@@ -101,7 +101,7 @@ IOLENS_API int mkostemps(char *t, int sl, int fl) { MKSTEMP(REAL(mkostemps)(t, s
 IOLENS_API int close(int fd)
 {
     /* a fork child shuffling descriptors before exec: keep the table, record nothing */
-    if (iolens_g.pending || !iolens_on()) {
+    if (iolens_g.pending == IOLENS_PENDING_FORK || !iolens_on()) {
         iolens_closed(fd);
         return REAL(close)(fd);
     }
@@ -141,7 +141,7 @@ IOLENS_API void closefrom(int lo)
     iolens_begin_data(&c, op, f); \
     ssize_t r = call; \
     iolens_end(&c); \
-    iolens_data(&c, f, off, r); \
+    iolens_data_quick(&c, iolens_cat_of(op), f, off, r); \
     iolens_ret(&c); \
     return r;
 
@@ -210,7 +210,7 @@ IOLENS_API off_t lseek64(int fd, off_t off, int whence) { return do_lseek(fd, of
 /* ---- descriptor copies ---- */
 
 #define DUPCALL(oldfd, call) \
-    if (iolens_g.pending || !iolens_on()) { \
+    if (iolens_g.pending == IOLENS_PENDING_FORK || !iolens_on()) { \
         int r_ = call; \
         if (r_ >= 0) iolens_dup(oldfd, r_); \
         return r_; \

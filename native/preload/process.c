@@ -214,10 +214,14 @@ IOLENS_API pid_t vfork(void) { return fork(); }
 static const char *const env_keys[] = {"IOLENS_DIR", "IOLENS_TRACE", "IOLENS_MAX_FILES", "IOLENS_PARENT_PID",
                                         "IOLENS_CLOCK"};
 #define NKEYS (sizeof env_keys / sizeof env_keys[0])
-static char env_saved[NKEYS][640]; /* "KEY=value", empty when unset */
-static char preload_full[4096];    /* "LD_PRELOAD=..." as the launcher set it */
-static char preload_rest[4096];    /* the program's part of it, as left in environ; empty: none */
-static char preload_own[1100];     /* "LD_PRELOAD=<this library>" */
+/* Pointers into the environment's own strings, which stay where they are
+ * (only the array shrinks); so the start copies little and touches few pages. */
+static const char *env_saved[NKEYS]; /* "KEY=value", 0 when unset */
+static char *preload_full;           /* "LD_PRELOAD=..." as the launcher set it */
+static char preload_pool[1100 + 4096];
+static char nothing[1];
+static char *preload_own = nothing;  /* "LD_PRELOAD=<this library>"; empty: not found */
+static char *preload_rest = nothing; /* the program's part of it, as left in environ; empty: none */
 static const char *own_path;
 static int env_taken;
 
@@ -228,8 +232,12 @@ static int is_own(const char *s, size_t n)
 {
     static const char name[] = "libiolens_preload.so";
     size_t nl = sizeof name - 1;
-    if (own_path && strlen(own_path) == n && memcmp(s, own_path, n) == 0) return 1;
-    return n >= nl && memcmp(s + n - nl, name, nl) == 0 && (n == nl || s[n - nl - 1] == '/');
+    if (n >= nl && memcmp(s + n - nl, name, nl) == 0 && (n == nl || s[n - nl - 1] == '/')) return 1;
+    if (!own_path) { /* looked up only when needed: dladdr walks every loaded object */
+        Dl_info di;
+        own_path = dladdr((void *)is_own, &di) && di.dli_fname ? di.dli_fname : "";
+    }
+    return strlen(own_path) == n && memcmp(s, own_path, n) == 0;
 }
 
 /* Where our entry is in an LD_PRELOAD value (space or colon separated). */
@@ -253,44 +261,43 @@ const char *iolens_env(const char *key)
     if (!env_taken) return getenv(key);
     size_t kl = strlen(key);
     for (size_t k = 0; k < NKEYS; k++)
-        if (env_saved[k][0] && starts(env_saved[k], key, kl)) return env_saved[k] + kl + 1;
+        if (env_saved[k] && starts(env_saved[k], key, kl)) return env_saved[k] + kl + 1;
     return 0;
 }
 
 void iolens_env_take(void)
 {
-    Dl_info di;
-    if (dladdr((void *)iolens_env_take, &di) && di.dli_fname) own_path = di.dli_fname;
     char **env = environ;
     if (!env) return;
     size_t o = 0;
     for (size_t i = 0; env[i]; i++) {
         char *e = env[i];
         int drop = 0;
-        for (size_t k = 0; k < NKEYS && !drop; k++) {
+        for (size_t k = 0; k < NKEYS && !drop && e[0] == 'I'; k++) {
             size_t kl = strlen(env_keys[k]);
             if (!starts(e, env_keys[k], kl)) continue;
-            if (strlen(e) < sizeof env_saved[k]) strcpy(env_saved[k], e);
+            env_saved[k] = e;
             drop = 1;
         }
         size_t at_len;
         const char *at;
-        if (!drop && starts(e, "LD_PRELOAD", 10) && strlen(e) < sizeof preload_full &&
-            (at = find_own(e + 11, &at_len)) != 0 && at_len + 12 < sizeof preload_own) {
-            strcpy(preload_full, e);
-            memcpy(preload_own, "LD_PRELOAD=", 11);
-            memcpy(preload_own + 11, at, at_len);
-            preload_own[11 + at_len] = 0;
+        if (!drop && e[0] == 'L' && starts(e, "LD_PRELOAD", 10) && strlen(e) < sizeof preload_pool - 1100 &&
+            (at = find_own(e + 11, &at_len)) != 0 && at_len + 12 < 1100) {
+            preload_full = e;
+            char *own = preload_pool, *rest = own + 11 + at_len + 1;
+            memcpy(own, "LD_PRELOAD=", 11);
+            memcpy(own + 11, at, at_len);
+            own[11 + at_len] = 0;
+            preload_own = own;
             /* the rest: the value without our entry and one separator beside it */
             size_t head = (size_t)(at - e), tail = head + at_len;
             if (e[tail] == ' ' || e[tail] == ':') tail++;
             else if (head > 11 && (e[head - 1] == ' ' || e[head - 1] == ':')) head--;
-            memcpy(preload_rest, e, head);
-            strcpy(preload_rest + head, e + tail);
-            const char *v = preload_rest + 11;
+            memcpy(rest, e, head);
+            strcpy(rest + head, e + tail);
+            const char *v = rest + 11;
             while (*v == ' ' || *v == ':') v++;
-            if (*v) env[o++] = preload_rest;
-            else preload_rest[0] = 0;
+            if (*v) env[o++] = preload_rest = rest;
             continue;
         }
         if (!drop) env[o++] = e;
@@ -333,7 +340,7 @@ static char *const *fix_env(char *const envp[], char **out, int cap, char *merge
         size_t kl = strlen(env_keys[k]);
         int found = 0;
         for (int i = 0; i < n && !found; i++) found = starts(envp[i], env_keys[k], kl);
-        if (!found && env_saved[k][0]) out[o++] = env_saved[k];
+        if (!found && env_saved[k]) out[o++] = (char *)env_saved[k];
     }
     out[o] = 0;
     return out;
@@ -341,10 +348,20 @@ static char *const *fix_env(char *const envp[], char **out, int cap, char *merge
 
 #define ENVCAP 4096
 #define MERGECAP 8192
+/* The array is sized to the environment (up to ENVCAP entries), so a fork
+ * child about to exec writes only stack pages next to the ones it uses
+ * (each page it touches first is a copy-on-write fault). */
+static int env_cap(char *const envp[])
+{
+    size_t n = 0;
+    while (envp && envp[n]) n++;
+    return n + NKEYS + 2 <= ENVCAP ? (int)(n + NKEYS + 2) : 0; /* 0: too many, passed on as they are */
+}
 #define FIXED_ENV \
-    char **fixed = alloca(sizeof(char *) * (ENVCAP + 8)); \
+    int cap_ = env_cap(envp); \
+    char **fixed = alloca(sizeof(char *) * (size_t)(cap_ + 1)); \
     char *merged = alloca(MERGECAP); \
-    char *const *env = fix_env(envp, fixed, ENVCAP, merged, MERGECAP);
+    char *const *env = fix_env(envp, fixed, cap_, merged, MERGECAP);
 #define EXEC(call_with_env) \
     FIXED_ENV \
     iolens_finalize(IOLENS_PF_EXECED, 0); \

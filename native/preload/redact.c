@@ -511,6 +511,15 @@ size_t iolens_redact_argv(int argc, char **argv, char *out, size_t cap)
     return o;
 }
 
+/* Inline, not strncmp: every image runs this over its whole environment at
+ * start, and most names differ from a key in their first byte. */
+static int has_prefix(const char *v, const char *key)
+{
+    while (*key)
+        if (*v++ != *key++) return 0;
+    return 1;
+}
+
 size_t iolens_capture_env(char **envp, char *out, size_t cap)
 {
     static const char *keep[] = {"TMPDIR=", "TMP=", "TEMP=", "OMP_NUM_THREADS=", "MKL_NUM_THREADS=",
@@ -522,8 +531,7 @@ size_t iolens_capture_env(char **envp, char *out, size_t cap)
     for (char **e = envp; *e; e++) {
         const char *v = *e;
         int wanted = 0;
-        for (size_t i = 0; i < sizeof keep / sizeof keep[0] && !wanted; i++)
-            wanted = strncmp(v, keep[i], strlen(keep[i])) == 0;
+        for (size_t i = 0; i < sizeof keep / sizeof keep[0] && !wanted; i++) wanted = has_prefix(v, keep[i]);
         const char *eq = strchr(v, '=');
         if (!wanted || !eq) continue;
         o = put(out, o, cap, v, (size_t)(eq + 1 - v));

@@ -461,6 +461,15 @@ IOLENS_API int fflush(FILE *fp)
     return r;
 }
 
+int iolens_stdio_waiting(void)
+{
+    int any = 0;
+    _IO_list_lock();
+    for (FILE *fp = (FILE *)_IO_list_all; fp && !any; fp = fp->_chain) any = pending_out(fp) != 0;
+    _IO_list_unlock();
+    return any;
+}
+
 /* Called by the end of the image at exit, which has checked it is ours. */
 void iolens_stdio_exit(void)
 {
