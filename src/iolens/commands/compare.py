@@ -13,7 +13,7 @@ import click
 
 from iolens import __version__
 from iolens.errors import UsageError
-from iolens.output import FORCE_OPTION, check_outputs, write_output
+from iolens.output import FORCE_OPTION, check_outputs, write_exports
 
 
 def _split_list(values: tuple[str, ...]) -> list[str]:
@@ -192,14 +192,8 @@ def compare(template, inputs, places, params, configs, strategies, scratch, base
             rep["store"] = {"db": str(store.path), "run_id": run_id}
 
     render_compare(rep, out_console)
-    if json_out is not None:
-        write_output(json_out, render_json(rep), force=force, opt="--json")
-        out_console.print(f"  json: {json_out}")
-    if html_out is not None:
-        write_output(html_out, render_html(rep), force=force, opt="--html")
-        out_console.print(f"  html: {html_out}")
-    if rep["store"]:
-        out_console.print(f"  stored as run {rep['store']['run_id']} in {rep['store']['db']}")
+    write_exports(out_console, [("--json", json_out, lambda: render_json(rep)),
+                                ("--html", html_out, lambda: render_html(rep))], rep["store"], force=force)
     for root in kept:
         out_console.print(f"  outputs of the last run of each configuration kept in {root}")
     if any(r["failed_runs"] for r in rep["results"]):

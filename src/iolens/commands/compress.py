@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from iolens.errors import UsageError
-from iolens.output import FORCE_OPTION, check_outputs, write_output
+from iolens.output import FORCE_OPTION, check_outputs, write_exports, write_output
 
 
 def _threads(text: str) -> list[int]:
@@ -159,18 +159,12 @@ def _emit(doc: dict, json_out, html_out, force: bool) -> None:
     from iolens.render.compress_json import render_json
     from iolens.render.compress_text import render_text
 
+    from iolens.render.compress_html import render_html
+
     con = _out_console()
     render_text(doc, con)
-    if json_out is not None:
-        write_output(json_out, render_json(doc), force=force, opt="--json")
-        con.print(f"  json: {json_out}")
-    if html_out is not None:
-        from iolens.render.compress_html import render_html
-
-        write_output(html_out, render_html(doc), force=force, opt="--html")
-        con.print(f"  html: {html_out}")
-    if doc["store"]:
-        con.print(f"  stored as run {doc['store']['run_id']} in {doc['store']['db']}")
+    write_exports(con, [("--json", json_out, lambda: render_json(doc)), ("--html", html_out, lambda: render_html(doc))],
+                  doc["store"], force=force)
 
 
 def _fs(files, fs, run, threads, runs, json_out, db, no_store, quiet, force) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from iolens.errors import UsageError
-from iolens.output import FORCE_OPTION, check_outputs, write_output
+from iolens.output import FORCE_OPTION, check_outputs, write_exports, write_output
 
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|min|h|d|w|month|months)\s*$")
 UNIT_S = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "month": 730 * 3600,
@@ -229,15 +229,8 @@ def cost(run_id, last, figures, maps, runs_per_month, held_for, size_gb, stored_
     render_cost(rep, console)
     if details:
         render_charges(rep, console)
-    if json_out is not None:
-        from iolens.render.cost_json import render_json
+    from iolens.render.cost_html import render_html
+    from iolens.render.cost_json import render_json
 
-        write_output(json_out, render_json(rep), force=force, opt="--json")
-        console.print(f"  json: {json_out}")
-    if html_out is not None:
-        from iolens.render.cost_html import render_html
-
-        write_output(html_out, render_html(rep), force=force, opt="--html")
-        console.print(f"  html: {html_out}")
-    if rep["store"]:
-        console.print(f"  stored as run {rep['store']['run_id']} in {rep['store']['db']}")
+    write_exports(console, [("--json", json_out, lambda: render_json(rep)),
+                            ("--html", html_out, lambda: render_html(rep))], rep["store"], force=force)
