@@ -18,6 +18,8 @@ Workloads (tests/native/hotloop.c; inputs generated here, page cache warm):
   stat          stat() of one path
   open+close    open() and close() of one path
   true x200     /bin/true started 200 times from a shell loop (a process with no file I/O)
+  vfork x200    200 vfork + exec of /bin/true from a program running 8 threads (tests/native/vfork_threads.c);
+                with `--only vfork`, compare its iolens row with plain: the target is within 1.5x of plain
   minimap2, samtools sort, gzip -1: the real tools on synthetic inputs (iolens data synth)
 
 Usage: benchmarks/profile_overhead.py [--rounds 5] [--quick] [--clock vdso] [--preload LIB] [--only NAME ...]
@@ -173,6 +175,9 @@ def main() -> int:
         here = Path(__file__).resolve().parent.parent
         hot = work / "hotloop"
         subprocess.run(["cc", "-O2", "-o", str(hot), str(here / "tests" / "native" / "hotloop.c")], check=True)
+        vfork = work / "vfork_threads"
+        subprocess.run(["cc", "-O2", "-pthread", "-o", str(vfork), str(here / "tests" / "native" / "vfork_threads.c")],
+                       check=True)
         (work / "floor.c").write_text(FORWARDER)
         floor = work / "libfloor.so"
         subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(floor), str(work / "floor.c"), "-ldl"], check=True)
@@ -188,6 +193,7 @@ def main() -> int:
         ]
         workloads = [(name, [str(hot), mode, str(n), str(work / path)], n, "call") for name, mode, n, path in calls]
         workloads.append(("true x200", ["sh", "-c", "for i in $(seq 200); do /bin/true; done"], 200, "process"))
+        workloads.append(("vfork x200", [str(vfork), "8", "200", "/bin/true"], 200, "process"))
         workloads += [(name, argv, 1, "run") for name, argv, _ in prepare_tools(work, args.quick)]
         if args.only:
             workloads = [w for w in workloads if any(o.lower() in w[0].lower() for o in args.only)]
