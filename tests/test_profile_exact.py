@@ -141,7 +141,7 @@ def test_an_image_without_file_io_is_written_whole_at_its_end(profiled, tmp_path
     """A process that records nothing makes no part until it ends, then writes it whole: it is in the tree
     with its start, end, status, strings and kernel counters, and its part's SCHEMA (a constant in the
     interposer) is byte for byte the one a part made on a first call carries."""
-    from iolens.capture.reader import iter_records
+    from iolens.capture.walk import iter_records
 
     true = shutil.which("true")
     res, cap = profiled(["sh", "-c", f"{true} a b; {true}; exit 3"], env=dict(os.environ, HTS_CACHE="x"))
