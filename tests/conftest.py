@@ -88,3 +88,36 @@ def _no_inherited_profiler(monkeypatch):
     monkeypatch.delenv("IOLENS_DIR", raising=False)
     if "iolens_preload" in os.environ.get("LD_PRELOAD", ""):
         monkeypatch.delenv("LD_PRELOAD")
+
+
+def lab_up(tmp_path_factory, label: str, *up_args: str, needed: list[str] | None = None,
+           check_down: bool = False):
+    """A module's own lab under a temporary directory (`iolens lab up --dir D UP_ARGS`), taken down afterwards.
+
+    Needs root (skipped without: the loop devices and mounts need it) and /dev/fuse; missing tools are installed
+    through `iolens lab install` (cached) and, still missing, fail under CI. A failed `lab up` takes down what it
+    made and fails the module. With check_down, the final `lab down` must succeed and leave nothing mounted."""
+    from iolens.lab import tools
+    from iolens.lab.sysops import mounts_under
+
+    if os.geteuid() != 0:
+        pytest.skip(f"{label}: the lab's loop devices and mounts need root")
+    if not os.path.exists("/dev/fuse"):
+        unavailable("no /dev/fuse: FUSE is not available here")
+    if needed and tools.missing(needed):  # installs are cached: a no-op once done
+        problems = tools.install(say=lambda m: print(m, file=sys.stderr))
+        still = tools.missing(needed)
+        if still:
+            unavailable(f"missing {', '.join(still)} after `iolens lab install`: {'; '.join(problems)}")
+    d = tmp_path_factory.mktemp(label) / "lab"
+    res = iolens("lab", "up", "--dir", d, *up_args)
+    print(res.stdout, res.stderr, file=sys.stderr)
+    try:
+        if res.returncode != 0:
+            pytest.fail(f"iolens lab up failed: {res.stdout}{res.stderr}")
+        yield d
+    finally:
+        down = iolens("lab", "down", "--dir", d)  # idempotent: a test may already have done it
+        if check_down:
+            assert down.returncode == 0, down.stderr
+            assert not mounts_under(d), f"left mounted under the lab: {mounts_under(d)}"

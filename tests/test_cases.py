@@ -16,10 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import iolens, unavailable
+from conftest import lab_up
 
-from iolens.lab import tools
-from iolens.lab.sysops import mounts_under
 
 pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -42,25 +40,8 @@ CHECKS = {
 
 @pytest.fixture(scope="module")
 def labdir(tmp_path_factory):
-    if os.geteuid() != 0:
-        pytest.skip("the cases' lab targets need root")
-    if not os.path.exists("/dev/fuse"):
-        unavailable("no /dev/fuse: FUSE is not available here")
-    if tools.missing(NEEDED):  # installs are cached: a no-op once done
-        problems = tools.install(say=lambda m: print(m, file=sys.stderr))
-        still = tools.missing(NEEDED)
-        if still:
-            unavailable(f"missing {', '.join(still)} after `iolens lab install`: {'; '.join(problems)}")
-    d = tmp_path_factory.mktemp("caseslab") / "lab"
-    res = iolens("lab", "up", "--dir", d, "--only", ",".join(TARGETS), "--size", "512M", "--disk-size", "512M")
-    print(res.stdout, res.stderr, file=sys.stderr)
-    try:
-        assert res.returncode == 0, res.stderr
-        yield d
-    finally:
-        down = iolens("lab", "down", "--dir", d)
-        assert down.returncode == 0, down.stderr
-        assert not mounts_under(d), f"left mounted under the lab: {mounts_under(d)}"
+    yield from lab_up(tmp_path_factory, "caseslab", "--only", ",".join(TARGETS), "--size", "512M", "--disk-size",
+                      "512M", needed=NEEDED, check_down=True)
 
 
 @pytest.mark.parametrize("case", list(CHECKS))

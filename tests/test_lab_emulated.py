@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import iolens, unavailable
+from conftest import iolens, lab_up, unavailable
 
 from iolens import pagecache
 from iolens.lab import nbd
@@ -35,21 +35,11 @@ SECONDS = 0.8  # each timed transfer takes about this long at the target's limit
 
 @pytest.fixture(scope="module")
 def labdir(tmp_path_factory):
-    if os.geteuid() != 0:
-        pytest.skip("the emulated disks' loop devices and mounts need root")
-    why = nbd.missing()
+    why = nbd.missing() if os.geteuid() == 0 else []
     if why:
         unavailable("; ".join(why))
-    d = tmp_path_factory.mktemp("emulated") / "lab"
-    t = time.monotonic()
-    res = iolens("lab", "up", "--dir", d, "--only", ",".join(["tmpfs", *DISKS]), "--disk-size", "256M",
-                 "--size", "64M")
-    print(f"lab up of {len(DISKS) + 1} targets: {time.monotonic() - t:.1f} s", res.stdout, res.stderr, file=sys.stderr)
-    if res.returncode != 0:
-        iolens("lab", "down", "--dir", d)
-        pytest.fail(f"iolens lab up failed: {res.stdout}{res.stderr}")
-    yield d
-    iolens("lab", "down", "--dir", d)  # idempotent: the last test already did it
+    yield from lab_up(tmp_path_factory, "emulated", "--only", ",".join(["tmpfs", *DISKS]), "--disk-size", "256M",
+                      "--size", "64M")
 
 
 def status(d: Path) -> dict:

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import iolens, unavailable
+from conftest import iolens, lab_up, unavailable
 
 from iolens import lab
 from iolens.lab import tools
@@ -36,20 +36,8 @@ MiB = 1 << 20
 
 @pytest.fixture(scope="module")
 def labdir(tmp_path_factory):
-    if os.geteuid() != 0:
-        pytest.skip("the lab's loop devices and mounts need root")
-    if not os.path.exists("/dev/fuse"):
-        unavailable("no /dev/fuse: FUSE is not available here")
-    if tools.missing(NEEDED):  # installs are cached: a no-op once done
-        problems = tools.install(say=lambda m: print(m, file=sys.stderr))
-        still = tools.missing(NEEDED)
-        if still:
-            unavailable(f"missing {', '.join(still)} after `iolens lab install`: {'; '.join(problems)}")
-    d = tmp_path_factory.mktemp("lab") / "lab"
-    res = iolens("lab", "up", "--dir", d, "--size", "384M", "--disk-size", "256M", "--latency-ms", "5")
-    print(res.stdout, res.stderr, file=sys.stderr)
-    yield d
-    iolens("lab", "down", "--dir", d)  # idempotent: the last test already did it
+    yield from lab_up(tmp_path_factory, "lab", "--size", "384M", "--disk-size", "256M", "--latency-ms", "5",
+                      needed=NEEDED)
 
 
 def status(d: Path) -> dict:
