@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import iolens
+from conftest import iolens
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
+from typing import Any
 
 from iolens.errors import NativeMissing
 
@@ -22,3 +25,16 @@ def native_path(name: str) -> Path:
 
 def preload_library() -> Path:
     return native_path("libiolens_preload.so")
+
+
+def describe_program(path: str, what: str) -> dict[str, Any]:
+    """A native program's own description of its vocabulary (`PROGRAM --describe`, JSON); NativeMissing, naming
+    `what`, when it does not run."""
+    try:
+        out = subprocess.run([path, "--describe"], capture_output=True, check=True, timeout=30).stdout
+        d = json.loads(out)
+    except (OSError, subprocess.SubprocessError, json.JSONDecodeError) as err:
+        raise NativeMissing(f"{what} does not run ({err}); reinstall iolens with `pip install .`") from None
+    if not isinstance(d, dict):
+        raise NativeMissing(f"{what} describes itself in a form this iolens does not read; reinstall iolens")
+    return d

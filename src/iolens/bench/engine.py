@@ -14,8 +14,8 @@ import threading
 from functools import lru_cache
 from typing import Any, Callable
 
-from iolens.errors import IolensError, NativeMissing, TargetError
-from iolens.native import native_path
+from iolens.errors import IolensError, TargetError
+from iolens.native import describe_program, native_path
 
 JOB_SCHEMA = (1, 1)
 RESULT_MAJOR = 1
@@ -43,11 +43,7 @@ def engine_path() -> str:
 @lru_cache(maxsize=1)
 def describe() -> dict[str, Any]:
     """The engine's vocabulary; NativeMissing/EngineError when it is absent or incompatible."""
-    try:
-        out = subprocess.run([engine_path(), "--describe"], capture_output=True, check=True, timeout=30).stdout
-        d = json.loads(out)
-    except (OSError, subprocess.SubprocessError, json.JSONDecodeError) as err:
-        raise NativeMissing(f"the benchmark engine does not run ({err}); reinstall iolens with `pip install .`")
+    d = describe_program(engine_path(), "the benchmark engine")
     if d.get("job_schema", [0])[0] != JOB_SCHEMA[0] or d.get("result_schema", [0])[0] != RESULT_MAJOR:
         raise EngineError(f"the installed benchmark engine speaks job schema {d.get('job_schema')}, this iolens "
                           f"needs {list(JOB_SCHEMA)}; reinstall iolens")

@@ -221,7 +221,8 @@ def _up(state_dir: Path, mnt: Path, device: Device, rec: dict, size: int, fstype
     return status(state_dir)
 
 
-def _spawn(state_dir: Path, rec: dict, key: str, argv: list[str]) -> None:
+def _start(state_dir: Path, key: str, argv: list[str]) -> tuple[subprocess.Popen, Path]:
+    """Start argv (found among the lab's tools) in its own session, its output appended to STATE/KEY.log."""
     exe = tools.find(argv[0])
     if exe is None:
         raise StepFailed(f"{argv[0]} is not installed", tools.install_hint(argv[0]))
@@ -229,6 +230,11 @@ def _spawn(state_dir: Path, rec: dict, key: str, argv: list[str]) -> None:
     with open(log, "ab") as fh:
         proc = subprocess.Popen([exe, *argv[1:]], stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
                                 start_new_session=True, cwd=state_dir)
+    return proc, log
+
+
+def _spawn(state_dir: Path, rec: dict, key: str, argv: list[str]) -> None:
+    proc, log = _start(state_dir, key, argv)
     rec["processes"][key] = {"pid": proc.pid, "start_time": st.process_start_time(proc.pid), "argv0": argv[0],
                              "log": str(log)}
     _save(state_dir, rec)
@@ -237,13 +243,7 @@ def _spawn(state_dir: Path, rec: dict, key: str, argv: list[str]) -> None:
 
 def _daemon(state_dir: Path, rec: dict, key: str, argv: list[str], timeout: float = 20) -> None:
     """Start a server that forks into the background and writes its pidfile (STATE/KEY.pid); record the daemon."""
-    exe = tools.find(argv[0])
-    if exe is None:
-        raise StepFailed(f"{argv[0]} is not installed", tools.install_hint(argv[0]))
-    log = state_dir / f"{key}.log"
-    with open(log, "ab") as fh:
-        proc = subprocess.Popen([exe, *argv[1:]], stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
-                                start_new_session=True, cwd=state_dir)
+    proc, log = _start(state_dir, key, argv)
     try:
         code = proc.wait(timeout=timeout)  # the foreground process exits once the daemon serves
     except subprocess.TimeoutExpired:

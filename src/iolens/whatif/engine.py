@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from iolens.errors import IolensError, NativeMissing
-from iolens.native import native_path
+from iolens.errors import IolensError
+from iolens.native import describe_program, native_path
 
 SCHEMA_MAJOR = 1
 _NP = {"uint64_t": "<u8", "uint32_t": "<u4"}
@@ -29,11 +29,7 @@ def replay_path() -> str:
 
 @lru_cache(maxsize=1)
 def describe() -> dict[str, Any]:
-    try:
-        out = subprocess.run([replay_path(), "--describe"], capture_output=True, check=True, timeout=30).stdout
-        d = json.loads(out)
-    except (OSError, subprocess.SubprocessError, json.JSONDecodeError) as err:
-        raise NativeMissing(f"the replayer does not run ({err}); reinstall iolens with `pip install .`") from None
+    d = describe_program(replay_path(), "the replayer")
     if d.get("schema_version", [0])[0] != SCHEMA_MAJOR:
         raise ReplayError("the installed replayer speaks another schema; reinstall iolens")
     return d
