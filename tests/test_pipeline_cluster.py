@@ -6,124 +6,31 @@ per-rule totals are the sums of the tasks' own captures.  Needs root and Debian'
 from __future__ import annotations
 
 import os
-import shutil
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from conftest import iolens
+from conftest import iolens, unavailable
+from helpers.slurm import SlurmUnavailable, local_slurm, slurm_missing, wait_jobs
 from pipeline_helpers import assert_rules_equal_sums, independent_sums, pipeline_json, preload_lib
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.root]
-NEEDED = ("slurmctld", "slurmd", "sbatch", "squeue", "munged", "minimap2", "samtools")
-PORTS = (16817, 16818)
-
-
-def _missing() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root (slurmd)"
-    gone = [t for t in NEEDED if not shutil.which(t) and not os.path.exists(f"/usr/sbin/{t}")]
-    return f"not installed: {', '.join(gone)}" if gone else None
-
-
-def _mem_mb() -> int:
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemTotal:"):
-            return int(line.split()[1]) // 1024 - 1024
-    return 1024
-
-
-def _munge_up() -> subprocess.Popen | None:
-    """munged on its default socket: reused when running, else started here (and stopped at the end)."""
-    if subprocess.run(["munge", "-n"], capture_output=True).returncode == 0:
-        return None
-    os.makedirs("/run/munge", exist_ok=True)
-    shutil.chown("/run/munge", "munge", "munge")
-    if not os.path.exists("/etc/munge/munge.key"):
-        subprocess.run(["runuser", "-u", "munge", "--", "mungekey", "--create"], check=True)
-    proc = subprocess.Popen(["runuser", "-u", "munge", "--", "/usr/sbin/munged", "--foreground"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(50):
-        if subprocess.run(["munge", "-n"], capture_output=True).returncode == 0:
-            return proc
-        time.sleep(0.1)
-    proc.terminate()
-    pytest.skip("munged did not start")
+NEEDED = ("minimap2", "samtools")
 
 
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory):
-    why = _missing()
+    if os.geteuid() != 0:
+        pytest.skip("the local Slurm needs root (slurmd)")
+    why = slurm_missing(*NEEDED)
     if why:
-        pytest.skip(why)
-    base = tmp_path_factory.mktemp("slurm")
-    host = socket.gethostname().split(".")[0]
-    cpus = os.cpu_count() or 1
-    conf = base / "slurm.conf"
-    conf.write_text(f"""ClusterName=iolens
-SlurmctldHost={host}(127.0.0.1)
-SlurmctldPort={PORTS[0]}
-SlurmdPort={PORTS[1]}
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-StateSaveLocation={base}/state
-SlurmdSpoolDir={base}/spool
-SlurmctldPidFile={base}/slurmctld.pid
-SlurmdPidFile={base}/slurmd.pid
-SlurmctldLogFile={base}/slurmctld.log
-SlurmdLogFile={base}/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-MpiDefault=none
-ReturnToService=2
-MinJobAge=300
-NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={_mem_mb()} State=UNKNOWN
-PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP
-""")
-    for d in ("state", "spool"):
-        (base / d).mkdir()
-    env = dict(os.environ, SLURM_CONF=str(conf))
-    munged = _munge_up()
-    subprocess.run(["/usr/sbin/slurmctld", "-i"], env=env, check=True)
-    subprocess.run(["/usr/sbin/slurmd"], env=env, check=True)
+        unavailable(why)
     try:
-        for _ in range(100):
-            out = subprocess.run(["sinfo", "-h", "-o", "%t"], env=env, capture_output=True, text=True).stdout
-            if out.strip() == "idle":
-                break
-            time.sleep(0.2)
-        else:
-            pytest.skip(f"the local Slurm did not come up: {(base / 'slurmctld.log').read_text()[-500:]}")
-        yield env
-    finally:
-        subprocess.run(["scancel", "--user=root"], env=env, capture_output=True)
-        subprocess.run(["scontrol", "shutdown"], env=env, capture_output=True)
-        for pidfile in ("slurmd.pid", "slurmctld.pid"):
-            try:
-                os.kill(int((base / pidfile).read_text()), 15)
-            except (OSError, ValueError):
-                pass
-        if munged is not None:
-            munged.terminate()
-            munged.wait(10)
-
-
-def _wait_jobs(env: dict, job: str, timeout: float = 120) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        out = subprocess.run(["squeue", "-h", "-j", job], env=env, capture_output=True, text=True).stdout
-        if not out.strip():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"job {job} did not finish")
+        with local_slurm(tmp_path_factory.mktemp("slurm")) as env:
+            yield env
+    except SlurmUnavailable as e:
+        unavailable(str(e))
 
 
 STEPS = """#!/bin/sh
@@ -147,7 +54,7 @@ def test_slurm_array_of_genomics_steps(slurm, tmp_path):
     job = subprocess.run(["sbatch", "--parsable", "-J", "genomics", "--array=1-4", "-o", f"{tmp_path}/%A_%a.out",
                           "-D", str(tmp_path), export, str(script)], env=slurm, check=True, capture_output=True,
                          text=True).stdout.strip()
-    _wait_jobs(slurm, job)
+    wait_jobs(slurm, job)
     rep, rc = pipeline_json(cap)
     assert rc == 0, rep["not_profiled"]
     assert rep["totals"]["tasks"] == 4 and [r["rule"] for r in rep["rules"]] == ["genomics"]
@@ -168,7 +75,7 @@ def test_slurm_task_prolog_lists_a_stripped_task(slurm, tmp_path):
     job = subprocess.run(["sbatch", "--parsable", "-J", "count", "--array=1-3", "-D", str(tmp_path), "-o", "/dev/null",
                           "--wrap", f"srun --task-prolog={pro} sh {task}"], env=slurm, check=True,
                          capture_output=True, text=True).stdout.strip()
-    _wait_jobs(slurm, job)
+    wait_jobs(slurm, job)
     rep, rc = pipeline_json(cap)
     assert rc == 3
     got = sorted(t["names"]["slurm"]["array_task_id"] for t in rep["tasks"] if t["rule"] == "count")
