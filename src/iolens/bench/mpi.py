@@ -7,11 +7,8 @@ barrier and every gather: there is no network protocol of our own.
 Every reported phase runs as one engine job per rank.  Rank 0 picks a wall-clock start a moment ahead and
 broadcasts it; each engine opens its gate then (`start_at`) and, for the stonewalled patterns, stops every op
 `--runtime` seconds later (`stonewall_s`), so slow ranks cannot hide fast ones (IOR's stonewall).  Each rank then
-reports what it finished.  Aggregates, as elbencho reports them:
-
-- last done: all ranks' bytes (ops) over the time from the first start to the last rank's end;
-- first done: the bytes (ops) all ranks had finished when the first rank ended, over that time; the other ranks'
-  share at that moment is interpolated within the engine's one-second series.
+reports what it finished.  The aggregates (first done and last done, as elbencho reports them) are computed in
+bench/multi_aggregate.py; storing and rendering are in bench/multi_report.py.
 
 Patterns (`--suite` in this mode): `streams` writes a file per client and segments of one shared file (IOR's
 segmented layout), each client then reads its neighbour's data (rank r reads rank (r+1) % N's, IOR's `-C`), sized
@@ -27,16 +24,16 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import statistics
 import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
 from iolens import __version__
 from iolens.bench import engine, suites
+from iolens.bench.multi_aggregate import Aggregate, aggregate
+from iolens.bench.multi_report import render as render, store as store  # the command calls them through mpi
 from iolens.bench.safety import WorkDirs, check_space
 from iolens.bench.targets import Target, resolve
 from iolens.errors import IolensError, UsageError
@@ -51,8 +48,15 @@ MiB = 1 << 20
 
 
 def started_by_launcher() -> bool:
-    """True when this process is one rank of a job that mpirun or srun (with PMIx/PMI) started."""
-    return any(k in os.environ for k in LAUNCHER_ENV)
+    """True when this process is one rank of a job that mpirun or srun (with PMIx/PMI) started.  A task of an
+    srun step of several tasks without PMIx/PMI is refused: each would run alone, unaware of the others."""
+    if any(k in os.environ for k in LAUNCHER_ENV):
+        return True
+    tasks = os.environ.get("SLURM_STEP_NUM_TASKS", "1")
+    if tasks.isdigit() and int(tasks) > 1:
+        raise UsageError(f"started by srun as one of {tasks} tasks without MPI: each would run alone; "
+                         "start it with `srun --mpi=pmix`")
+    return False
 
 
 def launch_command(n: int, launcher: str, argv: list[str]) -> list[str]:
@@ -91,111 +95,6 @@ def launch(n: int, launcher: str) -> int:
             continue
         sys.stderr.write(line)
     return proc.wait()
-
-
-# ---- computing the aggregate (pure) ---------------------------------------------------------------------------
-
-def _sum_groups(ph: dict[str, Any], key: str) -> float:
-    return float(sum(g.get(key) or 0 for g in ph.get("groups", [])))
-
-
-def _span(ph: dict[str, Any]) -> tuple[float, float]:
-    """(begin, end) of a rank's phase in seconds after start_at: its first thread's start, last thread's end."""
-    lag = float(ph.get("start_lag_s") or 0.0)
-    threads = [t for g in ph.get("groups", []) for t in g.get("per_thread") or []]
-    if not threads:
-        return lag, lag + float(ph.get("wall_s") or 0.0)
-    return lag + min(t["start_s"] for t in threads), lag + max(t["end_s"] for t in threads)
-
-
-def _done_by(ph: dict[str, Any], key: str, t: float) -> float:
-    """Bytes (key=series_bytes) or ops (series_ops) a rank had finished t seconds after start_at, interpolated
-    linearly within the engine's one-second buckets; all of them once the rank has ended."""
-    begin, end = _span(ph)
-    total = _sum_groups(ph, "bytes" if key == "series_bytes" else "ops")
-    if t >= end:
-        return total
-    lag = float(ph.get("start_lag_s") or 0.0)
-    rel, b_rel, e_rel = t - lag, begin - lag, end - lag
-    done = 0.0
-    for g in ph.get("groups", []):
-        for i, v in enumerate(g.get(key) or []):
-            lo, hi = max(float(i), b_rel), min(i + 1.0, e_rel)  # the part of second i the rank was running
-            if rel >= hi:
-                done += v
-            elif rel > lo:
-                done += v * (rel - lo) / (hi - lo)
-    return min(done, total)
-
-
-@dataclass
-class Client:
-    rank: int
-    host: str
-    target: str
-    bytes: float
-    ops: float
-    begin_s: float
-    done_s: float
-    throughput_Bps: float | None
-    iops: float | None
-    files_bytes: int | None = None   # what the rank's files hold after a write phase (st_size), else None
-    reads_rank: int | None = None    # whose data a neighbour read read (IOR -C: rank (r + 1) % N)
-    stonewalled: bool = False        # it ran until the stonewall (and may have finished less than its work)
-
-
-@dataclass
-class Aggregate:
-    test: str
-    phase: str
-    ops: list[str]
-    clients: list[Client]
-    bytes: float
-    ops_done: float
-    first_done_s: float
-    last_done_s: float
-    first_done_bytes: float
-    first_done_ops: float
-    first_done_Bps: float | None
-    last_done_Bps: float | None
-    first_done_iops: float | None
-    last_done_iops: float | None
-    stonewall_s: float | None
-    spread: dict[str, Any] = field(default_factory=dict)
-
-
-def _rate(x: float, s: float) -> float | None:
-    return x / s if s > 0 else None
-
-
-def aggregate(test: str, results: list[dict[str, Any]], hosts: list[str], targets: list[str],
-              files_bytes: list[int | None] | None = None) -> Aggregate:
-    """One phase's figures from every rank's engine result for it (rank order)."""
-    spans = [_span(ph) for ph in results]
-    t0 = min(b for b, _e in spans)
-    first = min(e for _b, e in spans)
-    last = max(e for _b, e in spans)
-    sw = results[0].get("stonewall_s")
-    clients = []
-    for r, ph in enumerate(results):
-        b, o = _sum_groups(ph, "bytes"), _sum_groups(ph, "ops")
-        begin, end = spans[r]
-        clients.append(Client(r, hosts[r], targets[r], b, o, begin - t0, end - t0, _rate(b, end - begin),
-                              _rate(o, end - begin), (files_bytes or [None] * len(results))[r],
-                              stonewalled=sw is not None and end >= 0.999 * float(sw)))
-    fb = sum(_done_by(ph, "series_bytes", first) for ph in results)
-    fo = sum(_done_by(ph, "series_ops", first) for ph in results)
-    total_b = sum(c.bytes for c in clients)
-    total_o = sum(c.ops for c in clients)
-    primary = [c.throughput_Bps if total_b else c.iops for c in clients]
-    vals = [v for v in primary if v is not None]
-    mean = statistics.fmean(vals) if vals else None
-    spread = {"metric": "throughput_Bps" if total_b else "iops", "mean": mean, "min": min(vals) if vals else None,
-              "max": max(vals) if vals else None,
-              "cv": (statistics.pstdev(vals) / mean) if vals and mean else None}
-    return Aggregate(test, results[0]["name"], sorted({g["op"] for g in results[0]["groups"]}), clients, total_b,
-                     total_o, first - t0, last - t0, fb, fo, _rate(fb, first - t0), _rate(total_b, last - t0),
-                     _rate(fo, first - t0), _rate(total_o, last - t0), sw, spread)
 
 
 # ---- the ranks ---------------------------------------------------------------------------------------------------
@@ -416,67 +315,6 @@ def _warnings(aggs: list[Aggregate]) -> list[str]:
                 out.append(f"{a.phase}: rank {cl.rank} reported {cl.bytes:.0f} bytes but its files hold "
                            f"{cl.files_bytes}")
     return out
-
-
-def store(doc: dict[str, Any], db: Path | None, label: str | None) -> None:
-    """Records the run in the results store: one result per phase, with every rank's host and figures."""
-    from iolens.store import ResultsStore
-
-    st = ResultsStore(db)
-    try:
-        job = {k: doc[k] for k in ("clients", "target", "suites", "threads_per_client", "bytes_per_thread",
-                                   "stonewall_s")}
-        run_id = st.add_run("bench-multi", job, {"hosts": doc["hosts"], "iolens_version": doc["iolens_version"],
-                                                 "created": doc["created"]}, label=label)
-        for r in doc["results"]:
-            metrics = {k: r[k] for k in ("bytes", "ops_done", "first_done_s", "last_done_s", "first_done_Bps",
-                                         "last_done_Bps", "first_done_iops", "last_done_iops")}
-            st.add_result(run_id, r["phase"], metrics, target=doc["target"],
-                          provenance={"clients": r["clients"], "spread": r["spread"], "test": r["test"],
-                                      "stonewall_s": r["stonewall_s"], "hosts": doc["hosts"]})
-        doc["run_id"] = run_id
-        doc["db"] = str(st.path)
-    finally:
-        st.close()
-
-
-# ---- rendering (formats only) ------------------------------------------------------------------------------------
-
-def _fmt(a: dict[str, Any], which: str) -> str:
-    from iolens.units import human_bytes
-
-    if a["bytes"]:
-        v = a[f"{which}_Bps"]
-        return f"{human_bytes(v)}/s" if v is not None else "-"
-    v = a[f"{which}_iops"]
-    return f"{v:,.0f} ops/s" if v is not None else "-"
-
-
-def render(doc: dict[str, Any], console: Any) -> None:
-    """The aggregate of every phase beside the per-client figures and their spread."""
-    from rich.table import Table
-
-    from iolens.units import human_bytes
-
-    hosts = sorted(set(doc["hosts"]))
-    tab = Table(title=f"{doc['target']}: {doc['clients']} clients on {len(hosts)} host(s) ({', '.join(hosts)}), "
-                      f"stonewall {doc['stonewall_s']:g} s")
-    for col in ("phase", "aggregate first done", "aggregate last done", "client mean", "client min-max", "CV",
-                "first/last done"):
-        tab.add_column(col, justify="left" if col == "phase" else "right")
-    for a in doc["results"]:
-        sp = a["spread"]
-        unit = (lambda v: f"{human_bytes(v)}/s") if sp["metric"] == "throughput_Bps" else (lambda v: f"{v:,.0f}/s")
-        mean = unit(sp["mean"]) if sp["mean"] is not None else "-"
-        rng = f"{unit(sp['min'])} - {unit(sp['max'])}" if sp["min"] is not None else "-"
-        cv = f"{100 * sp['cv']:.1f}%" if sp["cv"] is not None else "-"
-        tab.add_row(a["phase"], _fmt(a, "first_done"), _fmt(a, "last_done"), mean, rng, cv,
-                    f"{a['first_done_s']:.2f}/{a['last_done_s']:.2f} s")
-    console.print(tab)
-    for w in doc["warnings"]:
-        console.print(f"[yellow]warning:[/] {w}")
-    if doc.get("run_id") is not None:
-        console.print(f"stored as run {doc['run_id']}")
 
 
 def rank() -> int:
