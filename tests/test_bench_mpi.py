@@ -9,12 +9,15 @@ import os
 import shutil
 import subprocess
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from conftest import unavailable
-from iolens.bench import mpi
+from iolens.bench import engine, mpi
+from iolens.bench.multi_aggregate import shared_file_size
 
 HAVE_MPI = shutil.which("mpirun") is not None
 try:
@@ -69,6 +72,57 @@ def test_launch_command_adds_root_flags_only_for_root():
     assert cmd[:4] == ["mpirun", "-n", "4", "--oversubscribe"]
     assert ("--allow-run-as-root" in cmd) == (os.geteuid() == 0)
     assert mpi.launch_command(2, "srun", ["bench"])[:4] == ["srun", "-n", "2", "--mpi=pmix"]
+
+
+def test_shared_file_size_of_each_layout():
+    # segmented: writer w starts at w * size; strided: writer w's k-th block is block k * W + w
+    assert shared_file_size("shared", [10, 4, 0], 10, 2) == 14
+    assert shared_file_size("shared", [10, 4, 7], 10, 2) == 27
+    assert shared_file_size("strided", [4, 4, 4], 100, 2) == 12      # 2 blocks each: the last is writer 2's
+    assert shared_file_size("strided", [6, 2, 2], 100, 2) == 14      # writer 0's third block is block 6
+    assert shared_file_size("strided", [5, 0, 0], 100, 2) == 13      # a partial last block: block 6, 1 byte
+    assert shared_file_size("strided", [0, 0, 0], 100, 2) == 0
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_strided_layout_gives_each_writer_every_nth_block(tmp_path, threads):
+    # three processes (the engines of three ranks) write one file at once, each from a template of its own byte;
+    # block i must hold writer (i mod W)'s byte, W = 3 * threads writers in all
+    ranks, bs, blocks = 3, 64 << 10, 5
+    work = tmp_path / "iolens-bench-strided"
+    work.mkdir()
+    (work / "shared").touch()  # in a multi-client phase the caller makes the file, the engines never truncate it
+    start = time.time() + 0.5
+
+    def rank(r: int) -> dict:
+        tmpl = tmp_path / f"stamp{r}"
+        tmpl.write_bytes(bytes([65 + r]) * 4096)
+        g = {"op": "write", "dir": 0, "file": "shared", "layout": "strided", "segment": r * threads,
+             "writers": ranks * threads, "threads": threads, "size": blocks * bs, "bs": bs,
+             "content": "template", "template": str(tmpl)}
+        return engine.run_job({"schema_version": mpi.JOB_SCHEMA, "dirs": [str(work)],
+                               "phases": [{"name": "w", "start_at": start, "groups": [g]}]})
+
+    with ThreadPoolExecutor(ranks) as ex:
+        results = list(ex.map(rank, range(ranks)))
+    assert all(res["status"] == "ok" for res in results), results
+    data = (work / "shared").read_bytes()
+    writers = ranks * threads
+    assert len(data) == writers * blocks * bs == shared_file_size("strided", [blocks * bs] * writers, 0, bs)
+    for i in range(writers * blocks):
+        owner_rank = (i % writers) // threads
+        assert data[i * bs:(i + 1) * bs] == bytes([65 + owner_rank]) * bs, f"block {i}"
+
+
+def test_strided_writers_must_cover_every_thread(tmp_path):
+    work = tmp_path / "iolens-bench-x"
+    work.mkdir()
+    g = {"op": "write", "dir": 0, "file": "s", "layout": "strided", "segment": 2, "writers": 3, "threads": 2,
+         "size": 4096, "bs": 4096}
+    res = engine.run_job({"schema_version": mpi.JOB_SCHEMA, "dirs": [str(work)],
+                          "phases": [{"name": "w", "groups": [g]}]})
+    assert res["status"] == "error" and "writers must cover" in res["error"]["message"]
 
 
 # ---- under OpenMPI ----------------------------------------------------------------------------------------------
@@ -183,4 +237,57 @@ def test_the_genomics_suite_scales_out(tmp_path):
     assert {"align", "sort-spill", "sort-merge", "workdir-create"} <= set(by)
     for r in by.values():
         assert len(r["clients"]) == 2 and r["bytes"] + r["ops_done"] > 0
+    assert _leftovers(target) == []
+
+
+@needs_mpi
+@pytest.mark.timeout(90)
+def test_shared_files_segmented_and_strided_hold_what_the_ranks_wrote(tmp_path):
+    out = tmp_path / "r.json"
+    target = tmp_path / "t"
+    target.mkdir()
+    p = subprocess.run(IOLENS + ["bench", str(target), "--clients", "3", "--suite", "streams", "--size", "64M",
+                                 "--bs", "1M", "--runtime", "0.4", "--json", str(out), "-q", "--no-store"],
+                       capture_output=True, text=True, env=_env(tmp_path), timeout=80)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())
+    by = {r["phase"]: r for r in doc["results"]}
+    per = doc["bytes_per_thread"]
+    for layout, name in (("shared", "shared-file"), ("strided", "strided-file")):
+        w = by[f"{name} write"]
+        wrote = [int(c["bytes"]) for c in w["clients"]]  # one thread per client: the writers in rank order
+        assert w["shared_file_bytes"] == shared_file_size(layout, wrote, per, 1 << 20) == w["shared_file_expected"]
+        assert w["shared_file_bytes"] > 0 and w["bytes"] == sum(wrote)
+        rd = by[f"{name} read (neighbour)"]
+        assert [c["reads_rank"] for c in rd["clients"]] == [1, 2, 0]
+        for r, c in enumerate(rd["clients"]):
+            whole = (wrote[(r + 1) % 3] // (1 << 20)) * (1 << 20)
+            assert 0 < c["bytes"] <= whole and (c["bytes"] == whole or c["stonewalled"])
+    assert not doc["warnings"]
+    assert _leftovers(target) == []
+
+
+@needs_mpi
+@pytest.mark.timeout(90)
+def test_metadata_in_one_shared_directory_and_one_per_client(tmp_path):
+    out = tmp_path / "r.json"
+    target = tmp_path / "t"
+    target.mkdir()
+    p = subprocess.run(IOLENS + ["bench", str(target), "--clients", "3", "--suite", "meta", "--files", "400",
+                                 "--runtime", "5", "--json", str(out), "-q", "--no-store"],
+                       capture_output=True, text=True, env=_env(tmp_path), timeout=80)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())
+    by = {r["phase"]: r for r in doc["results"]}
+    for prefix, test in (("meta", "meta"), ("meta-shared", "meta-shared-dir")):
+        made, statted, deleted = (by[f"{prefix}-{op}"] for op in ("create", "stat", "delete"))
+        assert made["test"] == test
+        # 400 files per client, well inside the stonewall: every rank made, stat'ed and deleted all of its own
+        assert [c["ops"] for c in made["clients"]] == [400, 400, 400]
+        for ph in (statted, deleted):
+            assert [c["ops"] for c in ph["clients"]] == [c["ops"] for c in made["clients"]]
+        assert made["ops_done"] == statted["ops_done"] == deleted["ops_done"] == 1200
+    assert by["meta-shared-delete"]["entries_left"] == 0  # the shared directory is gone, with every file in it
+    assert by["meta-delete"]["entries_left"] is None
+    assert not doc["warnings"]
     assert _leftovers(target) == []

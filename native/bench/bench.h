@@ -10,7 +10,8 @@
 #include <stdint.h>
 
 #define BENCH_JOB_MAJOR 1
-#define BENCH_JOB_MINOR 2 /* 1.1: device_stats; 1.2: phases[].start_at, stonewall_s, groups[].segment */
+#define BENCH_JOB_MINOR 3 /* 1.1: device_stats; 1.2: phases[].start_at, stonewall_s, groups[].segment;
+                           1.3: layout strided, groups[].writers, groups[].first */
 #define BENCH_RESULT_MAJOR 1
 #define BENCH_RESULT_MINOR 2 /* 1.1: phases[].devices; 1.2: phases[].start_lag_s, stonewall_s */
 #define BENCH_ENGINE_VERSION "1.0"
@@ -39,7 +40,10 @@
     X(template, "the bytes of a given file, repeated")
 
 #define BENCH_SYNCS(X) X(none) X(fsync) X(fdatasync)
-#define BENCH_LAYOUTS(X) X(per_thread) X(shared)
+/* per_thread: a file each; shared: one file, writer w owns the w-th contiguous segment of size bytes (IOR's
+ * segmented layout); strided: one file, writer w owns blocks w, w + writers, w + 2 writers, ... (IOR's strided).
+ * A thread's writer index is segment + its thread number. */
+#define BENCH_LAYOUTS(X) X(per_thread) X(shared) X(strided)
 #define BENCH_ENGINES(X) X(psync) X(null) X(io_uring)
 
 typedef enum {

@@ -83,8 +83,8 @@ void evict_phase(phase *ph, job_ctx *ctx)
             uint64_t step = g->count > 2000 ? g->count / 2000 : 1;
             char name[64];
             for (uint64_t k = 0; k < g->count && !bench_stop_signal; k++) {
-                small_name(k, name, sizeof name);
-                int fd = openat(g->subfds[k % g->fanout], name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                small_name(g->first + k, name, sizeof name);
+                int fd = openat(g->subfds[(g->first + k) % g->fanout], name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
                 if (fd < 0)
                     continue;
                 evict_file(ph, fd, k % step == 0);
@@ -99,7 +99,7 @@ void evict_phase(phase *ph, job_ctx *ctx)
                 }
             }
         } else {
-            int n = g->layout == LAYOUT_shared ? 1 : g->threads;
+            int n = one_file(g) ? 1 : g->threads;
             for (int t = 0; t < n; t++) {
                 char name[512];
                 seq_name(g, t, name, sizeof name);

@@ -74,7 +74,9 @@ struct group {
     layout_kind layout;
     int threads;
     uint64_t size, bs, ops_limit, file_size, count, fanout, sync_every, iodepth;
-    uint64_t segment; /* shared layout: thread t uses segment (segment + t) of the file */
+    uint64_t segment; /* shared and strided layouts: thread t is writer (segment + t) of the file */
+    uint64_t writers; /* strided layout: how many writers share the file (every process's threads) */
+    uint64_t first;   /* small files: names start at index first (several processes in one directory) */
     uint64_t *sizes;
     size_t nsizes;
     double runtime_s, read_share;
@@ -225,6 +227,19 @@ static inline void record(worker *w, uint64_t t0, uint64_t t1, uint64_t bytes)
     } else {
         series_add(w, rel, bytes);
     }
+}
+
+/* One file for all threads (shared or strided), not a file per thread. */
+static inline int one_file(const group *g) { return g->layout != LAYOUT_per_thread; }
+
+/* The file offset of a sequential op's byte `done` (bytes this thread has moved so far). */
+static inline uint64_t seq_offset(const worker *w, uint64_t done)
+{
+    const group *g = w->g;
+    if (g->layout != LAYOUT_strided)
+        return w->base_off + done;
+    uint64_t block = done / g->bs;
+    return (block * g->writers + g->segment + (uint64_t)w->tid) * g->bs + done % g->bs;
 }
 
 static inline int over_time(const group *g, uint64_t t1)

@@ -94,6 +94,8 @@ static int parse_group(const jval *jg, group *g, job_ctx *ctx, char *err, size_t
     g->file_size = (uint64_t)json_num(jg, "file_size", 0, &bad);
     g->count = (uint64_t)json_num(jg, "count", 0, &bad);
     g->segment = (uint64_t)json_num(jg, "segment", 0, &bad);
+    g->writers = (uint64_t)json_num(jg, "writers", 0, &bad);
+    g->first = (uint64_t)json_num(jg, "first", 0, &bad);
     g->fanout = (uint64_t)json_num(jg, "fanout", 1, &bad);
     if (!g->fanout)
         g->fanout = 1;
@@ -157,7 +159,15 @@ static int parse_group(const jval *jg, group *g, job_ctx *ctx, char *err, size_t
         snprintf(err, errlen, "write needs size (bytes per thread) or runtime_s");
         return -1;
     }
-    if (!strcmp(kind, "seq") && g->layout == LAYOUT_shared && !g->size) {
+    if (g->layout == LAYOUT_strided) {
+        if (!g->writers)
+            g->writers = g->segment + (uint64_t)g->threads;
+        if (g->writers < g->segment + (uint64_t)g->threads) {
+            snprintf(err, errlen, "writers must cover segment + threads");
+            return -1;
+        }
+    }
+    if (!strcmp(kind, "seq") && one_file(g) && !g->size) {
         snprintf(err, errlen, "a shared file needs size (bytes per thread)");
         return -1;
     }

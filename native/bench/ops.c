@@ -81,7 +81,7 @@ void run_seq(worker *w)
             done = 0;
         }
         uint64_t n = limit - done < g->bs ? limit - done : g->bs;
-        uint64_t off = w->base_off + done;
+        uint64_t off = seq_offset(w, done);
         uint64_t t0 = now_ns();
         ssize_t r;
         if (null)
@@ -226,7 +226,7 @@ void run_uring(worker *w)
             uint64_t off, len = g->bs;
             int is_read;
             if (is_seq) {
-                off = w->base_off + issued;
+                off = seq_offset(w, issued);
                 if (limit - issued < len)
                     len = limit - issued;
                 is_read = g->op == OP_read;
@@ -302,8 +302,9 @@ void run_small(worker *w)
     uint64_t pool_off = 0;
     char name[64];
     for (uint64_t i = (uint64_t)w->tid; i < g->count && !stopping(); i += (uint64_t)g->threads) {
-        int dfd = null ? -1 : g->subfds[i % g->fanout];
-        small_name(i, name, sizeof name);
+        uint64_t k = g->first + i; /* the file's index: its name and directory */
+        int dfd = null ? -1 : g->subfds[k % g->fanout];
+        small_name(k, name, sizeof name);
         uint64_t moved = 0;
         uint64_t t0 = now_ns();
         int rc = 0;
@@ -380,7 +381,7 @@ void run_small(worker *w)
         uint64_t t1 = now_ns();
         if (rc) {
             char path[512];
-            snprintf(path, sizeof path, "%s/d%04" PRIu64 "/%s", g->prefix, i % g->fanout, name);
+            snprintf(path, sizeof path, "%s/d%04" PRIu64 "/%s", g->prefix, k % g->fanout, name);
             fail(w, errno, what, path);
             return;
         }

@@ -85,11 +85,12 @@ static int run_phase(job_ctx *ctx, phase *ph, size_t index, const char **eop, ch
         }
         if (g->prepare && g->engine != ENGINE_null) {
             uint64_t fsz = g->file_size ? g->file_size : g->size;
-            int n = g->layout == LAYOUT_shared ? 1 : g->threads;
+            int n = one_file(g) ? 1 : g->threads;
             for (int t = 0; t < n; t++) {
                 char name[512];
                 seq_name(g, t, name, sizeof name);
-                uint64_t want = g->layout == LAYOUT_shared && !g->file_size ? fsz * (uint64_t)g->threads : fsz;
+                uint64_t writers = g->writers ? g->writers : (uint64_t)g->threads;
+                uint64_t want = one_file(g) && !g->file_size ? fsz * writers : fsz;
                 int rc = prepare_file(g, name, want, emsg, emsglen);
                 if (rc) {
                     *eerr = -rc;
@@ -108,7 +109,9 @@ static int run_phase(job_ctx *ctx, phase *ph, size_t index, const char **eop, ch
                 return -1;
             }
         }
-        if (g->op == OP_write && g->layout == LAYOUT_shared && g->engine != ENGINE_null) {
+        /* a multi-client phase (start_at) leaves creating the shared file to its caller: a late process must not
+         * truncate what the others already wrote */
+        if (g->op == OP_write && one_file(g) && g->engine != ENGINE_null && ph->start_at <= 0) {
             int fd = open_beneath(g->dirfd, g->file, O_WRONLY | O_CREAT | O_TRUNC, 0644, 1);
             if (fd < 0) {
                 *eerr = errno;

@@ -71,7 +71,7 @@ int do_sync(group *g, int fd)
 
 void seq_name(const group *g, int tid, char *out, size_t n)
 {
-    if (g->layout == LAYOUT_shared)
+    if (one_file(g))
         snprintf(out, n, "%s", g->file);
     else
         snprintf(out, n, "%s.%d", g->file, tid);

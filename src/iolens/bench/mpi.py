@@ -10,10 +10,12 @@ broadcasts it; each engine opens its gate then (`start_at`) and, for the stonewa
 reports what it finished.  The aggregates (first done and last done, as elbencho reports them) are computed in
 bench/multi_aggregate.py; storing and rendering are in bench/multi_report.py.
 
-Patterns (`--suite` in this mode): `streams` writes a file per client and segments of one shared file (IOR's
-segmented layout), each client then reads its neighbour's data (rank r reads rank (r+1) % N's, IOR's `-C`), sized
-to what that neighbour actually wrote; `meta` creates, stats and deletes empty files in a directory per client;
-any other suite (`genomics`, ...) runs whole on every rank, each in its own work directory, phase by phase in step.
+Patterns (`--suite` in this mode): `streams` writes a file per client, then one shared file in IOR's segmented
+layout (client r writes segments r*T .. r*T+T-1), then one in IOR's strided layout (client thread w writes blocks w,
+w + N*T, ...); after each, every client reads its neighbour's data (rank r reads rank (r+1) % N's, IOR's `-C`),
+sized to what that neighbour actually wrote.  `meta` creates, stats and deletes empty files in a directory per
+client, then all clients in one shared directory (distinct names).  Any other suite (`genomics`, ...) runs whole on
+every rank, each in its own work directory, phase by phase in step.
 
 A rank that fails makes every rank stop at the next step; every rank removes its work directory, and rank 0 says
 which rank failed and why, in one line.
@@ -32,7 +34,7 @@ from typing import Any, Callable
 
 from iolens import __version__
 from iolens.bench import engine, suites
-from iolens.bench.multi_aggregate import Aggregate, aggregate
+from iolens.bench.multi_aggregate import Aggregate, aggregate, shared_file_size
 from iolens.bench.multi_report import render as render, store as store  # the command calls them through mpi
 from iolens.bench.safety import WorkDirs, check_space
 from iolens.bench.targets import Target, resolve
@@ -40,7 +42,7 @@ from iolens.errors import IolensError, UsageError
 
 TAG = "iolens-bench-multi"
 SCHEMA_VERSION = (1, 0)
-JOB_SCHEMA = [1, 2]       # start_at, stonewall_s, segment
+JOB_SCHEMA = [1, 3]       # start_at, stonewall_s, segment (1.2); layout strided, writers (1.3)
 START_AHEAD_S = 0.5       # rank 0 sets the start this far ahead of the barrier, for every engine to be ready
 LAUNCHER_ENV = ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK")
 DEFAULT_SUITES = ["streams", "meta"]
@@ -192,17 +194,26 @@ def _min_thread_bytes(ph: dict[str, Any], bs: int) -> int:
     return (min(per) // bs) * bs if per else 0
 
 
-def _streams(c: Ctx, shared: bool) -> None:
-    """Write (stonewalled), then read the neighbour's data, sized to what it wrote."""
+STREAM_NAMES = {"per_thread": "file-per-client", "shared": "shared-file", "strided": "strided-file"}
+
+
+def _streams(c: Ctx, layout: str) -> None:
+    """Write (stonewalled), then read the neighbour's data, sized to what it wrote.  layout: per_thread (a file per
+    client), shared (one file, client r writing segments r*T .. r*T+T-1) or strided (one file, client thread w
+    writing blocks w, w + N*T, w + 2*N*T, ...)."""
     r, n, t, bs = c.ranks.rank, c.ranks.size, c.threads, c.scale.bs
     nb = (r + 1) % n
     sw = c.scale.runtime
-    name = "shared-file" if shared else "file-per-client"
-    if shared:
+    name = STREAM_NAMES[layout]
+    shared_path = os.path.join(c.shared, "shared")
+    one = {"dir": 1, "file": "shared", "layout": layout, "writers": n * t} if layout != "per_thread" else None
+    files: Callable[[], int | None] | None = None
+    if one:
         dirs = [c.own, c.shared]
-        w = suites._g("write", dir=1, file="shared", layout="shared", segment=r * t, threads=t, size=c.per_client,
-                      bs=bs, sync="fdatasync", content=c.opts.content or "random", direct=c.opts.direct)
-        files = None
+        w = suites._g("write", **one, segment=r * t, threads=t, size=c.per_client, bs=bs, sync="fdatasync",
+                      content=c.opts.content or "random", direct=c.opts.direct)
+        # rank 0 makes the file empty before anyone writes (the engines leave it alone in a multi-client phase)
+        c.ranks.step(lambda: open(shared_path, "wb").close() if r == 0 else None)
     else:
         dirs = [c.own]
         w = suites._g("write", file="c", threads=t, size=c.per_client, bs=bs, sync="fdatasync",
@@ -212,10 +223,13 @@ def _streams(c: Ctx, shared: bool) -> None:
             return sum(os.stat(os.path.join(c.own, f"c.{i}")).st_size for i in range(t))
     ph = dict(suites._phase(f"{name} write", [w]), stonewall_s=sw)
     wrote = c.run_phase(name, ph, dirs, files=files)
+    if one:
+        agg = c.aggregates[-1]
+        agg.shared_file_bytes = c.ranks.step(lambda: os.stat(shared_path).st_size if r == 0 else None)[0]
+        agg.shared_file_expected = shared_file_size(layout, _writer_bytes(wrote), c.per_client, bs)
     size = _min_thread_bytes(wrote[nb], bs)
-    if shared:
-        rg = suites._g("read", dir=1, file="shared", layout="shared", segment=nb * t, threads=t, size=size, bs=bs,
-                       direct=c.opts.direct)
+    if one:
+        rg = suites._g("read", **one, segment=nb * t, threads=t, size=size, bs=bs, direct=c.opts.direct)
         rdirs = [c.own, c.shared]
     else:
         rg = suites._g("read", dir=1, file="c", threads=t, size=size, bs=bs, direct=c.opts.direct)
@@ -226,23 +240,46 @@ def _streams(c: Ctx, shared: bool) -> None:
         for cl in c.aggregates[-1].clients:
             cl.reads_rank = (cl.rank + 1) % n
     c.ranks.step(lambda: None)  # every rank has read before the files go
-    if shared:
+    if one:
         if r == 0:
-            os.unlink(os.path.join(c.shared, "shared"))
+            os.unlink(shared_path)
     else:
         for i in range(t):
             os.unlink(os.path.join(c.own, f"c.{i}"))
 
 
-def _meta(c: Ctx) -> None:
-    """Create (stonewalled), stat and delete empty files in a directory per client."""
+def _writer_bytes(results: list[dict[str, Any]]) -> list[int]:
+    """Bytes each writer of a shared file wrote, in writer order (rank-major, then thread)."""
+    out = []
+    for ph in results:
+        per = sorted((t for g in ph["groups"] for t in g.get("per_thread") or []), key=lambda t: t.get("thread", 0))
+        out += [int(t["bytes"]) for t in per]
+    return out
+
+
+def _meta(c: Ctx, shared: bool) -> None:
+    """Create (stonewalled), stat and delete empty files in a directory per client, or all clients in one shared
+    directory (rank 0's), each under its own names (rank r's start at index r * count)."""
     n = c.opts.files or 1000
-    g = dict(prefix="meta", fanout=1, threads=1)
-    made = c.run_phase("meta", dict(suites._phase("meta-create", [suites._g("create", size=0, count=n, **g)]),
-                                    stonewall_s=c.scale.runtime), [c.own])
-    count = int(made[c.ranks.rank]["groups"][0]["ops"])  # one thread: files 0 .. count-1
-    c.run_phase("meta", suites._phase("meta-stat", [suites._g("stat", count=max(count, 1), **g)]), [c.own])
-    c.run_phase("meta", suites._phase("meta-delete", [suites._g("delete", count=max(count, 1), **g)]), [c.own])
+    test = "meta-shared-dir" if shared else "meta"
+    prefix = "meta-shared" if shared else "meta"
+    g = dict(prefix=prefix, fanout=1, threads=1, dir=1 if shared else 0, first=c.ranks.rank * n if shared else 0)
+    dirs = [c.own, c.shared] if shared else [c.own]
+    made = c.run_phase(test, dict(suites._phase(f"{prefix}-create", [suites._g("create", size=0, count=n, **g)]),
+                                  stonewall_s=c.scale.runtime), dirs)
+    count = max(int(made[c.ranks.rank]["groups"][0]["ops"]), 1)  # one thread: files first .. first+count-1
+    c.run_phase(test, suites._phase(f"{prefix}-stat", [suites._g("stat", count=count, **g)]), dirs)
+    c.run_phase(test, suites._phase(f"{prefix}-delete", [suites._g("delete", count=count, **g)]), dirs)
+    if shared:  # every rank has deleted its files, and the last one the directory
+        top = os.path.join(c.shared, prefix)
+        c.aggregates[-1].entries_left = c.ranks.step(lambda: _entries(top) if c.ranks.rank == 0 else None)[0]
+
+
+def _entries(top: str) -> int:
+    """How many files and directories are left at and under top."""
+    if not os.path.lexists(top):
+        return 0
+    return 1 + sum(len(ds) + len(fs) for _p, ds, fs in os.walk(top))
 
 
 def _suite(c: Ctx, name: str) -> None:
@@ -290,10 +327,11 @@ def _run(ranks: Ranks, wd: WorkDirs, spec: str, suite_names: list[str], opts: su
     c = Ctx(ranks, target, own, dirs, dirs[0], opts, scale, per_client, threads, specs=specs)
     for s in suite_names:
         if s == "streams":
-            _streams(c, shared=False)
-            _streams(c, shared=True)
+            for layout in STREAM_NAMES:
+                _streams(c, layout)
         elif s == "meta":
-            _meta(c)
+            _meta(c, shared=False)
+            _meta(c, shared=True)
         else:
             _suite(c, s)
     return {"tag": TAG, "schema_version": list(SCHEMA_VERSION), "iolens_version": __version__,
@@ -314,6 +352,11 @@ def _warnings(aggs: list[Aggregate]) -> list[str]:
             if cl.files_bytes is not None and cl.files_bytes != cl.bytes:
                 out.append(f"{a.phase}: rank {cl.rank} reported {cl.bytes:.0f} bytes but its files hold "
                            f"{cl.files_bytes}")
+        if a.entries_left:
+            out.append(f"{a.phase}: {a.entries_left} files or directories were left in the shared directory")
+        if a.shared_file_bytes is not None and a.shared_file_bytes != a.shared_file_expected:
+            out.append(f"{a.phase}: the shared file holds {a.shared_file_bytes} bytes, but what the ranks reported "
+                       f"writing makes {a.shared_file_expected}")
     return out
 
 

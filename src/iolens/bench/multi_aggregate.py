@@ -81,6 +81,9 @@ class Aggregate:
     last_done_iops: float | None
     stonewall_s: float | None
     spread: dict[str, Any] = field(default_factory=dict)
+    shared_file_bytes: int | None = None     # a shared file's st_size after its write phase, else None
+    shared_file_expected: int | None = None  # what it must be, from what each writer reported
+    entries_left: int | None = None          # files and directories left in a shared directory after deleting
 
 
 def _rate(x: float, s: float) -> float | None:
@@ -115,3 +118,20 @@ def aggregate(test: str, results: list[dict[str, Any]], hosts: list[str], target
     return Aggregate(test, results[0]["name"], sorted({g["op"] for g in results[0]["groups"]}), clients, total_b,
                      total_o, first - t0, last - t0, fb, fo, _rate(fb, first - t0), _rate(total_b, last - t0),
                      _rate(fo, first - t0), _rate(total_o, last - t0), sw, spread)
+
+
+def shared_file_size(layout: str, writer_bytes: list[int], size: int, bs: int) -> int:
+    """The size one shared file must have after writer w (of len(writer_bytes)) wrote writer_bytes[w] bytes.
+
+    shared (IOR's segmented layout): writer w's bytes start at w * size.  strided: writer w's k-th block is block
+    k * W + w of the file (W writers), so its last byte ends block (k_last * W + w)."""
+    n, end = len(writer_bytes), 0
+    for w, b in enumerate(writer_bytes):
+        if b <= 0:
+            continue
+        if layout == "shared":
+            end = max(end, w * size + b)
+        else:
+            last = (b - 1) // bs  # index of its last (maybe partial) block
+            end = max(end, (last * n + w) * bs + (b - last * bs))
+    return end
