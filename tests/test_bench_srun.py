@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import unavailable
-from helpers.slurm import SlurmUnavailable, local_slurm, pmix_available, slurm_missing
+from helpers.slurm import SlurmUnavailable, local_slurm, pmix_available, slurm_missing, wait_jobs
 
 from iolens.bench import mpi
 
@@ -80,10 +80,12 @@ def test_launcher_srun_inside_an_sbatch_allocation(slurm, tmp_path):
     target, out = tmp_path / "t", tmp_path / "r.json"
     target.mkdir()
     cmd = " ".join(IOLENS + _bench_args(target, out) + ["--clients", "2", "--launcher", "srun"])
-    p = subprocess.run(["sbatch", "--wait", "-n", "2", "-o", str(tmp_path / "job.out"), "-D", str(tmp_path),
-                        "--wrap", cmd], env=slurm, capture_output=True, text=True, timeout=150)
+    # sbatch --wait polls at growing intervals (tens of seconds); squeue every half second is quicker
+    job = subprocess.run(["sbatch", "--parsable", "-n", "2", "-o", str(tmp_path / "job.out"), "-D", str(tmp_path),
+                          "--wrap", cmd], env=slurm, check=True, capture_output=True, text=True).stdout.strip()
+    wait_jobs(slurm, job, timeout=150)
     log = (tmp_path / "job.out").read_text() if (tmp_path / "job.out").exists() else ""
-    assert p.returncode == 0, p.stderr + log
+    assert out.exists(), log
     _check_two_ranks(json.loads(out.read_text()))
     assert _leftovers(target) == []
 

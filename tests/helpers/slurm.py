@@ -91,6 +91,7 @@ SlurmdUser=root
 AuthType=auth/munge
 StateSaveLocation={base}/state
 SlurmdSpoolDir={base}/spool
+TmpFS={base}/tmp
 SlurmctldPidFile={base}/slurmctld.pid
 SlurmdPidFile={base}/slurmd.pid
 SlurmctldLogFile={base}/slurmctld.log
@@ -107,7 +108,8 @@ MinJobAge=300
 NodeName={host} NodeAddr=127.0.0.1 CPUs={os.cpu_count() or 1} RealMemory={_mem_mb()} State=UNKNOWN
 PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP
 """)
-    for d in ("state", "spool"):
+    for d in ("state", "spool", "tmp"):  # tmp: srun --mpi=pmix's per-step directory, /tmp/spmix_appdir_UID_JOB.STEP
+        # by default, which two instances (both numbering jobs from 1) would share and remove under each other
         (base / d).mkdir(exist_ok=True)
     return conf
 
