@@ -41,7 +41,7 @@ from iolens.bench.targets import Target, resolve
 from iolens.errors import IolensError, UsageError
 
 TAG = "iolens-bench-multi"
-SCHEMA_VERSION = (1, 0)
+SCHEMA_VERSION = (1, 1)  # 1.1: shared_file_bytes, shared_file_expected, entries_left per phase
 JOB_SCHEMA = [1, 3]       # start_at, stonewall_s, segment (1.2); layout strided, writers (1.3)
 START_AHEAD_S = 0.5       # rank 0 sets the start this far ahead of the barrier, for every engine to be ready
 LAUNCHER_ENV = ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK")
