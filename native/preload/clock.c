@@ -37,7 +37,7 @@ static unsigned nslots;
 static uint64_t anchor_tsc, anchor_mono, scaled_span;
 
 /* Called once the environment is known: IOLENS_CLOCK=vdso forces the vDSO. */
-void iolens_clock_init(void)
+IOLENS_COLD void iolens_clock_init(void)
 {
     const char *c = iolens_env("IOLENS_CLOCK");
 #if defined(__x86_64__)

@@ -31,6 +31,13 @@
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define IOLENS_TLS __thread __attribute__((tls_model("initial-exec")))
+/* Code an image runs once, at its start or its end: kept together (in
+ * .text.unlikely, with what only it calls), so a process that does no file
+ * I/O faults in one stretch of the library rather than one per file. */
+#define IOLENS_COLD __attribute__((cold))
+/* Variables every image writes at its start: kept in .data, on the page the
+ * loader writes anyway (beside the GOT), rather than on pages of .bss. */
+#define IOLENS_START_DATA __attribute__((section(".data.iolens_start")))
 
 #define IOLENS_FDMAX 65536
 #define IOLENS_POS ((uint64_t)-1) /* "at the descriptor's current position" */
