@@ -775,6 +775,13 @@ void iolens_data(struct iolens_call *c, struct iolens_fdstate *f, uint64_t off, 
 }
 
 /* The source side of sendfile and copy_file_range: a read of n bytes. */
+void iolens_data_keep(struct iolens_call *c, struct iolens_fdstate *f, uint64_t off, int64_t n)
+{
+    int e = errno;
+    iolens_data(c, f, off, n);
+    errno = e;
+}
+
 void iolens_xfer_in(struct iolens_call *c, struct iolens_fdstate *f, uint64_t off, int64_t n)
 {
     uint64_t b = n > 0 ? (uint64_t)n : 0;

@@ -100,6 +100,7 @@ static inline __attribute__((always_inline)) int iolens_cat_of(int op)
 struct iolens_call {
     uint64_t t0, t1;
     int op, cat, err;
+    int mt; /* iolens_g.mt when the call began: its wall-time enter and leave pair up */
 };
 
 /* CLOCK_MONOTONIC through the vDSO. */
@@ -179,16 +180,23 @@ static inline void iolens_begin_cat(struct iolens_call *c, int op, int cat)
     iolens_guard = 1;
     c->op = op;
     c->cat = cat;
+    c->mt = iolens_g.mt;
     c->t0 = iolens_now();
-    if (UNLIKELY(iolens_g.mt)) iolens_wall_enter(cat, c->t0);
+    if (UNLIKELY(c->mt)) iolens_wall_enter(cat, c->t0);
 }
 static inline void iolens_begin(struct iolens_call *c, int op) { iolens_begin_cat(c, op, iolens_op_cat[op]); }
+
+/* The end of the real call, errno untouched (the clock never changes it). */
+static inline void iolens_end_keep(struct iolens_call *c)
+{
+    c->t1 = iolens_now();
+    if (UNLIKELY(c->mt)) iolens_wall_leave(c->cat, c->t1);
+}
 
 static inline void iolens_end(struct iolens_call *c)
 {
     c->err = errno;
-    c->t1 = iolens_now();
-    if (UNLIKELY(iolens_g.mt)) iolens_wall_leave(c->cat, c->t1);
+    iolens_end_keep(c);
 }
 
 static inline void iolens_ret(struct iolens_call *c)
@@ -218,6 +226,8 @@ static inline void iolens_begin_data(struct iolens_call *c, int op, struct iolen
 
 /* Account a finished call.  data: bytes moved (r < 0 means failed). */
 void iolens_data(struct iolens_call *c, struct iolens_fdstate *f, uint64_t off, int64_t r);
+/* The same, keeping errno: for a call ended with iolens_end_keep (DATA in posix.c). */
+void iolens_data_keep(struct iolens_call *c, struct iolens_fdstate *f, uint64_t off, int64_t r);
 /* A stdio data call (a library call; untimed when c->t1 == 0), and a request
  * it made the kernel do (cat READ: a fill, WRITE: a flush). */
 void iolens_stdio_call(struct iolens_call *c, struct iolens_fdstate *f, int64_t n);
@@ -297,26 +307,27 @@ static inline int iolens_hist_bin(uint64_t n)
  * thread, no trace, a known file, continuing where the last call of the same
  * direction ended (so it is consecutive and sequential), in the timeline's
  * current span.  Anything else takes iolens_data.  Keeps exactly the counts
- * iolens_data keeps, with none of its branches for the other cases. */
+ * iolens_data keeps, with none of its branches for the other cases.  The call
+ * ended with iolens_end_keep: this path leaves errno alone, the others keep it. */
 static inline __attribute__((always_inline)) void iolens_data_quick(struct iolens_call *c, int dir,
                                                                    struct iolens_fdstate *f, uint64_t off, int64_t n)
 {
     struct iolens_file *r = f ? f->rec : 0;
     struct iolens_timeline *tl = iolens_g.tl;
-    if (UNLIKELY(iolens_g.mt | iolens_g.trace) || UNLIKELY(!r) || UNLIKELY(n < 0)) {
-        iolens_data(c, f, off, n);
+    if (UNLIKELY(c->mt | iolens_g.trace) || UNLIKELY(!r) || UNLIKELY(n < 0)) {
+        iolens_data_keep(c, f, off, n);
         return;
     }
     uint64_t b = (uint64_t)n, at = off == IOLENS_POS ? f->pos : off, end = at + b;
     uint64_t idx = (c->t0 - tl->t0_mono) >> tl->shift; /* out of range too if t0 < t0_mono */
     if (UNLIKELY(idx >= IOLENS_TIMELINE_BINS)) {
-        iolens_data(c, f, off, n);
+        iolens_data_keep(c, f, off, n);
         return;
     }
     struct iolens_proc *p = iolens_g.proc;
     if (dir == IOLENS_CAT_WRITE) {
         if (UNLIKELY(r->last_op != IOLENS_CAT_WRITE + 1 || at != r->last_write_end || !r->writes)) {
-            iolens_data(c, f, off, n);
+            iolens_data_keep(c, f, off, n);
             return;
         }
         r->writes++;
@@ -330,7 +341,7 @@ static inline __attribute__((always_inline)) void iolens_data_quick(struct iolen
         tl->bytes_written[idx] += b;
     } else {
         if (UNLIKELY(r->last_op != IOLENS_CAT_READ + 1 || at != r->last_read_end || !r->reads)) {
-            iolens_data(c, f, off, n);
+            iolens_data_keep(c, f, off, n);
             return;
         }
         r->reads++;
