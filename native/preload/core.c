@@ -578,7 +578,16 @@ static void trace_event(struct iolens_call *c, struct iolens_file *rec, uint64_t
     e->offset = off;
     e->size = size;
     iolens_add(&iolens_g.proc->trace_events, 1);
-    if (b->n == TRACE_BUF_EVENTS) tbuf_flush(b);
+    if (b->n == TRACE_BUF_EVENTS) { /* system calls, inside the program's call: its errno is kept */
+        int e = errno;
+        tbuf_flush(b);
+        errno = e;
+    }
+}
+
+void iolens_trace_event(struct iolens_call *c, struct iolens_file *rec, uint64_t off, uint64_t size)
+{
+    trace_event(c, rec, off, size);
 }
 
 /* ---- accounting -------------------------------------------------------------- */
@@ -774,7 +783,6 @@ void iolens_data(struct iolens_call *c, struct iolens_fdstate *f, uint64_t off, 
     else data_m(c, f, off, n, 1);
 }
 
-/* The source side of sendfile and copy_file_range: a read of n bytes. */
 void iolens_data_keep(struct iolens_call *c, struct iolens_fdstate *f, uint64_t off, int64_t n)
 {
     int e = errno;
@@ -782,6 +790,7 @@ void iolens_data_keep(struct iolens_call *c, struct iolens_fdstate *f, uint64_t 
     errno = e;
 }
 
+/* The source side of sendfile and copy_file_range: a read of n bytes. */
 void iolens_xfer_in(struct iolens_call *c, struct iolens_fdstate *f, uint64_t off, int64_t n)
 {
     uint64_t b = n > 0 ? (uint64_t)n : 0;

@@ -233,9 +233,10 @@ void iolens_data_keep(struct iolens_call *c, struct iolens_fdstate *f, uint64_t 
 void iolens_stdio_call(struct iolens_call *c, struct iolens_fdstate *f, int64_t n);
 void iolens_stdio_req(struct iolens_fdstate *f, int cat, uint64_t size, uint64_t bufsize);
 extern IOLENS_TLS uint64_t iolens_last_t;
+/* One --trace event of this thread (buffered; flushed 64 KiB at a time). */
+void iolens_trace_event(struct iolens_call *c, struct iolens_file *rec, uint64_t off, uint64_t size);
 
-/* The untimed stdio call in its common case, inline: one thread, no trace,
- * a known file, continuing where the last call of the same direction ended
+/* The untimed stdio call in its common case, inline: one thread, a known file, continuing where the last call of the same direction ended
  * (so it is consecutive and sequential).  Anything else takes
  * iolens_stdio_call.  Keeps exactly the counts iolens_stdio_call keeps. */
 static inline __attribute__((always_inline)) void iolens_stdio_quick(struct iolens_call *c, int dir,
@@ -244,7 +245,7 @@ static inline __attribute__((always_inline)) void iolens_stdio_quick(struct iole
     struct iolens_file *r = f ? f->rec : 0;
     struct iolens_timeline *tl = iolens_g.tl;
     uint64_t b = (uint64_t)n;
-    if (UNLIKELY(iolens_g.mt | iolens_g.trace) || UNLIKELY(!r) || UNLIKELY(n < 0) || UNLIKELY(b > 100)) {
+    if (UNLIKELY(iolens_g.mt) || UNLIKELY(!r) || UNLIKELY(n < 0) || UNLIKELY(b > 100)) {
         iolens_stdio_call(c, f, n);
         return;
     }
@@ -289,6 +290,10 @@ static inline __attribute__((always_inline)) void iolens_stdio_quick(struct iole
     f->pos = end;
     p->op_count[c->op]++;
     tl->count[idx * IOLENS_NCAT + (uint64_t)c->cat]++;
+    if (UNLIKELY(iolens_g.trace)) { /* the event iolens_stdio_call makes: at the last clock reading, no time */
+        c->t0 = c->t1 = iolens_last_t;
+        iolens_trace_event(c, r, at, b);
+    }
 }
 
 /* The access-size histogram bin of n bytes. */
@@ -304,7 +309,7 @@ static inline int iolens_hist_bin(uint64_t n)
 }
 
 /* A timed data call (dir READ or WRITE) in its common case, inline: one
- * thread, no trace, a known file, continuing where the last call of the same
+ * thread, a known file, continuing where the last call of the same
  * direction ended (so it is consecutive and sequential), in the timeline's
  * current span.  Anything else takes iolens_data.  Keeps exactly the counts
  * iolens_data keeps, with none of its branches for the other cases.  The call
@@ -314,7 +319,7 @@ static inline __attribute__((always_inline)) void iolens_data_quick(struct iolen
 {
     struct iolens_file *r = f ? f->rec : 0;
     struct iolens_timeline *tl = iolens_g.tl;
-    if (UNLIKELY(c->mt | iolens_g.trace) || UNLIKELY(!r) || UNLIKELY(n < 0)) {
+    if (UNLIKELY(c->mt) || UNLIKELY(!r) || UNLIKELY(n < 0)) {
         iolens_data_keep(c, f, off, n);
         return;
     }
@@ -366,6 +371,7 @@ static inline __attribute__((always_inline)) void iolens_data_quick(struct iolen
     p->cat_wall_ns[cat] += dt; /* one thread: wall time is call time */
     if (cat != IOLENS_CAT_STREAM) p->io_wall_ns += dt;
     tl->count[idx * IOLENS_NCAT + (uint64_t)cat]++;
+    if (UNLIKELY(iolens_g.trace)) iolens_trace_event(c, r, at, b); /* keeps errno */
 }
 
 /* Bytes waiting in stdio write buffers now become kernel writes (exit). */
