@@ -221,6 +221,7 @@ def test_return_values_and_errno_unchanged(cprog, profiled):
     res, _cap = profiled([exe])
     assert res.returncode == plain.returncode == 0
     assert res.stdout == plain.stdout and "errno=2" in plain.stdout and "errno=9" in plain.stdout
+    assert plain.stdout.count("errno=34") == 11  # successful calls keep the program's errno (ERANGE)
 
 
 @pytest.mark.parametrize("shell", ["sh", "bash"])

@@ -122,6 +122,11 @@ def test_close_never_opened_is_ebadf(cprog, tmp_path, fd):
     assert res.stdout == b"close=-1 EBADF\n"
 
 
+def test_thread_cancelled_in_a_hooked_call_unwinds(cprog, tmp_path):
+    res, _cap = both(tmp_path, [cprog("cancel_unwind")])
+    assert res.stdout == b"cleanup ran\ncancelled=1\n"
+
+
 @pytest.mark.parametrize("limit,fd", [(1024, 960), (64, 3), (64, 63)])
 def test_dup2_onto_any_descriptor(cprog, tmp_path, limit, fd):
     res, _cap = both(tmp_path, ["bash", "-c", f"ulimit -n {limit}; exec {cprog('fdcheck')} dup2 {fd}"])

@@ -37,7 +37,7 @@ static unsigned nslots;
 static uint64_t anchor_tsc, anchor_mono, scaled_span;
 
 /* Called once the environment is known: IOLENS_CLOCK=vdso forces the vDSO. */
-void iolens_clock_init(void)
+IOLENS_COLD void iolens_clock_init(void)
 {
     const char *c = iolens_env("IOLENS_CLOCK");
 #if defined(__x86_64__)
@@ -49,7 +49,17 @@ void iolens_clock_init(void)
 }
 
 #if defined(__x86_64__)
+/* errno is kept: this runs inside a hooked call, after its real call returned. */
+static int tsc_check(void);
 static int tsc_is_safe(void)
+{
+    int e = errno;
+    int ok = tsc_check();
+    errno = e;
+    return ok;
+}
+
+static int tsc_check(void)
 {
     unsigned a, b, c, d;
     if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000007u) return 0;

@@ -26,11 +26,11 @@ static void *sys_mmap(void *a, size_t n, int prot, int fl, int fd, off_t off)
 }
 static int sys_munmap(void *a, size_t n) { return (int)syscall(SYS_munmap, a, n); }
 
-#define IOLENS_X_DEF(ret, name, params) iolens_real_##name##_t iolens_real_##name;
+#define IOLENS_X_DEF(ret, name, params) IOLENS_START_DATA iolens_real_##name##_t iolens_real_##name;
 IOLENS_HOOKS(IOLENS_X_DEF)
 #undef IOLENS_X_DEF
 
-struct iolens_state iolens_g;
+IOLENS_START_DATA struct iolens_state iolens_g;
 IOLENS_TLS int iolens_guard;
 IOLENS_TLS int iolens_in_vfork;
 IOLENS_TLS int iolens_resolving;
@@ -48,7 +48,7 @@ const uint8_t iolens_op_cat[IOLENS_NOPS] = {
 #define RESERVE_DEFAULT (1ull << 30)
 #define TRACE_BUF_EVENTS 1638 /* 64 KiB of events per thread */
 
-void *iolens_resolve(const char *name)
+IOLENS_COLD void *iolens_resolve(const char *name)
 {
     void *p = dlsym(RTLD_NEXT, name);
     if (!p) p = dlvsym(RTLD_NEXT, name, "GLIBC_2.2.5"); /* compat-only symbols (__xstat) */
@@ -81,7 +81,7 @@ static int fb_fstat(int fd, struct stat *st) { return (int)syscall(SYS_fstat, fd
 static void *fb_mmap(void *a, size_t n, int prot, int fl, int fd, off_t off) { return (void *)syscall(SYS_mmap, a, n, prot, fl, fd, off); }
 static int fb_munmap(void *a, size_t n) { return (int)syscall(SYS_munmap, a, n); }
 
-void *iolens_fallback(const char *name)
+IOLENS_COLD void *iolens_fallback(const char *name)
 {
     static const struct {
         const char *name;
@@ -96,6 +96,18 @@ void *iolens_fallback(const char *name)
         if (strcmp(table[i].name, name) == 0) return table[i].fn;
     /* anything else: resolve it anyway (dlsym nests safely for most symbols) */
     return iolens_resolve(name);
+}
+
+IOLENS_COLD void *iolens_resolve_slot(void **slot, const char *name)
+{
+    if (iolens_resolving) return iolens_fallback(name);
+    int g = iolens_guard;
+    iolens_resolving = iolens_guard = 1;
+    void *p = iolens_resolve(name);
+    iolens_resolving = 0;
+    iolens_guard = g;
+    *slot = p;
+    return p;
 }
 
 /* ---- raw syscalls: the recorder's own I/O never re-enters the hooks ------ */
@@ -155,11 +167,14 @@ void iolens_xfsz_release(struct iolens_xfsz *x)
 /* Set when RLIMIT_FSIZE, the program's own limit, kept the part from growing. */
 static int fsize_short;
 
-/* RLIMIT_FSIZE now, in bytes; the recorder sizes its files under it. */
-static uint64_t fsize_limit(void)
+/* RLIMIT_FSIZE now, in bytes; the recorder sizes its files under it.  The
+ * start-up and exit paths ask the kernel directly (here, getrusage, uname and
+ * the signal mask): each libc function first called costs a lazy symbol
+ * binding, about 800 instructions, in every process. */
+IOLENS_COLD static uint64_t fsize_limit(void)
 {
     struct rlimit rl;
-    if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return UINT64_MAX;
+    if (syscall(SYS_prlimit64, 0, RLIMIT_FSIZE, NULL, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return UINT64_MAX;
     return (uint64_t)rl.rlim_cur;
 }
 
@@ -242,10 +257,10 @@ static void add_string(uint32_t what, const char *s, uint32_t len)
 /* The kernel's I/O counters of this process, in the order of its lines.
  * Parsed by hand: the start of every image reads this, and libc's number
  * parsing would cost it pages of code it otherwise never touches. */
-static void read_proc_io(uint64_t v[7])
+IOLENS_COLD static void read_proc_io(uint64_t v[7])
 {
-    static const char *const keys[7] = {"rchar", "wchar", "syscr", "syscw", "read_bytes", "write_bytes",
-                                        "cancelled_write_bytes"};
+    static const char keys[7][24] = {"rchar", "wchar", "syscr", "syscw", "read_bytes", "write_bytes",
+                                     "cancelled_write_bytes"};
     char buf[512];
     for (int k = 0; k < 7; k++) v[k] = 0;
     int fd = sys_open("/proc/self/io", O_RDONLY | O_CLOEXEC, 0);
@@ -254,7 +269,8 @@ static void read_proc_io(uint64_t v[7])
     sys_close(fd);
     if (n <= 0) return;
     buf[n] = 0;
-    for (const char *line = buf; *line;) {
+    int line_no = 0;
+    for (const char *line = buf; *line; line_no++) {
         const char *colon = line;
         while (*colon && *colon != ':' && *colon != '\n') colon++;
         if (*colon != ':') break;
@@ -263,8 +279,14 @@ static void read_proc_io(uint64_t v[7])
         while (*d == ' ') d++;
         uint64_t x = 0;
         for (; *d >= '0' && *d <= '9'; d++) x = x * 10 + (uint64_t)(*d - '0');
-        for (int k = 0; k < 7; k++)
-            if (strlen(keys[k]) == kl && memcmp(line, keys[k], kl) == 0) v[k] = x;
+        /* the kernel's order first, then any line where it is */
+        for (int i = 0; i < 7; i++) {
+            int k = (line_no + i) % 7;
+            if (kl < sizeof keys[0] && keys[k][kl] == 0 && memcmp(line, keys[k], kl) == 0) {
+                v[k] = x;
+                break;
+            }
+        }
         while (*d && *d != '\n') d++;
         line = *d ? d + 1 : d;
     }
@@ -559,7 +581,16 @@ static void trace_event(struct iolens_call *c, struct iolens_file *rec, uint64_t
     e->offset = off;
     e->size = size;
     iolens_add(&iolens_g.proc->trace_events, 1);
-    if (b->n == TRACE_BUF_EVENTS) tbuf_flush(b);
+    if (b->n == TRACE_BUF_EVENTS) { /* system calls, inside the program's call: its errno is kept */
+        int e = errno;
+        tbuf_flush(b);
+        errno = e;
+    }
+}
+
+void iolens_trace_event(struct iolens_call *c, struct iolens_file *rec, uint64_t off, uint64_t size)
+{
+    trace_event(c, rec, off, size);
 }
 
 /* ---- accounting -------------------------------------------------------------- */
@@ -755,6 +786,13 @@ void iolens_data(struct iolens_call *c, struct iolens_fdstate *f, uint64_t off, 
     else data_m(c, f, off, n, 1);
 }
 
+void iolens_data_keep(struct iolens_call *c, struct iolens_fdstate *f, uint64_t off, int64_t n)
+{
+    int e = errno;
+    iolens_data(c, f, off, n);
+    errno = e;
+}
+
 /* The source side of sendfile and copy_file_range: a read of n bytes. */
 void iolens_xfer_in(struct iolens_call *c, struct iolens_fdstate *f, uint64_t off, int64_t n)
 {
@@ -918,10 +956,11 @@ void iolens_dup(int oldfd, int newfd)
  * written with one write (write_built).  A part made earlier copies them.
  */
 #define BUILT_CAP (2 * 65536 + 3 * PATH_MAX + 16384)
-static uint64_t built_mem[BUILT_CAP / 8];
+/* page-aligned: what an image notes at its start (PROC, then its strings) is on one page */
+static uint64_t built_mem[BUILT_CAP / 8] __attribute__((aligned(4096)));
 static char *const built = (char *)built_mem;
 static const uint64_t built_strings = sizeof(struct iolens_rec_hdr) + sizeof(struct iolens_proc);
-static uint64_t built_strings_end; /* the noted STRING records: [built_strings, built_strings_end) */
+IOLENS_START_DATA static uint64_t built_strings_end; /* the noted STRING records: [built_strings, built_strings_end) */
 
 /* The PROC record: its start fields from the constructor on, its end fields once written. */
 static struct iolens_proc *built_proc(void)
@@ -930,7 +969,7 @@ static struct iolens_proc *built_proc(void)
 }
 
 /* What a part says of the moment its image (or fork child) started. */
-static void take_start(struct iolens_proc *p)
+IOLENS_COLD static void take_start(struct iolens_proc *p)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -939,7 +978,7 @@ static void take_start(struct iolens_proc *p)
     p->start_mono = iolens_mono();
     p->ppid = (uint64_t)syscall(SYS_getppid);
     struct rusage ru;
-    if (getrusage(RUSAGE_SELF, &ru) == 0) {
+    if (syscall(SYS_getrusage, RUSAGE_SELF, &ru) == 0) {
         p->utime_start_ns = tv_ns(ru.ru_utime);
         p->stime_start_ns = tv_ns(ru.ru_stime);
     }
@@ -959,7 +998,7 @@ static char *built_text(uint64_t at)
 }
 
 /* Close the STRING record at `at` whose len bytes of text are in place; returns the offset after it. */
-static uint64_t built_string(uint64_t at, uint32_t what, uint32_t len)
+IOLENS_COLD static uint64_t built_string(uint64_t at, uint32_t what, uint32_t len)
 {
     struct iolens_rec_hdr *h = (struct iolens_rec_hdr *)(built + at);
     struct iolens_string *s = (struct iolens_string *)(h + 1);
@@ -974,7 +1013,7 @@ static uint64_t built_string(uint64_t at, uint32_t what, uint32_t len)
 }
 
 /* At start: the working directory, the redacted argv and the environment worth keeping. */
-static void note_strings(int argc, char **argv, char **envp)
+IOLENS_COLD static void note_strings(int argc, char **argv, char **envp)
 {
     uint64_t at = built_strings;
     if (syscall(SYS_getcwd, built_text(at), PATH_MAX) > 0)
@@ -987,12 +1026,12 @@ static void note_strings(int argc, char **argv, char **envp)
 }
 
 /* The executable and the host are the image's for its whole life: read when its part is made. */
-static uint64_t built_late_strings(uint64_t at)
+IOLENS_COLD static uint64_t built_late_strings(uint64_t at)
 {
     long n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", built_text(at), PATH_MAX - 1);
     if (n > 0) at = built_string(at, IOLENS_STR_EXE, (uint32_t)n);
     struct utsname u;
-    if (uname(&u) == 0) {
+    if (syscall(SYS_uname, &u) == 0) {
         size_t l = strlen(u.nodename);
         memcpy(built_text(at), u.nodename, l);
         at = built_string(at, IOLENS_STR_HOST, (uint32_t)l);
@@ -1001,7 +1040,7 @@ static uint64_t built_late_strings(uint64_t at)
 }
 
 /* The image's strings, into a part made before its end. */
-static void add_start_strings(void)
+IOLENS_COLD static void add_start_strings(void)
 {
     uint64_t end = built_late_strings(built_strings_end);
     for (uint64_t off = built_strings; off < end;) {
@@ -1012,13 +1051,13 @@ static void add_start_strings(void)
     }
 }
 
-static char *put_str(char *o, const char *end, const char *s)
+IOLENS_COLD static char *put_str(char *o, const char *end, const char *s)
 {
     while (*s && o < end) *o++ = *s++;
     return *s ? 0 : o;
 }
 
-static char *put_u64(char *o, const char *end, uint64_t v)
+IOLENS_COLD static char *put_u64(char *o, const char *end, uint64_t v)
 {
     char d[20];
     int n = 0;
@@ -1030,7 +1069,7 @@ static char *put_u64(char *o, const char *end, uint64_t v)
 
 /* DIR/PID-START.part, the start on CLOCK_MONOTONIC (the merge orders parts by it).
  * Formatted by hand: it may run on a fatal signal. Returns its length or -1. */
-static int part_name(uint64_t t_mono)
+IOLENS_COLD static int part_name(uint64_t t_mono)
 {
     struct iolens_state *g = &iolens_g;
     char *o = g->part_path, *end = g->part_path + sizeof g->part_path - 1;
@@ -1117,7 +1156,7 @@ static int start_part(const struct iolens_proc *init)
     return 0;
 }
 
-static void warn_once(const char *what)
+IOLENS_COLD static void warn_once(const char *what)
 {
     /* A part that does not fit under the program's own RLIMIT_FSIZE is not a
      * set-up error to report on the program's stderr: the image is missing
@@ -1132,7 +1171,7 @@ static void warn_once(const char *what)
     if (n > 0) iolens_sys_write(2, msg, (unsigned long)n);
 }
 
-__attribute__((constructor(101))) static void iolens_init(int argc, char **argv, char **envp)
+IOLENS_COLD __attribute__((constructor(101))) static void iolens_init(int argc, char **argv, char **envp)
 {
     struct iolens_state *g = &iolens_g;
     const char *dir = getenv("IOLENS_DIR");
@@ -1155,11 +1194,11 @@ __attribute__((constructor(101))) static void iolens_init(int argc, char **argv,
     iolens_guard = 0;
 }
 
-static void fill_end(struct iolens_proc *p)
+IOLENS_COLD static void fill_end(struct iolens_proc *p)
 {
     p->end_mono = iolens_mono(); /* on the same clock as start_mono */
     struct rusage ru;
-    if (getrusage(RUSAGE_SELF, &ru) == 0) {
+    if (syscall(SYS_getrusage, RUSAGE_SELF, &ru) == 0) {
         p->utime_ns = tv_ns(ru.ru_utime);
         p->stime_ns = tv_ns(ru.ru_stime);
         p->maxrss_kb = (uint64_t)ru.ru_maxrss;
@@ -1220,7 +1259,7 @@ _Static_assert(sizeof schema_kinds / sizeof schema_kinds[0] == 6, "a new layout 
  * write (file header and SCHEMA, then the records in built), then extended
  * over the timeline's empty bins, which stay a hole.  Raw system calls and
  * no formatting by libc: it runs on fatal signals too. */
-static int write_built(uint64_t flags, uint64_t status)
+IOLENS_COLD static int write_built(uint64_t flags, uint64_t status)
 {
     struct iolens_state *g = &iolens_g;
     struct iolens_proc *p = built_proc();
@@ -1283,7 +1322,7 @@ static int write_built(uint64_t flags, uint64_t status)
 /* Async-signal-safe: end fields are plain stores into the shared mapping.
  * at_exit: the streams' waiting bytes are counted first (exit flushes them
  * after the destructors). */
-static void finalize(uint64_t flags, uint64_t status, int at_exit)
+IOLENS_COLD static void finalize(uint64_t flags, uint64_t status, int at_exit)
 {
     struct iolens_state *g = &iolens_g;
     if (!g->active || iolens_in_vfork || g->pid != (int)syscall(SYS_getpid)) return;
@@ -1345,7 +1384,7 @@ void iolens_unfinalize(void)
 
 void iolens_finalize(uint64_t flags, uint64_t status) { finalize(flags, status, 0); }
 
-__attribute__((destructor(101))) static void iolens_fini(void)
+IOLENS_COLD __attribute__((destructor(101))) static void iolens_fini(void)
 {
     finalize(IOLENS_PF_EXITED, (uint64_t)iolens_exit_status, 1);
 }

@@ -31,6 +31,13 @@
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define IOLENS_TLS __thread __attribute__((tls_model("initial-exec")))
+/* Code an image runs once, at its start or its end: kept together (in
+ * .text.unlikely, with what only it calls), so a process that does no file
+ * I/O faults in one stretch of the library rather than one per file. */
+#define IOLENS_COLD __attribute__((cold))
+/* Variables every image writes at its start: kept in .data, on the page the
+ * loader writes anyway (beside the GOT), rather than on pages of .bss. */
+#define IOLENS_START_DATA __attribute__((section(".data.iolens_start")))
 
 #define IOLENS_FDMAX 65536
 #define IOLENS_POS ((uint64_t)-1) /* "at the descriptor's current position" */
@@ -93,6 +100,7 @@ static inline __attribute__((always_inline)) int iolens_cat_of(int op)
 struct iolens_call {
     uint64_t t0, t1;
     int op, cat, err;
+    int mt; /* iolens_g.mt when the call began: its wall-time enter and leave pair up */
 };
 
 /* CLOCK_MONOTONIC through the vDSO. */
@@ -172,16 +180,23 @@ static inline void iolens_begin_cat(struct iolens_call *c, int op, int cat)
     iolens_guard = 1;
     c->op = op;
     c->cat = cat;
+    c->mt = iolens_g.mt;
     c->t0 = iolens_now();
-    if (UNLIKELY(iolens_g.mt)) iolens_wall_enter(cat, c->t0);
+    if (UNLIKELY(c->mt)) iolens_wall_enter(cat, c->t0);
 }
 static inline void iolens_begin(struct iolens_call *c, int op) { iolens_begin_cat(c, op, iolens_op_cat[op]); }
+
+/* The end of the real call, errno untouched (the clock never changes it). */
+static inline void iolens_end_keep(struct iolens_call *c)
+{
+    c->t1 = iolens_now();
+    if (UNLIKELY(c->mt)) iolens_wall_leave(c->cat, c->t1);
+}
 
 static inline void iolens_end(struct iolens_call *c)
 {
     c->err = errno;
-    c->t1 = iolens_now();
-    if (UNLIKELY(iolens_g.mt)) iolens_wall_leave(c->cat, c->t1);
+    iolens_end_keep(c);
 }
 
 static inline void iolens_ret(struct iolens_call *c)
@@ -211,14 +226,17 @@ static inline void iolens_begin_data(struct iolens_call *c, int op, struct iolen
 
 /* Account a finished call.  data: bytes moved (r < 0 means failed). */
 void iolens_data(struct iolens_call *c, struct iolens_fdstate *f, uint64_t off, int64_t r);
+/* The same, keeping errno: for a call ended with iolens_end_keep (DATA in posix.c). */
+void iolens_data_keep(struct iolens_call *c, struct iolens_fdstate *f, uint64_t off, int64_t r);
 /* A stdio data call (a library call; untimed when c->t1 == 0), and a request
  * it made the kernel do (cat READ: a fill, WRITE: a flush). */
 void iolens_stdio_call(struct iolens_call *c, struct iolens_fdstate *f, int64_t n);
 void iolens_stdio_req(struct iolens_fdstate *f, int cat, uint64_t size, uint64_t bufsize);
 extern IOLENS_TLS uint64_t iolens_last_t;
+/* One --trace event of this thread (buffered; flushed 64 KiB at a time). */
+void iolens_trace_event(struct iolens_call *c, struct iolens_file *rec, uint64_t off, uint64_t size);
 
-/* The untimed stdio call in its common case, inline: one thread, no trace,
- * a known file, continuing where the last call of the same direction ended
+/* The untimed stdio call in its common case, inline: one thread, a known file, continuing where the last call of the same direction ended
  * (so it is consecutive and sequential).  Anything else takes
  * iolens_stdio_call.  Keeps exactly the counts iolens_stdio_call keeps. */
 static inline __attribute__((always_inline)) void iolens_stdio_quick(struct iolens_call *c, int dir,
@@ -227,7 +245,7 @@ static inline __attribute__((always_inline)) void iolens_stdio_quick(struct iole
     struct iolens_file *r = f ? f->rec : 0;
     struct iolens_timeline *tl = iolens_g.tl;
     uint64_t b = (uint64_t)n;
-    if (UNLIKELY(iolens_g.mt | iolens_g.trace) || UNLIKELY(!r) || UNLIKELY(n < 0) || UNLIKELY(b > 100)) {
+    if (UNLIKELY(iolens_g.mt) || UNLIKELY(!r) || UNLIKELY(n < 0) || UNLIKELY(b > 100)) {
         iolens_stdio_call(c, f, n);
         return;
     }
@@ -272,6 +290,10 @@ static inline __attribute__((always_inline)) void iolens_stdio_quick(struct iole
     f->pos = end;
     p->op_count[c->op]++;
     tl->count[idx * IOLENS_NCAT + (uint64_t)c->cat]++;
+    if (UNLIKELY(iolens_g.trace)) { /* the event iolens_stdio_call makes: at the last clock reading, no time */
+        c->t0 = c->t1 = iolens_last_t;
+        iolens_trace_event(c, r, at, b);
+    }
 }
 
 /* The access-size histogram bin of n bytes. */
@@ -287,29 +309,30 @@ static inline int iolens_hist_bin(uint64_t n)
 }
 
 /* A timed data call (dir READ or WRITE) in its common case, inline: one
- * thread, no trace, a known file, continuing where the last call of the same
+ * thread, a known file, continuing where the last call of the same
  * direction ended (so it is consecutive and sequential), in the timeline's
  * current span.  Anything else takes iolens_data.  Keeps exactly the counts
- * iolens_data keeps, with none of its branches for the other cases. */
+ * iolens_data keeps, with none of its branches for the other cases.  The call
+ * ended with iolens_end_keep: this path leaves errno alone, the others keep it. */
 static inline __attribute__((always_inline)) void iolens_data_quick(struct iolens_call *c, int dir,
                                                                    struct iolens_fdstate *f, uint64_t off, int64_t n)
 {
     struct iolens_file *r = f ? f->rec : 0;
     struct iolens_timeline *tl = iolens_g.tl;
-    if (UNLIKELY(iolens_g.mt | iolens_g.trace) || UNLIKELY(!r) || UNLIKELY(n < 0)) {
-        iolens_data(c, f, off, n);
+    if (UNLIKELY(c->mt) || UNLIKELY(!r) || UNLIKELY(n < 0)) {
+        iolens_data_keep(c, f, off, n);
         return;
     }
     uint64_t b = (uint64_t)n, at = off == IOLENS_POS ? f->pos : off, end = at + b;
     uint64_t idx = (c->t0 - tl->t0_mono) >> tl->shift; /* out of range too if t0 < t0_mono */
     if (UNLIKELY(idx >= IOLENS_TIMELINE_BINS)) {
-        iolens_data(c, f, off, n);
+        iolens_data_keep(c, f, off, n);
         return;
     }
     struct iolens_proc *p = iolens_g.proc;
     if (dir == IOLENS_CAT_WRITE) {
         if (UNLIKELY(r->last_op != IOLENS_CAT_WRITE + 1 || at != r->last_write_end || !r->writes)) {
-            iolens_data(c, f, off, n);
+            iolens_data_keep(c, f, off, n);
             return;
         }
         r->writes++;
@@ -323,7 +346,7 @@ static inline __attribute__((always_inline)) void iolens_data_quick(struct iolen
         tl->bytes_written[idx] += b;
     } else {
         if (UNLIKELY(r->last_op != IOLENS_CAT_READ + 1 || at != r->last_read_end || !r->reads)) {
-            iolens_data(c, f, off, n);
+            iolens_data_keep(c, f, off, n);
             return;
         }
         r->reads++;
@@ -348,6 +371,7 @@ static inline __attribute__((always_inline)) void iolens_data_quick(struct iolen
     p->cat_wall_ns[cat] += dt; /* one thread: wall time is call time */
     if (cat != IOLENS_CAT_STREAM) p->io_wall_ns += dt;
     tl->count[idx * IOLENS_NCAT + (uint64_t)cat]++;
+    if (UNLIKELY(iolens_g.trace)) iolens_trace_event(c, r, at, b); /* keeps errno */
 }
 
 /* Bytes waiting in stdio write buffers now become kernel writes (exit). */

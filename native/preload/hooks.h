@@ -150,19 +150,16 @@ void *iolens_resolve(const char *name);
 extern __thread int iolens_resolving __attribute__((tls_model("initial-exec")));
 extern __thread int iolens_guard __attribute__((tls_model("initial-exec")));
 void *iolens_fallback(const char *name);
+/* The slow path of every getter below, shared and out of line (core.c): it
+ * runs once per symbol, mostly at start-up, where it stays with the rest of
+ * the start-up code rather than in the hooks' text. */
+void *iolens_resolve_slot(void **slot, const char *name);
 #define IOLENS_X_GET(ret, name, params) \
     static inline iolens_real_##name##_t iolens_get_##name(void) \
     { \
         iolens_real_##name##_t p = iolens_real_##name; \
-        if (__builtin_expect(!p, 0)) { \
-            if (iolens_resolving) return (iolens_real_##name##_t)iolens_fallback(#name); \
-            int g_ = iolens_guard; \
-            iolens_resolving = iolens_guard = 1; \
-            p = (iolens_real_##name##_t)iolens_resolve(#name); \
-            iolens_resolving = 0; \
-            iolens_guard = g_; \
-            iolens_real_##name = p; \
-        } \
+        if (__builtin_expect(!p, 0)) \
+            p = (iolens_real_##name##_t)iolens_resolve_slot((void **)&iolens_real_##name, #name); \
         return p; \
     }
 IOLENS_HOOKS(IOLENS_X_GET)

@@ -140,9 +140,9 @@ IOLENS_API void closefrom(int lo)
     struct iolens_fdstate *f = iolens_fd(fd); \
     iolens_begin_data(&c, op, f); \
     ssize_t r = call; \
-    iolens_end(&c); \
+    iolens_end_keep(&c); /* errno: the real call's, untouched by the quick path */ \
     iolens_data_quick(&c, iolens_cat_of(op), f, off, r); \
-    iolens_ret(&c); \
+    iolens_guard = 0; \
     return r;
 
 IOLENS_API ssize_t read(int fd, void *b, size_t n) { DATA(IOLENS_OP_READ, IOLENS_POS, REAL(read)(fd, b, n)) }

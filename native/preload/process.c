@@ -13,44 +13,44 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-int iolens_exit_status;
+IOLENS_START_DATA int iolens_exit_status;
 
 #define IOLENS_STR2(x) #x
 #define IOLENS_STR(x) IOLENS_STR2(x)
 
 /* ---- main's exit status ---- */
 
-static int (*real_main)(int, char **, char **);
+IOLENS_START_DATA static int (*real_main)(int, char **, char **);
 
-static int main_wrapper(int argc, char **argv, char **envp)
+IOLENS_COLD static int main_wrapper(int argc, char **argv, char **envp)
 {
     int r = real_main(argc, argv, envp);
     iolens_exit_status = r & 0xff;
     return r;
 }
 
-IOLENS_API int __libc_start_main(int (*m)(int, char **, char **), int argc, char **argv, void (*init)(void),
+IOLENS_COLD IOLENS_API int __libc_start_main(int (*m)(int, char **, char **), int argc, char **argv, void (*init)(void),
                                  void (*fini)(void), void (*rtld_fini)(void), void *stack_end)
 {
     real_main = m;
     return REAL(__libc_start_main)(main_wrapper, argc, argv, init, fini, rtld_fini, stack_end);
 }
 
-IOLENS_API void exit(int status)
+IOLENS_COLD IOLENS_API void exit(int status)
 {
     iolens_exit_status = status & 0xff;
     REAL(exit)(status);
     __builtin_unreachable();
 }
 
-IOLENS_API void _exit(int status)
+IOLENS_COLD IOLENS_API void _exit(int status)
 {
     iolens_finalize(IOLENS_PF_EXITED, (uint64_t)(status & 0xff));
     REAL(_exit)(status);
     __builtin_unreachable();
 }
 
-IOLENS_API void _Exit(int status)
+IOLENS_COLD IOLENS_API void _Exit(int status)
 {
     iolens_finalize(IOLENS_PF_EXITED, (uint64_t)(status & 0xff));
     REAL(_Exit)(status);
@@ -64,7 +64,9 @@ IOLENS_API void _Exit(int status)
 
 static const int fatal[] = {SIGSEGV, SIGABRT, SIGTERM, SIGINT, SIGBUS, SIGFPE, SIGILL, SIGQUIT, SIGHUP, SIGPIPE, SIGXCPU, SIGXFSZ};
 #define NFATAL (int)(sizeof fatal / sizeof fatal[0])
-static volatile sig_atomic_t ours[65];
+/* ours[sig]: our handler stands for the default; the fatal signals are all below NOURS */
+#define NOURS 32
+IOLENS_START_DATA static volatile sig_atomic_t ours[NOURS];
 
 static void on_fatal(int sig)
 {
@@ -85,17 +87,19 @@ static void on_fatal(int sig)
  * with it; where the program already had one (an inherited SIG_IGN, a
  * handler a constructor set), it is put back.  The signals are blocked
  * meanwhile, so none arrives while ours stands in for the program's. */
-void iolens_signals_install(void)
+IOLENS_COLD void iolens_signals_install(void)
 {
-    sigset_t all, prev;
-    sigemptyset(&all);
-    for (int i = 0; i < NFATAL; i++) sigaddset(&all, fatal[i]);
-    if (sigprocmask(SIG_BLOCK, &all, &prev) != 0) return;
+    /* the kernel's 8-byte mask, set directly: no libc signal-set calls to bind at every start */
+    uint64_t all = 0, prev = 0;
+    for (int i = 0; i < NFATAL; i++) {
+        if (fatal[i] >= NOURS) return; /* cannot happen on Linux; ours[] would not hold it */
+        all |= 1ull << (fatal[i] - 1);
+    }
+    if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &prev, sizeof all) != 0) return;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_fatal;
-    sa.sa_flags = SA_RESTART | SA_NODEFER;
-    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART | SA_NODEFER; /* sa_mask: empty, from the memset */
     for (int i = 0; i < NFATAL; i++) {
         int sig = fatal[i];
         struct sigaction old;
@@ -103,13 +107,13 @@ void iolens_signals_install(void)
         if (old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO)) REAL(sigaction)(sig, &old, 0);
         else ours[sig] = 1;
     }
-    sigprocmask(SIG_SETMASK, &prev, 0);
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &prev, 0, sizeof prev);
 }
 
 IOLENS_API int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
     if (iolens_in_vfork) return REAL(sigaction)(sig, act, old); /* the child's table is its own, ours[] is not */
-    int mine = sig > 0 && sig < 65 && ours[sig];
+    int mine = sig > 0 && sig < NOURS && ours[sig];
     int r = REAL(sigaction)(sig, act, old);
     if (r == 0 && mine) {
         if (old) {
@@ -124,7 +128,7 @@ IOLENS_API int sigaction(int sig, const struct sigaction *act, struct sigaction 
 IOLENS_API __sighandler_t signal(int sig, __sighandler_t h)
 {
     if (iolens_in_vfork) return REAL(signal)(sig, h);
-    int mine = sig > 0 && sig < 65 && ours[sig];
+    int mine = sig > 0 && sig < NOURS && ours[sig];
     __sighandler_t r = REAL(signal)(sig, h);
     if (r != SIG_ERR && mine) {
         ours[sig] = 0;
@@ -216,23 +220,24 @@ static const char *const env_keys[] = {"IOLENS_DIR", "IOLENS_TRACE", "IOLENS_MAX
 #define NKEYS (sizeof env_keys / sizeof env_keys[0])
 /* Pointers into the environment's own strings, which stay where they are
  * (only the array shrinks); so the start copies little and touches few pages. */
-static const char *env_saved[NKEYS]; /* "KEY=value", 0 when unset */
-static char *preload_full;           /* "LD_PRELOAD=..." as the launcher set it */
+IOLENS_START_DATA static const char *env_saved[NKEYS]; /* "KEY=value", 0 when unset */
+IOLENS_START_DATA static char *preload_full;           /* "LD_PRELOAD=..." as the launcher set it */
 static char preload_pool[1100 + 4096];
 static char nothing[1];
 static char *preload_own = nothing;  /* "LD_PRELOAD=<this library>"; empty: not found */
 static char *preload_rest = nothing; /* the program's part of it, as left in environ; empty: none */
-static const char *own_path;
-static int env_taken;
+IOLENS_START_DATA static const char *own_path;
+IOLENS_START_DATA static int env_taken;
 
-static int starts(const char *s, const char *key, size_t kl) { return strncmp(s, key, kl) == 0 && s[kl] == '='; }
+IOLENS_COLD static int starts(const char *s, const char *key, size_t kl) { return strncmp(s, key, kl) == 0 && s[kl] == '='; }
 
-/* Is [s, s+n) this library?  The same path as the loader used, or its file name. */
-static int is_own(const char *s, size_t n)
+/* Is [s, s+n) this library?  By its file name (pass 0), else by the path
+ * the loader used (pass 1). */
+IOLENS_COLD static int is_own(const char *s, size_t n, int pass)
 {
     static const char name[] = "libiolens_preload.so";
     size_t nl = sizeof name - 1;
-    if (n >= nl && memcmp(s + n - nl, name, nl) == 0 && (n == nl || s[n - nl - 1] == '/')) return 1;
+    if (pass == 0) return n >= nl && memcmp(s + n - nl, name, nl) == 0 && (n == nl || s[n - nl - 1] == '/');
     if (!own_path) { /* looked up only when needed: dladdr walks every loaded object */
         Dl_info di;
         own_path = dladdr((void *)is_own, &di) && di.dli_fname ? di.dli_fname : "";
@@ -240,23 +245,26 @@ static int is_own(const char *s, size_t n)
     return strlen(own_path) == n && memcmp(s, own_path, n) == 0;
 }
 
-/* Where our entry is in an LD_PRELOAD value (space or colon separated). */
-static const char *find_own(const char *v, size_t *len)
+/* Where our entry is in an LD_PRELOAD value (space or colon separated).
+ * Every entry is tried by name before any by path, so other preloads
+ * listed first (a sanitizer's, valgrind's) cost no dladdr. */
+IOLENS_COLD static const char *find_own(const char *v, size_t *len)
 {
-    for (const char *p = v; *p;) {
-        while (*p == ' ' || *p == ':') p++;
-        const char *e = p;
-        while (*e && *e != ' ' && *e != ':') e++;
-        if (e > p && is_own(p, (size_t)(e - p))) {
-            *len = (size_t)(e - p);
-            return p;
+    for (int pass = 0; pass < 2; pass++)
+        for (const char *p = v; *p;) {
+            while (*p == ' ' || *p == ':') p++;
+            const char *e = p;
+            while (*e && *e != ' ' && *e != ':') e++;
+            if (e > p && is_own(p, (size_t)(e - p), pass)) {
+                *len = (size_t)(e - p);
+                return p;
+            }
+            p = e;
         }
-        p = e;
-    }
     return 0;
 }
 
-const char *iolens_env(const char *key)
+IOLENS_COLD const char *iolens_env(const char *key)
 {
     if (!env_taken) return getenv(key);
     size_t kl = strlen(key);
@@ -265,7 +273,7 @@ const char *iolens_env(const char *key)
     return 0;
 }
 
-void iolens_env_take(void)
+IOLENS_COLD void iolens_env_take(void)
 {
     char **env = environ;
     if (!env) return;

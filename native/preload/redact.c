@@ -41,13 +41,13 @@ struct ranges {
     size_t s[MAX_RANGES], e[MAX_RANGES];
 };
 
-static void ranges_init(struct ranges *r)
+IOLENS_REDACT_COLD static void ranges_init(struct ranges *r)
 {
     r->n = 0;
     r->floor = SIZE_MAX;
 }
 
-static void add_range(struct ranges *r, size_t s, size_t e)
+IOLENS_REDACT_COLD static void add_range(struct ranges *r, size_t s, size_t e)
 {
     if (e <= s) return;
     for (int k = 0; k < r->n; k++) /* found twice (a script and its words): kept once */
@@ -68,7 +68,7 @@ static int is_space(int c) { return c == ' ' || c == '\t' || c == '\n' || c == '
 static int in_set(int c, const char *set) { return c != 0 && strchr(set, c) != NULL; }
 
 /* s[0..n) equals lit, ignoring ASCII case */
-static int ieq(const char *s, size_t n, const char *lit)
+IOLENS_REDACT_COLD static int ieq(const char *s, size_t n, const char *lit)
 {
     size_t l = strlen(lit);
     if (l != n) return 0;
@@ -77,7 +77,7 @@ static int ieq(const char *s, size_t n, const char *lit)
     return 1;
 }
 
-static int icontains(const char *s, size_t n, const char *lit)
+IOLENS_REDACT_COLD static int icontains(const char *s, size_t n, const char *lit)
 {
     size_t l = strlen(lit);
     for (size_t i = 0; i + l <= n; i++)
@@ -85,7 +85,7 @@ static int icontains(const char *s, size_t n, const char *lit)
     return 0;
 }
 
-static int iends(const char *s, size_t n, const char *lit)
+IOLENS_REDACT_COLD static int iends(const char *s, size_t n, const char *lit)
 {
     size_t l = strlen(lit);
     return n >= l && ieq(s + n - l, l, lit);
@@ -94,7 +94,7 @@ static int iends(const char *s, size_t n, const char *lit)
 static const char *find(const char *s, size_t n, int c) { return memchr(s, c, n); }
 
 /* A flag, variable or key name that announces a secret value. */
-static int secret_name(const char *s, size_t n)
+IOLENS_REDACT_COLD static int secret_name(const char *s, size_t n)
 {
     static const char *const words[] = {"password", "passwd", "passphrase", "secret", "token", "apikey", "api_key",
                                         "api-key", "access_key", "access-key", "accesskey", "accountkey",
@@ -114,7 +114,7 @@ static int secret_name(const char *s, size_t n)
 /* ---- rules on a value ----------------------------------------------------- */
 
 /* scheme://user:PASSWORD@host/path?sig=SECRET&token=SECRET, every URL in v */
-static void url_rule(const char *v, size_t n, struct ranges *r)
+IOLENS_REDACT_COLD static void url_rule(const char *v, size_t n, struct ranges *r)
 {
     size_t run_end = 0; /* end of the current run of non-blank characters */
     int in_run = 0;     /* URLs seen in it: a run of thousands is masked, not scanned thousands of times */
@@ -154,7 +154,7 @@ static void url_rule(const char *v, size_t n, struct ranges *r)
     }
 }
 
-static int header_secret(const char *s, size_t n)
+IOLENS_REDACT_COLD static int header_secret(const char *s, size_t n)
 {
     return ieq(s, n, "cookie") || ieq(s, n, "set-cookie") || ieq(s, n, "proxy-authorization") || secret_name(s, n);
 }
@@ -163,7 +163,7 @@ static int hname_char(int c) { return is_alnum(c) || c == '-' || c == '_'; }
 
 /* "Authorization: Bearer SECRET" up to the end of the line, a literal \n or a
  * quote; "password": "SECRET" in JSON. */
-static void header_rule(const char *v, size_t n, struct ranges *r)
+IOLENS_REDACT_COLD static void header_rule(const char *v, size_t n, struct ranges *r)
 {
     for (size_t i = 1; i < n; i++) {
         if (v[i] != ':') continue;
@@ -204,7 +204,7 @@ static void header_rule(const char *v, size_t n, struct ranges *r)
 }
 
 /* Server=x;AccountKey=SECRET;... or host=x password=SECRET (libpq) */
-static void conn_rule(const char *v, size_t n, struct ranges *r)
+IOLENS_REDACT_COLD static void conn_rule(const char *v, size_t n, struct ranges *r)
 {
     int semi = find(v, n, ';') != NULL;
     for (size_t i = 1; i < n; i++) {
@@ -220,7 +220,7 @@ static void conn_rule(const char *v, size_t n, struct ranges *r)
     }
 }
 
-static void value_rules(const char *v, size_t n, struct ranges *r)
+IOLENS_REDACT_COLD static void value_rules(const char *v, size_t n, struct ranges *r)
 {
     url_rule(v, n, r);
     header_rule(v, n, r);
@@ -239,7 +239,7 @@ struct ctx {
     int depth;          /* scripts inside scripts */
 };
 
-static int prog_of(const char *v, size_t n)
+IOLENS_REDACT_COLD static int prog_of(const char *v, size_t n)
 {
     static const char *const mysql[] = {"mysql",         "mysqldump",    "mysqladmin",     "mysqlimport",
                                         "mysqlshow",     "mysqlcheck",   "mysqlpump",      "mysqlslap",
@@ -260,19 +260,19 @@ static int prog_of(const char *v, size_t n)
     return P_NONE;
 }
 
-static void after_colon(const char *v, size_t from, size_t n, struct ranges *r)
+IOLENS_REDACT_COLD static void after_colon(const char *v, size_t from, size_t n, struct ranges *r)
 {
     const char *colon = find(v + from, n - from, ':');
     if (colon) add_range(r, (size_t)(colon - v) + 1, n);
 }
 
-static int curl_userpass(const char *name, size_t nl)
+IOLENS_REDACT_COLD static int curl_userpass(const char *name, size_t nl)
 {
     return ieq(name, nl, "user") || ieq(name, nl, "proxy-user") || ieq(name, nl, "cert") ||
            ieq(name, nl, "proxy-cert");
 }
 
-static void flag_rules(struct ctx *c, const char *v, size_t n, struct ranges *r)
+IOLENS_REDACT_COLD static void flag_rules(struct ctx *c, const char *v, size_t n, struct ranges *r)
 {
     size_t d = v[1] == '-' ? 2 : 1;
     const char *eq = find(v, n, '=');
@@ -325,9 +325,9 @@ static void flag_rules(struct ctx *c, const char *v, size_t n, struct ranges *r)
     }
 }
 
-static void text_rules(const char *t, size_t n, struct ranges *r, int depth);
+IOLENS_REDACT_COLD static void text_rules(const char *t, size_t n, struct ranges *r, int depth);
 
-static void word_rules(struct ctx *c, const char *v, size_t n, struct ranges *r)
+IOLENS_REDACT_COLD static void word_rules(struct ctx *c, const char *v, size_t n, struct ranges *r)
 {
     int next = c->next;
     c->next = N_NONE;
@@ -372,7 +372,7 @@ static void word_rules(struct ctx *c, const char *v, size_t n, struct ranges *r)
 }
 
 /* Ranges found in a word's unquoted value, moved back onto its raw text. */
-static void map_ranges(const struct ranges *wr, const uint16_t *map, size_t vl, size_t ws, size_t we,
+IOLENS_REDACT_COLD static void map_ranges(const struct ranges *wr, const uint16_t *map, size_t vl, size_t ws, size_t we,
                        struct ranges *r)
 {
     for (int k = 0; k < wr->n; k++) add_range(r, ws + map[wr->s[k]], ws + map[wr->e[k] - 1] + 1);
@@ -384,7 +384,7 @@ static int text_sep(int c) { return in_set(c, "\n;|&()`"); }
 /* Shell-like text: split into words (quotes and backslashes followed), rules
  * applied to each word with the program context reset at ; | & ( ) and
  * newlines, plus the header rule over the raw text. */
-static void text_rules(const char *t, size_t n, struct ranges *r, int depth)
+IOLENS_REDACT_COLD static void text_rules(const char *t, size_t n, struct ranges *r, int depth)
 {
     header_rule(t, n, r);
     if (depth > TEXT_DEPTH) {
@@ -455,7 +455,7 @@ static void text_rules(const char *t, size_t n, struct ranges *r, int depth)
 
 /* ---- output --------------------------------------------------------------- */
 
-static size_t put(char *out, size_t o, size_t cap, const char *s, size_t n)
+IOLENS_REDACT_COLD static size_t put(char *out, size_t o, size_t cap, const char *s, size_t n)
 {
     if (o + n + 1 > cap) n = o + 1 < cap ? cap - o - 1 : 0;
     memcpy(out + o, s, n);
@@ -463,7 +463,7 @@ static size_t put(char *out, size_t o, size_t cap, const char *s, size_t n)
 }
 
 /* v with the ranges replaced by the mask (sorted and merged first). */
-static size_t put_masked(char *out, size_t o, size_t cap, const char *v, size_t n, struct ranges *r)
+IOLENS_REDACT_COLD static size_t put_masked(char *out, size_t o, size_t cap, const char *v, size_t n, struct ranges *r)
 {
     for (int a = 1; a < r->n; a++) /* insertion sort by start */
         for (int b = a; b > 0 && r->s[b - 1] > r->s[b]; b--) {
@@ -513,7 +513,7 @@ size_t iolens_redact_argv(int argc, char **argv, char *out, size_t cap)
 
 /* Inline, not strncmp: every image runs this over its whole environment at
  * start, and most names differ from a key in their first byte. */
-static int has_prefix(const char *v, const char *key)
+IOLENS_REDACT_COLD static int has_prefix(const char *v, const char *key)
 {
     while (*key)
         if (*v++ != *key++) return 0;
@@ -528,12 +528,18 @@ size_t iolens_capture_env(char **envp, char *out, size_t cap)
                                  "AZURE_", "S3_", "HTS_", "REF_PATH=", "REF_CACHE="};
     size_t o = 0;
     if (!envp || cap == 0) return 0;
+    /* the first letters of keep (all in A-Z): most names are ruled out by one test */
+    uint32_t first = 0;
+    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) first |= 1u << (keep[i][0] - 'A');
     for (char **e = envp; *e; e++) {
         const char *v = *e;
+        unsigned c0 = (unsigned)(unsigned char)v[0] - 'A';
+        if (c0 >= 26 || !(first >> c0 & 1)) continue;
         int wanted = 0;
         for (size_t i = 0; i < sizeof keep / sizeof keep[0] && !wanted; i++) wanted = has_prefix(v, keep[i]);
+        if (!wanted) continue;
         const char *eq = strchr(v, '=');
-        if (!wanted || !eq) continue;
+        if (!eq) continue;
         o = put(out, o, cap, v, (size_t)(eq + 1 - v));
         if (secret_name(v, (size_t)(eq - v))) {
             o = put(out, o, cap, MASK, MASK_LEN);

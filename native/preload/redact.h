@@ -13,11 +13,13 @@
 #else
 #define IOLENS_REDACT_API
 #endif
+/* run once per image, at its start: with the interposer's other start-up code (core.h, IOLENS_COLD) */
+#define IOLENS_REDACT_COLD __attribute__((cold))
 
 /* argv as NUL-separated text with secret values replaced by "***".
  * Output past cap - 1 bytes is cut; the return value is the bytes written. */
-IOLENS_REDACT_API size_t iolens_redact_argv(int argc, char **argv, char *out, size_t cap);
+IOLENS_REDACT_API IOLENS_REDACT_COLD size_t iolens_redact_argv(int argc, char **argv, char *out, size_t cap);
 /* The environment variables worth keeping (temp dirs, thread counts,
  * scheduler and cloud settings) as NUL-separated K=V, secrets redacted. */
-IOLENS_REDACT_API size_t iolens_capture_env(char **envp, char *out, size_t cap);
+IOLENS_REDACT_API IOLENS_REDACT_COLD size_t iolens_capture_env(char **envp, char *out, size_t cap);
 #endif

@@ -461,7 +461,7 @@ IOLENS_API int fflush(FILE *fp)
     return r;
 }
 
-int iolens_stdio_waiting(void)
+IOLENS_COLD int iolens_stdio_waiting(void)
 {
     int any = 0;
     _IO_list_lock();
@@ -471,7 +471,7 @@ int iolens_stdio_waiting(void)
 }
 
 /* Called by the end of the image at exit, which has checked it is ours. */
-void iolens_stdio_exit(void)
+IOLENS_COLD void iolens_stdio_exit(void)
 {
     iolens_guard = 1;
     flush_all_pending();

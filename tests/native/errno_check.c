@@ -32,5 +32,16 @@ int main(void)
     int fd = open("/dev/null", O_RDONLY);
     SHOW(read(fd, buf, 8));
     SHOW(write(fd, buf, 8));
+    /* A call that succeeds leaves errno as the program set it, on a recorded
+     * file too: the first call, then the continuing ones (the quick path). */
+#define KEEP(expr) do { errno = ERANGE; long r_ = (long)(expr); printf("%-40s r=%ld errno=%d\n", #expr, r_, errno); } while (0)
+    int wfd = open("errno_check.tmp", O_CREAT | O_RDWR | O_TRUNC, 0600);
+    for (int i = 0; i < 3; i++) KEEP(write(wfd, "abc", 3));
+    for (int i = 0; i < 2; i++) KEEP(pwrite(wfd, "de", 2, 9 + 2 * i));
+    KEEP(lseek(wfd, 0, SEEK_SET));
+    for (int i = 0; i < 3; i++) KEEP(read(wfd, buf, 2));
+    for (int i = 0; i < 2; i++) KEEP(pread(wfd, buf, 2, 1 + 2 * i));
+    close(wfd);
+    unlink("errno_check.tmp");
     return 0;
 }
