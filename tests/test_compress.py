@@ -276,3 +276,42 @@ def test_data_synth_quality_option(tmp_path):
     with gzip.open(tmp_path / "reads_1.fq.gz") as f:
         quals = {c for line in f.read().split(b"\n")[3::4] for c in line}
     assert len(quals) > 20
+
+
+def _benchmark_module(name: str):
+    import importlib.util
+    import sys
+
+    bench = Path(__file__).resolve().parents[1] / "benchmarks"
+    sys.path.insert(0, str(bench))
+    try:
+        spec = importlib.util.spec_from_file_location(name, bench / f"{name}.py")
+        assert spec and spec.loader
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+    finally:
+        sys.path.remove(str(bench))
+
+
+@pytest.mark.parametrize("lib,argv", [("zstd", ["zstd", "-q", "-b3", "-i1"]), ("lz4", ["lz4", "-b1", "-i1"])])
+def test_speed_benchmark_times_the_same_work_as_the_librarys_own(fastq, lib, argv):
+    """benchmarks/compress_vs_tools.py's version-matched codecs: the system library through iolens's measurer,
+    round-tripping, and writing what `zstd -b3` / `lz4 -b1` report writing (so both sides time the same work);
+    the benchmark's parser reads those tools' own result line."""
+    if not shutil.which(argv[0]):
+        pytest.skip(f"{argv[0]} not installed")
+    sc = _benchmark_module("syslib_codecs")
+    codec = sc.zstd_codec() if lib == "zstd" else sc.lz4_codec()
+    if codec is None:
+        pytest.skip(f"no lib{lib} shared library")
+    data = fastq.read_bytes()
+    doc = measure([str(fastq)], codecs=[(codec, codec.levels)], threads=[1], sample=None, min_time=0.01)
+    r = doc["inputs"][0]["rows"][0]
+    assert r["verified"] and r["error"] is None, r
+    theirs = _benchmark_module("compress_vs_tools").own_bench([*argv, str(fastq)])
+    assert theirs["compress_MBps"] > 0 and theirs["decompress_MBps"] > 0
+    assert r["ratio"] == pytest.approx(theirs["ratio"], rel=0.005), (r["ratio"], theirs)
+    if lib == "lz4":  # one block here: the same bytes as python-lz4's block API (same liblz4) after 8 bytes of sizes
+        import lz4.block
+        assert bytes(codec.compress(data, "1", 1))[8:] == lz4.block.compress(data, store_size=False)
