@@ -24,9 +24,10 @@ TARGET_S = 0.060
 def run_once(argv: list[str]) -> tuple[float, float]:
     """(wall, CPU) seconds of one run; CPU is the child's user + system time."""
     t0 = time.perf_counter()
-    pid = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).pid
-    _, status, ru = os.wait4(pid, 0)
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, ru = os.wait4(child.pid, 0)
     wall = time.perf_counter() - t0
+    child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, for its rusage
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"{' '.join(argv)} failed with status {os.waitstatus_to_exitcode(status)}")
     return wall, ru.ru_utime + ru.ru_stime

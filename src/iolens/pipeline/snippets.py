@@ -15,7 +15,7 @@ d={parts}
 h=$(hostname -s)
 n="$h.j${{SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID}}${{SLURM_ARRAY_TASK_ID:+_$SLURM_ARRAY_TASK_ID}}"
 n="$n.${{SLURM_STEP_ID:-0}}.${{SLURM_PROCID:-0}}.$$.$(date +%s%N)"
-mkdir -p "$d" && mkdir "$d/$n" || exit 0
+{{ [ -d "$d" ] || mkdir -p "$d"; }} && mkdir "$d/$n" || exit 0
 f='{{"host":"%s","names":{{"slurm":{{"job_id":"%s","job_name":"%s","array_job_id":"%s",'
 f="$f"'"array_task_id":"%s","array_task_count":"%s","step_id":"%s"}}}}}}\n'
 printf "$f" \
