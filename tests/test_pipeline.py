@@ -127,3 +127,26 @@ def test_report_dir_html_and_errors(tmp_path):
     empty.mkdir()
     res = iolens("report", empty)
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "no task captures" in res.stderr
+
+
+def test_pipeline_page_in_a_browser_sorts_its_rule_table(tmp_path):
+    from helpers.browser import load_page
+
+    cap = tmp_path / "cap"
+    _loose(tmp_path, cap, "exec dd if=/dev/zero of=a.bin bs=64k count=2 status=none")
+    _loose(tmp_path, cap, "exec head -c 3000000 /dev/zero > b.bin")
+    _loose(tmp_path, cap, "exec seq 1 1000 > c.txt")
+    html = tmp_path / "p.html"
+    iolens("report", cap, "--html", html, "-q", check=True)
+    rep, _ = pipeline_json(cap)
+    with load_page(html, screenshot=tmp_path / "pipeline.png", width=1280) as page:
+        assert page.console_errors == [] and page.console_warnings == [] and page.dialogs == [] and page.blocked == []
+        col = "() => Array.from(document.querySelectorAll('#rules tbody tr')).map(r => r.cells[0].textContent)"
+        assert page.evaluate(col) == [r["rule"] for r in rep["rules"]]  # as computed: by time
+        written = page.raw.locator("#rules th", has_text="written")
+        written.click()  # ascending, then descending
+        assert page.evaluate(col) == [r["rule"] for r in sorted(rep["rules"], key=lambda r: r["bytes_written"])]
+        written.click()
+        assert page.evaluate(col) == ["head", "dd", "seq"]
+        assert page.evaluate("document.querySelectorAll('#tasks tbody tr').length") == 3
+        assert page.evaluate("document.querySelectorAll('svg rect').length") == 3
