@@ -150,3 +150,54 @@ def test_pipeline_page_in_a_browser_sorts_its_rule_table(tmp_path):
         assert page.evaluate(col) == ["head", "dd", "seq"]
         assert page.evaluate("document.querySelectorAll('#tasks tbody tr').length") == 3
         assert page.evaluate("document.querySelectorAll('svg rect').length") == 3
+
+
+NEXTFLOW_WORKFLOW = """
+process count {
+  input: val n
+  output: path "n${n}.txt"
+  script:
+  \"\"\"
+  seq 1 ${n}000 > n${n}.txt
+  \"\"\"
+}
+process sortit {
+  input: path f
+  output: path "sorted.txt"
+  script:
+  \"\"\"
+  sort -rn ${f} > sorted.txt
+  \"\"\"
+}
+workflow { sortit(count(Channel.of(1, 2, 3))) }
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_nextflow_workflow_end_to_end(tmp_path):
+    """Nextflow from Maven Central, run locally with the configuration `iolens wrap nextflow` prints: each task
+    is one task of its process (its processes are grouped by work directory), named by process and hash."""
+    from conftest import unavailable
+    from pipeline_helpers import nextflow_command
+
+    nf, why = nextflow_command()
+    if nf is None:
+        unavailable(why)
+    cap = tmp_path / "cap"
+    (tmp_path / "iolens.config").write_text(iolens("wrap", "nextflow", "-d", cap, check=True).stdout)
+    (tmp_path / "main.nf").write_text(NEXTFLOW_WORKFLOW)
+    env = dict(os.environ, NXF_HOME=str(tmp_path / "nxf-home"), NXF_OFFLINE="true", NXF_DISABLE_CHECK_LATEST="true")
+    res = subprocess.run([*nf, "-q", "run", "main.nf", "-c", "iolens.config"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    rep, rc = pipeline_json(cap)
+    assert rc == 0, rep["not_profiled"]
+    assert sorted(r["rule"] for r in rep["rules"]) == ["count", "sortit"]
+    assert rep["totals"]["tasks"] == 6
+    work = {str(d.relative_to(tmp_path / "work"))[:9] for d in (tmp_path / "work").glob("*/*")}
+    assert {t["names"]["nextflow"]["hash"] for t in rep["tasks"]} == work
+    count = next(r for r in rep["rules"] if r["rule"] == "count")
+    assert count["tasks"] == 3
+    assert count["bytes_written"] == sum(len("".join(f"{i}\n" for i in range(1, n * 1000 + 1))) for n in (1, 2, 3))
+    assert_rules_equal_sums(rep, independent_sums(cap))

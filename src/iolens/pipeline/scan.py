@@ -4,8 +4,8 @@
     DIR/parts/NAME/          one task whose entry a scheduler hook made (Slurm TaskProlog, Nextflow beforeScript):
                              task.json (the workflow's names) and the interposer's *.part files
     DIR/parts/*.part         parts of tasks that were given only the environment (IOLENS_DIR=DIR/parts): grouped
-                             into tasks here by host and process tree; a workflow engine's own process is set
-                             aside and each of its children is a task
+                             into tasks here by host and process tree (a Nextflow task: by its work directory);
+                             a workflow engine's own process is set aside and each of its children is a task
 
 An entry with task.json and no part is a task that ran unprofiled (its environment was stripped, or it ran a
 static binary).  A part directory still named `.NAME.tmp` never finished.
@@ -133,12 +133,15 @@ def group_loose(heads: list[PartHead]) -> list[list[PartHead]]:
             root_of[id(c)] = node
         return node
 
-    groups: dict[int, list[PartHead]] = defaultdict(list)
+    groups: dict[Any, list[PartHead]] = defaultdict(list)
     for h in heads:
         r = root(h)
         if _is_engine(r):
             continue  # the engine's own process: not a task
-        groups[id(r)].append(h)
+        # a Nextflow task's wrapper (.command.run) sets the interposer for its children only, so its processes
+        # are several trees: the work directory it names them by makes them one task
+        wd = h.env.get("NXF_TASK_WORKDIR")
+        groups[("nextflow", h.host, wd) if wd else id(r)].append(h)
     return list(groups.values())
 
 
