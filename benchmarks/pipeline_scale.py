@@ -157,10 +157,19 @@ def task_cost_loop(n: int, tmp: Path) -> None:
 
 
 def _array(env: dict[str, str], n: int, export: str, cwd: Path) -> float:
-    """Seconds from submitting an N-task array of `true` to its last task leaving the queue."""
+    """Seconds from submitting an N-task array of `true` to its last task leaving the queue (a refused
+    submission, which a loaded controller sometimes gives, is tried again twice)."""
     t0 = time.perf_counter()
-    job = subprocess.run(["sbatch", "--parsable", f"--array=0-{n - 1}", "-o", "/dev/null", "-D", str(cwd), export,
-                          "--wrap", "true"], env=env, check=True, capture_output=True, text=True).stdout.strip()
+    for attempt in range(3):
+        res = subprocess.run(["sbatch", "--parsable", f"--array=0-{n - 1}", "-o", "/dev/null", "-D", str(cwd), export,
+                              "--wrap", "true"], env=env, capture_output=True, text=True)
+        if res.returncode == 0:
+            break
+        print(f"  sbatch refused the array ({res.stderr.strip()}){'; again' if attempt < 2 else ''}")
+        time.sleep(2)
+    else:
+        raise SlurmUnavailable(f"sbatch refused the array three times: {res.stderr.strip()}")
+    job = res.stdout.strip()
     while subprocess.run(["squeue", "-h", "-j", job], env=env, capture_output=True, text=True).stdout.strip():
         time.sleep(0.05)
     return time.perf_counter() - t0
@@ -220,7 +229,7 @@ def main() -> None:
         _subreaper()
         report_scale(args)
     if args.task_cost > 0:
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:  # slurmctld may still be saving
             task_cost_loop(args.task_cost, Path(tmp))
             if args.no_slurm:
                 print("per-task cost, Slurm array: not run (--no-slurm)")
