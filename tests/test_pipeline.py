@@ -201,3 +201,15 @@ def test_nextflow_workflow_end_to_end(tmp_path):
     assert count["tasks"] == 3
     assert count["bytes_written"] == sum(len("".join(f"{i}\n" for i in range(1, n * 1000 + 1))) for n in (1, 2, 3))
     assert_rules_equal_sums(rep, independent_sums(cap))
+
+
+def test_a_reused_pid_is_another_task_and_an_exec_is_the_same_process():
+    from iolens.pipeline.scan import PartHead, group_loose
+
+    def head(name, pid, ppid, start, execed=False):
+        return PartHead(name, pid, ppid, start, start, "h", [name], "/", {}, execed)
+
+    heads = [head("sh1", 100, 1, 10, execed=True), head("tool1", 100, 1, 11), head("child1", 101, 100, 12),
+             head("sh2", 100, 1, 50), head("child2", 102, 100, 51)]  # pid 100 again, after tool1 exited
+    groups = sorted(sorted(h.path for h in g) for g in group_loose(heads))
+    assert groups == [["child1", "sh1", "tool1"], ["child2", "sh2"]]
