@@ -1,11 +1,14 @@
-"""Shared by the pipeline tests: the interposer's path, a TaskProlog run by hand, sums over task captures."""
+"""Shared by the pipeline tests: the interposer's path, a TaskProlog run by hand, sums over task captures, and
+Nextflow (its jars from Maven Central, as Nextflow is in no Python or Debian package)."""
 
 from __future__ import annotations
 
 import json
 import os
 import shlex
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from conftest import iolens
@@ -78,3 +81,34 @@ def assert_rules_equal_sums(rep: dict, sums: dict[str, dict[str, float]]) -> Non
         assert r["bytes_written"] == s["bytes_written"], name
         assert r["bytes_read"] == s["bytes_read"], name
         assert abs(r["io_s"] - s["io_s"]) < 1e-6, name
+
+
+NEXTFLOW = "24.10.0"  # io.nextflow:nextflow on Maven Central, with nf-commons, nf-httpfs and its libraries
+NEXTFLOW_POM = f"""<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>
+<groupId>iolens.tests</groupId><artifactId>nextflow</artifactId><version>1</version><dependencies><dependency>
+<groupId>io.nextflow</groupId><artifactId>nextflow</artifactId><version>{NEXTFLOW}</version></dependency>
+</dependencies></project>
+"""
+
+
+def nextflow_command() -> tuple[list[str] | None, str]:
+    """(the command that starts Nextflow, or None; why not).  `nextflow` on PATH, else Nextflow's jars resolved
+    once with Maven from Maven Central into the user's cache (the PyPI `nextflow` package only holds the launcher,
+    which downloads its jar from outside the registries at first run)."""
+    if shutil.which("nextflow"):
+        return ["nextflow"], ""
+    java, mvn = shutil.which("java"), shutil.which("mvn")
+    if not (java and mvn):
+        return None, "Nextflow needs java and mvn (Debian: openjdk-17-jre-headless, maven)"
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "iolens-tests" / f"nextflow-{NEXTFLOW}"
+    lib = cache / "lib"
+    if not lib.is_dir():
+        cache.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=cache) as tmp:
+            (Path(tmp) / "pom.xml").write_text(NEXTFLOW_POM)
+            res = subprocess.run([mvn, "-q", "-B", "dependency:copy-dependencies", "-DoutputDirectory=lib"], cwd=tmp,
+                                 capture_output=True, text=True, timeout=600)
+            if res.returncode != 0:
+                return None, f"cannot resolve Nextflow {NEXTFLOW} from Maven Central: {res.stdout[-300:]}"
+            os.replace(Path(tmp) / "lib", lib)  # whole, or not at all
+    return [java, "-cp", f"{lib}/*", "nextflow.cli.Launcher"], ""

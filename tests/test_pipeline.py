@@ -127,3 +127,89 @@ def test_report_dir_html_and_errors(tmp_path):
     empty.mkdir()
     res = iolens("report", empty)
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "no task captures" in res.stderr
+
+
+def test_pipeline_page_in_a_browser_sorts_its_rule_table(tmp_path):
+    from helpers.browser import load_page
+
+    cap = tmp_path / "cap"
+    _loose(tmp_path, cap, "exec dd if=/dev/zero of=a.bin bs=64k count=2 status=none")
+    _loose(tmp_path, cap, "exec head -c 3000000 /dev/zero > b.bin")
+    _loose(tmp_path, cap, "exec seq 1 1000 > c.txt")
+    html = tmp_path / "p.html"
+    iolens("report", cap, "--html", html, "-q", check=True)
+    rep, _ = pipeline_json(cap)
+    with load_page(html, screenshot=tmp_path / "pipeline.png", width=1280) as page:
+        assert page.console_errors == [] and page.console_warnings == [] and page.dialogs == [] and page.blocked == []
+        col = "() => Array.from(document.querySelectorAll('#rules tbody tr')).map(r => r.cells[0].textContent)"
+        assert page.evaluate(col) == [r["rule"] for r in rep["rules"]]  # as computed: by time
+        written = page.raw.locator("#rules th", has_text="written")
+        written.click()  # ascending, then descending
+        assert page.evaluate(col) == [r["rule"] for r in sorted(rep["rules"], key=lambda r: r["bytes_written"])]
+        written.click()
+        assert page.evaluate(col) == ["head", "dd", "seq"]
+        assert page.evaluate("document.querySelectorAll('#tasks tbody tr').length") == 3
+        assert page.evaluate("document.querySelectorAll('svg rect').length") == 3
+
+
+NEXTFLOW_WORKFLOW = """
+process count {
+  input: val n
+  output: path "n${n}.txt"
+  script:
+  \"\"\"
+  seq 1 ${n}000 > n${n}.txt
+  \"\"\"
+}
+process sortit {
+  input: path f
+  output: path "sorted.txt"
+  script:
+  \"\"\"
+  sort -rn ${f} > sorted.txt
+  \"\"\"
+}
+workflow { sortit(count(Channel.of(1, 2, 3))) }
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_nextflow_workflow_end_to_end(tmp_path):
+    """Nextflow from Maven Central, run locally with the configuration `iolens wrap nextflow` prints: each task
+    is one task of its process (its processes are grouped by work directory), named by process and hash."""
+    from conftest import unavailable
+    from pipeline_helpers import nextflow_command
+
+    nf, why = nextflow_command()
+    if nf is None:
+        unavailable(why)
+    cap = tmp_path / "cap"
+    (tmp_path / "iolens.config").write_text(iolens("wrap", "nextflow", "-d", cap, check=True).stdout)
+    (tmp_path / "main.nf").write_text(NEXTFLOW_WORKFLOW)
+    env = dict(os.environ, NXF_HOME=str(tmp_path / "nxf-home"), NXF_OFFLINE="true", NXF_DISABLE_CHECK_LATEST="true")
+    res = subprocess.run([*nf, "-q", "run", "main.nf", "-c", "iolens.config"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    rep, rc = pipeline_json(cap)
+    assert rc == 0, rep["not_profiled"]
+    assert sorted(r["rule"] for r in rep["rules"]) == ["count", "sortit"]
+    assert rep["totals"]["tasks"] == 6
+    work = {str(d.relative_to(tmp_path / "work"))[:9] for d in (tmp_path / "work").glob("*/*")}
+    assert {t["names"]["nextflow"]["hash"] for t in rep["tasks"]} == work
+    count = next(r for r in rep["rules"] if r["rule"] == "count")
+    assert count["tasks"] == 3
+    assert count["bytes_written"] == sum(len("".join(f"{i}\n" for i in range(1, n * 1000 + 1))) for n in (1, 2, 3))
+    assert_rules_equal_sums(rep, independent_sums(cap))
+
+
+def test_a_reused_pid_is_another_task_and_an_exec_is_the_same_process():
+    from iolens.pipeline.scan import PartHead, group_loose
+
+    def head(name, pid, ppid, start, execed=False):
+        return PartHead(name, pid, ppid, start, start, "h", [name], "/", {}, execed)
+
+    heads = [head("sh1", 100, 1, 10, execed=True), head("tool1", 100, 1, 11), head("child1", 101, 100, 12),
+             head("sh2", 100, 1, 50), head("child2", 102, 100, 51)]  # pid 100 again, after tool1 exited
+    groups = sorted(sorted(h.path for h in g) for g in group_loose(heads))
+    assert groups == [["child1", "sh1", "tool1"], ["child2", "sh2"]]

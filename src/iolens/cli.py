@@ -1,4 +1,9 @@
-"""The `iolens` command: a thin group over one module per subcommand."""
+"""The `iolens` command: a thin group over one module per subcommand.
+
+Only click and this package's typed errors are imported here: a subcommand's module (and rich, numpy, the store,
+the native format module it may need) loads when that subcommand runs or shows its help, and the command list in
+`iolens --help` comes from the generated summaries, so `iolens --help` and `--version` import no command at all.
+"""
 
 from __future__ import annotations
 
@@ -7,18 +12,45 @@ import sys
 import click
 
 from iolens import __version__
-from iolens.commands import COMMANDS
+from iolens.commands import COMMANDS, load
 from iolens.errors import IolensError
-from iolens.names import shown
 
 
 class IolensGroup(click.Group):
-    """Turns typed errors into one line on stderr and their exit code."""
+    """Loads each command on first use, and turns typed errors into one line on stderr and their exit code."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(COMMANDS) | set(self.commands))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            self.add_command(load(cmd_name), cmd_name)
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """click's own layout, with each summary from commands/_summaries.py instead of the loaded command."""
+        from iolens.commands._summaries import SUMMARIES
+
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(n) for n in names)
+        rows = []
+        for name in names:
+            if name in SUMMARIES:
+                short, text = SUMMARIES[name]  # shortened by click itself, as for a loaded command
+                rows.append((name, click.Command(name, help=text, short_help=short).get_short_help_str(limit)))
+            else:  # added at run time (not in the list): asked directly
+                cmd = self.get_command(ctx, name)
+                if cmd is not None and not cmd.hidden:
+                    rows.append((name, cmd.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
         except IolensError as err:
+            from iolens.names import shown
+
             click.echo(f"iolens: error: {shown(err)}", err=True)
             sys.exit(err.exit_code)
         except KeyboardInterrupt:
@@ -32,7 +64,3 @@ class IolensGroup(click.Group):
 @click.version_option(__version__, prog_name="iolens")
 def main() -> None:
     """Profile the file I/O of genomics pipeline steps, benchmark storage, and advise where data should live."""
-
-
-for _command in COMMANDS:
-    main.add_command(_command)

@@ -78,7 +78,7 @@ def pmix_available() -> bool:
                                                       "/usr/lib/aarch64-linux-gnu/slurm-wlm", "/usr/lib/slurm"))
 
 
-def write_conf(base: Path) -> Path:
+def write_conf(base: Path, extra: str = "") -> Path:
     host = socket.gethostname().split(".")[0]
     ctl, slurmd = _free_ports(2)
     conf = base / "slurm.conf"
@@ -107,7 +107,7 @@ ReturnToService=2
 MinJobAge=300
 NodeName={host} NodeAddr=127.0.0.1 CPUs={os.cpu_count() or 1} RealMemory={_mem_mb()} State=UNKNOWN
 PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP
-""")
+{extra}""")
     for d in ("state", "spool", "tmp"):  # tmp: srun --mpi=pmix's per-step directory, /tmp/spmix_appdir_UID_JOB.STEP
         # by default, which two instances (both numbering jobs from 1) would share and remove under each other
         (base / d).mkdir(exist_ok=True)
@@ -115,13 +115,14 @@ PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP
 
 
 @contextlib.contextmanager
-def local_slurm(base: Path) -> Iterator[dict[str, str]]:
-    """Starts the local Slurm with its state under `base`; yields the environment to run its commands with.
+def local_slurm(base: Path, extra: str = "") -> Iterator[dict[str, str]]:
+    """Starts the local Slurm with its state under `base` (`extra`: more slurm.conf lines); yields the environment
+    to run its commands with.
     Raises SlurmUnavailable (with the controller's log tail) when it does not come up; always stops it."""
     why = slurm_missing()
     if why:
         raise SlurmUnavailable(why)
-    conf = write_conf(base)
+    conf = write_conf(base, extra)
     env = dict(os.environ, SLURM_CONF=str(conf))
     munged = _munge_up()
     try:

@@ -1,18 +1,18 @@
-"""The subcommands, one module each, registered in this explicit list."""
+"""The subcommands, one module each, registered in this explicit list.
 
-from iolens.commands.bench import bench
-from iolens.commands.compare import compare
-from iolens.commands.compress import compress
-from iolens.commands.cost import cost
-from iolens.commands.data import data
-from iolens.commands.diff import diff
-from iolens.commands.lab import lab
-from iolens.commands.parse import parse
-from iolens.commands.predict import predict
-from iolens.commands.profile import profile
-from iolens.commands.replay import replay
-from iolens.commands.report import report
-from iolens.commands.results import results
-from iolens.commands.wrap import wrap
+Module `iolens.commands.NAME` defines the click command `NAME`.  A command's module is imported only when that
+command runs or its own help is shown; `iolens --help` lists the commands from `_summaries.py`, generated from
+their docstrings by `gen_summaries.py` (a test checks it is current), so it imports none of them.
+"""
 
-COMMANDS = [profile, parse, report, diff, data, compare, bench, results, lab, compress, cost, replay, predict, wrap]
+from __future__ import annotations
+
+COMMANDS = ("profile", "parse", "report", "diff", "data", "compare", "bench", "results", "lab", "compress", "cost",
+            "replay", "predict", "wrap")
+
+
+def load(name: str):
+    """The click command `name` (one of COMMANDS), importing its module."""
+    import importlib
+
+    return getattr(importlib.import_module(f"iolens.commands.{name}"), name)

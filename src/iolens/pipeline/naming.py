@@ -20,7 +20,9 @@ SLURM_KEYS = {"SLURM_JOB_ID": "job_id", "SLURM_JOB_NAME": "job_name", "SLURM_ARR
               "SLURM_ARRAY_TASK_ID": "array_task_id", "SLURM_ARRAY_TASK_COUNT": "array_task_count",
               "SLURM_STEP_ID": "step_id", "SLURM_PROCID": "proc_id"}
 SAFE = re.compile(r"[^A-Za-z0-9_+-]+")
-NXF_HEADER = re.compile(r"^# NEXTFLOW TASK: (?P<name>.+?)(?: \((?P<tag>.*)\))?$", re.M)
+# the task's name in .command.run: `# NEXTFLOW TASK: NAME (TAG)` (older releases) or `### name: 'NAME (TAG)'` (24.10)
+NXF_HEADER = re.compile(r"^(?:# NEXTFLOW TASK: (?P<name>.+?)(?: \((?P<tag>.*)\))?|### name: '(?P<name2>.+?)"
+                        r"(?: \((?P<tag2>.*)\))?')$", re.M)
 TARGET_JOBS = re.compile(r"^(?P<rule>[A-Za-z_][\w]*)(?::(?P<wc>.*))?$")
 
 
@@ -61,9 +63,9 @@ def nextflow_names(cwd: str, env: Mapping[str, str]) -> dict[str, str]:
         with open(os.path.join(workdir, ".command.run"), encoding="utf-8", errors="replace") as fh:
             m = NXF_HEADER.search(fh.read(4096))
         if m:
-            out["process"] = m["name"]
-            if m["tag"]:
-                out["tag"] = m["tag"]
+            out["process"] = (m["name"] or m["name2"]).replace("''", "'")
+            if m["tag"] or m["tag2"]:
+                out["tag"] = (m["tag"] or m["tag2"]).replace("''", "'")
     except OSError:
         pass
     return out

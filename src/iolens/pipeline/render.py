@@ -93,17 +93,146 @@ def _gantt(rep: dict[str, Any]) -> str:
                     f'I/O {io:.0%}</title></rect>')
     labels = [f'<text x="0" y="{offsets[h] + 11}">{html.escape(h)}</text>' for h in hosts]
     return (f'<svg width="{width + 160}" height="{y}" font-size="11">{"".join(labels)}{"".join(bars)}</svg>'
-            f"<p>{span / 1e9:.1f} s; colour: green = compute, red = storage I/O</p>")
+            f'<p class="note">{span / 1e9:.1f} s; colour: green = compute, red = storage I/O</p>')
+
+
+MAX_TASK_ROWS = 5000
+
+
+def _cells(*cells: tuple[Any, Any, str]) -> str:
+    """One table row: (text, sort value or None, class) per cell."""
+    from iolens.render.report_html import _td
+
+    return "<tr>" + "".join(_td(t, v, c) for t, v, c in cells) + "</tr>"
+
+
+def _hs(x: float | None) -> str:
+    from iolens.units import human_seconds
+
+    return human_seconds(x)
+
+
+def _num(x: float | None, text: str) -> tuple[str, float | None, str]:
+    return (text, x or 0, "")
+
+
+def _rules_table(rep: dict[str, Any]) -> str:
+    from iolens.render.report_html import _table
+
+    rows = []
+    for r in rep["rules"]:
+        st = r["storage"]
+        rows.append(_cells((r["rule"], None, "text"), _num(r["tasks"], f"{r['tasks']:,}"),
+                           _num(r["time_s"], _hs(r["time_s"])), _num(r["io_s"], _hs(r["io_s"])),
+                           _num(r["io_share"], f"{r['io_share']:.0%}"),
+                           _num(r["bytes_read"], fmt_bytes(r["bytes_read"])),
+                           _num(r["bytes_written"], fmt_bytes(r["bytes_written"])),
+                           _num(r["temp_bytes"], fmt_bytes(r["temp_bytes"])),
+                           _num(r["files"], f"{r['files']:,}"), (_storage(st["reads"]), None, "text"),
+                           (_storage(st["writes"]), None, "text"), (_storage(st["spills"]), None, "text"),
+                           (r["advice_line"] or "-", None, "text")))
+    return _table("rules", [("rule", "s"), ("tasks", "n"), ("time", "n"), ("I/O", "n"), ("I/O %", "n"),
+                            ("read", "n"), ("written", "n"), ("temp", "n"), ("files", "n"), ("reads from", "s"),
+                            ("writes to", "s"), ("spills to", "s"), ("advice", "s")], rows)
+
+
+def _classes_table(rep: dict[str, Any]) -> str:
+    from iolens.pipeline.merge import IO_CLASSES, LABELS
+    from iolens.render.report_html import _table
+
+    other = sorted({k for r in rep["rules"] for k in r["breakdown"]} - set(IO_CLASSES))
+    rows = [_cells((r["rule"], None, "text"), *(_num(r["breakdown"].get(c), _hs(r["breakdown"].get(c, 0.0)))
+                                                for c in IO_CLASSES + other)) for r in rep["rules"]]
+    return _table("classes", [("rule", "s")] + [(LABELS.get(c, c.replace("_", " ")), "n")
+                                                for c in IO_CLASSES + other], rows)
+
+
+def _tasks_table(rep: dict[str, Any]) -> str:
+    from iolens.render.report_html import _table
+
+    rows = [_cells((t["id"], None, "path"), (t["rule"], None, "text"), (t["host"] or "?", None, "text"),
+                   _num(t["wall_s"], _hs(t["wall_s"])), _num(t["io_s"], _hs(t["io_s"])),
+                   _num(t["cpu_s"], _hs(t["cpu_s"])), _num(t["bytes_read"], fmt_bytes(t["bytes_read"] or 0)),
+                   _num(t["bytes_written"], fmt_bytes(t["bytes_written"] or 0)),
+                   ("-" if t["exit_status"] is None else str(t["exit_status"]), None, "text"),
+                   ("partial" if t["partial"] else "", None, "text"))
+            for t in rep["tasks"][:MAX_TASK_ROWS]]
+    return _table("tasks", [("task", "s"), ("rule", "s"), ("host", "s"), ("wall", "n"), ("I/O", "n"), ("CPU", "n"),
+                            ("read", "n"), ("written", "n"), ("exit", "s"), ("", "s")], rows)
+
+
+def _hosts_table(rep: dict[str, Any]) -> str:
+    from iolens.render.report_html import _table
+
+    rows = [_cells((h["host"], None, "text"), _num(h["tasks"], f"{h['tasks']:,}"), _num(h["wall_s"], _hs(h["wall_s"])),
+                   _num(h["io_s"], _hs(h["io_s"])), _num(h["cpu_s"], _hs(h["cpu_s"])),
+                   _num(h["bytes_read"], fmt_bytes(h["bytes_read"])),
+                   _num(h["bytes_written"], fmt_bytes(h["bytes_written"]))) for h in rep["hosts"]]
+    return _table("hosts", [("host", "s"), ("tasks", "n"), ("wall", "n"), ("I/O", "n"), ("CPU", "n"), ("read", "n"),
+                            ("written", "n")], rows)
+
+
+def _missing(rep: dict[str, Any]) -> str:
+    from iolens.render.report_html import _table
+
+    rows = [_cells((n["id"], None, "path"), (n["rule"], None, "text"), (n["why"], None, "text"))
+            for n in rep["not_profiled"]]
+    rows += [_cells((t["id"], None, "path"), (t["rule"], None, "text"),
+                    ("partial: killed or still running, counted up to where it stopped", None, "text"))
+             for t in rep["tasks"] if t["partial"]]
+    rows += [_cells((t["id"], None, "path"), (t["rule"], None, "text"),
+                    ("ran programs without the interposer: " + "; ".join(t["unprofiled"][:3]), None, "text"))
+             for t in rep["tasks"] if t.get("unprofiled")]
+    if not rows:
+        return '<p class="note">every task was profiled to its end</p>'
+    return _table("missing", [("task", "s"), ("rule", "s"), ("why", "s")], rows)
 
 
 def render_html(rep: dict[str, Any]) -> bytes:
-    esc = html.escape
-    text = esc(render_text(rep, top=1000))
-    data = esc(json.dumps(rep["rules"], default=str))
-    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>iolens pipeline report</title>
-<style>body{{font-family:sans-serif;margin:1em}} pre{{font-size:12px}}</style></head><body>
-<h1>Pipeline report</h1><h2>Tasks by host</h2>{_gantt(rep)}<h2>Rules</h2><pre>{text}</pre>
-<script type="application/json" id="rules">{data}</script></body></html>
+    """One self-contained page in the single-run report's style: cards, the storage-bound rules with their advice,
+    sortable tables of rules, time by I/O class, tasks and hosts, and the Gantt chart of tasks by host."""
+    from iolens.pipeline.merge import BOUND_SHARE
+    from iolens.render.htmlsafe import esc_line, script_json
+    from iolens.render.report_html import _CSS, SORTABLE_JS
+
+    t = rep["totals"]
+    cards = [("tasks", f"{t['tasks']:,}"), ("rules", f"{t['rules']:,}"), ("hosts", f"{t['hosts']:,}"),
+             ("task time", _hs(t["time_s"])), ("storage I/O", _hs(t["io_s"])),
+             ("not profiled", f"{t['not_profiled']:,}"), ("partial", f"{t['partial']:,}")]
+    bound = "".join(f'<div class="advice high"><span class="atitle">{esc_line(b["rule"])}</span><span class="stake">'
+                    f'{_hs(b["time_at_stake_s"])} at stake, {b["io_share"]:.0%} of its time is storage I/O</span>'
+                    f'<div class="fix">{esc_line(b["advice"] or "")}</div></div>' for b in rep["storage_bound"])
+    more = (f'<p class="note">the first {MAX_TASK_ROWS:,} of {len(rep["tasks"]):,} tasks, by start time</p>'
+            if len(rep["tasks"]) > MAX_TASK_ROWS else "")
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>iolens pipeline report: {esc_line(rep['directory'])}</title>
+<style>{_CSS}th[data-type="s"]{{text-align:left}}</style>
+</head><body>
+<header><h1>iolens pipeline report</h1><div class="cmd">{esc_line(rep['directory'])}</div></header>
+<main>
+<div class="cards">{"".join(f'<div class="card"><div class="k">{k}</div><div class="v">{v}</div></div>'
+                            for k, v in cards)}</div>
+<section id="advice"><h2>Storage-bound rules</h2>
+<p class="note">Rules whose tasks spend {BOUND_SHARE:.0%} or more of their time in storage I/O, by time at stake.</p>
+{bound or '<p class="note">none</p>'}</section>
+<section><h2>Rules</h2><p class="note">Click a column to sort.</p>
+<div class="tablewrap">{_rules_table(rep)}</div></section>
+<section><h2>Time by I/O class</h2><div class="tablewrap">{_classes_table(rep)}</div></section>
+<section><h2>Tasks by host</h2><div class="tablewrap">{_gantt(rep)}</div></section>
+<section><h2>Hosts</h2><div class="tablewrap">{_hosts_table(rep)}</div></section>
+<section><h2>Tasks</h2>{more}<div class="tablewrap">{_tasks_table(rep)}</div></section>
+<section><h2>Not profiled, partial or partly profiled</h2><div class="tablewrap">{_missing(rep)}</div></section>
+</main>
+<script type="application/json" id="rules">{script_json(rep["rules"])}</script>
+<script>
+(function(){{
+  "use strict";
+{SORTABLE_JS}  document.body.setAttribute("data-rendered", "1");
+}})();
+</script>
+</body></html>
 """
     return page.encode()
 

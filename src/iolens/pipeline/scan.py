@@ -4,8 +4,8 @@
     DIR/parts/NAME/          one task whose entry a scheduler hook made (Slurm TaskProlog, Nextflow beforeScript):
                              task.json (the workflow's names) and the interposer's *.part files
     DIR/parts/*.part         parts of tasks that were given only the environment (IOLENS_DIR=DIR/parts): grouped
-                             into tasks here by host and process tree; a workflow engine's own process is set
-                             aside and each of its children is a task
+                             into tasks here by host and process tree (a Nextflow task: by its work directory);
+                             a workflow engine's own process is set aside and each of its children is a task
 
 An entry with task.json and no part is a task that ran unprofiled (its environment was stripped, or it ran a
 static binary).  A part directory still named `.NAME.tmp` never finished.
@@ -39,6 +39,7 @@ class PartHead:
     argv: list[str]
     cwd: str
     env: dict[str, str]
+    execed: bool = False  # the image was replaced by exec: the next image with this pid continues it
 
 
 @dataclass
@@ -72,6 +73,7 @@ def read_head(path: str) -> PartHead | None:
                 p = layouts["PROC"].decode(rec.payload)
                 head.pid, head.ppid, head.start_mono, head.start_real = (p["pid"], p["ppid"], p["start_mono"],
                                                                         p["start_real"])
+                head.execed = bool(p["flags"] & F.PROC_FLAGS["EXECED"][0])
             elif rec.kind == "STRING":
                 lay = layouts["STRING"]
                 s = lay.decode(rec.payload)
@@ -101,19 +103,27 @@ def _is_engine(h: PartHead) -> bool:
 
 
 def group_loose(heads: list[PartHead]) -> list[list[PartHead]]:
-    """Parts grouped into tasks: one tree of processes per host; an engine's children are each a task."""
-    by_pid: dict[tuple[str, int], list[PartHead]] = defaultdict(list)
+    """Parts grouped into tasks: one tree of processes per host; an engine's children are each a task.
+
+    A process is a chain of images with one pid, each but the last replaced by exec; a later image with the same
+    pid after one that did not exec is another process (pids are reused, within minutes where pid_max is 32768)."""
+    images: dict[tuple[str, int], list[PartHead]] = defaultdict(list)  # every image of a (host, pid), by start
     for h in heads:
-        by_pid[(h.host, h.pid)].append(h)
-    for v in by_pid.values():
+        images[(h.host, h.pid)].append(h)
+    chain_of: dict[int, list[PartHead]] = {}  # id(image) -> its process's images
+    for v in images.values():
         v.sort(key=lambda h: h.start_mono)
+        chain: list[PartHead] = []
+        for h in v:
+            if chain and not chain[-1].execed:
+                chain = []
+            chain.append(h)
+            chain_of[id(h)] = chain
 
     def parent(h: PartHead) -> PartHead | None:
-        same = by_pid.get((h.host, h.pid), [])
-        if same and same[0] is not h:  # an exec chain: the first image of this pid is the node
-            return None
-        cands = [p for p in by_pid.get((h.host, h.ppid), []) if p.start_mono <= h.start_mono]
-        return cands[-1] if cands else None
+        """The first image of the process that started `h`'s process (h being its first image)."""
+        cands = [p for p in images.get((h.host, h.ppid), []) if p.start_mono <= h.start_mono]
+        return chain_of[id(cands[-1])][0] if cands else None
 
     root_of: dict[int, PartHead] = {}
 
@@ -121,24 +131,28 @@ def group_loose(heads: list[PartHead]) -> list[list[PartHead]]:
         key = id(h)
         if key in root_of:
             return root_of[key]
-        first = by_pid[(h.host, h.pid)][0]
-        node, chain = first, [h, first]
+        node = chain_of[key][0]
+        chain, seen = [h, node], {id(node)}
         while True:
             par = parent(node)
-            if par is None or _is_engine(by_pid[(par.host, par.pid)][0]):
+            if par is None or id(par) in seen or _is_engine(par):
                 break
-            node = by_pid[(par.host, par.pid)][0]
+            node = par
+            seen.add(id(node))
             chain.append(node)
         for c in chain:
             root_of[id(c)] = node
         return node
 
-    groups: dict[int, list[PartHead]] = defaultdict(list)
+    groups: dict[Any, list[PartHead]] = defaultdict(list)
     for h in heads:
         r = root(h)
         if _is_engine(r):
             continue  # the engine's own process: not a task
-        groups[id(r)].append(h)
+        # a Nextflow task's wrapper (.command.run) sets the interposer for its children only, so its processes
+        # are several trees: the work directory it names them by makes them one task
+        wd = h.env.get("NXF_TASK_WORKDIR")
+        groups[("nextflow", h.host, wd) if wd else id(r)].append(h)
     return list(groups.values())
 
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 import shlex
 
 TASK_PROLOG = r"""#!/bin/sh
-# iolens TaskProlog: one capture entry per Slurm task, named host.job_array.step.task.pid.time (never shared)
+# iolens TaskProlog: one capture entry per Slurm task, named host.job_array.step.task.pid.time (never shared);
+# every program it starts is a task's cost, so the host name is read, not asked of hostname
 d={parts}
-h=$(hostname -s)
+read -r h 2>/dev/null < /proc/sys/kernel/hostname || h=$(hostname)
+h=${{h%%.*}}
 n="$h.j${{SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID}}${{SLURM_ARRAY_TASK_ID:+_$SLURM_ARRAY_TASK_ID}}"
 n="$n.${{SLURM_STEP_ID:-0}}.${{SLURM_PROCID:-0}}.$$.$(date +%s%N)"
-mkdir -p "$d" && mkdir "$d/$n" || exit 0
+{{ [ -d "$d" ] || mkdir -p "$d"; }} && mkdir "$d/$n" || exit 0
 f='{{"host":"%s","names":{{"slurm":{{"job_id":"%s","job_name":"%s","array_job_id":"%s",'
 f="$f"'"array_task_id":"%s","array_task_count":"%s","step_id":"%s"}}}}}}\n'
 printf "$f" \

@@ -251,6 +251,28 @@ td.text{white-space:normal;text-align:left}
 code{background:#eef0f4;padding:1px 4px;border-radius:3px}
 """
 
+# also on the pipeline page (pipeline/render.py)
+SORTABLE_JS = r"""  // sortable tables: click a header; numbers sort by data-v
+  Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), function(table){
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function(th, col){
+      th.addEventListener("click", function(){
+        var asc = !th.classList.contains("asc");
+        Array.prototype.forEach.call(table.tHead.rows[0].cells, function(h){ h.classList.remove("asc","desc"); });
+        th.classList.add(asc ? "asc" : "desc");
+        var num = th.getAttribute("data-type") === "n", body = table.tBodies[0];
+        var rows = Array.prototype.slice.call(body.rows);
+        rows.sort(function(a, b){
+          var x = a.cells[col], z = b.cells[col], r;
+          if (num) r = parseFloat(x.getAttribute("data-v") || "0") - parseFloat(z.getAttribute("data-v") || "0");
+          else r = x.textContent.localeCompare(z.textContent);
+          return asc ? r : -r;
+        });
+        rows.forEach(function(row){ body.appendChild(row); });
+      });
+    });
+  });
+"""
+
 _APP_JS = r"""
 (function(){
   "use strict";
@@ -363,26 +385,7 @@ _APP_JS = r"""
                     tickmode:"auto", nticks:6, showgrid:false, zeroline:false, automargin:true}}), cfg);
   })();
 
-  // sortable tables: click a header; numbers sort by data-v
-  Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), function(table){
-    Array.prototype.forEach.call(table.tHead.rows[0].cells, function(th, col){
-      th.addEventListener("click", function(){
-        var asc = !th.classList.contains("asc");
-        Array.prototype.forEach.call(table.tHead.rows[0].cells, function(h){ h.classList.remove("asc","desc"); });
-        th.classList.add(asc ? "asc" : "desc");
-        var num = th.getAttribute("data-type") === "n", body = table.tBodies[0];
-        var rows = Array.prototype.slice.call(body.rows);
-        rows.sort(function(a, b){
-          var x = a.cells[col], z = b.cells[col], r;
-          if (num) r = parseFloat(x.getAttribute("data-v") || "0") - parseFloat(z.getAttribute("data-v") || "0");
-          else r = x.textContent.localeCompare(z.textContent);
-          return asc ? r : -r;
-        });
-        rows.forEach(function(row){ body.appendChild(row); });
-      });
-    });
-  });
-  document.body.setAttribute("data-rendered", "1");
+""" + SORTABLE_JS + r"""  document.body.setAttribute("data-rendered", "1");
 })();
 """
 

@@ -1,0 +1,99 @@
+"""`iolens --help` and `--version` import no subcommand (nor rich, numpy, scipy, the store or the native format
+module): each command loads when it runs, and the command list comes from the generated summaries, which must
+match the commands' own help (timings: benchmarks/cli_startup.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.timeout(60)
+
+HEAVY = ("rich", "numpy", "scipy", "plotly", "iolens.store", "iolens._format", "iolens.analysis", "iolens.capture")
+
+
+def _run(argv: list[str]) -> str:
+    """Code that runs `iolens ARGV` in-process, as the script does (exit 0, or 2 for no arguments)."""
+    return (f"from iolens.cli import main\ntry:\n    main({argv!r}, prog_name='iolens')\n"
+            "except SystemExit as e:\n    assert e.code in (0, 2), e.code")
+
+
+def _modules_after(code: str) -> set[str]:
+    out = subprocess.run([sys.executable, "-c", code + "\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"],
+                         capture_output=True, text=True, check=True).stdout
+    return set(json.loads(out.splitlines()[-1]))
+
+
+def _heavy(mods: set[str]) -> list[str]:
+    from iolens.commands import COMMANDS
+
+    commands = {f"iolens.commands.{c}" for c in COMMANDS}
+    return sorted(m for m in mods if m in commands or any(m == h or m.startswith(h + ".") for h in HEAVY))
+
+
+def test_import_cli_imports_no_command_and_nothing_heavy():
+    mods = _modules_after("import iolens.cli")
+    assert "click" in mods and "iolens.cli" in mods
+    assert _heavy(mods) == []
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], []])
+def test_help_and_version_import_no_command(argv):
+    mods = _modules_after(_run(argv))
+    assert ("iolens.commands._summaries" in mods) == (argv != ["--version"])
+    assert _heavy(mods) == []
+
+
+def test_a_command_loads_when_it_runs():
+    mods = _modules_after(_run(["wrap", "--help"]))
+    assert _heavy(mods) == ["iolens.commands.wrap"]
+
+
+def test_command_list_is_the_commands_own_help():
+    """The lazy group's --help equals a group holding every command object, at two widths."""
+    import click
+    from click.testing import CliRunner
+
+    from iolens import __version__
+    from iolens.cli import main
+    from iolens.commands import COMMANDS, load
+
+    @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+    @click.version_option(__version__, prog_name="iolens")
+    def eager() -> None:
+        """Profile the file I/O of genomics pipeline steps, benchmark storage, and advise where data should live."""
+
+    for name in COMMANDS:
+        eager.add_command(load(name))
+    for width in (80, 200):
+        ours = CliRunner().invoke(main, ["--help"], prog_name="iolens", terminal_width=width)
+        theirs = CliRunner().invoke(eager, ["--help"], prog_name="iolens", terminal_width=width)
+        assert ours.exit_code == theirs.exit_code == 0
+        assert ours.output == theirs.output
+        assert all(f"\n  {name} " in ours.output for name in COMMANDS)
+
+
+def test_generated_summaries_are_current():
+    from pathlib import Path
+
+    import iolens.commands
+    from iolens.commands.gen_summaries import render
+
+    current = Path(iolens.commands.__file__).with_name("_summaries.py").read_text()
+    assert current == render(), "run: PYTHONPATH=src python -m iolens.commands.gen_summaries"
+
+
+def test_every_command_shows_its_help_and_unknown_ones_are_one_error():
+    from click.testing import CliRunner
+
+    from iolens.cli import main
+    from iolens.commands import COMMANDS
+
+    for name in COMMANDS:
+        res = CliRunner().invoke(main, [name, "--help"], prog_name="iolens")
+        assert res.exit_code == 0 and res.output.startswith(f"Usage: iolens {name} "), (name, res.output)
+    res = CliRunner().invoke(main, ["no-such-command"], prog_name="iolens")
+    assert res.exit_code == 2 and "No such command 'no-such-command'" in res.output
