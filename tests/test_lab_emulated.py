@@ -191,6 +191,7 @@ def test_down_after_sigkill_of_the_servers_leaves_nothing(labdir):
     os.kill(int((state / "hdd" / "nbdfuse.pid").read_text()), signal.SIGKILL)
     os.kill(int((state / "gp3" / "nbdkit.pid").read_text()), signal.SIGKILL)
     os.kill(int((state / "gp3" / "nbdfuse.pid").read_text()), signal.SIGKILL)
+    os.kill(int((state / "gp3" / "nbdkit-iops.pid").read_text()), signal.SIGKILL)  # gp3's IOPS server too
     time.sleep(0.3)
     by = status(labdir)
     assert by["sc1"]["healthy"] is False and by["sc1"]["problem"] == "nbdkit is not running"

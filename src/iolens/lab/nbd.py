@@ -116,8 +116,9 @@ class Profile:
 
 
 NO_BURST = "burst credits (the I/O credit bucket) are not emulated: the baseline holds from the first second"
-INT_MS = ("the delay filter takes whole milliseconds and the IOPS limit comes from latency x requests in flight, "
-          "so latency at queue depth 1 is several times the device's")
+DELAY_IOPS = ("the IOPS limit comes from a per-request delay x requests in flight (a request-rate limit counts "
+              "requests in 64 KiB units, which would hold sequential I/O below this bandwidth), so latency at queue "
+              "depth 1 is several times the device's")
 SHARED = ("no jitter, no queueing effects of a shared network or spindle; every request of any size pays the "
           "same latency")
 
@@ -130,7 +131,7 @@ PROFILES: tuple[Profile, ...] = (
             "3 IOPS/GiB (min 100, max 16,000), bursts to 3,000 IOPS below 1 TiB; 128-250 MiB/s",
             25 * MiB, 100, Device(25 * MiB, 44, 2),
             not_emulated=(NO_BURST, "IOPS follow the image size only through the default: 100 IOPS up to 33 GiB",
-                          INT_MS)),
+                          DELAY_IOPS)),
     Profile("gp3", "EBS gp3 SSD at its included baseline", "3,000 IOPS, 125 MiB/s (provisionable to 16,000 / 1,000)",
             125 * MiB, 3000, Device(125 * MiB, 0, 16, iops=3000),
             not_emulated=("a modelled latency: at queue depth 1 a request takes what the stack takes (about 0.4 ms "
@@ -139,10 +140,10 @@ PROFILES: tuple[Profile, ...] = (
                           "64 KiB of the image")),
     Profile("io2-100", "EBS io2 with 100 provisioned IOPS", "100 IOPS, 0.256 MiB/s per provisioned IOPS",
             25 * MiB, 100, Device(25 * MiB, 44, 2),
-            not_emulated=(INT_MS, "sub-millisecond latency at queue depth 1 (ours is 44 ms)")),
+            not_emulated=(DELAY_IOPS, "sub-millisecond latency at queue depth 1 (ours is 44 ms)")),
     Profile("io2-500", "EBS io2 with 500 provisioned IOPS", "500 IOPS, 0.256 MiB/s per provisioned IOPS",
             125 * MiB, 500, Device(125 * MiB, 9, 4),
-            not_emulated=(INT_MS, "sub-millisecond latency at queue depth 1 (ours is 9 ms)")),
+            not_emulated=(DELAY_IOPS, "sub-millisecond latency at queue depth 1 (ours is 9 ms)")),
     Profile("st1", "EBS st1 throughput HDD of 1 TiB at baseline",
             "40 MiB/s per TiB baseline, bursts to 250 MiB/s per TiB; 500 IOPS of up to 1 MiB",
             40 * MiB, 500, Device(40 * MiB, 9, 4),
