@@ -201,3 +201,6 @@ def test_catalogue():
     with pytest.raises(ValueError, match="IOPS-bound"):
         nbd.Device(40 * MiB, 0, 16, iops=100)  # 100 x 64 KiB is below 40 MiB/s
     assert nbd.profile("gp3").device.iops == 3000 and nbd.profile("gp3").device.latency_ms == 0
+    args = nbd.profile("magnetic").device.nbdkit_args(Path("img"))
+    assert "delay-read=44ms" in args and "delay-write=40ms" in args  # writes pay a journal commit per fsync
+    assert "delay-write=2ms" in DEVICE.nbdkit_args(Path("img"))  # the read latency, unless a write one is set

@@ -61,12 +61,14 @@ class Device:
     concurrency: int = 16  # nbdkit --threads, per connection
     connections: int = CONNECTIONS  # nbdfuse -C: connections to nbdkit (FUSE's requests are spread over them)
     iops: int | None = None  # a token bucket on requests, in a second nbdkit (see iops_args); None: none
+    write_latency_ms: int | None = None  # for write requests instead, when set (see the profiles)
 
     def __post_init__(self) -> None:
         if self.bandwidth is not None and self.bandwidth < 64 * 1024:
             raise ValueError(f"bandwidth {self.bandwidth} B/s is below 64 KiB/s")
-        if not 0 <= self.latency_ms <= 10_000 or int(self.latency_ms) != self.latency_ms:
-            raise ValueError(f"latency {self.latency_ms} ms must be a whole number of ms in 0..10000")
+        for ms in (self.latency_ms, self.write_ms):
+            if not 0 <= ms <= 10_000 or int(ms) != ms:
+                raise ValueError(f"latency {ms} ms must be a whole number of ms in 0..10000")
         if not 1 <= self.concurrency <= 64:
             raise ValueError(f"concurrency {self.concurrency} must be in 1..64")
         if not 1 <= self.connections <= 16:
@@ -75,6 +77,10 @@ class Device:
             raise ValueError(f"iops {self.iops} x {IOPS_BLOCK >> 10} KiB is below the bandwidth: large requests "
                              "would be IOPS-bound")
 
+    @property
+    def write_ms(self) -> int:
+        return self.latency_ms if self.write_latency_ms is None else self.write_latency_ms
+
     def nbdkit_args(self, image: Path, iops_socket: Path | None = None) -> list[str]:
         """Filters and plugin arguments, outermost filter first; the file, or the IOPS server at iops_socket."""
         args = ["--threads", str(self.concurrency)]
@@ -82,9 +88,9 @@ class Device:
         if self.bandwidth:
             args.append("--filter=rate")
             params += [f"rate={self.bandwidth * 8}", f"burstiness={BURSTINESS_S}"]  # the filter counts bits
-        if self.latency_ms:
+        if self.latency_ms or self.write_ms:
             args.append("--filter=delay")
-            params += [f"delay-read={self.latency_ms}ms", f"delay-write={self.latency_ms}ms"]
+            params += [f"delay-read={self.latency_ms}ms", f"delay-write={self.write_ms}ms"]
         plugin = ["nbd", f"socket={iops_socket}"] if self.iops and iops_socket else ["file", str(image)]
         return [*args, *plugin, *params]
 
@@ -125,11 +131,11 @@ SHARED = ("no jitter, no queueing effects of a shared network or spindle; every 
 PROFILES: tuple[Profile, ...] = (
     Profile("magnetic", "EBS magnetic (standard), previous generation",
             "40-200 IOPS (about 100 on average), 40-90 MiB/s, bursts to hundreds of IOPS",
-            40 * MiB, 100, Device(40 * MiB, 44, 2),
+            40 * MiB, 100, Device(40 * MiB, 44, 2, write_latency_ms=40),
             not_emulated=("the burst to hundreds of IOPS", "the spread of 40-200 IOPS: we give the average", SHARED)),
     Profile("gp2", "EBS gp2 SSD at baseline (3 IOPS per GiB, at least 100; 0.25 MiB per I/O)",
             "3 IOPS/GiB (min 100, max 16,000), bursts to 3,000 IOPS below 1 TiB; 128-250 MiB/s",
-            25 * MiB, 100, Device(25 * MiB, 44, 2),
+            25 * MiB, 100, Device(25 * MiB, 44, 2, write_latency_ms=40),
             not_emulated=(NO_BURST, "IOPS follow the image size only through the default: 100 IOPS up to 33 GiB",
                           DELAY_IOPS)),
     Profile("gp3", "EBS gp3 SSD at its included baseline", "3,000 IOPS, 125 MiB/s (provisionable to 16,000 / 1,000)",
@@ -139,7 +145,7 @@ PROFILES: tuple[Profile, ...] = (
                           "binds first above 43 KiB, so the limits are the same); a small write reads and writes "
                           "64 KiB of the image")),
     Profile("io2-100", "EBS io2 with 100 provisioned IOPS", "100 IOPS, 0.256 MiB/s per provisioned IOPS",
-            25 * MiB, 100, Device(25 * MiB, 44, 2),
+            25 * MiB, 100, Device(25 * MiB, 44, 2, write_latency_ms=40),
             not_emulated=(DELAY_IOPS, "sub-millisecond latency at queue depth 1 (ours is 44 ms)")),
     Profile("io2-500", "EBS io2 with 500 provisioned IOPS", "500 IOPS, 0.256 MiB/s per provisioned IOPS",
             125 * MiB, 500, Device(125 * MiB, 9, 4),
@@ -344,6 +350,8 @@ def status(state_dir: Path) -> dict[str, Any]:
             "size": rec.get("size"), "image": rec.get("image"), "loop_direct_io": rec.get("loop_direct_io"),
             "read_ahead_kb": rec.get("read_ahead_kb"), "mount_options": rec.get("mount_options"),
             "bandwidth": dev.get("bandwidth"), "latency_ms": dev.get("latency_ms"),
+            "write_latency_ms": dev["write_latency_ms"] if dev.get("write_latency_ms") is not None
+            else dev.get("latency_ms"),
             "concurrency": dev.get("concurrency"), "connections": dev.get("connections", CONNECTIONS),
             "iops": dev.get("iops"),
             "processes": {k: rec["processes"][k]["pid"] for k, alive in procs.items() if alive}}
