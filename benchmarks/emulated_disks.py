@@ -183,7 +183,8 @@ def main() -> int:
         summary = {k: max(v, key=abs) for k, v in errors.items() if v}
         worst += [(abs(e), prof.name, k) for k, e in summary.items()]
         print(f"{prof.name:<9} worst error: " + (", ".join(f"{k} {e:+.1f}%" for k, e in summary.items()) or
-                                                  "unthrottled") + "\n", flush=True)
+                                                  "unthrottled") + f" (load average {os.getloadavg()[0]:.1f})\n",
+              flush=True)
     if worst:
         e, name, k = max(worst)
         print(f"worst of all: {name} {k} {e:.1f}% ({'within' if e <= 10 else 'outside'} the 10% target); "
