@@ -202,5 +202,5 @@ def test_catalogue():
         nbd.Device(40 * MiB, 0, 16, iops=100)  # 100 x 64 KiB is below 40 MiB/s
     assert nbd.profile("gp3").device.iops == 3000 and nbd.profile("gp3").device.latency_ms == 0
     args = nbd.profile("magnetic").device.nbdkit_args(Path("img"))
-    assert "delay-read=44ms" in args and "delay-write=40ms" in args  # writes pay a journal commit per fsync
+    assert "delay-read=44ms" in args and "delay-write=42ms" in args  # random writes + fsync ran 6-11% slow at 44
     assert "delay-write=2ms" in DEVICE.nbdkit_args(Path("img"))  # the read latency, unless a write one is set

@@ -131,11 +131,11 @@ SHARED = ("no jitter, no queueing effects of a shared network or spindle; every 
 PROFILES: tuple[Profile, ...] = (
     Profile("magnetic", "EBS magnetic (standard), previous generation",
             "40-200 IOPS (about 100 on average), 40-90 MiB/s, bursts to hundreds of IOPS",
-            40 * MiB, 100, Device(40 * MiB, 44, 2, write_latency_ms=40),
+            40 * MiB, 100, Device(40 * MiB, 44, 2, write_latency_ms=42),
             not_emulated=("the burst to hundreds of IOPS", "the spread of 40-200 IOPS: we give the average", SHARED)),
     Profile("gp2", "EBS gp2 SSD at baseline (3 IOPS per GiB, at least 100; 0.25 MiB per I/O)",
             "3 IOPS/GiB (min 100, max 16,000), bursts to 3,000 IOPS below 1 TiB; 128-250 MiB/s",
-            25 * MiB, 100, Device(25 * MiB, 44, 2, write_latency_ms=40),
+            25 * MiB, 100, Device(25 * MiB, 44, 2, write_latency_ms=42),
             not_emulated=(NO_BURST, "IOPS follow the image size only through the default: 100 IOPS up to 33 GiB",
                           DELAY_IOPS)),
     Profile("gp3", "EBS gp3 SSD at its included baseline", "3,000 IOPS, 125 MiB/s (provisionable to 16,000 / 1,000)",
@@ -145,7 +145,7 @@ PROFILES: tuple[Profile, ...] = (
                           "I/O is counted in 64 KiB units, not 256 KiB (the bandwidth binds first above 43 KiB, so "
                           "the limits are the same); a small write reads and writes 64 KiB of the image")),
     Profile("io2-100", "EBS io2 with 100 provisioned IOPS", "100 IOPS, 0.256 MiB/s per provisioned IOPS",
-            25 * MiB, 100, Device(25 * MiB, 44, 2, write_latency_ms=40),
+            25 * MiB, 100, Device(25 * MiB, 44, 2, write_latency_ms=42),
             not_emulated=(DELAY_IOPS, "sub-millisecond latency at queue depth 1 (ours is 44 ms)")),
     Profile("io2-500", "EBS io2 with 500 provisioned IOPS", "500 IOPS, 0.256 MiB/s per provisioned IOPS",
             125 * MiB, 500, Device(125 * MiB, 9, 4),
