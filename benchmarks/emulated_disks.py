@@ -12,8 +12,12 @@ For each profile: bring it up in a temporary directory, then, each --repeat time
 - 4 KiB rand write, buffered + fsync: pwrite --seconds worth of the IOPS limit to distinct, non-adjacent 4 KiB
   blocks (so the block layer cannot merge them), then fsync; writes / time;
 - 4 KiB rand read, cold buffered: fio, 16 jobs of psync reads (POSIX_FADV_RANDOM, so no read-ahead), after fio
-  has dropped the file from the cache, --seconds.
+  has dropped the file from the cache, --seconds;
+- 4 KiB read latency at queue depth 1, O_DIRECT: fio, one psync job, --seconds (no limit: for comparison with the
+  device's published latency).
 Every measurement starts with `sync` and drop_caches. Error % = (measured - limit) / limit; the target is 10%.
+It prints the command, date, nbdkit version and load average first, a row per profile and measure (limit,
+median, error, samples), a summary row per profile (worst bandwidth and IOPS errors) and the worst overall.
 Needs root, nbdkit, nbdfuse (libnbd-bin) and fio.
 """
 
@@ -95,7 +99,7 @@ def fio(path: Path, seconds: float, *args: str) -> dict:
 
 MEASURES = ("seq write, buffered+fsync", "seq read, cold buffered", "seq read, O_DIRECT",
             "4k rand read, O_DIRECT", "4k rand write, O_DIRECT", "4k rand write, buffered+fsync",
-            "4k rand read, cold buffered")
+            "4k rand read, cold buffered", "4k read latency QD1, O_DIRECT")
 
 
 def measure(mnt: Path, prof: nbd.Profile, seconds: float) -> dict[str, float]:
@@ -113,7 +117,16 @@ def measure(mnt: Path, prof: nbd.Profile, seconds: float) -> dict[str, float]:
     out[MEASURES[5]] = rand_write_sync(f, int(iops * seconds))
     out[MEASURES[6]] = fio(f, seconds, "--rw=randread", "--bs=4k", "--ioengine=psync", "--numjobs=16",
                            "--fadvise_hint=random")["read_iops"]
+    out[MEASURES[7]] = 1000 / fio(f, seconds, "--rw=randread", "--bs=4k", "--direct=1", "--ioengine=psync")["read_iops"]
     return out
+
+
+def kind(m: str) -> str:
+    return "MiB/s" if m.startswith("seq") else "ms" if "latency" in m else "IOPS"
+
+
+def show(m: str, v: float) -> str:
+    return {"MiB/s": f"{v / MiB:.1f}", "ms": f"{v:.2f}", "IOPS": f"{v:.0f}"}[kind(m)]
 
 
 def run_profile(prof: nbd.Profile, repeat: int, seconds: float, size: int) -> dict[str, list[float]]:
@@ -144,21 +157,38 @@ def main() -> int:
         return 2
     size = int(a.size[:-1]) << {"M": 20, "G": 30}[a.size[-1].upper()] if a.size[-1].isalpha() else int(a.size)
     names = a.only.split(",") if a.only else [p.name for p in nbd.PROFILES]
-    profiles = [nbd.profile(n) for n in names]
-    print(f"{'profile':<9} {'measure':<30} {'limit':>10} {'measured':>10} {'error':>8}   samples")
-    samples = {}
+    try:
+        profiles = [nbd.profile(n.strip()) for n in names]
+    except nbd.StepFailed as err:
+        print(f"emulated_disks: {err}", file=sys.stderr)
+        return 2
+    version = subprocess.run(["nbdkit", "--version"], capture_output=True, text=True).stdout.strip()
+    print(f"# {' '.join(sys.argv)}\n# {time.strftime('%Y-%m-%d %H:%M %Z')}, {version}, {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.1f} at the start")
+    print(f"{'profile':<9} {'measure':<36} {'limit':>8} {'measured':>9} {'error':>8}   samples")
+    samples, worst = {}, []
     for prof in profiles:
         res = run_profile(prof, a.repeat, a.seconds, size)
         samples[prof.name] = res
+        errors: dict[str, list[float]] = {"MiB/s": [], "IOPS": []}
         for m, vals in res.items():
             med = statistics.median(vals)
-            is_bw = m.startswith("seq")
-            limit = prof.bandwidth if is_bw else prof.iops
-            unit = (lambda v: f"{v / MiB:.1f}") if is_bw else (lambda v: f"{v:.0f}")
-            err = f"{(med - limit) / limit * 100:+.1f}%" if limit else "-"
-            lim = f"{unit(limit)}" if limit else "none"
-            print(f"{prof.name:<9} {m + (' MiB/s' if is_bw else ' IOPS'):<30} {lim:>10} {unit(med):>10} {err:>8}   "
-                  f"{' '.join(unit(v) for v in vals)}", flush=True)
+            limit = {"MiB/s": prof.bandwidth, "IOPS": prof.iops, "ms": None}[kind(m)]
+            err = "-"
+            if limit:
+                errors[kind(m)].append((med - limit) / limit * 100)
+                err = f"{errors[kind(m)][-1]:+.1f}%"
+            print(f"{prof.name:<9} {m + ' ' + kind(m):<36} {show(m, limit) if limit else '-':>8} {show(m, med):>9} "
+                  f"{err:>8}   {' '.join(show(m, v) for v in vals)}", flush=True)
+        summary = {k: max(v, key=abs) for k, v in errors.items() if v}
+        worst += [(abs(e), prof.name, k) for k, e in summary.items()]
+        print(f"{prof.name:<9} worst error: " + (", ".join(f"{k} {e:+.1f}%" for k, e in summary.items()) or
+                                                  "unthrottled") + f" (load average {os.getloadavg()[0]:.1f})\n",
+              flush=True)
+    if worst:
+        e, name, k = max(worst)
+        print(f"worst of all: {name} {k} {e:.1f}% ({'within' if e <= 10 else 'outside'} the 10% target); "
+              f"load average {os.getloadavg()[0]:.1f} at the end")
     if a.json:
         a.json.write_text(json.dumps(samples, indent=1) + "\n")
     return 0

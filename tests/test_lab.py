@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,8 @@ def test_apt_list_matches_the_tools_catalogue():
 
 
 def test_catalogue_names_kinds_and_limits():
-    assert {"tmpfs", "ext4", "xfs", "btrfs", "btrfs-zstd", "btrfs-lzo", "btrfs-zlib", "throttle", "magnetic", "gp2",
+    assert {"tmpfs", "ext4", "xfs", "btrfs", "btrfs-zstd", "btrfs-zstd1", "btrfs-zstd9", "btrfs-lzo", "btrfs-zlib",
+            "throttle", "magnetic", "gp2",
             "gp3", "io2-100", "io2-500", "st1", "sc1", "hdd", "nvme", "s3", "s3-rclone", "s3-remote", "netfs",
             "netfs-remote"} == set(TARGETS)
     for t in TARGETS.values():
@@ -37,6 +39,19 @@ def test_catalogue_names_kinds_and_limits():
     assert [t.name for t in parse_only("lab:s3, ext4")] == ["ext4", "s3"]
     with pytest.raises(UsageError, match="not a lab target; choose from tmpfs"):
         parse_only("ext5")
+
+
+def test_catalogue_names_fit_every_place_a_name_is_written():
+    """`lab:NAME[/sub]`, `--only a,b`, `--place k=lab:NAME,...`, `--config LABEL:k=lab:NAME` and cost's
+    `PROVIDER:OPTION` split on ':', ',', '=' and '/': a name is lower-case letters, digits and inner dashes only,
+    so a zstd level is a suffix (`btrfs-zstd9`), not `btrfs-zstd:9`."""
+    for name in TARGETS:
+        assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", name), name
+    assert [t.name for t in parse_only("btrfs-zstd9,lab:btrfs-zstd1")] == ["btrfs-zstd1", "btrfs-zstd9"]
+    assert {n: TARGETS[n].mount_options for n in ("btrfs-zstd1", "btrfs-zstd", "btrfs-zstd9")} == {
+        "btrfs-zstd1": "compress=zstd:1", "btrfs-zstd": "compress=zstd:3", "btrfs-zstd9": "compress=zstd:9"}
+    with pytest.raises(UsageError, match="not a lab target"):
+        parse_only("btrfs-zstd:9")
 
 
 def test_resolve_target_without_a_lab(tmp_path):

@@ -182,7 +182,8 @@ def _ours(labdir: Path) -> list[int]:
 
 def test_down_after_sigkill_of_the_servers_leaves_nothing(labdir):
     pids = _ours(labdir)
-    assert len(pids) == 2 * len(DISKS)  # nbdkit + nbdfuse per disk
+    # nbdkit + nbdfuse per disk, and the IOPS server of those that have one (gp3)
+    assert len(pids) == sum(3 if nbd.profile(n).device.iops else 2 for n in DISKS)
     with open(Path(status(labdir)["hdd"]["path"]) / "dirty.bin", "wb") as fh:
         fh.write(os.urandom(4 * MiB))  # dirty pages that will never reach the device
     state = labdir / "nbd"
@@ -190,6 +191,7 @@ def test_down_after_sigkill_of_the_servers_leaves_nothing(labdir):
     os.kill(int((state / "hdd" / "nbdfuse.pid").read_text()), signal.SIGKILL)
     os.kill(int((state / "gp3" / "nbdkit.pid").read_text()), signal.SIGKILL)
     os.kill(int((state / "gp3" / "nbdfuse.pid").read_text()), signal.SIGKILL)
+    os.kill(int((state / "gp3" / "nbdkit-iops.pid").read_text()), signal.SIGKILL)  # gp3's IOPS server too
     time.sleep(0.3)
     by = status(labdir)
     assert by["sc1"]["healthy"] is False and by["sc1"]["problem"] == "nbdkit is not running"

@@ -6,9 +6,12 @@ The bounds are loose (±35%); benchmarks/emulated_disks.py measures the calibrat
 
 from __future__ import annotations
 
+import mmap
 import os
+import random
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -107,6 +110,67 @@ def test_teardown_after_sigkill(disk, victim):
     assert_gone(state, mnt, pids)
 
 
+IOPS_DEVICE = nbd.Device(RATE, 0, 16, iops=400)  # 20 MiB/s, 400 requests/s from the IOPS server, no delay
+
+
+def rand_reads(path: Path, seconds: float, threads: int = 8) -> float:
+    """4 KiB O_DIRECT reads at random offsets from `threads` threads: requests per second."""
+    blocks = path.stat().st_size // 4096
+    done = [0] * threads
+    stop = time.monotonic() + seconds
+
+    def worker(i: int) -> None:
+        buf = mmap.mmap(-1, 4096)  # page-aligned, as O_DIRECT needs
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+        rng = random.Random(i)
+        try:
+            while time.monotonic() < stop:
+                os.preadv(fd, [buf], rng.randrange(blocks) * 4096)
+                done[i] += 1
+        finally:
+            os.close(fd)
+
+    t = time.monotonic()
+    pool = [threading.Thread(target=worker, args=(i,)) for i in range(threads)]
+    for th in pool:
+        th.start()
+    for th in pool:
+        th.join()
+    return sum(done) / (time.monotonic() - t)
+
+
+def test_the_iops_server_caps_small_requests_and_not_the_bandwidth(tmp_path):
+    """Device.iops: a second nbdkit counts each request as 64 KiB, so 4 KiB reads run at the request rate while
+    1 MiB reads still run at the bandwidth; killing the IOPS server still leaves nothing behind."""
+    if os.geteuid() != 0:
+        pytest.skip("loop devices and mounts need root")
+    if nbd.missing():
+        unavailable("; ".join(nbd.missing()))
+    state, mnt = tmp_path / "state", tmp_path / "mnt"
+    try:
+        info = nbd.up(state, mnt, IOPS_DEVICE, size=512 * MiB)
+        assert info["healthy"] and info["iops"] == 400
+        assert set(info["processes"]) == {"nbdkit", "nbdkit-iops", "nbdfuse"}
+        subprocess.run(["dd", "if=/dev/urandom", f"of={mnt}/f", "bs=1M", "count=40", "conv=fsync", "status=none"],
+                       check=True)
+        drop_caches()
+        iops = rand_reads(mnt / "f", 2.0)
+        assert 0.65 * 400 < iops < 1.35 * 400, iops
+        drop_caches()
+        t = time.monotonic()
+        subprocess.run(["dd", f"if={mnt}/f", "of=/dev/null", "bs=1M", "iflag=direct", "status=none"], check=True)
+        read = time.monotonic() - t
+        expected = 40 * MiB / RATE
+        assert 0.65 * expected < read < 1.35 * expected, (read, expected)
+        pids = list(info["processes"].values())
+        os.kill(info["processes"]["nbdkit-iops"], signal.SIGKILL)
+        time.sleep(0.2)
+        assert not nbd.status(state)["healthy"]
+    finally:
+        assert nbd.down(state, mnt) == []
+    assert_gone(state, mnt, pids)
+
+
 def test_a_failed_bring_up_removes_what_it_made(tmp_path):
     if os.geteuid() != 0:
         pytest.skip("loop devices and mounts need root")
@@ -130,3 +194,13 @@ def test_catalogue():
     with pytest.raises(nbd.StepFailed, match="choose from"):
         nbd.profile("io3")
     assert "rate=167772160" in nbd.Device(RATE, 2, 2).nbdkit_args(Path("img"))  # the filter counts bits
+    iops = nbd.Device(125 * MiB, 0, 16, iops=3000)
+    assert iops.nbdkit_args(Path("img"), Path("iops.sock"))[-4:-2] == ["nbd", "socket=iops.sock"]
+    assert f"rate={3000 * 64 * 1024 * 8}" in iops.iops_args(Path("img")) and "minblock=65536" in iops.iops_args(
+        Path("img"))
+    with pytest.raises(ValueError, match="IOPS-bound"):
+        nbd.Device(40 * MiB, 0, 16, iops=100)  # 100 x 64 KiB is below 40 MiB/s
+    assert nbd.profile("gp3").device.iops == 3000 and nbd.profile("gp3").device.latency_ms == 0
+    args = nbd.profile("magnetic").device.nbdkit_args(Path("img"))
+    assert "delay-read=44ms" in args and "delay-write=42ms" in args  # random writes + fsync ran 6-11% slow at 44
+    assert "delay-write=2ms" in DEVICE.nbdkit_args(Path("img"))  # the read latency, unless a write one is set

@@ -287,10 +287,11 @@ def test_teardown_leaves_nothing(labdir):
     pids = [p for p in state["processes"].values()]
     loops = [lp["device"] for lp in state["loops"]]
     disks = [n for n, t in state["targets"].items() if t["kind"] == "nbd"]
-    assert len(loops) == 7 and len(pids) >= 8 and len(state["cgroups"]) == 1 and len(disks) == 9
+    assert len(loops) == sum(t.kind == "loop" for t in TARGETS.values()) == 9  # ext4, xfs, throttle, six btrfs
+    assert len(pids) >= 8 and len(state["cgroups"]) == 1 and len(disks) == 9
     servers = [json.loads((labdir / "nbd" / n / "nbd.json").read_text())["processes"] for n in disks]
     pids += [p for procs in servers for p in procs.values()]
-    assert len(pids) >= 8 + 2 * 9
+    assert len(pids) >= 8 + 2 * 9 + 1  # nbdkit and nbdfuse per disk, and gp3's IOPS server
     res = iolens("lab", "down", "--dir", labdir)
     assert res.returncode == 0, res.stderr
     assert not labdir.exists()

@@ -163,7 +163,8 @@ def start_nbd(job: Up, target: Target, info: dict[str, Any]) -> None:
     info.update(path=disk["path"], loop=disk["loop"], loop_direct_io=disk["loop_direct_io"], image=disk["image"],
                 size=size, cgroup=None, disk=profile.name, nbd_dir=str(nbd_dir(job.root, target.name)),
                 limits=limits.as_dict() if limits else None,
-                device={k: disk[k] for k in ("bandwidth", "latency_ms", "concurrency", "read_ahead_kb")})
+                device={k: disk[k] for k in ("bandwidth", "latency_ms", "write_latency_ms", "concurrency",
+                                             "connections", "iops", "read_ahead_kb")})
 
 
 def check_nbd(kind: Kind, info: dict[str, Any], state: dict[str, Any]) -> tuple[bool, str | None]:
@@ -171,7 +172,7 @@ def check_nbd(kind: Kind, info: dict[str, Any], state: dict[str, Any]) -> tuple[
     disk = nbd.status(nbd_dir(Path(state["dir"]), info["name"]))
     if disk["healthy"]:
         return True, None
-    for server in ("nbdkit", "nbdfuse"):
+    for server in ("nbdkit", *(["nbdkit-iops"] if disk["iops"] else []), "nbdfuse"):
         if server not in disk["processes"]:
             return False, f"{server} is not running"
     if not disk["path"] or mount_at(disk["path"]) is None:

@@ -13,6 +13,9 @@ uses CONNECTIONS connections to nbdkit with `concurrency` threads each, but FUSE
 (1 thread), 4 (2 threads) or 4.8 (4 threads) requests in flight here. So each profile's latency and concurrency
 were found by measurement (benchmarks/emulated_disks.py; docs/lab.md has the table), not computed. Large requests
 (the stack issues up to 1 MiB) reach the bandwidth because several are in service while one waits its latency.
+The delay filter takes whole milliseconds (nbdkit 1.32 reads "1.5ms" as 1 ms and refuses "1500us"), and requests
+in flight depend on CPU time, so a high IOPS limit cannot be set this way: a profile with Device.iops gets a hard
+request-rate limit from a second nbdkit instead (see Device.iops_args), and needs no delay.
 
 Every process is recorded (pid, start time, pidfile) in the state directory before the next step, so `down` removes
 exactly what `up` made, also after `up` failed half-way or after nbdkit or nbdfuse was killed.
@@ -40,6 +43,10 @@ NEEDS = ("nbdkit", "nbdfuse", "losetup", "fusermount3")
 STATE_FILE = "nbd.json"
 BURSTINESS_S = 0.1  # rate filter bucket, in seconds of the rate; nbdkit's default (2 s) lets 2 s of data through free
 CONNECTIONS = 4  # nbdfuse's connections to nbdkit (its default multi-conn)
+IOPS_BLOCK = 64 * 1024  # the IOPS server counts each request as at least this many bytes (blocksize's largest)
+SERVERS = ("nbdkit", "nbdkit-iops")  # the device's server, and the IOPS server under it (Device.iops only)
+SOCKETS = ("nbd.sock", "iops.sock")
+IOPS_BURST_S = 0.02  # the IOPS server's bucket: 60 requests at 3,000/s, so a short run is not 5% fast
 READ_AHEAD_KB = 4096  # the loop device's read-ahead, which is the filesystem's: large sequential reads, few requests
 MKFS = {"ext4": ["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"],
         "xfs": ["mkfs.xfs", "-q", "-f"], "btrfs": ["mkfs.btrfs", "-q", "-f"]}
@@ -51,27 +58,53 @@ class Device:
 
     bandwidth: int | None = None  # bytes/s, reads and writes each; None: unthrottled
     latency_ms: int = 0  # added to every read and write request (nbdkit's delay filter takes whole ms)
-    concurrency: int = 16  # nbdkit --threads, per connection (nbdfuse makes CONNECTIONS of them)
+    concurrency: int = 16  # nbdkit --threads, per connection
+    connections: int = CONNECTIONS  # nbdfuse -C: connections to nbdkit (FUSE's requests are spread over them)
+    iops: int | None = None  # a token bucket on requests, in a second nbdkit (see iops_args); None: none
+    write_latency_ms: int | None = None  # for write requests instead, when set (see the profiles)
 
     def __post_init__(self) -> None:
         if self.bandwidth is not None and self.bandwidth < 64 * 1024:
             raise ValueError(f"bandwidth {self.bandwidth} B/s is below 64 KiB/s")
-        if not 0 <= self.latency_ms <= 10_000 or int(self.latency_ms) != self.latency_ms:
-            raise ValueError(f"latency {self.latency_ms} ms must be a whole number of ms in 0..10000")
+        for ms in (self.latency_ms, self.write_ms):
+            if not 0 <= ms <= 10_000 or int(ms) != ms:
+                raise ValueError(f"latency {ms} ms must be a whole number of ms in 0..10000")
         if not 1 <= self.concurrency <= 64:
             raise ValueError(f"concurrency {self.concurrency} must be in 1..64")
+        if not 1 <= self.connections <= 16:
+            raise ValueError(f"connections {self.connections} must be in 1..16")
+        if self.iops is not None and self.iops * IOPS_BLOCK < (self.bandwidth or 0):
+            raise ValueError(f"iops {self.iops} x {IOPS_BLOCK >> 10} KiB is below the bandwidth: large requests "
+                             "would be IOPS-bound")
 
-    def nbdkit_args(self, image: Path) -> list[str]:
-        """Filters and plugin arguments, outermost filter first."""
+    @property
+    def write_ms(self) -> int:
+        return self.latency_ms if self.write_latency_ms is None else self.write_latency_ms
+
+    def nbdkit_args(self, image: Path, iops_socket: Path | None = None) -> list[str]:
+        """Filters and plugin arguments, outermost filter first; the file, or the IOPS server at iops_socket."""
         args = ["--threads", str(self.concurrency)]
         params = []
         if self.bandwidth:
             args.append("--filter=rate")
             params += [f"rate={self.bandwidth * 8}", f"burstiness={BURSTINESS_S}"]  # the filter counts bits
-        if self.latency_ms:
+        if self.latency_ms or self.write_ms:
             args.append("--filter=delay")
-            params += [f"delay-read={self.latency_ms}ms", f"delay-write={self.latency_ms}ms"]
-        return [*args, "file", str(image), *params]
+            params += [f"delay-read={self.latency_ms}ms", f"delay-write={self.write_ms}ms"]
+        plugin = ["nbd", f"socket={iops_socket}"] if self.iops and iops_socket else ["file", str(image)]
+        return [*args, *plugin, *params]
+
+    def iops_args(self, image: Path) -> list[str]:
+        """The IOPS server: a hard limit on requests per second that does not depend on how many are in flight.
+
+        nbdkit has no request-rate filter, and its rate filter (one per server) is the device's bandwidth. So a
+        second nbdkit, behind the first, serves the file through `blocksize` (every request rounded up to
+        IOPS_BLOCK, a write's head and tail read first) and `rate` at iops x IOPS_BLOCK: a small request costs one
+        token of IOPS_BLOCK bytes, a large one its size, which this limit lets through faster than the bandwidth.
+        """
+        assert self.iops
+        return ["--filter=blocksize", "--filter=rate", "file", str(image), f"minblock={IOPS_BLOCK}",
+                f"rate={self.iops * IOPS_BLOCK * 8}", f"burstiness={IOPS_BURST_S}"]
 
 
 @dataclass(frozen=True)
@@ -89,30 +122,34 @@ class Profile:
 
 
 NO_BURST = "burst credits (the I/O credit bucket) are not emulated: the baseline holds from the first second"
-INT_MS = ("the delay filter takes whole milliseconds and the IOPS limit comes from latency x requests in flight, "
-          "so latency at queue depth 1 is several times the device's")
+DELAY_IOPS = ("the IOPS limit comes from a per-request delay x requests in flight (a request-rate limit counts "
+              "requests in 64 KiB units, which would hold sequential I/O below this bandwidth), so latency at queue "
+              "depth 1 is several times the device's")
 SHARED = ("no jitter, no queueing effects of a shared network or spindle; every request of any size pays the "
           "same latency")
 
 PROFILES: tuple[Profile, ...] = (
     Profile("magnetic", "EBS magnetic (standard), previous generation",
             "40-200 IOPS (about 100 on average), 40-90 MiB/s, bursts to hundreds of IOPS",
-            40 * MiB, 100, Device(40 * MiB, 44, 2),
+            40 * MiB, 100, Device(40 * MiB, 44, 2, write_latency_ms=42),
             not_emulated=("the burst to hundreds of IOPS", "the spread of 40-200 IOPS: we give the average", SHARED)),
     Profile("gp2", "EBS gp2 SSD at baseline (3 IOPS per GiB, at least 100; 0.25 MiB per I/O)",
             "3 IOPS/GiB (min 100, max 16,000), bursts to 3,000 IOPS below 1 TiB; 128-250 MiB/s",
-            25 * MiB, 100, Device(25 * MiB, 44, 2),
+            25 * MiB, 100, Device(25 * MiB, 44, 2, write_latency_ms=42),
             not_emulated=(NO_BURST, "IOPS follow the image size only through the default: 100 IOPS up to 33 GiB",
-                          INT_MS)),
+                          DELAY_IOPS)),
     Profile("gp3", "EBS gp3 SSD at its included baseline", "3,000 IOPS, 125 MiB/s (provisionable to 16,000 / 1,000)",
-            125 * MiB, 3000, Device(125 * MiB, 1, 3),
-            not_emulated=(INT_MS, "sub-millisecond latency at queue depth 1 (ours is 1 ms)")),
+            125 * MiB, 3000, Device(125 * MiB, 0, 16, iops=3000),
+            not_emulated=("a modelled latency: at queue depth 1 a request takes what the stack takes (0.4-0.8 ms "
+                          "here, with load), whatever its size",
+                          "I/O is counted in 64 KiB units, not 256 KiB (the bandwidth binds first above 43 KiB, so "
+                          "the limits are the same); a small write reads and writes 64 KiB of the image")),
     Profile("io2-100", "EBS io2 with 100 provisioned IOPS", "100 IOPS, 0.256 MiB/s per provisioned IOPS",
-            25 * MiB, 100, Device(25 * MiB, 44, 2),
-            not_emulated=(INT_MS, "sub-millisecond latency at queue depth 1 (ours is 44 ms)")),
+            25 * MiB, 100, Device(25 * MiB, 44, 2, write_latency_ms=42),
+            not_emulated=(DELAY_IOPS, "sub-millisecond latency at queue depth 1 (ours is 44 ms)")),
     Profile("io2-500", "EBS io2 with 500 provisioned IOPS", "500 IOPS, 0.256 MiB/s per provisioned IOPS",
             125 * MiB, 500, Device(125 * MiB, 9, 4),
-            not_emulated=(INT_MS, "sub-millisecond latency at queue depth 1 (ours is 9 ms)")),
+            not_emulated=(DELAY_IOPS, "sub-millisecond latency at queue depth 1 (ours is 9 ms)")),
     Profile("st1", "EBS st1 throughput HDD of 1 TiB at baseline",
             "40 MiB/s per TiB baseline, bursts to 250 MiB/s per TiB; 500 IOPS of up to 1 MiB",
             40 * MiB, 500, Device(40 * MiB, 9, 4),
@@ -190,18 +227,21 @@ def _up(state_dir: Path, mnt: Path, device: Device, rec: dict, size: int, fstype
         raise StepFailed(f"{mkfs[0]} is not installed", tools.install_hint(mkfs[0]))
     run([*mkfs, str(image)], timeout=300)  # before serving: formatting does not pay the emulated limits
 
-    sock = state_dir / "nbd.sock"
-    sock.unlink(missing_ok=True)
     # nbdkit daemonizes (no -f): in the foreground it exits with its parent (the parent's death sends it SIGTERM),
     # so a lab brought up by one command would stop serving when that command exits.
-    _daemon(state_dir, rec, "nbdkit", ["nbdkit", "-U", str(sock), "--pidfile", str(state_dir / "nbdkit.pid"),
-                                       "--log=stderr", *device.nbdkit_args(image)])
-    _wait(lambda: sock.exists(), state_dir, rec, "nbdkit")
+    iops_sock = state_dir / "iops.sock" if device.iops else None
+    servers = [("nbdkit-iops", iops_sock, device.iops_args(image))] if iops_sock else []
+    sock = state_dir / "nbd.sock"
+    for key, path, args in [*servers, ("nbdkit", sock, device.nbdkit_args(image, iops_sock))]:
+        path.unlink(missing_ok=True)
+        _daemon(state_dir, rec, key, ["nbdkit", "-U", str(path), "--pidfile", str(state_dir / f"{key}.pid"),
+                                      "--log=stderr", *args])
+        _wait(path.exists, state_dir, rec, key)
 
     fuse = state_dir / "fuse"
     fuse.mkdir(exist_ok=True)
-    _spawn(state_dir, rec, "nbdfuse", ["nbdfuse", "-C", str(CONNECTIONS), "-P", str(state_dir / "nbdfuse.pid"),
-                                       str(fuse), "--unix", str(sock)])
+    _spawn(state_dir, rec, "nbdfuse", ["nbdfuse", "-C", str(device.connections), "-P",
+                                       str(state_dir / "nbdfuse.pid"), str(fuse), "--unix", str(sock)])
     _wait(lambda: (state_dir / "nbdfuse.pid").exists() and mount_at(fuse) is not None, state_dir, rec, "nbdfuse")
 
     backing = fuse / "nbd"
@@ -303,13 +343,17 @@ def status(state_dir: Path) -> dict[str, Any]:
     mnt = rec.get("mountpoint")
     m = mount_at(mnt) if mnt else None
     procs = {k: _alive(state_dir, k, r) for k, r in rec.get("processes", {}).items()}
-    healthy = bool(mnt and m and all(procs.values()) and len(procs) == 2 and responsive(Path(mnt)))
+    wanted = {"nbdkit", "nbdfuse"} | ({"nbdkit-iops"} if (rec.get("device") or {}).get("iops") else set())
+    healthy = bool(mnt and m and all(procs.values()) and set(procs) == wanted and responsive(Path(mnt)))
     dev = rec.get("device") or {}
     return {"path": mnt, "healthy": healthy, "loop": rec.get("loop"), "fstype": rec.get("fstype"),
             "size": rec.get("size"), "image": rec.get("image"), "loop_direct_io": rec.get("loop_direct_io"),
             "read_ahead_kb": rec.get("read_ahead_kb"), "mount_options": rec.get("mount_options"),
             "bandwidth": dev.get("bandwidth"), "latency_ms": dev.get("latency_ms"),
-            "concurrency": dev.get("concurrency"),
+            "write_latency_ms": dev["write_latency_ms"] if dev.get("write_latency_ms") is not None
+            else dev.get("latency_ms"),
+            "concurrency": dev.get("concurrency"), "connections": dev.get("connections", CONNECTIONS),
+            "iops": dev.get("iops"),
             "processes": {k: rec["processes"][k]["pid"] for k, alive in procs.items() if alive}}
 
 
@@ -331,14 +375,14 @@ def _pidfile(state_dir: Path, key: str) -> int | None:
 
 
 def _ours(state_dir: Path, pid: int) -> bool:
-    """A live (not zombie) process whose command line names our socket: never kill a recycled PID."""
+    """A live (not zombie) process whose command line names one of our sockets: never kill a recycled PID."""
     if st.process_start_time(pid) is None:
         return False
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
-    return str(state_dir / "nbd.sock").encode() in cmdline
+    return any(str(state_dir / s).encode() in cmdline for s in SOCKETS)
 
 
 def leftovers(state_dir: Path, mountpoint: Path | None = None) -> list[str]:
@@ -350,18 +394,18 @@ def leftovers(state_dir: Path, mountpoint: Path | None = None) -> list[str]:
         if mount_at(path) is not None:
             out.append(f"{path} is still mounted")
     out += [f"{dev} is still attached to {img}" for dev, img in loops_backed_by(state_dir)]
-    for key in ("nbdfuse", "nbdkit"):
+    for key in ("nbdfuse", *SERVERS):
         if _alive(state_dir, key, rec.get("processes", {}).get(key)):
             out.append(f"{key} is still running")
     if not any(p.endswith("still running") for p in out):
-        out += [f"process {pid} still serves {state_dir / 'nbd.sock'}" for pid in _strays(state_dir)]
+        out += [f"process {pid} still serves the disk in {state_dir}" for pid in _strays(state_dir)]
     return out
 
 
 def _strays(state_dir: Path) -> list[int]:
     """Live processes with our socket as an argument: servers whose record and pidfile were lost (a start cut
     short before the daemon wrote its pidfile)."""
-    needle = str(state_dir / "nbd.sock").encode()
+    needles = {str(state_dir / s).encode() for s in SOCKETS}
     found = []
     for d in Path("/proc").iterdir():
         if not d.name.isdigit() or int(d.name) == os.getpid():
@@ -370,7 +414,7 @@ def _strays(state_dir: Path) -> list[int]:
             args = (d / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if needle in args and st.process_start_time(int(d.name)) is not None:
+        if needles & set(args) and st.process_start_time(int(d.name)) is not None:
             found.append(int(d.name))
     return found
 
@@ -398,12 +442,13 @@ def down(state_dir: Path, mountpoint: Path | None = None) -> list[str]:
     # 3. the FUSE mount (nbdfuse exits when it is unmounted), then the servers
     _unmount(str(fuse), fuse=True)
     _kill(state_dir, "nbdfuse", procs.get("nbdfuse"))
-    _kill(state_dir, "nbdkit", procs.get("nbdkit"))
+    for key in SERVERS:
+        _kill(state_dir, key, procs.get(key))
     for pid in _strays(state_dir):
         _kill(state_dir, "", {"pid": pid, "start_time": st.process_start_time(pid)})
     problems = leftovers(state_dir, Path(mnt) if mnt else None)
     if not problems:
-        for name in ("disk.img", "nbd.sock", "nbdkit.pid", "nbdfuse.pid", STATE_FILE):
+        for name in ("disk.img", *SOCKETS, *(f"{k}.pid" for k in (*SERVERS, "nbdfuse")), STATE_FILE):
             (state_dir / name).unlink(missing_ok=True)
         shutil.rmtree(fuse, ignore_errors=True)
     return problems
