@@ -1,5 +1,5 @@
 """Inode and device numbers are identities, not quantities: a filesystem may use all 64 bits of them (rclone's FUSE
-mount hashes paths into inode numbers such as 18053519015812245239), so a FILE record carrying one must decode,
+mount gives files inode numbers such as 18053519015812245239), so a FILE record carrying one must decode,
 while any counter at or above 2^62 is still damage."""
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ MAX_RECORD = 1 << 31
 # No counter, time (ns since 1970: 2^62 is the year 2116), size or offset the interposer writes reaches 2^62, so a
 # larger value is damage; keeping values below it also keeps the analysis's int64 sums from overflowing.
 MAX_VALUE = 1 << 62
-# Identities, not quantities: never summed, and a filesystem may use all 64 bits of them (rclone's FUSE mount hashes
-# paths into inode numbers), so they are exempt from the range check.
+# Identities, not quantities: never summed, and a filesystem may use all 64 bits of them (rclone's FUSE mount gives
+# files inode numbers such as 18053519015812245239), so they are exempt from the range check.
 IDENTITY_FIELDS = frozenset({"dev", "ino"})
 
 
