@@ -34,7 +34,7 @@ CHECKS = {
     "case4_compression": ["binned-plain-btrfs-ratio", "binned-btrfs-lzo-smaller", "binned-btrfs-zstd-smaller",
                           "binned-btrfs-zlib-smaller", "compression-costs-cpu", "tmpfs-beats-gp3-iops"],
     "case5_profile_and_size": ["small-reads-dominate-on-slow-disk", "small-reads-minor-on-tmpfs",
-                               "cost-names-best-value"],
+                               "small-read-share-ratio", "cost-names-best-value"],
 }
 
 
