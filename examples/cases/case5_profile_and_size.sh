@@ -89,7 +89,7 @@ chk("small-reads-dominate-on-slow-disk", small >= io[nxt],
 small_t, total_t, _ = share["tmpfs"]
 chk("small-reads-minor-on-tmpfs", small_t < 0.1 * total_t and small_t < small,
     f"on tmpfs small reads take {small_t:.3f} s of {total_t:.2f} s ({100 * small_t / total_t:.1f}%)")
-# shares of each run's own process time, so a load that slows both runs alike does not move the ratio
+# shares of each run's own process time: they move less with the machine's load than a margin in seconds does
 sh_m, sh_t = small / total, small_t / total_t
 ratio = f"{sh_m / sh_t:.0f}x" if sh_t > 0 else "no small reads on tmpfs"
 chk("small-read-share-ratio", sh_m >= 5 * sh_t,
