@@ -28,13 +28,14 @@ NEEDED = ["losetup", "mkfs.ext4", "mkfs.xfs", "mkfs.btrfs", "compsize", "s3fs", 
           "ssh-keygen", "versitygw", "toxiproxy-server", "nbdkit", "nbdfuse", "fusermount3", "minimap2", "samtools"]
 # the checks each case must pass (names as printed: "PASS: NAME: ...")
 CHECKS = {
-    "case1_object_store": ["phases-are-children", "staged-fetches-once", "mount-reads-per-pass"],
+    "case1_object_store": ["phases-are-children", "profiles-cover-kernel-bytes", "staged-fetches-once",
+                           "mount-reads-per-pass"],
     "case2_where_aligner_writes": ["aligner-dev-null", "sort-temp-slow-disk"],
     "case3_shared_fs": ["s3-small-files", "netfs-small-files"],
     "case4_compression": ["binned-plain-btrfs-ratio", "binned-btrfs-lzo-smaller", "binned-btrfs-zstd-smaller",
                           "binned-btrfs-zlib-smaller", "compression-costs-cpu", "tmpfs-beats-gp3-iops"],
     "case5_profile_and_size": ["small-reads-dominate-on-slow-disk", "small-reads-minor-on-tmpfs",
-                               "cost-names-best-value"],
+                               "small-read-share-ratio", "cost-names-best-value"],
 }
 
 

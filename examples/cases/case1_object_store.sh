@@ -10,9 +10,10 @@
 # Usage (as root): examples/cases/case1_object_store.sh [--full] [WORK_DIR]
 # Environment: IOLENS, IOLENS_LAB_DIR (a lab with s3, s3-rclone and s3-remote up; else one is brought up and
 #   taken down after).
-# Checks (at any scale): every phase shows up as its own child process in the profile; staging fetches each input
-# once (copy-in bytes = input bytes); reading through the mount, the step reads its inputs once per pass (what a
-# FUSE client without a cache fetches again each time).
+# Checks (at any scale): every phase shows up as its own child process in the profile; the profiles attribute at
+# least 90% of the kernel's I/O bytes through every mount (rclone's full 64-bit inode numbers once cut them at 25%);
+# staging fetches each input once (copy-in bytes = input bytes); reading through the mount, the step reads its inputs
+# once per pass (what a FUSE client without a cache fetches again each time).
 . "$(dirname "$0")/lib.sh"
 need_root
 if [ "$mode" = short ]; then pairs=20000; passes=3; runs=3; else pairs=300000; passes=3; runs=3; fi
@@ -74,6 +75,10 @@ print(f"check phases-are-children {int(ok)} "
       + shlex.quote("the profiles show the phases (gzip, python3, md5sum) as child processes: " + ", ".join(sorted(children))))
 print(f"check staged-fetches-once {int(abs(staged - inputs) <= 0.01 * inputs)} "
       + shlex.quote(f"staging fetched {staged} bytes for {inputs} bytes of inputs"))
+covs = {r["name"]: (r["profile"] or {}).get("io", {}).get("coverage") for r in rep["results"]}
+print(f"check profiles-cover-kernel-bytes {int(all(c is not None and c >= 0.9 for c in covs.values()))} "
+      + shlex.quote("the profiles attribute at least 90% of the kernel's I/O bytes through every mount: "
+                    + ", ".join(f"{n} {'none' if c is None else f'{100 * c:.0f}%'}" for n, c in covs.items())))
 passes = int(os.environ["passes"])
 print(f"check mount-reads-per-pass {int(mount >= 0.99 * inputs * (1 + passes))} "
       + shlex.quote(f"through the mount the step read {mount / inputs:.2f}x its inputs (1 + {passes} passes)"))

@@ -16,7 +16,7 @@ need_root
 need_tool minimap2 minimap2
 need_tool samtools samtools
 disk=${DISK:-magnetic}
-if [ "$mode" = short ]; then pairs=20000; ref=1000000; runs=5; else pairs=400000; ref=5000000; runs=10; fi
+if [ "$mode" = short ]; then pairs=20000; ref=1000000; runs=5; else pairs=200000; ref=5000000; runs=10; fi
 threads=$(nproc)
 
 synth "$work/synth" --ref-size "$ref" --pairs "$pairs"

@@ -14,7 +14,7 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 need_tool minimap2 minimap2
-if [ "$mode" = short ]; then size=24M; files=40; pairs=20000; runs=3; else size=256M; files=1000; pairs=200000; runs=5; fi
+if [ "$mode" = short ]; then size=24M; files=40; pairs=20000; runs=3; else size=256M; files=500; pairs=100000; runs=5; fi
 targets=(ext4 xfs btrfs netfs s3)
 db=$work/results.sqlite
 

@@ -18,6 +18,9 @@ MAX_RECORD = 1 << 31
 # No counter, time (ns since 1970: 2^62 is the year 2116), size or offset the interposer writes reaches 2^62, so a
 # larger value is damage; keeping values below it also keeps the analysis's int64 sums from overflowing.
 MAX_VALUE = 1 << 62
+# Identities, not quantities: never summed, and a filesystem may use all 64 bits of them (rclone's FUSE mount gives
+# files inode numbers such as 18053519015812245239), so they are exempt from the range check.
+IDENTITY_FIELDS = frozenset({"dev", "ino"})
 
 
 @dataclass
@@ -31,9 +34,11 @@ class Layout:
     _struct: struct.Struct | None = None
     _build: Any = None
     _ints: bool = True  # every value is an integer (no u8 text), so one max() checks the range
+    _ident: frozenset[int] = frozenset()  # positions in the unpacked values of IDENTITY_FIELDS
 
     def compile(self) -> None:
         fmt, items, pos, i = ["<"], [], 0, 0
+        ident: set[int] = set()
         cur = _CURRENT.get(self.kind)
         known = {f[0]: f for f in cur.fields} if cur is not None and cur is not self else {}
         for name, typ, count, off in sorted(self.fields, key=lambda f: f[3]):
@@ -45,6 +50,8 @@ class Layout:
                 raise ValueError(f"SCHEMA for {self.kind} is damaged (field {name!r} has the wrong shape)")
             if off > pos:
                 fmt.append(f"{off - pos}x")
+            if name in IDENTITY_FIELDS and typ != "u8" and count == 1:
+                ident.add(i)
             if typ == "u8":
                 fmt.append(f"{count}s")
                 items.append(f"{name!r}: v[{i}]")
@@ -66,6 +73,7 @@ class Layout:
         self._struct = struct.Struct("".join(fmt))
         # one dict display per record is much faster than a loop over fields
         self._ints = all(f[1] != "u8" for f in self.fields)
+        self._ident = frozenset(ident)
         self._build = eval("lambda v: {" + ", ".join(items) + "}")  # noqa: S307 - built from field names
 
     def decode(self, buf: bytes | memoryview, offset: int = 0) -> dict[str, Any]:
@@ -73,7 +81,8 @@ class Layout:
             self.compile()
         assert self._struct is not None
         v = self._struct.unpack_from(buf, offset)
-        if self._ints and v and max(v) >= MAX_VALUE:
+        if self._ints and v and max(v) >= MAX_VALUE and any(
+                x >= MAX_VALUE for j, x in enumerate(v) if j not in self._ident):
             raise ValueError(f"a {self.kind} value is out of range")
         return self._build(v)
 
