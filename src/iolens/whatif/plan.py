@@ -24,6 +24,7 @@ from iolens import _format as F
 from iolens.capture.reader import Capture, Process
 from iolens.errors import UsageError
 from iolens.whatif.engine import describe, op_dtype
+from iolens.whatif.timeline import cpu_shares, recorded_threads
 
 NO_FILE = 0xFFFFFFFF
 # files the step does not own: the replay leaves them where they are and keeps their ops as compute time
@@ -91,13 +92,19 @@ class Plan:
     skipped_ops: int = 0               # events left as compute (system files, untracked descriptors, seeks, mmap)
     notes: list[str] = field(default_factory=list)
     overhead_s: float = 0.0            # the profiler's recording cost taken out of the compute gaps
+    cpu_share: list[float] = field(default_factory=list)  # thread -> on-CPU share of its gaps (burnt, not slept)
+    wait_share: list[float] = field(default_factory=list)  # thread -> share of the rest waited out (see timeline)
+    unreplayed_cpu_s: float = 0.0      # CPU of threads that made no file operation (not replayed)
+    recorded: list[dict[str, float]] = field(default_factory=list)  # thread -> the recording's own timeline
 
     def job(self, root: str, ops_path: str, *, speed: str, cache: str, log: str | None = None) -> dict[str, Any]:
         return {"root": root, "ops": ops_path, "speed": speed, "cache": cache, "log": log,
                 "files": [{"path": f.rel, "dir": f.dir, "layout": -1 if f.created else f.layout,
                            "content": f.content} for f in self.files],
                 "handles": [{"file": h} for h in self.handles],
-                "threads": [{"process": p} for p in self.threads],
+                "threads": [{"process": p, "cpu_share": self.cpu_share[i] if i < len(self.cpu_share) else 0.0,
+                             "wait_share": self.wait_share[i] if i < len(self.wait_share) else 1.0}
+                            for i, p in enumerate(self.threads)],
                 "processes": self.processes, "roots": self.roots, "pipes": self.pipes}
 
     @property
@@ -109,15 +116,21 @@ def has_trace(cap: Capture) -> bool:
     return any(p.events is not None and len(p.events) for p in cap.processes)
 
 
+# below a system prefix but the step's own: shared-memory tmpfs is where users put fast scratch
+DATA_PREFIXES = ("/dev/shm/",)
+
+
 def _is_data(path: str) -> bool:
-    return path.startswith("/") and path.strip("/") != "" and not path.startswith(SYSTEM_PREFIXES)
+    return path.startswith("/") and path.strip("/") != "" and (path.startswith(DATA_PREFIXES)
+                                                                or not path.startswith(SYSTEM_PREFIXES))
 
 
-def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS) -> Plan:
+def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS, gaps: str = "cpu") -> Plan:
     """The replay plan of a capture; UsageError with one line when it has no trace.
 
     `event_overhead_ns`: the profiler's cost per traced event outside the recorded call, taken out of the compute
-    gap that holds it (0 keeps the gaps as recorded)."""
+    gap that holds it (0 keeps the gaps as recorded).  `gaps`: "cpu" burns each gap's on-CPU share (from the
+    processes' CPU times, see whatif/timeline.py) and waits out the rest; "sleep" waits out all of it."""
     if not has_trace(cap):
         raise UsageError(f"{cap.path} has no operation trace; profile the step again with `iolens profile --trace` "
                          "to replay it (`iolens predict` works without one)")
@@ -136,12 +149,24 @@ def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS
         allrows = _with_pipe_needs(allrows, np.concatenate(ops.pipe_rows), code, int(d["pipe_buffer"]))
     a = allrows[np.lexsort((allrows[:, _SEQ], allrows[:, _T], allrows[:, _THREAD]))]  # per thread, in time order
     gap, overhead_ns = _gaps(a, code["START"], tree.roots, t0, ops.event_times, event_overhead_ns)
+    # A parent is taken to call wait right after its previous op: the time until the child ended is the child's,
+    # which the child's replay takes (recorded as a gap it would be waited out even when the child ran faster).
+    gap[a[:, _OP] == code["WAIT"]] = 0
     notes = []
     if any(p.fields.get("trace_lost") for p in procs):
         notes.append("some trace events were lost while recording; the replay misses them")
+    cpu = cpu_shares(procs, ops.threads, a[:, _THREAD], gap, event_overhead_ns)
+    if cpu.unreplayed_s > 0.05 * max(float(cap.meta.get("wall_s") or 0.0), 1e-9) and gaps == "cpu":
+        notes.append(f"{cpu.unreplayed_s:.3f} s of CPU was used by threads with no file operation (not replayed): "
+                     "the replay competes less for the CPUs than the step did")
+    recorded = recorded_threads(a, gap, len(ops.threads), t0, {code["START"], code["EXIT"], code["SPAWN"]},
+                                {code["WAIT"], code["PIPE_READ"], code["PIPE_WRITE"]})
     return Plan(files, ops.handles, ops.threads, len(procs), tree.roots, n_pipes, _op_array(a, gap),
                 float(cap.meta.get("wall_s") or 0.0), skipped_ops=ops.skipped, notes=notes,
-                overhead_s=overhead_ns / 1e9)
+                overhead_s=overhead_ns / 1e9,
+                cpu_share=[cpu.share[p] if gaps == "cpu" else 0.0 for p in ops.threads],
+                wait_share=[cpu.wait[p] if gaps == "cpu" else 1.0 for p in ops.threads],
+                unreplayed_cpu_s=cpu.unreplayed_s, recorded=recorded)
 
 
 # what a process's file index stands for in the replay: a data file (by its index in the plan's files) or a pipe
@@ -362,11 +387,13 @@ class _Tree:
             # thread starts and the process's end
             for th in [th for th, _first, _last in ops.proc_threads[i]] or [ops.thread_of[(i, 0)]]:
                 pseudo.append((starts[i], code["START"], th, i, -1))
-            if ops.proc_threads[i] and self.ends[i]:
+            if self.ends[i]:  # a process with no events too: its life (a `sleep`) is a gap its parent waits for
                 pseudo.append((self.ends[i], code["EXIT"], self._last_thread(i), 0, 2))
         return pseudo
 
     def _last_thread(self, i: int) -> int:
+        if not self.ops.proc_threads[i]:
+            return self.ops.thread_of[(i, 0)]
         return max(self.ops.proc_threads[i], key=lambda x: x[2])[0]
 
     def wall_start(self, meta: dict[str, Any], pseudo: list[_Pseudo], code: dict[str, int]) -> int:

@@ -1,0 +1,111 @@
+"""Where a step's time went, per thread, in the recording and in a replay; and how much of each compute gap was on
+the CPU.
+
+The compute gaps of a trace are wall time between a thread's operations.  Part of it was on the CPU (the program
+computing, dynamic loading, untraced system calls) and part off it (page faults on mmap'd files, waits the trace does
+not show, and, on a busy machine, time runnable but not running).  A replay that sleeps through a gap does not
+compete for the CPUs; one that burns it does.  The capture carries each process image's user and system CPU time, so
+the on-CPU share of its gaps is estimated as
+
+    cpu_gap = utime + max(0, stime - traced call time) - events * per-event recording cost
+    share   = min(1, cpu_gap / sum of the process's replayed gaps)
+
+(system time inside traced calls is the calls' own, which the replay pays by making them; the profiler's recording
+cost was taken out of the gaps, so it is taken out of the CPU time too).  CPU beyond the gaps (threads with no file
+operation, such as an aligner's workers, are not replayed) is reported as not replayed.
+
+The rest of a gap was off the CPU: either a real wait (sleeping on a lock or a worker, a page fault) or preemption
+(runnable, waiting for a CPU that other work held).  The first is replayed as a wait; the second is not, because the
+burn meets the replay machine's own contention instead.  The capture counts involuntary context switches (nivcsw),
+not their length: each is taken to have cost one scheduler slice, PREEMPT_S (an estimate: CFS gives a runnable task
+a few milliseconds on a busy 2-CPU machine), and the preempted time is min(off-CPU time, nivcsw * PREEMPT_S).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from iolens.capture.reader import Process
+
+
+PREEMPT_S = 0.003  # the time one involuntary context switch is taken to have cost (see the module's docstring)
+
+
+@dataclass
+class CpuShare:
+    share: list[float]          # per process: the on-CPU share of its gaps
+    wait: list[float]           # per process: the share of the rest replayed as a wait (not preemption)
+    unreplayed_s: float         # CPU time the replay's threads cannot hold (threads without file operations)
+
+
+def cpu_shares(procs: list[Process], thread_proc: list[int], op_thread: np.ndarray, gap: np.ndarray,
+               per_event_ns: int) -> CpuShare:
+    """The on-CPU share of each process's replayed gaps (see the module's docstring)."""
+    gap_s = np.zeros(len(procs))
+    if len(gap):
+        per_thread = np.bincount(op_thread.astype(np.int64), weights=gap.astype(np.float64),
+                                 minlength=len(thread_proc)) / 1e9
+        np.add.at(gap_s, np.asarray(thread_proc, dtype=np.int64), per_thread[:len(thread_proc)])
+    shares, waits, unreplayed = [], [], 0.0
+    for pi, p in enumerate(procs):
+        cpu = on_cpu_gap_s(p, per_event_ns)
+        share = min(1.0, cpu / gap_s[pi]) if gap_s[pi] > 0 else 0.0
+        unreplayed += max(0.0, cpu - gap_s[pi])
+        shares.append(share)
+        off = max(0.0, gap_s[pi] - cpu)
+        preempted = min(off, int(p.nivcsw) * PREEMPT_S) if share > 0 else 0.0
+        waits.append(1.0 - preempted / off if off > 0 else 1.0)
+    return CpuShare(shares, waits, unreplayed)
+
+
+def on_cpu_gap_s(p: Process, per_event_ns: int) -> float:
+    """CPU seconds the process image spent outside its traced calls, less the profiler's recording cost."""
+    if not p.finalized:
+        return 0.0
+    ut = max(0, int(p.utime_ns) - int(p.utime_start_ns))
+    st = max(0, int(p.stime_ns) - int(p.stime_start_ns))
+    ev = p.events
+    n = 0 if ev is None else len(ev)
+    in_calls = 0 if ev is None or not n else int(ev["dur_ns"].astype(np.int64).sum())
+    return max(0.0, (ut + max(0, st - in_calls) - n * per_event_ns) / 1e9)
+
+
+def recorded_threads(a: np.ndarray, gap: np.ndarray, nthreads: int, t0: int, none_codes: set[int],
+                     wait_codes: set[int]) -> list[dict[str, float]]:
+    """Per replayed thread, the recording's own timeline in the replay's terms: begin and end (seconds since the
+    run began), its compute gaps, its time in replayed calls (busy) and in pipe and wait calls (dep)."""
+    out = [{"begin": 0.0, "end": 0.0, "gap": 0.0, "busy": 0.0, "dep": 0.0} for _ in range(nthreads)]
+    if not len(a):
+        return out
+    th = a[:, 5]
+    dur = a[:, 1].astype(np.float64) / 1e9
+    is_none = np.isin(a[:, 4], list(none_codes))
+    is_dep = np.isin(a[:, 4], list(wait_codes))
+    for t in range(nthreads):
+        sel = th == t
+        if not sel.any():
+            continue
+        rows = a[sel]
+        o = out[t]
+        o["begin"] = float(rows[:, 0].min() - t0) / 1e9
+        o["end"] = float((rows[:, 0] + rows[:, 1]).max() - t0) / 1e9
+        o["gap"] = float(gap[sel].sum()) / 1e9
+        o["busy"] = float(dur[sel & ~is_none & ~is_dep].sum())
+        o["dep"] = float(dur[sel & is_dep].sum())
+    return out
+
+
+def breakdown(recorded: list[dict[str, float]], replayed: list[dict[str, float]]) -> dict[str, float]:
+    """Sums over threads, recorded against replayed: where a replay's error came from.  `late` is how far threads
+    fell behind their recorded schedule (CPU contention, slower calls before), `end` the last thread's end."""
+    def tot(rows: list[dict[str, float]], k: str) -> float:
+        return float(sum(r.get(k, 0.0) for r in rows))
+
+    return {"rec_busy": tot(recorded, "busy"), "rep_busy": tot(replayed, "busy"),
+            "rec_gap": tot(recorded, "gap"), "rep_gap": tot(replayed, "gap"),
+            "rec_dep": tot(recorded, "dep"), "rep_dep": tot(replayed, "dep"),
+            "rep_late": tot(replayed, "late"), "rep_cpu": tot(replayed, "cpu"),
+            "rec_end": max((r["end"] for r in recorded), default=0.0),
+            "rep_end": max((r.get("end", 0.0) for r in replayed), default=0.0)}
