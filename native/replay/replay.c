@@ -387,9 +387,10 @@ static void *thread_main(void *arg)
              * the rest, off the CPU, the share taken as real waits (untraced waits, page faults) is waited out
              * after it, and the share taken as preemption while recording (waiting for a CPU) is not: the burn
              * meets today's contention instead.  cpu_share 0 and wait_share 1 keep the recorded gap as a wait. */
-            uint64_t on = 0, deadline = prev_end + o->gap;
-            if (t->cpu_share > 0 && o->gap >= BURN_MIN_NS) {
-                on = (uint64_t)((double)o->gap * t->cpu_share);
+            uint64_t on = o->op == RP_OP_SPAWN ? (o->size < o->gap ? o->size : o->gap) /* the child's start-up */
+                                               : (uint64_t)((double)o->gap * t->cpu_share);
+            uint64_t deadline = prev_end + o->gap;
+            if (on > 0 && o->gap >= BURN_MIN_NS) {
                 t->cpu_ns += burn(on);
                 uint64_t b = now_ns();
                 if (b > prev_end + on) t->late_ns += b - (prev_end + on);

@@ -27,7 +27,7 @@
 #define RP_OPS(X) \
     X(START, NONE, "first op of a thread: waits for its process to be started (obj: process)") \
     X(EXIT, NONE, "last op of a thread: only its gap (the compute before the process ended)") \
-    X(SPAWN, NONE, "starts a process: fork+exec or exec (obj: process)") \
+    X(SPAWN, NONE, "starts a process: fork+exec or exec (obj: process; size: ns of CPU its start-up took, burnt in the gap)") \
     X(WAIT, NONE, "waits for a process and its threads to finish (obj: process)") \
     X(OPEN, META, "open or create (obj: handle)") \
     X(CLOSE, META, "close the handle's descriptor when its last open is closed") \

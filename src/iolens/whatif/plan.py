@@ -24,7 +24,8 @@ from iolens import _format as F
 from iolens.capture.reader import Capture, Process
 from iolens.errors import UsageError
 from iolens.whatif.engine import describe, op_dtype
-from iolens.whatif.timeline import cpu_shares, recorded_threads
+from iolens.whatif.pipes import _pipe_needs
+from iolens.whatif.timeline import cpu_shares, recorded_threads, startup_cpu_ns
 
 NO_FILE = 0xFFFFFFFF
 # files the step does not own: the replay leaves them where they are and keeps their ops as compute time
@@ -152,6 +153,9 @@ def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS
     # A parent is taken to call wait right after its previous op: the time until the child ended is the child's,
     # which the child's replay takes (recorded as a gap it would be waited out even when the child ran faster).
     gap[a[:, _OP] == code["WAIT"]] = 0
+    if gaps == "cpu":  # a SPAWN carries its child's start-up CPU, burnt in its gap
+        spawn = np.nonzero(a[:, _OP] == code["SPAWN"])[0]
+        a[spawn, 3] = np.minimum([tree.startup_cpu(int(i)) for i in a[spawn, _OBJ]], gap[spawn])
     notes = []
     if any(p.fields.get("trace_lost") for p in procs):
         notes.append("some trace events were lost while recording; the replay misses them")
@@ -369,6 +373,12 @@ class _Tree:
                  and (not q.end_mono or self.ends[j] >= starts[i])]
         return max(cands, key=lambda j: starts[j]) if cands else None
 
+    def startup_cpu(self, i: int) -> int:
+        """The CPU image i took to start (see whatif/timeline.py)."""
+        j = self.parent(i)
+        before = self.procs[j] if j is not None and self.procs[j].pid == self.procs[i].pid else None
+        return startup_cpu_ns(self.procs[i], before)
+
     def events(self, code: dict[str, int]) -> list[_Pseudo]:
         """Each image's spawn (or its place among the roots), its waits for children, thread starts and its exit."""
         pseudo: list[_Pseudo] = []
@@ -465,30 +475,3 @@ def _less_overhead(a: np.ndarray, gap: np.ndarray, event_times: dict[int, np.nda
         events = np.diff(cum, prepend=0)
         out[sel] = np.maximum(gap[sel] - events * per_event_ns, 0)
     return out, int((gap - out).sum())
-
-
-def _pipe_needs(pr: np.ndarray, read_code: int, pipe_buf: int) -> np.ndarray:
-    """For each pipe op, the bytes the other side must have moved first.
-
-    A read needs the writes that ended before it ended, up to what the readers have read with it; a write needs
-    the readers within a pipe's capacity of it, counting only reads that ended before it ended.  Only ops that
-    ended earlier in the recording are counted, so the dependencies can never wait on each other in a cycle.
-    """
-    need = np.zeros(len(pr), dtype=np.int64)
-    for pipe in np.unique(pr[:, 6]):
-        sel = np.nonzero(pr[:, 6] == pipe)[0]
-        end = pr[sel, 0] + pr[sel, 1]
-        size = pr[sel, 3]
-        is_r = pr[sel, 4] == read_code
-        for mine, other in ((is_r, ~is_r), (~is_r, is_r)):
-            o_idx = np.argsort(end[other], kind="stable")
-            o_end = end[other][o_idx]
-            o_cum = np.concatenate([[0], np.cumsum(size[other][o_idx])])
-            m_idx = np.argsort(end[mine], kind="stable")
-            m_cum = np.cumsum(size[mine][m_idx])
-            done_other = o_cum[np.searchsorted(o_end, end[mine][m_idx], side="left")]
-            want = m_cum if mine is is_r else np.maximum(m_cum - pipe_buf, 0)
-            got = np.minimum(want, done_other)
-            tgt = sel[np.nonzero(mine)[0][m_idx]]
-            need[tgt] = got
-    return need

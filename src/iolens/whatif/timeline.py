@@ -14,6 +14,10 @@ the on-CPU share of its gaps is estimated as
 cost was taken out of the gaps, so it is taken out of the CPU time too).  CPU beyond the gaps (threads with no file
 operation, such as an aligner's workers, are not replayed) is reported as not replayed.
 
+Starting a process costs CPU too (fork, exec, the dynamic loader), before the child's first record: the capture's
+start counters of each image show it (startup_cpu_ns), and the replay burns it in the parent's gap before the
+child's SPAWN, where the recorded start-up time sits.
+
 The rest of a gap was off the CPU: either a real wait (sleeping on a lock or a worker, a page fault) or preemption
 (runnable, waiting for a CPU that other work held).  The first is replayed as a wait; the second is not, because the
 burn meets the replay machine's own contention instead.  The capture counts involuntary context switches (nivcsw),
@@ -30,6 +34,9 @@ import numpy as np
 from iolens.capture.reader import Process
 
 
+# the profiler's own cost per process image (loading the larger library, its constructor and the part written at
+# exit), measured as profiled over plain /bin/true (docs/design.md): CPU that was the profiler's, not the step's
+PROCESS_OVERHEAD_NS = 170_000
 PREEMPT_S = 0.003  # the time one involuntary context switch is taken to have cost (see the module's docstring)
 
 
@@ -61,7 +68,8 @@ def cpu_shares(procs: list[Process], thread_proc: list[int], op_thread: np.ndarr
 
 
 def on_cpu_gap_s(p: Process, per_event_ns: int) -> float:
-    """CPU seconds the process image spent outside its traced calls, less the profiler's recording cost."""
+    """CPU seconds the process image spent outside its traced calls, less the profiler's recording cost (per event
+    and per process)."""
     if not p.finalized:
         return 0.0
     ut = max(0, int(p.utime_ns) - int(p.utime_start_ns))
@@ -69,7 +77,16 @@ def on_cpu_gap_s(p: Process, per_event_ns: int) -> float:
     ev = p.events
     n = 0 if ev is None else len(ev)
     in_calls = 0 if ev is None or not n else int(ev["dur_ns"].astype(np.int64).sum())
-    return max(0.0, (ut + max(0, st - in_calls) - n * per_event_ns) / 1e9)
+    return max(0.0, (ut + max(0, st - in_calls) - n * per_event_ns - PROCESS_OVERHEAD_NS) / 1e9)
+
+
+def startup_cpu_ns(p: Process, before: Process | None) -> int:
+    """CPU time an image took to start (fork, exec, dynamic loading) before the profiler's constructor read the
+    process's CPU times: those counters, less the end counters of the image it exec'ed from (`before`), else all
+    of them (a new process's counters start at its fork)."""
+    start = int(p.utime_start_ns) + int(p.stime_start_ns)
+    prev = int(before.utime_ns) + int(before.stime_ns) if before is not None and before.finalized else 0
+    return max(0, start - prev)
 
 
 def recorded_threads(a: np.ndarray, gap: np.ndarray, nthreads: int, t0: int, none_codes: set[int],
@@ -97,15 +114,16 @@ def recorded_threads(a: np.ndarray, gap: np.ndarray, nthreads: int, t0: int, non
     return out
 
 
-def breakdown(recorded: list[dict[str, float]], replayed: list[dict[str, float]]) -> dict[str, float]:
-    """Sums over threads, recorded against replayed: where a replay's error came from.  `late` is how far threads
-    fell behind their recorded schedule (CPU contention, slower calls before), `end` the last thread's end."""
+def breakdown(recorded: list[dict[str, float]], replayed: list[dict[str, float]],
+              thread_cpu: list[float]) -> dict[str, float]:
+    """Sums over threads, recorded against replayed: where a replay's error came from.  busy: in replayed calls;
+    gap: in compute gaps (cpu: the part of it burnt); dep: waiting for other threads (pipes, children); late: how
+    far threads fell behind (a burn slowed by other work); end: the last thread's end."""
     def tot(rows: list[dict[str, float]], k: str) -> float:
         return float(sum(r.get(k, 0.0) for r in rows))
 
     return {"rec_busy": tot(recorded, "busy"), "rep_busy": tot(replayed, "busy"),
-            "rec_gap": tot(recorded, "gap"), "rep_gap": tot(replayed, "gap"),
-            "rec_dep": tot(recorded, "dep"), "rep_dep": tot(replayed, "dep"),
-            "rep_late": tot(replayed, "late"), "rep_cpu": tot(replayed, "cpu"),
+            "rec_gap": tot(recorded, "gap"), "rep_gap": tot(replayed, "gap"), "rep_cpu": float(sum(thread_cpu)),
+            "rec_dep": tot(recorded, "dep"), "rep_dep": tot(replayed, "dep"), "rep_late": tot(replayed, "late"),
             "rec_end": max((r["end"] for r in recorded), default=0.0),
             "rep_end": max((r.get("end", 0.0) for r in replayed), default=0.0)}
