@@ -270,7 +270,8 @@ class _Ops:
         ev, rp, kind, gid, tids = ev[keep], rp[keep], kind[keep], gid[keep], tids[keep]
         if not len(ev):
             return
-        thr = np.array([self.thread_of[(pi, int(t))] for t in tids], dtype=np.int64)
+        uniq, inv = np.unique(tids, return_inverse=True)
+        thr = np.array([self.thread_of[(pi, int(t))] for t in uniq], dtype=np.int64)[inv]
         block = np.stack([ev["start_mono"].astype(np.int64), ev["dur_ns"].astype(np.int64),
                           ev["offset"].astype(np.int64), ev["size"].astype(np.int64), rp, thr,
                           self._objects(pi, rp, kind, gid),
@@ -305,16 +306,22 @@ class _Ops:
     def _objects(self, pi: int, rp: np.ndarray, kind: np.ndarray, gid: np.ndarray) -> np.ndarray:
         """What each op acts on: the file for a path op, a handle per (process, file) for the others, the pipe."""
         obj = np.zeros(len(rp), dtype=np.int64)
-        for j in np.nonzero(kind == _DATA)[0]:
-            if rp[j] in self.path_codes:
-                obj[j] = gid[j]
-            else:
-                key = (pi, int(gid[j]))
+        data = kind == _DATA
+        on_path = data & np.isin(rp, list(self.path_codes))
+        obj[on_path] = gid[on_path]
+        on_handle = data & ~on_path
+        if on_handle.any():
+            # one handle per (process, file), numbered in the order the files are first used
+            uniq, first, inv = np.unique(gid[on_handle], return_index=True, return_inverse=True)
+            hmap = np.zeros(len(uniq), dtype=np.int64)
+            for u in np.argsort(first, kind="stable"):
+                key = (pi, int(uniq[u]))
                 h = self.handle_of.get(key)
                 if h is None:
                     h = self.handle_of[key] = len(self.handles)
-                    self.handles.append(int(gid[j]))
-                obj[j] = h
+                    self.handles.append(int(uniq[u]))
+                hmap[u] = h
+            obj[on_handle] = hmap[inv]
         obj[kind == _PIPE] = gid[kind == _PIPE]
         return obj
 

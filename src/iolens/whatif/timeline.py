@@ -92,7 +92,8 @@ def startup_cpu_ns(p: Process, before: Process | None) -> int:
 def recorded_threads(a: np.ndarray, gap: np.ndarray, nthreads: int, t0: int, none_codes: set[int],
                      wait_codes: set[int]) -> list[dict[str, float]]:
     """Per replayed thread, the recording's own timeline in the replay's terms: begin and end (seconds since the
-    run began), its compute gaps, its time in replayed calls (busy) and in pipe and wait calls (dep)."""
+    run began), its compute gaps, its time in replayed calls (busy) and in pipe and wait calls (dep).  The rows `a`
+    are grouped by thread."""
     out = [{"begin": 0.0, "end": 0.0, "gap": 0.0, "busy": 0.0, "dep": 0.0} for _ in range(nthreads)]
     if not len(a):
         return out
@@ -100,17 +101,17 @@ def recorded_threads(a: np.ndarray, gap: np.ndarray, nthreads: int, t0: int, non
     dur = a[:, 1].astype(np.float64) / 1e9
     is_none = np.isin(a[:, 4], list(none_codes))
     is_dep = np.isin(a[:, 4], list(wait_codes))
-    for t in range(nthreads):
-        sel = th == t
-        if not sel.any():
-            continue
-        rows = a[sel]
-        o = out[t]
-        o["begin"] = float(rows[:, 0].min() - t0) / 1e9
-        o["end"] = float((rows[:, 0] + rows[:, 1]).max() - t0) / 1e9
-        o["gap"] = float(gap[sel].sum()) / 1e9
-        o["busy"] = float(dur[sel & ~is_none & ~is_dep].sum())
-        o["dep"] = float(dur[sel & is_dep].sum())
+    first = np.nonzero(np.r_[True, th[1:] != th[:-1]])[0]
+    begin = np.minimum.reduceat(a[:, 0], first)
+    end = np.maximum.reduceat(a[:, 0] + a[:, 1], first)
+    sums = {k: np.bincount(th, weights=w, minlength=nthreads) for k, w in
+            (("gap", gap.astype(np.float64) / 1e9), ("busy", np.where(~is_none & ~is_dep, dur, 0.0)),
+             ("dep", np.where(is_dep, dur, 0.0)))}
+    for k, t in enumerate(th[first]):
+        o = out[int(t)]
+        o["begin"], o["end"] = float(begin[k] - t0) / 1e9, float(end[k] - t0) / 1e9
+        for name, v in sums.items():
+            o[name] = float(v[int(t)])
     return out
 
 
