@@ -47,7 +47,8 @@ def measure(n_ops: int, where: str, runs: int = 3) -> dict[str, Any]:
             setup.append(r.setup_s)
         wall, inside = statistics.median(walls), statistics.median(busy)
         return {"events": events, "ops": int(len(plan.ops)), "step_wall_s": float(cap.meta["wall_s"]),
-                "step_io_s": io_s, "convert_s": convert_s, "convert_cpu_s": convert_cpu_s, "setup_s": statistics.median(setup),
+                "step_io_s": io_s, "convert_s": convert_s, "convert_cpu_s": convert_cpu_s,
+                "setup_s": statistics.median(setup),
                 "replay_wall_s": wall, "replay_calls_s": inside, "engine_s": max(0.0, wall - inside),
                 "engine_ns_per_op": max(0.0, wall - inside) / max(1, len(plan.ops)) * 1e9}
     finally:
@@ -57,8 +58,8 @@ def measure(n_ops: int, where: str, runs: int = 3) -> dict[str, Any]:
 def report(m: dict[str, Any]) -> None:
     print(f"replay cost: a traced step of {m['events']:,} events ({m['ops']:,} replayed ops), its wall "
           f"{m['step_wall_s']:.3f} s, its own I/O {m['step_io_s']:.3f} s")
-    print(f"  convert the capture (Python, once per capture) {m['convert_s']:.3f} s wall, {m['convert_cpu_s']:.3f} s CPU; "
-          f"the replayer reads its job in {m['setup_s']:.3f} s")
+    print(f"  convert the capture (Python, once per capture) {m['convert_s']:.3f} s wall, "
+          f"{m['convert_cpu_s']:.3f} s CPU; the replayer reads its job in {m['setup_s']:.3f} s")
     print(f"  replay at full speed {m['replay_wall_s']:.3f} s: in file calls {m['replay_calls_s']:.3f} s, the "
           f"replayer's own {m['engine_s']:.3f} s ({m['engine_ns_per_op']:.0f} ns per op, "
           f"{m['engine_s'] / max(m['step_io_s'], 1e-9) * 100:.0f}% of the step's I/O time)")

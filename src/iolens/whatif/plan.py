@@ -152,6 +152,7 @@ def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS
     gap, overhead_ns = _gaps(a, code["START"], tree.roots, t0, ops.event_times, event_overhead_ns)
     # A parent is taken to call wait right after its previous op: the time until the child ended is the child's,
     # which the child's replay takes (recorded as a gap it would be waited out even when the child ran faster).
+    waited = np.where(a[:, _OP] == code["WAIT"], gap, 0)  # the recording's wait for a child, for the breakdown
     gap[a[:, _OP] == code["WAIT"]] = 0
     if gaps == "cpu":  # a SPAWN carries its child's start-up CPU, burnt in its gap
         spawn = np.nonzero(a[:, _OP] == code["SPAWN"])[0]
@@ -163,7 +164,7 @@ def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS
     if cpu.unreplayed_s > 0.05 * max(float(cap.meta.get("wall_s") or 0.0), 1e-9) and gaps == "cpu":
         notes.append(f"{cpu.unreplayed_s:.3f} s of CPU was used by threads with no file operation (not replayed): "
                      "the replay competes less for the CPUs than the step did")
-    recorded = recorded_threads(a, gap, len(ops.threads), t0, {code["START"], code["EXIT"], code["SPAWN"]},
+    recorded = recorded_threads(a, gap, waited, len(ops.threads), t0, {code["START"], code["EXIT"], code["SPAWN"]},
                                 {code["WAIT"], code["PIPE_READ"], code["PIPE_WRITE"]})
     return Plan(files, ops.handles, ops.threads, len(procs), tree.roots, n_pipes, _op_array(a, gap),
                 float(cap.meta.get("wall_s") or 0.0), skipped_ops=ops.skipped, notes=notes,

@@ -89,11 +89,11 @@ def startup_cpu_ns(p: Process, before: Process | None) -> int:
     return max(0, start - prev)
 
 
-def recorded_threads(a: np.ndarray, gap: np.ndarray, nthreads: int, t0: int, none_codes: set[int],
-                     wait_codes: set[int]) -> list[dict[str, float]]:
+def recorded_threads(a: np.ndarray, gap: np.ndarray, waited: np.ndarray, nthreads: int, t0: int,
+                     none_codes: set[int], wait_codes: set[int]) -> list[dict[str, float]]:
     """Per replayed thread, the recording's own timeline in the replay's terms: begin and end (seconds since the
-    run began), its compute gaps, its time in replayed calls (busy) and in pipe and wait calls (dep).  The rows `a`
-    are grouped by thread."""
+    run began), its compute gaps, its time in replayed calls (busy) and in pipe calls and waits for children (dep;
+    `waited`: per row, the time a wait for a child took).  The rows `a` are grouped by thread."""
     out = [{"begin": 0.0, "end": 0.0, "gap": 0.0, "busy": 0.0, "dep": 0.0} for _ in range(nthreads)]
     if not len(a):
         return out
@@ -106,7 +106,7 @@ def recorded_threads(a: np.ndarray, gap: np.ndarray, nthreads: int, t0: int, non
     end = np.maximum.reduceat(a[:, 0] + a[:, 1], first)
     sums = {k: np.bincount(th, weights=w, minlength=nthreads) for k, w in
             (("gap", gap.astype(np.float64) / 1e9), ("busy", np.where(~is_none & ~is_dep, dur, 0.0)),
-             ("dep", np.where(is_dep, dur, 0.0)))}
+             ("dep", np.where(is_dep, dur, 0.0) + waited.astype(np.float64) / 1e9))}
     for k, t in enumerate(th[first]):
         o = out[int(t)]
         o["begin"], o["end"] = float(begin[k] - t0) / 1e9, float(end[k] - t0) / 1e9
