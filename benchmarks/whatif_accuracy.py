@@ -193,13 +193,13 @@ def report(c: Cells, plans: dict[str, Any], models: dict[str, Any], cals: list[d
             print(f"{step:<13} {n:<10} {m['rec_busy']:>9.3f} {m['rep_busy']:>7.3f} {m['rec_gap']:>8.3f} "
                   f"{m['rep_gap']:>7.3f} {m['rep_cpu']:>6.3f} {m['rep_late']:>6.3f} {m['rec_dep']:>8.3f} "
                   f"{m['rep_dep']:>7.3f} {m['rec_end']:>8.3f} {m['rep_end']:>7.3f}")
-    print(f"\n{'fidelity':<13} {'original':>9} {'replayed':>9} {'fidelity':>9} {'CPU not replayed':>17}  (replay "
+    print(f"\n{'fidelity':<13} {'original':>9} {'replayed':>9} {'fidelity':>9} {'burners CPU':>12}  (replay "
           "on the capture's own storage vs the profiled run)")
     for step in c.steps:
         orig = plans[step].wall_s
         rep = statistics.median(c.replayed[(step, c.names[c.home])])
         print(f"{step:<13} {orig:>8.3f}s {rep:>8.3f}s {pct(rep, orig):>+8.1f}% "
-              f"{plans[step].unreplayed_cpu_s:>16.3f}s")
+              f"{plans[step].unreplayed_cpu_s:>11.3f}s")
 
 
 def main() -> None:
@@ -251,7 +251,8 @@ def main() -> None:
         replayed: dict[tuple[str, str], list[float]] = {}
         slept: dict[tuple[str, str], list[float]] = {}
         parts: dict[tuple[str, str], list[dict[str, float]]] = {}
-        for _ in range(a.runs):
+        for k in range(a.runs):
+            print(f"round {k + 1} of {a.runs} ({time.time() - t_start:.0f} s)", file=sys.stderr, flush=True)
             for step, argv in steps.items():
                 for n, w, t in zip(names, works, targets):
                     actual.setdefault((step, n), []).append(real_run(w, argv))

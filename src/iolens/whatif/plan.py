@@ -25,7 +25,7 @@ from iolens.capture.reader import Capture, Process
 from iolens.errors import UsageError
 from iolens.whatif.engine import describe, op_dtype
 from iolens.whatif.pipes import _pipe_needs
-from iolens.whatif.timeline import cpu_shares, recorded_threads, startup_cpu_ns
+from iolens.whatif.timeline import burners, cpu_shares, recorded_threads, startup_cpu_ns
 
 NO_FILE = 0xFFFFFFFF
 # files the step does not own: the replay leaves them where they are and keeps their ops as compute time
@@ -95,7 +95,7 @@ class Plan:
     overhead_s: float = 0.0            # the profiler's recording cost taken out of the compute gaps
     cpu_share: list[float] = field(default_factory=list)  # thread -> on-CPU share of its gaps (burnt, not slept)
     wait_share: list[float] = field(default_factory=list)  # thread -> share of the rest waited out (see timeline)
-    unreplayed_cpu_s: float = 0.0      # CPU of threads that made no file operation (not replayed)
+    unreplayed_cpu_s: float = 0.0      # CPU of threads that made no file operation (burnt by burner threads)
     recorded: list[dict[str, float]] = field(default_factory=list)  # thread -> the recording's own timeline
 
     def job(self, root: str, ops_path: str, *, speed: str, cache: str, log: str | None = None) -> dict[str, Any]:
@@ -161,17 +161,22 @@ def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS
     if any(p.fields.get("trace_lost") for p in procs):
         notes.append("some trace events were lost while recording; the replay misses them")
     cpu = cpu_shares(procs, ops.threads, a[:, _THREAD], gap, event_overhead_ns)
-    if cpu.unreplayed_s > 0.05 * max(float(cap.meta.get("wall_s") or 0.0), 1e-9) and gaps == "cpu":
-        notes.append(f"{cpu.unreplayed_s:.3f} s of CPU was used by threads with no file operation (not replayed): "
-                     "the replay competes less for the CPUs than the step did")
+    shares = [cpu.share[p] if gaps == "cpu" else 0.0 for p in ops.threads]
+    waits = [cpu.wait[p] if gaps == "cpu" else 1.0 for p in ops.threads]
+    if gaps == "cpu":  # the CPU of threads with no file operation, burnt by threads of their own
+        rows, bgap, bprocs, bshares = burners(cpu.extra, tree.starts, tree.ends, len(ops.threads), code["START"],
+                                              code["EXIT"])
+        a, gap = np.concatenate([a, rows]), np.concatenate([gap, bgap])
+        waited = np.concatenate([waited, np.zeros(len(bgap), dtype=np.int64)])
+        ops.threads.extend(bprocs)
+        shares += bshares
+        waits += [0.0] * len(bprocs)
     recorded = recorded_threads(a, gap, waited, len(ops.threads), t0, {code["START"], code["EXIT"], code["SPAWN"]},
                                 {code["WAIT"], code["PIPE_READ"], code["PIPE_WRITE"]})
     return Plan(files, ops.handles, ops.threads, len(procs), tree.roots, n_pipes, _op_array(a, gap),
                 float(cap.meta.get("wall_s") or 0.0), skipped_ops=ops.skipped, notes=notes,
                 overhead_s=overhead_ns / 1e9,
-                cpu_share=[cpu.share[p] if gaps == "cpu" else 0.0 for p in ops.threads],
-                wait_share=[cpu.wait[p] if gaps == "cpu" else 1.0 for p in ops.threads],
-                unreplayed_cpu_s=cpu.unreplayed_s, recorded=recorded)
+                cpu_share=shares, wait_share=waits, unreplayed_cpu_s=cpu.unreplayed_s, recorded=recorded)
 
 
 # what a process's file index stands for in the replay: a data file (by its index in the plan's files) or a pipe

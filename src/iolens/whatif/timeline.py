@@ -12,7 +12,8 @@ the on-CPU share of its gaps is estimated as
 
 (system time inside traced calls is the calls' own, which the replay pays by making them; the profiler's recording
 cost was taken out of the gaps, so it is taken out of the CPU time too).  CPU beyond the gaps (threads with no file
-operation, such as an aligner's workers, are not replayed) is reported as not replayed.
+operation, such as an aligner's workers, are not replayed) is burnt by extra threads of that process over its
+recorded life (burners), so the replay asks the CPUs for what the step did.
 
 Starting a process costs CPU too (fork, exec, the dynamic loader), before the child's first record: the capture's
 start counters of each image show it (startup_cpu_ns), and the replay burns it in the parent's gap before the
@@ -37,7 +38,8 @@ from iolens.capture.reader import Process
 # the profiler's own cost per process image (loading the larger library, its constructor and the part written at
 # exit), measured as profiled over plain /bin/true (docs/design.md): CPU that was the profiler's, not the step's
 PROCESS_OVERHEAD_NS = 170_000
-PREEMPT_S = 0.003  # the time one involuntary context switch is taken to have cost (see the module's docstring)
+PREEMPT_S = 0.003
+BURNER_MIN_S = 0.001  # less CPU than this beyond a process's replayed gaps is left out  # the time one involuntary context switch is taken to have cost (see the module's docstring)
 
 
 @dataclass
@@ -45,6 +47,7 @@ class CpuShare:
     share: list[float]          # per process: the on-CPU share of its gaps
     wait: list[float]           # per process: the share of the rest replayed as a wait (not preemption)
     unreplayed_s: float         # CPU time the replay's threads cannot hold (threads without file operations)
+    extra: list[float]          # per process: that CPU time
 
 
 def cpu_shares(procs: list[Process], thread_proc: list[int], op_thread: np.ndarray, gap: np.ndarray,
@@ -55,16 +58,41 @@ def cpu_shares(procs: list[Process], thread_proc: list[int], op_thread: np.ndarr
         per_thread = np.bincount(op_thread.astype(np.int64), weights=gap.astype(np.float64),
                                  minlength=len(thread_proc)) / 1e9
         np.add.at(gap_s, np.asarray(thread_proc, dtype=np.int64), per_thread[:len(thread_proc)])
-    shares, waits, unreplayed = [], [], 0.0
+    shares, waits, extra = [], [], []
     for pi, p in enumerate(procs):
         cpu = on_cpu_gap_s(p, per_event_ns)
         share = min(1.0, cpu / gap_s[pi]) if gap_s[pi] > 0 else 0.0
-        unreplayed += max(0.0, cpu - gap_s[pi])
+        extra.append(max(0.0, cpu - gap_s[pi]))
         shares.append(share)
         off = max(0.0, gap_s[pi] - cpu)
         preempted = min(off, int(p.nivcsw) * PREEMPT_S) if share > 0 else 0.0
         waits.append(1.0 - preempted / off if off > 0 else 1.0)
-    return CpuShare(shares, waits, unreplayed)
+    return CpuShare(shares, waits, float(sum(extra)), extra)
+
+
+def burners(extra: list[float], starts: list[int], ends: list[int], first_thread: int, start_code: int,
+            exit_code: int) -> tuple[np.ndarray, np.ndarray, list[int], list[float]]:
+    """Threads that burn a process's CPU its replayed threads cannot hold (threads that made no file operation,
+    such as an aligner's workers): as many as that CPU needs over the process's recorded life, each burning its
+    share of it from the process's start, then ending (the process ends when they have).  The plan rows (as
+    build_plan's: t, dur, offset, size, op, thread, obj, flags, seq), their gaps, each thread's process and its
+    on-CPU share."""
+    rows: list[list[int]] = []
+    gaps: list[int] = []
+    procs: list[int] = []
+    shares: list[float] = []
+    for pi, cpu in enumerate(extra):
+        life = ends[pi] - starts[pi]
+        if cpu < BURNER_MIN_S or life <= 0:
+            continue
+        n = int(np.ceil(cpu / (life / 1e9)))
+        for _ in range(n):
+            th = first_thread + len(procs)
+            rows += [[starts[pi], 0, 0, 0, start_code, th, pi, 0, -1], [ends[pi], 0, 0, 0, exit_code, th, 0, 0, 2]]
+            gaps += [0, life]
+            procs.append(pi)
+            shares.append(min(1.0, cpu / n / (life / 1e9)))
+    return (np.array(rows, dtype=np.int64).reshape(-1, 9), np.array(gaps, dtype=np.int64), procs, shares)
 
 
 def on_cpu_gap_s(p: Process, per_event_ns: int) -> float:
