@@ -38,8 +38,8 @@ from iolens.capture.reader import Process
 # the profiler's own cost per process image (loading the larger library, its constructor and the part written at
 # exit), measured as profiled over plain /bin/true (docs/design.md): CPU that was the profiler's, not the step's
 PROCESS_OVERHEAD_NS = 170_000
-PREEMPT_S = 0.003
-BURNER_MIN_S = 0.001  # less CPU than this beyond a process's replayed gaps is left out  # the time one involuntary context switch is taken to have cost (see the module's docstring)
+PREEMPT_S = 0.003  # the time one involuntary context switch is taken to have cost (see the module's docstring)
+BURNER_MIN_S = 0.001  # less CPU than this beyond a process's replayed gaps is left out
 
 
 @dataclass
@@ -70,7 +70,7 @@ def cpu_shares(procs: list[Process], thread_proc: list[int], op_thread: np.ndarr
     return CpuShare(shares, waits, float(sum(extra)), extra)
 
 
-def burners(extra: list[float], starts: list[int], ends: list[int], first_thread: int, start_code: int,
+def burners(extra: list[float], starts: list[int], ends: list[int | float], first_thread: int, start_code: int,
             exit_code: int) -> tuple[np.ndarray, np.ndarray, list[int], list[float]]:
     """Threads that burn a process's CPU its replayed threads cannot hold (threads that made no file operation,
     such as an aligner's workers): as many as that CPU needs over the process's recorded life, each burning its
@@ -82,13 +82,14 @@ def burners(extra: list[float], starts: list[int], ends: list[int], first_thread
     procs: list[int] = []
     shares: list[float] = []
     for pi, cpu in enumerate(extra):
-        life = ends[pi] - starts[pi]
+        life = int(ends[pi]) - int(starts[pi])
         if cpu < BURNER_MIN_S or life <= 0:
             continue
         n = int(np.ceil(cpu / (life / 1e9)))
         for _ in range(n):
             th = first_thread + len(procs)
-            rows += [[starts[pi], 0, 0, 0, start_code, th, pi, 0, -1], [ends[pi], 0, 0, 0, exit_code, th, 0, 0, 2]]
+            rows += [[int(starts[pi]), 0, 0, 0, start_code, th, pi, 0, -1],
+                     [int(ends[pi]), 0, 0, 0, exit_code, th, 0, 0, 2]]
             gaps += [0, life]
             procs.append(pi)
             shares.append(min(1.0, cpu / n / (life / 1e9)))
