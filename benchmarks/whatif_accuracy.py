@@ -3,13 +3,17 @@
 Each step is profiled once (with --trace) on the root disk, then replayed and predicted on every target, and run
 for real there.  Real runs and replays are interleaved (run i of every step and target, then replay i, ...), so
 load from other work on the machine falls on both alike.  Per cell it prints the actual median with a 95%
-confidence interval of the median (distribution-free, from order statistics), the replayed median, the
-predicted time, their errors, and whether the error is inside the actual runs' own spread; then the mean absolute
-error of replay and predict, and the fidelity of each step (the replay on the capture's own storage against the
-original profiled run).  Targets: a directory on tmpfs, one on the root disk, and any `lab:NAME` given on the
-command line (bring the lab up first; this script never starts it).
+confidence interval of the median (distribution-free, from order statistics), the replayed median (compute gaps
+burnt as CPU for their on-CPU share; and, for comparison, all slept), the predicted time, their errors, and
+whether each is inside the actual runs' own spread; then the mean absolute error of each mode, where each replay's
+time went against the recording (per-thread busy, gaps, CPU burnt, late, waits), the fidelity of each step (the
+replay on the capture's own storage against the original profiled run), what a replay of a million operations
+costs, and the load average at the start and the end.
 
-    python benchmarks/whatif_accuracy.py [--runs 7] [--scale 1] [--steps a,b] [lab:hdd ...]
+Targets: a directory on tmpfs, one on the root disk, and with --lab the lab targets (--lab-targets), brought up by
+this script in a temporary lab directory (`iolens lab up --dir D --only ...`, root needed) and taken down at the end.
+
+    python benchmarks/whatif_accuracy.py [--runs 5] [--scale 1] [--steps a,b] [--lab [--lab-targets a,b]]
 """
 
 from __future__ import annotations
@@ -20,9 +24,12 @@ import os
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from iolens.bench.targets import resolve
 from iolens.capture.record import Recording
@@ -30,12 +37,20 @@ from iolens.synth import fastq_text, synth
 from iolens.whatif.plan import build_plan
 from iolens.whatif.predict import calibrate, predict, step_model
 from iolens.whatif.replay import replay_on
+from iolens.whatif.timeline import breakdown
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from replay_cost import measure as replay_cost  # noqa: E402
+from replay_cost import report as report_cost  # noqa: E402
+
+LAB_TARGETS = "magnetic,st1,gp2,s3,btrfs-zstd"
 
 STEPS = {
     "minimap2-sam": ["minimap2", "-a", "-t", "2", "ref.fa", "reads_1.fq.gz", "-o", "out.sam"],
     "sort-spill": ["samtools", "sort", "-m", "1M", "-o", "sorted.bam", "in.sam"],
     "index": ["samtools", "index", "in.bam"],
     "gzip-fastq": ["sh", "-c", "gzip -1 -c reads.fq > reads.fq.gz"],
+    "pigz-fastq": ["sh", "-c", "pigz -1 -p 2 -c reads.fq > reads.fq.gz"],
     "small-files": ["sh", "-c", "mkdir -p sf && i=0; while [ $i -lt 2000 ]; do echo $i > sf/f$i; i=$((i+1)); done; "
                     "ls sf > list && cat sf/* > all && rm -r sf"],
 }
@@ -101,80 +116,167 @@ def event_overhead_ns(runs: int = 5, n: int = 100_000) -> float:
         shutil.rmtree(d, ignore_errors=True)
 
 
+def lab_up(names: list[str]) -> tuple[Path, list[str]]:
+    """A lab of its own under a temporary directory; the targets that came up."""
+    d = Path(tempfile.mkdtemp(prefix="whatif-lab-")) / "lab"
+    r = subprocess.run(["iolens", "lab", "up", "--dir", str(d), "--only", ",".join(names)], capture_output=True,
+                       text=True)
+    if r.returncode:
+        print(f"lab up: {(r.stdout + r.stderr).strip()}")
+    os.environ["IOLENS_LAB_DIR"] = str(d)
+    up = []
+    for n in names:
+        try:
+            resolve(f"lab:{n}")
+            up.append(n)
+        except Exception as err:  # a target that failed to come up is reported, the others still run
+            print(f"lab:{n} is not available: {err}")
+    return d, up
+
+
+def lab_down(d: Path) -> None:
+    r = subprocess.run(["iolens", "lab", "down", "--dir", str(d)], capture_output=True, text=True)
+    if r.returncode:
+        print(f"lab down: {(r.stdout + r.stderr).strip()}")
+    shutil.rmtree(d.parent, ignore_errors=True)
+
+
+def pct(x: float, ref: float) -> float:
+    return (x - ref) / ref * 100 if ref else float("nan")
+
+
+@dataclass
+class Cells:
+    """Per (step, target): the real runs, the replays (gaps as CPU, and all slept) and each replay's breakdown."""
+
+    steps: list[str]
+    names: list[str]
+    home: int
+    actual: dict[tuple[str, str], list[float]]
+    replayed: dict[tuple[str, str], list[float]]
+    slept: dict[tuple[str, str], list[float]]
+    parts: dict[tuple[str, str], list[dict[str, float]]]
+
+
+def report(c: Cells, plans: dict[str, Any], models: dict[str, Any], cals: list[dict[str, float]]) -> None:
+    """The table, the mean absolute errors, the breakdown and the fidelity."""
+    errs: dict[str, list[float]] = {"replay": [], "replay (all gaps slept)": [], "predict": []}
+    print(f"\n{'step':<13} {'target':<10} {'actual (95% CI)':>24} {'replayed':>9} {'err':>7} {'slept':>8} "
+          f"{'err':>7} {'predicted':>10} {'err':>7} {'CI':>4}")
+    for step in c.steps:
+        for i, n in enumerate(c.names):
+            act, lo, hi = median_ci(c.actual[(step, n)])
+            rep = statistics.median(c.replayed[(step, n)])
+            slp = statistics.median(c.slept[(step, n)]) if c.slept else float("nan")
+            pred = predict(models[step], cals[i], cals[c.home], n).wall_s
+            er, es, ep = pct(rep, act), pct(slp, act), pct(pred, act)
+            errs["replay"].append(abs(er))
+            errs["predict"].append(abs(ep))
+            if c.slept:
+                errs["replay (all gaps slept)"].append(abs(es))
+            inside = ("r" if lo <= rep <= hi else "-") + ("p" if lo <= pred <= hi else "-")
+            ci = f"{act:.3f}s [{lo:.3f}, {hi:.3f}]"
+            print(f"{step:<13} {n:<10} {ci:>24} {rep:>8.3f}s {er:>+6.1f}% {slp:>7.3f}s {es:>+6.1f}% "
+                  f"{pred:>9.3f}s {ep:>+6.1f}% {inside:>4}")
+    for mode, e in errs.items():
+        if e:
+            print(f"mean absolute error: {mode} {statistics.mean(e):.1f}% (worst {max(e):.1f}%, {len(e)} cells)")
+    print("CI: r/p when the replayed/predicted time lies inside the actual median's 95% interval")
+    print("\nwhere the time went, recorded run (rec) against replay (rep), seconds summed over threads, medians: "
+          "busy in replayed calls; gap in compute gaps (cpu: burnt of it); late: behind schedule (a burn slowed by "
+          "other work); dep: waiting for pipes and children; end: the last thread's end")
+    print(f"{'step':<13} {'target':<10} {'busy rec':>9} {'rep':>7} {'gap rec':>8} {'rep':>7} {'cpu':>6} "
+          f"{'late':>6} {'dep rec':>8} {'rep':>7} {'end rec':>8} {'rep':>7}")
+    for step in c.steps:
+        for n in c.names:
+            m = {k: statistics.median(b[k] for b in c.parts[(step, n)]) for k in c.parts[(step, n)][0]}
+            print(f"{step:<13} {n:<10} {m['rec_busy']:>9.3f} {m['rep_busy']:>7.3f} {m['rec_gap']:>8.3f} "
+                  f"{m['rep_gap']:>7.3f} {m['rep_cpu']:>6.3f} {m['rep_late']:>6.3f} {m['rec_dep']:>8.3f} "
+                  f"{m['rep_dep']:>7.3f} {m['rec_end']:>8.3f} {m['rep_end']:>7.3f}")
+    print(f"\n{'fidelity':<13} {'original':>9} {'replayed':>9} {'fidelity':>9} {'burners CPU':>12}  (replay "
+          "on the capture's own storage vs the profiled run)")
+    for step in c.steps:
+        orig = plans[step].wall_s
+        rep = statistics.median(c.replayed[(step, c.names[c.home])])
+        print(f"{step:<13} {orig:>8.3f}s {rep:>8.3f}s {pct(rep, orig):>+8.1f}% "
+              f"{plans[step].unreplayed_cpu_s:>11.3f}s")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--runs", type=int, default=7, help="interleaved real runs and replays per cell (>= 6 for a "
-                    "95%% interval of the median)")
+    ap.add_argument("--runs", type=int, default=5, help="interleaved real runs and replays per cell (>= 6 for a "
+                    "95%% interval of the median; fewer give the range)")
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--steps", default=",".join(STEPS), help="comma-separated subset of: " + ", ".join(STEPS))
     ap.add_argument("--overhead-ns", type=float, default=None, help="the profiler's per-event cost (default: "
                     "measured)")
-    ap.add_argument("labs", nargs="*")
+    ap.add_argument("--lab", action="store_true", help="also run on lab targets brought up here (root needed)")
+    ap.add_argument("--lab-targets", default=LAB_TARGETS)
+    ap.add_argument("--no-sleep-replay", action="store_true", help="skip the comparison replay with every gap slept")
+    ap.add_argument("--cost-ops", type=int, default=1_000_000, help="operations of the replay-cost step (0: skip)")
     a = ap.parse_args()
-    steps = {s: STEPS[s] for s in a.steps.split(",")}
+    steps = {s: STEPS[s] for s in a.steps.split(",") if s != "pigz-fastq" or shutil.which("pigz")}
+    load0 = os.getloadavg()
+    t_start = time.time()
+    print(f"load average at start {load0[0]:.1f} {load0[1]:.1f} {load0[2]:.1f} on {os.cpu_count()} CPUs")
     bases = [tempfile.mkdtemp(prefix="whatif-", dir="/dev/shm"), tempfile.mkdtemp(prefix="whatif-", dir="/var/tmp")]
-    names = ["tmpfs", "rootdisk"] + a.labs
+    names = ["tmpfs", "rootdisk"]
+    specs = list(bases)
+    lab_dir = None
     works: list[Path] = []
     try:
-        targets = [resolve(b) for b in bases] + [resolve(s) for s in a.labs]
+        if a.lab:
+            lab_dir, up = lab_up(a.lab_targets.split(","))
+            names += up
+            specs += [f"lab:{n}" for n in up]
+        targets = [resolve(s) for s in specs]
         for t in targets:
+            assert t.path is not None
             w = Path(tempfile.mkdtemp(prefix="whatif-work-", dir=t.path))
-            prepare(w, a.scale)
             works.append(w)
+            prepare(w, a.scale)
         ovh = a.overhead_ns if a.overhead_ns is not None else event_overhead_ns()
-        print(f"profiler cost per traced event: {ovh:.0f} ns (taken out of the recorded compute gaps); "
-              f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+        print(f"profiler cost per traced event: {ovh:.0f} ns (taken out of the recorded compute gaps)")
         home = 1  # profiled on the root disk
-        caps, plans, models = {}, {}, {}
+        caps, plans, sleeps, models = {}, {}, {}, {}
         for step, argv in steps.items():
             clean(works[home])
             caps[step] = Recording(argv, trace=True, cwd=str(works[home])).run().capture
             plans[step] = build_plan(caps[step], event_overhead_ns=int(ovh))
+            sleeps[step] = build_plan(caps[step], event_overhead_ns=int(ovh), gaps="sleep")
             models[step] = step_model(caps[step])
+            for n in plans[step].notes:
+                print(f"{step}: {n}")
         actual: dict[tuple[str, str], list[float]] = {}
         replayed: dict[tuple[str, str], list[float]] = {}
-        late: dict[tuple[str, str], list[float]] = {}
-        for _ in range(a.runs):
+        slept: dict[tuple[str, str], list[float]] = {}
+        parts: dict[tuple[str, str], list[dict[str, float]]] = {}
+        for k in range(a.runs):
+            print(f"round {k + 1} of {a.runs} ({time.time() - t_start:.0f} s)", file=sys.stderr, flush=True)
             for step, argv in steps.items():
                 for n, w, t in zip(names, works, targets):
                     actual.setdefault((step, n), []).append(real_run(w, argv))
                     clean(w)
                     r = replay_on(plans[step], t)
                     replayed.setdefault((step, n), []).append(r.wall_s)
-                    late.setdefault((step, n), []).append(max((th["late"] for th in r.threads), default=0.0))
+                    parts.setdefault((step, n), []).append(breakdown(plans[step].recorded, r.threads, r.thread_cpu))
+                    if not a.no_sleep_replay:
+                        slept.setdefault((step, n), []).append(replay_on(sleeps[step], t).wall_s)
         cals = [calibrate(t, refresh=True) for t in targets]
-        errs_r, errs_p = [], []
-        print(f"{'step':<13} {'target':<9} {'actual (95% CI)':>24} {'replayed':>9} {'err':>7} {'predicted':>10} "
-              f"{'err':>7} {'CI':>6} {'late':>6}")
-        for step in steps:
-            for i, n in enumerate(names):
-                act, lo, hi = median_ci(actual[(step, n)])
-                rep = statistics.median(replayed[(step, n)])
-                pred = predict(models[step], cals[i], cals[home], n).wall_s
-                er, ep = (rep - act) / act * 100, (pred - act) / act * 100
-                errs_r.append(abs(er))
-                errs_p.append(abs(ep))
-                inside = "r" if lo <= rep <= hi else "-"
-                inside += "p" if lo <= pred <= hi else "-"
-                ci = f"{act:.3f}s [{lo:.3f}, {hi:.3f}]"
-                lt = statistics.median(late[(step, n)])
-                print(f"{step:<13} {n:<9} {ci:>24} {rep:>8.3f}s {er:>+6.1f}% {pred:>9.3f}s {ep:>+6.1f}% "
-                      f"{inside:>6} {lt:>5.3f}s")
-        print(f"mean absolute error: replay {statistics.mean(errs_r):.1f}%")
-        print(f"mean absolute error: predict {statistics.mean(errs_p):.1f}%")
-        print("CI: r/p when the replayed/predicted time lies inside the actual median's 95% interval; late: how far "
-              "the replay's most delayed thread fell behind its recorded schedule (median)")
-        print(f"{'fidelity':<13} {'original':>9} {'replayed':>9} {'fidelity':>9}  (replay on the capture's own "
-              "storage vs the profiled run)")
-        for step in steps:
-            orig = plans[step].wall_s
-            rep = statistics.median(replayed[(step, names[home])])
-            print(f"{step:<13} {orig:>8.3f}s {rep:>8.3f}s {(rep / orig - 1) * 100:>+8.1f}%")
+        report(Cells(list(steps), names, home, actual, replayed, slept, parts), plans, models, cals)
+        if a.cost_ops:
+            print()
+            report_cost(replay_cost(a.cost_ops, bases[0], runs=3))
     finally:
-        for b in bases:
-            shutil.rmtree(b, ignore_errors=True)
         for w in works:
             shutil.rmtree(w, ignore_errors=True)
+        for b in bases:
+            shutil.rmtree(b, ignore_errors=True)
+        if lab_dir is not None:
+            lab_down(lab_dir)
+        load1 = os.getloadavg()
+        print(f"load average at end {load1[0]:.1f} {load1[1]:.1f} {load1[2]:.1f}; the run took "
+              f"{time.time() - t_start:.0f} s")
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@
 
 #define DEP_TIMEOUT_NS 10000000000ull /* a dependency the trace cannot satisfy is given up after 10 s */
 #define IOBUF (1u << 20)
+#define BURN_MIN_NS 2000 /* shorter gaps are only waited out: reading the thread's CPU clock costs ~0.5 us */
 
 static const char *const OP_NAMES[] = {
 #define RP_X_OP(n, c, d) #n,
@@ -84,6 +85,9 @@ struct rthread {
     uint64_t late_ns;          /* reached an op after its recorded gap had already passed (behind schedule) */
     uint64_t dep_ns;           /* waited for another thread (process start, wait, pipes) */
     uint64_t busy_ns;          /* inside file operations */
+    uint64_t cpu_ns;           /* compute burnt on the CPU for the on-CPU share of the gaps (thread CPU time) */
+    double cpu_share;          /* the share of each recorded gap that was on the CPU (from the capture's CPU times) */
+    double wait_share;         /* the share of the rest that was a real wait, not preemption (1: all of it) */
 };
 
 struct proc {
@@ -148,6 +152,30 @@ static uint64_t pace(uint64_t deadline)
             clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
         }
     }
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Burn `ns` of this thread's CPU time: the on-CPU share of a compute gap is replayed as compute, so it competes
+ * for the CPUs as the recorded step's did (a sleep would not: on a loaded machine the real step slows, a sleeping
+ * replay does not).  Measured on the thread's CPU clock, so time spent runnable but not running is not counted
+ * and the burn takes longer when the CPUs are busy, as the step would.  Returns the CPU time burnt. */
+static uint64_t burn(uint64_t ns)
+{
+    uint64_t c0 = thread_cpu_ns(), c = c0;
+    static volatile uint64_t sink;
+    while (c - c0 < ns && !stop_signal) {
+        uint64_t x = sink;
+        for (int i = 0; i < 256; i++) x = x * 6364136223846793005ull + 1442695040888963407ull;
+        sink = x;
+        c = thread_cpu_ns();
+    }
+    return c - c0;
 }
 
 /* ---- dependencies ------------------------------------------------------------------------------- */
@@ -355,7 +383,23 @@ static void *thread_main(void *arg)
         }
         if (!R.speed_max) {
             uint64_t p0 = now_ns();
-            t->late_ns += pace(prev_end + o->gap);
+            /* The gap's on-CPU share is burnt as compute (a burn slowed by other work makes the thread late); of
+             * the rest, off the CPU, the share taken as real waits (untraced waits, page faults) is waited out
+             * after it, and the share taken as preemption while recording (waiting for a CPU) is not: the burn
+             * meets today's contention instead.  cpu_share 0 and wait_share 1 keep the recorded gap as a wait. */
+            uint64_t on = o->op == RP_OP_SPAWN ? (o->size < o->gap ? o->size : o->gap) /* the child's start-up */
+                                               : (uint64_t)((double)o->gap * t->cpu_share);
+            uint64_t deadline = prev_end + o->gap;
+            if (on > 0 && o->gap >= BURN_MIN_NS) {
+                t->cpu_ns += burn(on);
+                uint64_t b = now_ns();
+                if (b > prev_end + on) t->late_ns += b - (prev_end + on);
+                deadline = (b > prev_end + on ? b : prev_end + on) +
+                           (uint64_t)((double)(o->gap - on) * t->wait_share);
+            } else if (t->wait_share < 1) {
+                deadline = prev_end + (uint64_t)((double)o->gap * t->wait_share);
+            }
+            t->late_ns += pace(deadline);
             t->gap_ns += now_ns() - p0;
         }
         uint64_t a = now_ns();
@@ -631,6 +675,10 @@ int main(int argc, char **argv)
         double p = json_num(json_at(threads, i), "process", -1, &bad);
         if (p < 0 || p >= (double)R.nprocs) return bad_job("a thread names no process", NULL);
         R.threads[i].proc = (uint32_t)p;
+        double share = json_num(json_at(threads, i), "cpu_share", 0, &bad);
+        R.threads[i].cpu_share = share < 0 ? 0 : share > 1 ? 1 : share;
+        double ws = json_num(json_at(threads, i), "wait_share", 1, &bad);
+        R.threads[i].wait_share = ws < 0 ? 0 : ws > 1 ? 1 : ws;
         R.procs[(size_t)p].threads_left++;
     }
     const jval *roots = json_get(job, "roots");
@@ -749,6 +797,9 @@ int main(int argc, char **argv)
         jw_uint(&w, "busy_ns", t->busy_ns);
         jw_end_obj(&w);
     }
+    jw_end_arr(&w);
+    jw_arr(&w, "thread_cpu_ns"); /* per thread: CPU time burnt for the on-CPU share of its gaps */
+    for (size_t i = 0; i < R.nthreads; i++) jw_uint(&w, NULL, R.threads[i].cpu_ns);
     jw_end_arr(&w);
     jw_end_obj(&w);
     fputc('\n', stdout);

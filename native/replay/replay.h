@@ -9,8 +9,8 @@
  *
  * Timing: `gap` is the recorded time between the end of the thread's previous
  * operation (or, for START, the start of its process) and the start of this
- * one: compute time, replayed as such with --speed recorded and skipped with
- * --speed max.  `dur` is the recorded duration (reported, never replayed).
+ * one: compute time, replayed with --speed recorded (its thread's `cpu_share` of
+ * it burnt on the CPU, the rest waited out) and skipped with --speed max.  `dur` is the recorded duration (reported, never replayed).
  */
 #ifndef IOLENS_REPLAY_H
 #define IOLENS_REPLAY_H
@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #define RP_SCHEMA_MAJOR 1
-#define RP_SCHEMA_MINOR 1
+#define RP_SCHEMA_MINOR 2
 
 /* report classes, as in the capture's categories */
 #define RP_CLASSES(X) X(NONE) X(READ) X(WRITE) X(META) X(SYNC) X(STREAM)
@@ -27,7 +27,7 @@
 #define RP_OPS(X) \
     X(START, NONE, "first op of a thread: waits for its process to be started (obj: process)") \
     X(EXIT, NONE, "last op of a thread: only its gap (the compute before the process ended)") \
-    X(SPAWN, NONE, "starts a process: fork+exec or exec (obj: process)") \
+    X(SPAWN, NONE, "starts a process: fork+exec or exec (obj: process; size: ns of CPU its start-up took, burnt in the gap)") \
     X(WAIT, NONE, "waits for a process and its threads to finish (obj: process)") \
     X(OPEN, META, "open or create (obj: handle)") \
     X(CLOSE, META, "close the handle's descriptor when its last open is closed") \

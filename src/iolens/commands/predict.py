@@ -23,9 +23,11 @@ from iolens.output import FORCE_OPTION
 def predict(capture, targets, cache, home, recalibrate, json_out, force):
     """Predict a captured step's wall time on other storage, without running it there.
 
-    The step is modelled from the capture (compute time, and I/O time by class: small and large reads and
-    writes, syncs, metadata, and how much threads overlapped); each target is calibrated with a small run per
-    class (stored in the results store and reused).  Works without --trace, with a wider interval.
+    The step is modelled from the capture (compute time, and I/O by class: small and large reads and writes,
+    syncs, metadata, and how much threads overlapped); each target and the capture's home storage are calibrated
+    with a small run per class (stored in the results store and reused).  The prediction is the recorded time
+    plus, per class, the op count times the change in per-op cost (compute unchanged).  Works without --trace,
+    with a wider interval.
 
     \b
     Example:
@@ -54,10 +56,10 @@ def predict(capture, targets, cache, home, recalibrate, json_out, force):
     click.echo(f"{shown(capture)}: wall {model.wall_s:.3f} s = compute {model.compute_s:.3f} s + storage I/O "
                f"{model.io_wall_s:.3f} s ({'from the trace' if model.traced else 'from counters, no trace'}; "
                f"threads overlapped {model.overlap:.2f}x)")
-    click.echo(f"{'target':<28} {'predicted':>10} {'interval':>19} {'I/O share':>9}  dominant class")
+    click.echo(f"{'target':<28} {'predicted':>10} {'interval':>19} {'I/O share':>9} {'I/O change':>11}  dominant class")
     for p in preds:
         click.echo(f"{shown(p.target):<28} {p.wall_s:>9.3f}s {p.low_s:>8.3f}-{p.high_s:<8.3f}s "
-                   f"{p.io_share * 100:>8.0f}%  {p.dominant}")
+                   f"{p.io_share * 100:>8.0f}% {p.io_delta_s:>+10.3f}s  {p.dominant}")
     click.echo("the model cannot see:")
     for u in model.unseen + [f"the page cache state: assumed {cache} for the inputs (--cache)",
                              "reference: " + (preds[0].reference if preds else "-")]:

@@ -56,14 +56,16 @@ def replay(capture, targets, speed, cache, fio_out, json_out, force):
     results = []
     for t in resolved:
         results.append(replay_on(plan, t, speed=speed, cache=cache, home_devs=home))
-    doc = {"tag": "iolens-replay", "schema_version": [1, 1], "capture": capture, "speed": speed, "cache": cache,
+    doc = {"tag": "iolens-replay", "schema_version": [1, 2], "capture": capture, "speed": speed, "cache": cache,
            "original_wall_s": plan.wall_s, "ops": int(len(plan.ops)), "skipped_ops": plan.skipped_ops,
-           "profiler_overhead_s": plan.overhead_s,
+           "profiler_overhead_s": plan.overhead_s, "unreplayed_cpu_s": plan.unreplayed_cpu_s,
+           "recorded_threads": plan.recorded,
            "notes": plan.notes,
            "targets": [{"target": r.target, "wall_s": r.wall_s, "class_s": r.class_s, "ops": r.ops,
                         "errors": r.errors, "dependency_timeouts": r.dependency_timeouts,
                         "same_storage": r.same_storage, "fidelity": r.fidelity, "layout_s": r.layout_s,
-                        "setup_s": r.setup_s, "threads": r.threads} for r in results]}
+                        "setup_s": r.setup_s, "threads": r.threads, "thread_cpu_s": r.thread_cpu}
+                       for r in results]}
     if json_out:
         write_output(json_out, (json.dumps(doc, indent=2) + "\n").encode(), force=force, opt="--json")
     if json_out == "-":

@@ -24,6 +24,8 @@ from iolens import _format as F
 from iolens.capture.reader import Capture, Process
 from iolens.errors import UsageError
 from iolens.whatif.engine import describe, op_dtype
+from iolens.whatif.pipes import _pipe_needs
+from iolens.whatif.timeline import burners, cpu_shares, recorded_threads, startup_cpu_ns
 
 NO_FILE = 0xFFFFFFFF
 # files the step does not own: the replay leaves them where they are and keeps their ops as compute time
@@ -91,13 +93,19 @@ class Plan:
     skipped_ops: int = 0               # events left as compute (system files, untracked descriptors, seeks, mmap)
     notes: list[str] = field(default_factory=list)
     overhead_s: float = 0.0            # the profiler's recording cost taken out of the compute gaps
+    cpu_share: list[float] = field(default_factory=list)  # thread -> on-CPU share of its gaps (burnt, not slept)
+    wait_share: list[float] = field(default_factory=list)  # thread -> share of the rest waited out (see timeline)
+    unreplayed_cpu_s: float = 0.0      # CPU of threads that made no file operation (burnt by burner threads)
+    recorded: list[dict[str, float]] = field(default_factory=list)  # thread -> the recording's own timeline
 
     def job(self, root: str, ops_path: str, *, speed: str, cache: str, log: str | None = None) -> dict[str, Any]:
         return {"root": root, "ops": ops_path, "speed": speed, "cache": cache, "log": log,
                 "files": [{"path": f.rel, "dir": f.dir, "layout": -1 if f.created else f.layout,
                            "content": f.content} for f in self.files],
                 "handles": [{"file": h} for h in self.handles],
-                "threads": [{"process": p} for p in self.threads],
+                "threads": [{"process": p, "cpu_share": self.cpu_share[i] if i < len(self.cpu_share) else 0.0,
+                             "wait_share": self.wait_share[i] if i < len(self.wait_share) else 1.0}
+                            for i, p in enumerate(self.threads)],
                 "processes": self.processes, "roots": self.roots, "pipes": self.pipes}
 
     @property
@@ -109,15 +117,21 @@ def has_trace(cap: Capture) -> bool:
     return any(p.events is not None and len(p.events) for p in cap.processes)
 
 
+# below a system prefix but the step's own: shared-memory tmpfs is where users put fast scratch
+DATA_PREFIXES = ("/dev/shm/",)
+
+
 def _is_data(path: str) -> bool:
-    return path.startswith("/") and path.strip("/") != "" and not path.startswith(SYSTEM_PREFIXES)
+    return path.startswith("/") and path.strip("/") != "" and (path.startswith(DATA_PREFIXES)
+                                                                or not path.startswith(SYSTEM_PREFIXES))
 
 
-def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS) -> Plan:
+def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS, gaps: str = "cpu") -> Plan:
     """The replay plan of a capture; UsageError with one line when it has no trace.
 
     `event_overhead_ns`: the profiler's cost per traced event outside the recorded call, taken out of the compute
-    gap that holds it (0 keeps the gaps as recorded)."""
+    gap that holds it (0 keeps the gaps as recorded).  `gaps`: "cpu" burns each gap's on-CPU share (from the
+    processes' CPU times, see whatif/timeline.py) and waits out the rest; "sleep" waits out all of it."""
     if not has_trace(cap):
         raise UsageError(f"{cap.path} has no operation trace; profile the step again with `iolens profile --trace` "
                          "to replay it (`iolens predict` works without one)")
@@ -136,12 +150,33 @@ def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS
         allrows = _with_pipe_needs(allrows, np.concatenate(ops.pipe_rows), code, int(d["pipe_buffer"]))
     a = allrows[np.lexsort((allrows[:, _SEQ], allrows[:, _T], allrows[:, _THREAD]))]  # per thread, in time order
     gap, overhead_ns = _gaps(a, code["START"], tree.roots, t0, ops.event_times, event_overhead_ns)
+    # A parent is taken to call wait right after its previous op: the time until the child ended is the child's,
+    # which the child's replay takes (recorded as a gap it would be waited out even when the child ran faster).
+    waited = np.where(a[:, _OP] == code["WAIT"], gap, 0)  # the recording's wait for a child, for the breakdown
+    gap[a[:, _OP] == code["WAIT"]] = 0
+    if gaps == "cpu":  # a SPAWN carries its child's start-up CPU, burnt in its gap
+        spawn = np.nonzero(a[:, _OP] == code["SPAWN"])[0]
+        a[spawn, 3] = np.minimum([tree.startup_cpu(int(i)) for i in a[spawn, _OBJ]], gap[spawn])
     notes = []
     if any(p.fields.get("trace_lost") for p in procs):
         notes.append("some trace events were lost while recording; the replay misses them")
+    cpu = cpu_shares(procs, ops.threads, a[:, _THREAD], gap, event_overhead_ns)
+    shares = [cpu.share[p] if gaps == "cpu" else 0.0 for p in ops.threads]
+    waits = [cpu.wait[p] if gaps == "cpu" else 1.0 for p in ops.threads]
+    if gaps == "cpu":  # the CPU of threads with no file operation, burnt by threads of their own
+        rows, bgap, bprocs, bshares = burners(cpu.extra, tree.starts, tree.ends, len(ops.threads), code["START"],
+                                              code["EXIT"])
+        a, gap = np.concatenate([a, rows]), np.concatenate([gap, bgap])
+        waited = np.concatenate([waited, np.zeros(len(bgap), dtype=np.int64)])
+        ops.threads.extend(bprocs)
+        shares += bshares
+        waits += [0.0] * len(bprocs)
+    recorded = recorded_threads(a, gap, waited, len(ops.threads), t0, {code["START"], code["EXIT"], code["SPAWN"]},
+                                {code["WAIT"], code["PIPE_READ"], code["PIPE_WRITE"]})
     return Plan(files, ops.handles, ops.threads, len(procs), tree.roots, n_pipes, _op_array(a, gap),
                 float(cap.meta.get("wall_s") or 0.0), skipped_ops=ops.skipped, notes=notes,
-                overhead_s=overhead_ns / 1e9)
+                overhead_s=overhead_ns / 1e9,
+                cpu_share=shares, wait_share=waits, unreplayed_cpu_s=cpu.unreplayed_s, recorded=recorded)
 
 
 # what a process's file index stands for in the replay: a data file (by its index in the plan's files) or a pipe
@@ -241,7 +276,8 @@ class _Ops:
         ev, rp, kind, gid, tids = ev[keep], rp[keep], kind[keep], gid[keep], tids[keep]
         if not len(ev):
             return
-        thr = np.array([self.thread_of[(pi, int(t))] for t in tids], dtype=np.int64)
+        uniq, inv = np.unique(tids, return_inverse=True)
+        thr = np.array([self.thread_of[(pi, int(t))] for t in uniq], dtype=np.int64)[inv]
         block = np.stack([ev["start_mono"].astype(np.int64), ev["dur_ns"].astype(np.int64),
                           ev["offset"].astype(np.int64), ev["size"].astype(np.int64), rp, thr,
                           self._objects(pi, rp, kind, gid),
@@ -276,16 +312,22 @@ class _Ops:
     def _objects(self, pi: int, rp: np.ndarray, kind: np.ndarray, gid: np.ndarray) -> np.ndarray:
         """What each op acts on: the file for a path op, a handle per (process, file) for the others, the pipe."""
         obj = np.zeros(len(rp), dtype=np.int64)
-        for j in np.nonzero(kind == _DATA)[0]:
-            if rp[j] in self.path_codes:
-                obj[j] = gid[j]
-            else:
-                key = (pi, int(gid[j]))
+        data = kind == _DATA
+        on_path = data & np.isin(rp, list(self.path_codes))
+        obj[on_path] = gid[on_path]
+        on_handle = data & ~on_path
+        if on_handle.any():
+            # one handle per (process, file), numbered in the order the files are first used
+            uniq, first, inv = np.unique(gid[on_handle], return_index=True, return_inverse=True)
+            hmap = np.zeros(len(uniq), dtype=np.int64)
+            for u in np.argsort(first, kind="stable"):
+                key = (pi, int(uniq[u]))
                 h = self.handle_of.get(key)
                 if h is None:
                     h = self.handle_of[key] = len(self.handles)
-                    self.handles.append(int(gid[j]))
-                obj[j] = h
+                    self.handles.append(int(uniq[u]))
+                hmap[u] = h
+            obj[on_handle] = hmap[inv]
         obj[kind == _PIPE] = gid[kind == _PIPE]
         return obj
 
@@ -344,6 +386,12 @@ class _Tree:
                  and (not q.end_mono or self.ends[j] >= starts[i])]
         return max(cands, key=lambda j: starts[j]) if cands else None
 
+    def startup_cpu(self, i: int) -> int:
+        """The CPU image i took to start (see whatif/timeline.py)."""
+        j = self.parent(i)
+        before = self.procs[j] if j is not None and self.procs[j].pid == self.procs[i].pid else None
+        return startup_cpu_ns(self.procs[i], before)
+
     def events(self, code: dict[str, int]) -> list[_Pseudo]:
         """Each image's spawn (or its place among the roots), its waits for children, thread starts and its exit."""
         pseudo: list[_Pseudo] = []
@@ -362,11 +410,13 @@ class _Tree:
             # thread starts and the process's end
             for th in [th for th, _first, _last in ops.proc_threads[i]] or [ops.thread_of[(i, 0)]]:
                 pseudo.append((starts[i], code["START"], th, i, -1))
-            if ops.proc_threads[i] and self.ends[i]:
+            if self.ends[i]:  # a process with no events too: its life (a `sleep`) is a gap its parent waits for
                 pseudo.append((self.ends[i], code["EXIT"], self._last_thread(i), 0, 2))
         return pseudo
 
     def _last_thread(self, i: int) -> int:
+        if not self.ops.proc_threads[i]:
+            return self.ops.thread_of[(i, 0)]
         return max(self.ops.proc_threads[i], key=lambda x: x[2])[0]
 
     def wall_start(self, meta: dict[str, Any], pseudo: list[_Pseudo], code: dict[str, int]) -> int:
@@ -438,30 +488,3 @@ def _less_overhead(a: np.ndarray, gap: np.ndarray, event_times: dict[int, np.nda
         events = np.diff(cum, prepend=0)
         out[sel] = np.maximum(gap[sel] - events * per_event_ns, 0)
     return out, int((gap - out).sum())
-
-
-def _pipe_needs(pr: np.ndarray, read_code: int, pipe_buf: int) -> np.ndarray:
-    """For each pipe op, the bytes the other side must have moved first.
-
-    A read needs the writes that ended before it ended, up to what the readers have read with it; a write needs
-    the readers within a pipe's capacity of it, counting only reads that ended before it ended.  Only ops that
-    ended earlier in the recording are counted, so the dependencies can never wait on each other in a cycle.
-    """
-    need = np.zeros(len(pr), dtype=np.int64)
-    for pipe in np.unique(pr[:, 6]):
-        sel = np.nonzero(pr[:, 6] == pipe)[0]
-        end = pr[sel, 0] + pr[sel, 1]
-        size = pr[sel, 3]
-        is_r = pr[sel, 4] == read_code
-        for mine, other in ((is_r, ~is_r), (~is_r, is_r)):
-            o_idx = np.argsort(end[other], kind="stable")
-            o_end = end[other][o_idx]
-            o_cum = np.concatenate([[0], np.cumsum(size[other][o_idx])])
-            m_idx = np.argsort(end[mine], kind="stable")
-            m_cum = np.cumsum(size[mine][m_idx])
-            done_other = o_cum[np.searchsorted(o_end, end[mine][m_idx], side="left")]
-            want = m_cum if mine is is_r else np.maximum(m_cum - pipe_buf, 0)
-            got = np.minimum(want, done_other)
-            tgt = sel[np.nonzero(mine)[0][m_idx]]
-            need[tgt] = got
-    return need

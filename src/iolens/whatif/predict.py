@@ -4,15 +4,17 @@ Model (relative fitness, after Mesnier et al., SIGMETRICS'07: predict the change
 absolute times).  From the capture:
 - the step's wall time W, and its storage-I/O wall time I (the time with at least one thread in a storage call:
   from the trace as the union of all threads' storage-op intervals, else the processes' io_wall_ns summed and
-  capped at W); compute C = W - I;
-- the recorded time per operation class k (t_k), from the trace or the per-file counters.
+  capped at W); compute C = W - I, taken as unchanged on every target;
+- the number of operations n_k and the recorded time t_k of each class k, from the trace or the per-file counters;
+- the overlap: sum_k t_k / I (> 1 when threads were in storage calls at the same time).
 From each target and from the capture's home storage: the cost per op of each class c_k (a small replay of a
 synthetic workload per class, stored in the results store and reused).  Then
 
-    I' = I * sum_k t_k * (c_k(target) / c_k(home)) / sum_k t_k,   W' = C + I'
+    dI = sum_k n_k * (c_k(target) - c_k(home)) / max(1, overlap),   W' = max(C, W + dI)
 
-When the home storage cannot be calibrated (the capture came from elsewhere), c_k(home) is replaced by the
-recorded mean time per op of class k.  The interval widens with what the model cannot see.
+that is the recorded time plus what each operation costs more (or less) there.  When the home storage cannot be
+calibrated (the capture came from elsewhere), c_k(home) is replaced by the recorded mean time per op of class k.
+The interval widens with what the model cannot see.
 """
 
 from __future__ import annotations
@@ -229,27 +231,29 @@ class Prediction:
     io_share: float
     dominant: str
     reference: str   # "home storage calibration" or "recorded per-op times"
+    io_delta_s: float = 0.0  # the change in storage-I/O time against the recorded run
 
 
 def predict(model: StepModel, cal: dict[str, float], home: dict[str, float] | None, target: str) -> Prediction:
-    ratios: dict[str, float] = {}
+    """The step's wall time on a target: the recorded time plus, per class, its op count times the per-op cost
+    there less the per-op cost at home (see the module's docstring)."""
+    delta: dict[str, float] = {}
     for c in CLASSES:
-        if home and home.get(c):
-            ratios[c] = cal[c] / home[c]
-        elif model.class_n[c]:
-            ratios[c] = cal[c] / (model.class_s[c] / model.class_n[c])
-        else:
-            ratios[c] = 1.0
-    tot = sum(model.class_s.values())
-    pred_class = {c: model.class_s[c] * ratios[c] for c in CLASSES}
-    scale = sum(pred_class.values()) / tot if tot > 0 else 1.0
-    io = model.io_wall_s * scale
-    wall = model.compute_s + io
+        n = model.class_n[c]
+        if not n:
+            delta[c] = 0.0
+            continue
+        ref = home[c] if home and home.get(c) else model.class_s[c] / n
+        delta[c] = n * (cal[c] - ref)
+    d_io = sum(delta.values()) / max(1.0, model.overlap)
+    wall = max(model.compute_s, model.wall_s + d_io)
+    io = wall - model.compute_s
     rel = (0.10 if home else 0.30) if model.traced else (0.25 if home else 0.45)
-    spread = 0.03 * wall + rel * io
-    dominant = max(pred_class, key=lambda c: pred_class[c]) if tot > 0 else "none"
+    spread = 0.03 * wall + rel * io + 0.5 * rel * abs(d_io)
+    pred_class = {c: model.class_s[c] + delta[c] for c in CLASSES}
+    dominant = max(pred_class, key=lambda c: pred_class[c]) if any(model.class_n.values()) else "none"
     return Prediction(target, wall, max(model.compute_s, wall - spread), wall + spread, io / wall if wall else 0.0,
-                      dominant, "home storage calibration" if home else "recorded per-op times")
+                      dominant, "home storage calibration" if home else "recorded per-op times", d_io)
 
 
 def home_dir(cap: Capture, plan_files: list[str] | None = None) -> str | None:

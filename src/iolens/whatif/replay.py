@@ -36,6 +36,7 @@ class TargetReplay:
     # per replayed thread: begin/end (since the replay started), waited compute gaps, behind schedule,
     # waited for other threads, inside file operations (seconds)
     threads: list[dict[str, float]] = field(default_factory=list)
+    thread_cpu: list[float] = field(default_factory=list)  # per thread: CPU burnt for the gaps' on-CPU share (s)
     raw: dict[str, Any] = field(default_factory=dict)
 
 
@@ -81,7 +82,8 @@ def replay_on(plan: Plan, t: Target, *, speed: str = "recorded", cache: str = "w
                        res["errors"], res["dependency_timeouts"], same_storage=same,
                        layout_s=res.get("layout_ns", 0) / 1e9, setup_s=res.get("setup_ns", 0) / 1e9,
                        threads=[{k.removesuffix("_ns"): v / 1e9 for k, v in th.items()}
-                                for th in res.get("thread_times", [])], raw=res)
+                                for th in res.get("thread_times", [])],
+                       thread_cpu=[v / 1e9 for v in res.get("thread_cpu_ns", [])], raw=res)
     if same and plan.wall_s > 0:
         out.fidelity = wall / plan.wall_s - 1.0
     return out

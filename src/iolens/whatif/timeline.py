@@ -1,0 +1,159 @@
+"""Where a step's time went, per thread, in the recording and in a replay; and how much of each compute gap was on
+the CPU.
+
+The compute gaps of a trace are wall time between a thread's operations.  Part of it was on the CPU (the program
+computing, dynamic loading, untraced system calls) and part off it (page faults on mmap'd files, waits the trace does
+not show, and, on a busy machine, time runnable but not running).  A replay that sleeps through a gap does not
+compete for the CPUs; one that burns it does.  The capture carries each process image's user and system CPU time, so
+the on-CPU share of its gaps is estimated as
+
+    cpu_gap = utime + max(0, stime - traced call time) - events * per-event recording cost
+    share   = min(1, cpu_gap / sum of the process's replayed gaps)
+
+(system time inside traced calls is the calls' own, which the replay pays by making them; the profiler's recording
+cost was taken out of the gaps, so it is taken out of the CPU time too).  CPU beyond the gaps (threads with no file
+operation, such as an aligner's workers, are not replayed) is burnt by extra threads of that process over its
+recorded life (burners), so the replay asks the CPUs for what the step did.
+
+Starting a process costs CPU too (fork, exec, the dynamic loader), before the child's first record: the capture's
+start counters of each image show it (startup_cpu_ns), and the replay burns it in the parent's gap before the
+child's SPAWN, where the recorded start-up time sits.
+
+The rest of a gap was off the CPU: either a real wait (sleeping on a lock or a worker, a page fault) or preemption
+(runnable, waiting for a CPU that other work held).  The first is replayed as a wait; the second is not, because the
+burn meets the replay machine's own contention instead.  The capture counts involuntary context switches (nivcsw),
+not their length: each is taken to have cost one scheduler slice, PREEMPT_S (an estimate: CFS gives a runnable task
+a few milliseconds on a busy 2-CPU machine), and the preempted time is min(off-CPU time, nivcsw * PREEMPT_S).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from iolens.capture.reader import Process
+
+
+# the profiler's own cost per process image (loading the larger library, its constructor and the part written at
+# exit), measured as profiled over plain /bin/true (docs/design.md): CPU that was the profiler's, not the step's
+PROCESS_OVERHEAD_NS = 170_000
+PREEMPT_S = 0.003  # the time one involuntary context switch is taken to have cost (see the module's docstring)
+BURNER_MIN_S = 0.001  # less CPU than this beyond a process's replayed gaps is left out
+
+
+@dataclass
+class CpuShare:
+    share: list[float]          # per process: the on-CPU share of its gaps
+    wait: list[float]           # per process: the share of the rest replayed as a wait (not preemption)
+    unreplayed_s: float         # CPU time the replay's threads cannot hold (threads without file operations)
+    extra: list[float]          # per process: that CPU time
+
+
+def cpu_shares(procs: list[Process], thread_proc: list[int], op_thread: np.ndarray, gap: np.ndarray,
+               per_event_ns: int) -> CpuShare:
+    """The on-CPU share of each process's replayed gaps (see the module's docstring)."""
+    gap_s = np.zeros(len(procs))
+    if len(gap):
+        per_thread = np.bincount(op_thread.astype(np.int64), weights=gap.astype(np.float64),
+                                 minlength=len(thread_proc)) / 1e9
+        np.add.at(gap_s, np.asarray(thread_proc, dtype=np.int64), per_thread[:len(thread_proc)])
+    shares, waits, extra = [], [], []
+    for pi, p in enumerate(procs):
+        cpu = on_cpu_gap_s(p, per_event_ns)
+        share = min(1.0, cpu / gap_s[pi]) if gap_s[pi] > 0 else 0.0
+        extra.append(max(0.0, cpu - gap_s[pi]))
+        shares.append(share)
+        off = max(0.0, gap_s[pi] - cpu)
+        preempted = min(off, int(p.nivcsw) * PREEMPT_S) if share > 0 else 0.0
+        waits.append(1.0 - preempted / off if off > 0 else 1.0)
+    return CpuShare(shares, waits, float(sum(extra)), extra)
+
+
+def burners(extra: list[float], starts: list[int], ends: list[int | float], first_thread: int, start_code: int,
+            exit_code: int) -> tuple[np.ndarray, np.ndarray, list[int], list[float]]:
+    """Threads that burn a process's CPU its replayed threads cannot hold (threads that made no file operation,
+    such as an aligner's workers): as many as that CPU needs over the process's recorded life, each burning its
+    share of it from the process's start, then ending (the process ends when they have).  The plan rows (as
+    build_plan's: t, dur, offset, size, op, thread, obj, flags, seq), their gaps, each thread's process and its
+    on-CPU share."""
+    rows: list[list[int]] = []
+    gaps: list[int] = []
+    procs: list[int] = []
+    shares: list[float] = []
+    for pi, cpu in enumerate(extra):
+        life = int(ends[pi]) - int(starts[pi])
+        if cpu < BURNER_MIN_S or life <= 0:
+            continue
+        n = int(np.ceil(cpu / (life / 1e9)))
+        for _ in range(n):
+            th = first_thread + len(procs)
+            rows += [[int(starts[pi]), 0, 0, 0, start_code, th, pi, 0, -1],
+                     [int(ends[pi]), 0, 0, 0, exit_code, th, 0, 0, 2]]
+            gaps += [0, life]
+            procs.append(pi)
+            shares.append(min(1.0, cpu / n / (life / 1e9)))
+    return (np.array(rows, dtype=np.int64).reshape(-1, 9), np.array(gaps, dtype=np.int64), procs, shares)
+
+
+def on_cpu_gap_s(p: Process, per_event_ns: int) -> float:
+    """CPU seconds the process image spent outside its traced calls, less the profiler's recording cost (per event
+    and per process)."""
+    if not p.finalized:
+        return 0.0
+    ut = max(0, int(p.utime_ns) - int(p.utime_start_ns))
+    st = max(0, int(p.stime_ns) - int(p.stime_start_ns))
+    ev = p.events
+    n = 0 if ev is None else len(ev)
+    in_calls = 0 if ev is None or not n else int(ev["dur_ns"].astype(np.int64).sum())
+    return max(0.0, (ut + max(0, st - in_calls) - n * per_event_ns - PROCESS_OVERHEAD_NS) / 1e9)
+
+
+def startup_cpu_ns(p: Process, before: Process | None) -> int:
+    """CPU time an image took to start (fork, exec, dynamic loading) before the profiler's constructor read the
+    process's CPU times: those counters, less the end counters of the image it exec'ed from (`before`), else all
+    of them (a new process's counters start at its fork)."""
+    start = int(p.utime_start_ns) + int(p.stime_start_ns)
+    prev = int(before.utime_ns) + int(before.stime_ns) if before is not None and before.finalized else 0
+    return max(0, start - prev)
+
+
+def recorded_threads(a: np.ndarray, gap: np.ndarray, waited: np.ndarray, nthreads: int, t0: int,
+                     none_codes: set[int], wait_codes: set[int]) -> list[dict[str, float]]:
+    """Per replayed thread, the recording's own timeline in the replay's terms: begin and end (seconds since the
+    run began), its compute gaps, its time in replayed calls (busy) and in pipe calls and waits for children (dep;
+    `waited`: per row, the time a wait for a child took).  The rows `a` are grouped by thread."""
+    out = [{"begin": 0.0, "end": 0.0, "gap": 0.0, "busy": 0.0, "dep": 0.0} for _ in range(nthreads)]
+    if not len(a):
+        return out
+    th = a[:, 5]
+    dur = a[:, 1].astype(np.float64) / 1e9
+    is_none = np.isin(a[:, 4], list(none_codes))
+    is_dep = np.isin(a[:, 4], list(wait_codes))
+    first = np.nonzero(np.r_[True, th[1:] != th[:-1]])[0]
+    begin = np.minimum.reduceat(a[:, 0], first)
+    end = np.maximum.reduceat(a[:, 0] + a[:, 1], first)
+    sums = {k: np.bincount(th, weights=w, minlength=nthreads) for k, w in
+            (("gap", gap.astype(np.float64) / 1e9), ("busy", np.where(~is_none & ~is_dep, dur, 0.0)),
+             ("dep", np.where(is_dep, dur, 0.0) + waited.astype(np.float64) / 1e9))}
+    for k, t in enumerate(th[first]):
+        o = out[int(t)]
+        o["begin"], o["end"] = float(begin[k] - t0) / 1e9, float(end[k] - t0) / 1e9
+        for name, v in sums.items():
+            o[name] = float(v[int(t)])
+    return out
+
+
+def breakdown(recorded: list[dict[str, float]], replayed: list[dict[str, float]],
+              thread_cpu: list[float]) -> dict[str, float]:
+    """Sums over threads, recorded against replayed: where a replay's error came from.  busy: in replayed calls;
+    gap: in compute gaps (cpu: the part of it burnt); dep: waiting for other threads (pipes, children); late: how
+    far threads fell behind (a burn slowed by other work); end: the last thread's end."""
+    def tot(rows: list[dict[str, float]], k: str) -> float:
+        return float(sum(r.get(k, 0.0) for r in rows))
+
+    return {"rec_busy": tot(recorded, "busy"), "rep_busy": tot(replayed, "busy"),
+            "rec_gap": tot(recorded, "gap"), "rep_gap": tot(replayed, "gap"), "rep_cpu": float(sum(thread_cpu)),
+            "rec_dep": tot(recorded, "dep"), "rep_dep": tot(replayed, "dep"), "rep_late": tot(replayed, "late"),
+            "rec_end": max((r["end"] for r in recorded), default=0.0),
+            "rep_end": max((r.get("end", 0.0) for r in replayed), default=0.0)}

@@ -1,0 +1,73 @@
+"""iolens predict's relative model: the recorded time plus, per operation class, its count times the per-op cost on
+the target less the cost at home; compute unchanged."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from conftest import iolens
+
+pytestmark = pytest.mark.timeout(300)
+
+ZERO = dict.fromkeys(("read_small", "read_large", "write_small", "write_large", "sync", "meta"), 0.0)
+
+
+def model(**kw):
+    from iolens.whatif.predict import StepModel
+
+    class_s = dict(ZERO, read_small=2.0, write_large=2.0)
+    class_n = dict.fromkeys(ZERO, 0) | {"read_small": 1000, "write_large": 10}
+    args = {"wall_s": 10.0, "io_wall_s": 4.0, "class_s": class_s, "class_n": class_n, "traced": True,
+            "overlap": 1.0} | kw
+    return StepModel(**args)
+
+
+def test_relative_prediction_by_hand():
+    from iolens.whatif.predict import predict
+
+    home = dict(ZERO, read_small=0.002, write_large=0.1, meta=1.0)
+    slow = dict(ZERO, read_small=0.003, write_large=0.3, meta=9.0)  # meta: no such op in the step, no effect
+    # 10 s recorded + 1000 x (3 - 2) ms + 10 x (300 - 100) ms = 10 + 1 + 2
+    p = predict(model(), slow, home, "slow")
+    assert p.wall_s == pytest.approx(13.0) and p.io_delta_s == pytest.approx(3.0)
+    assert p.low_s < 13.0 < p.high_s
+    assert p.io_share == pytest.approx((13.0 - 6.0) / 13.0)
+    assert p.dominant == "write_large"  # 2 + 2 s against 2 + 1 s
+    # two threads in storage calls at once: the extra time overlaps too
+    assert predict(model(overlap=2.0), slow, home, "slow").wall_s == pytest.approx(11.5)
+    # the same storage as home: the recorded time
+    assert predict(model(), home, home, "home").wall_s == pytest.approx(10.0)
+    # no home calibration: the recorded mean per op (2 ms and 200 ms) is the reference: 10 + 1 + 1
+    p = predict(model(), slow, None, "slow")
+    assert p.wall_s == pytest.approx(12.0) and p.reference == "recorded per-op times"
+    # much faster storage: never below the compute (10 - 4 s)
+    fast = dict(ZERO, read_small=0.0, write_large=0.0)
+    p = predict(model(), fast, home, "fast")
+    assert p.wall_s == pytest.approx(10.0 - 2.0 - 1.0) and p.wall_s >= 6.0
+    assert predict(model(), dict(ZERO, read_small=0.0, write_large=-1.0), home, "x").wall_s == pytest.approx(6.0)
+
+
+def test_prediction_from_a_capture_with_known_operations(tmp_path):
+    """dd with 1 MiB blocks: exactly 4 large reads, the read that finds the end, and 4 large writes."""
+    from iolens.capture.reader import read_capture
+    from iolens.whatif.predict import predict, step_model
+
+    (tmp_path / "in.dat").write_bytes(os.urandom(4 << 20))
+    cap_path = tmp_path / "dd.iolens"
+    r = iolens("profile", "--trace", "-o", cap_path, "--", "dd", "if=in.dat", "of=out.dat", "bs=1M",
+               "status=none", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    cap = read_capture(cap_path)
+    m = step_model(cap)
+    assert m.traced
+    assert m.class_n["read_large"] == 4 and m.class_n["write_large"] == 4
+    assert m.class_n["read_small"] == 1 and m.class_n["write_small"] == 0
+    home = dict(ZERO, read_large=0.001, write_large=0.002, meta=1e-5, read_small=1e-6)
+    there = dict(home, read_large=0.011, write_large=0.007)  # +10 ms per large read, +5 ms per large write
+    p = predict(m, there, home, "there")
+    # one thread: the recorded wall time plus 4 x 10 ms + 4 x 5 ms
+    assert m.overlap <= 1.0 + 1e-9
+    assert p.wall_s == pytest.approx(m.wall_s + 0.06, abs=1e-9)
+    assert p.io_delta_s == pytest.approx(0.06)

@@ -1,0 +1,158 @@
+"""Compute gaps replayed as CPU: a gap's on-CPU share is burnt (and measured on the thread's CPU clock), the rest
+waited out; a process's start-up CPU is burnt before its SPAWN; the shares come from the capture's CPU times."""
+
+from __future__ import annotations
+
+import os
+import resource
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import iolens
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def crafted(rows: list[tuple[int, int, int, int, int, int]], threads: list[int], nproc: int, **kw):
+    """A plan from (op, thread, obj, offset, size, gap) rows, grouped by thread."""
+    from iolens.whatif.engine import op_dtype
+    from iolens.whatif.plan import Plan, ReplayFile
+
+    ops = np.zeros(len(rows), dtype=op_dtype())
+    arr = np.array(rows, dtype=np.int64)
+    ops["op"], ops["thread"], ops["obj"], ops["offset"], ops["size"], ops["gap"] = arr.T
+    return Plan([ReplayFile("/x", "x", created=True)], [0], threads, nproc, [0], 0, ops, 0.0, **kw)
+
+
+def replay_cpu(plan, target: Path):
+    """The replay and the CPU time the replayer used (user + system, from its rusage)."""
+    from iolens.bench.targets import resolve
+    from iolens.whatif.replay import replay_on
+
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    res = replay_on(plan, resolve(str(target)))
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return res, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+
+
+def test_a_gap_with_known_cpu_is_replayed_as_cpu(tmp_path):
+    from iolens.whatif.engine import op_codes
+
+    c = op_codes()
+    target = tmp_path / "t"
+    target.mkdir()
+    rows = [(c["START"], 0, 0, 0, 0, 0), (c["EXIT"], 0, 0, 0, 0, 300_000_000)]
+    # all of the 300 ms gap on the CPU: 300 ms of CPU burnt, whatever the machine's load
+    res, cpu = replay_cpu(crafted(rows, [0], 1, cpu_share=[1.0], wait_share=[1.0]), target)
+    assert res.errors == 0 and res.wall_s >= 0.29
+    assert 0.29 <= res.thread_cpu[0] < 0.33, res.thread_cpu
+    assert cpu >= 0.28
+    # none of it: slept, no CPU
+    res, cpu = replay_cpu(crafted(rows, [0], 1, cpu_share=[0.0], wait_share=[1.0]), target)
+    assert res.wall_s >= 0.29 and res.thread_cpu == [0.0]
+    assert cpu < 0.1
+    # half on the CPU, the other half preemption while recording (no real wait): 150 ms of CPU and nothing
+    # waited after it; when this machine is busy the burn takes longer and the thread is late, as the step would be
+    res, _cpu = replay_cpu(crafted(rows, [0], 1, cpu_share=[0.5], wait_share=[0.0]), target)
+    assert 0.145 <= res.thread_cpu[0] < 0.18
+    [th] = res.threads
+    assert res.wall_s >= 0.145 and th["late"] == pytest.approx(max(0.0, th["end"] - 0.15), abs=0.01)
+    # half on the CPU, half a real wait: 150 ms burnt, then the rest of the gap waited out
+    res, _cpu = replay_cpu(crafted(rows, [0], 1, cpu_share=[0.5], wait_share=[1.0]), target)
+    assert 0.145 <= res.thread_cpu[0] < 0.18 and res.wall_s >= 0.29
+    assert list(target.iterdir()) == []
+
+
+def test_process_start_cpu_is_burnt_before_the_spawn(tmp_path):
+    from iolens.whatif.engine import op_codes
+
+    c = op_codes()
+    target = tmp_path / "t"
+    target.mkdir()
+    # process 0 starts process 1 after a 100 ms gap of which 80 ms were the child's start-up (fork, exec, loading)
+    rows = [(c["START"], 0, 0, 0, 0, 0), (c["SPAWN"], 0, 1, 0, 80_000_000, 100_000_000), (c["WAIT"], 0, 1, 0, 0, 0),
+            (c["START"], 1, 1, 0, 0, 0), (c["EXIT"], 1, 0, 0, 0, 1_000_000)]
+    res, _cpu = replay_cpu(crafted(rows, [0, 1], 2, cpu_share=[0.0, 0.0], wait_share=[1.0, 1.0]), target)
+    assert res.errors == 0 and res.dependency_timeouts == 0
+    assert 0.079 <= res.thread_cpu[0] < 0.1 and res.thread_cpu[1] == 0.0
+    assert res.wall_s >= 0.1
+
+
+def test_cpu_shares_come_from_the_capture(tmp_path):
+    from iolens.capture.reader import read_capture
+    from iolens.whatif.engine import op_codes
+    from iolens.whatif.plan import build_plan
+    from iolens.whatif.timeline import on_cpu_gap_s
+
+    c = op_codes()
+    (tmp_path / "in.dat").write_bytes(os.urandom(200_000))
+    busy = tmp_path / "busy.iolens"
+    r = iolens("profile", "--trace", "-o", busy, "--", "sh", "-c", "cat in.dat > c1; i=0; while [ $i -lt 150000 ]; "
+               "do i=$((i+1)); done; cat in.dat > c2", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    sleepy = tmp_path / "sleepy.iolens"
+    r = iolens("profile", "--trace", "-o", sleepy, "--", "sh", "-c", "cat in.dat > c1; sleep 0.4; cat in.dat > c2",
+               cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    cap = read_capture(busy)
+    plan = build_plan(cap)
+    sh = next(i for i, p in enumerate(cap.processes) if p.argv[:1] == ["sh"])
+    sh_cpu = on_cpu_gap_s(cap.processes[sh], 400)
+    assert sh_cpu > 0.05, "the shell's loop used CPU"
+    # what the plan burns for the shell's threads is the shell's CPU outside its calls
+    burn = sum(plan.cpu_share[t] * plan.ops["gap"][plan.ops["thread"] == t].sum() / 1e9
+               for t, p in enumerate(plan.threads) if p == sh)
+    assert burn == pytest.approx(sh_cpu, rel=0.02)
+    # each process's start-up CPU rides on its SPAWN, never more than the gap that holds it
+    spawns = plan.ops[plan.ops["op"] == c["SPAWN"]]
+    assert len(spawns) >= 2 and (spawns["size"] > 0).all() and (spawns["size"] <= spawns["gap"]).all()
+    # the sleeping shell's gaps are off the CPU: the 0.4 s sleep is waited, not burnt
+    splan = build_plan(read_capture(sleepy))
+    sleep_threads = [t for t, p in enumerate(splan.threads) if p == next(
+        i for i, q in enumerate(read_capture(sleepy).processes) if q.argv[:1] == ["sleep"])]
+    assert all(splan.cpu_share[t] < 0.1 for t in sleep_threads)
+    # "sleep" mode keeps the old behaviour: nothing burnt, start-up included
+    flat = build_plan(cap, gaps="sleep")
+    assert flat.cpu_share == [0.0] * len(flat.threads) and (flat.ops["size"][flat.ops["op"] == c["SPAWN"]] == 0).all()
+    # the replay burns the shell's CPU (within the clock's granularity), on any machine load
+    target = tmp_path / "t"
+    target.mkdir()
+    res, _cpu = replay_cpu(plan, target)
+    burnt = sum(res.thread_cpu[t] for t, p in enumerate(plan.threads) if p == sh)
+    assert burnt >= 0.9 * sh_cpu
+
+
+def test_cpu_of_threads_without_file_operations_is_burnt_by_burners():
+    from iolens.whatif.timeline import burners
+
+    # process 0: 0.5 s of CPU beyond its replayed gaps over a 0.25 s life: two threads, each all on the CPU;
+    # process 1: 0.1 s over 1 s: one thread at 10%; process 2: below a millisecond, left out
+    rows, gaps, procs, shares = burners([0.5, 0.1, 0.0005], [0, 0, 0], [250_000_000, 1_000_000_000, 10**9], 7, 0, 1)
+    assert procs == [0, 0, 1] and shares == pytest.approx([1.0, 1.0, 0.1])
+    assert list(gaps) == [0, 250_000_000, 0, 250_000_000, 0, 1_000_000_000]
+    assert list(rows[:, 5]) == [7, 7, 8, 8, 9, 9] and list(rows[:, 4]) == [0, 1] * 3
+
+
+@pytest.mark.skipif(not __import__("shutil").which("pigz"), reason="pigz is not installed")
+def test_a_multithreaded_step_asks_the_cpus_for_what_it_used(tmp_path):
+    """pigz compresses in worker threads that make no file operation: their CPU is burnt by burner threads."""
+    from iolens.capture.reader import read_capture
+    from iolens.whatif.plan import build_plan
+    from iolens.whatif.timeline import on_cpu_gap_s
+
+    (tmp_path / "in.dat").write_bytes(os.urandom(16 << 20))
+    cap_path = tmp_path / "pigz.iolens"
+    r = iolens("profile", "--trace", "-o", cap_path, "--", "pigz", "-p", "2", "-k", "in.dat", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    cap = read_capture(cap_path)
+    plan = build_plan(cap)
+    [pz] = [i for i, p in enumerate(cap.processes) if p.argv[:1] == ["pigz"]]
+    cpu = on_cpu_gap_s(cap.processes[pz], 400)
+    burnt = sum(plan.cpu_share[t] * plan.ops["gap"][plan.ops["thread"] == t].sum() / 1e9
+                for t, p in enumerate(plan.threads) if p == pz)
+    assert cpu > 0.05 and burnt == pytest.approx(cpu, rel=0.02)
+    assert len(plan.threads) == len(plan.cpu_share) == len(plan.wait_share) == len(plan.recorded)
+    flat = build_plan(cap, gaps="sleep")
+    assert len(flat.threads) <= len(plan.threads)
