@@ -97,3 +97,30 @@ def test_every_command_shows_its_help_and_unknown_ones_are_one_error():
         assert res.exit_code == 0 and res.output.startswith(f"Usage: iolens {name} "), (name, res.output)
     res = CliRunner().invoke(main, ["no-such-command"], prog_name="iolens")
     assert res.exit_code == 2 and "No such command 'no-such-command'" in res.output
+
+
+def _script(args: list[str], columns: int, entry: str) -> subprocess.CompletedProcess:
+    """`iolens ARGS` through an entry point (`iolens.entry` or `iolens.cli`), with argv[0] the installed script's
+    name, stdout a pipe and COLUMNS set; prints the modules loaded at the end on stderr."""
+    code = (f"import json, sys\nsys.argv = ['iolens', *{args!r}]\nfrom {entry} import main\n"
+            "try:\n    main()\nexcept SystemExit as e:\n    assert e.code in (0, None), e.code\n"
+            "sys.stderr.write(json.dumps(sorted(sys.modules)))")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={**__import__("os").environ, "COLUMNS": str(columns)})
+
+
+@pytest.mark.parametrize("args", [["--help"], ["-h"], ["--version"]])
+@pytest.mark.parametrize("columns", [80, 200, 60])
+def test_the_script_answers_help_and_version_as_click_does_without_click(args, columns):
+    fast, slow = _script(args, columns, "iolens.entry"), _script(args, columns, "iolens.cli")
+    assert fast.stdout == slow.stdout and fast.stdout.startswith(("Usage: iolens", "iolens, version"))
+    loaded = set(json.loads(fast.stderr))
+    if columns >= 80 or args == ["--version"]:  # a narrower terminal gets click's own wrapping
+        assert "click" not in loaded and "iolens.cli" not in loaded
+    else:
+        assert "click" in loaded
+
+
+def test_the_script_hands_everything_else_to_click():
+    res = _script(["profile", "--help"], 80, "iolens.entry")
+    assert res.stdout.startswith("Usage: iolens profile ") and "click" in json.loads(res.stderr)

@@ -3,6 +3,7 @@
 Only click and this package's typed errors are imported here: a subcommand's module (and rich, numpy, the store,
 the native format module it may need) loads when that subcommand runs or shows its help, and the command list in
 `iolens --help` comes from the generated summaries, so `iolens --help` and `--version` import no command at all.
+The installed script starts in `iolens.entry`, which answers those two without importing click.
 """
 
 from __future__ import annotations

@@ -35,3 +35,31 @@ SUMMARIES = {
     'wrap': (None,
         'Print the snippet that turns profiling on for ENGINE with its own mechanism.'),
 }
+
+# `iolens --help` as click renders it from 80 columns on (iolens/entry.py prints it)
+HELP = (
+    'Usage: iolens [OPTIONS] COMMAND [ARGS]...\n'
+    '\n'
+    '  Profile the file I/O of genomics pipeline steps, benchmark storage, and\n'
+    '  advise where data should live.\n'
+    '\n'
+    'Options:\n'
+    '  --version   Show the version and exit.\n'
+    '  -h, --help  Show this message and exit.\n'
+    '\n'
+    'Commands:\n'
+    '  bench     Benchmark storage targets side by side: directories, lab:NAME...\n'
+    '  compare   Run TEMPLATE in every placement configuration, interleaved,...\n'
+    '  compress  Measure codecs on FILES: ratio, compress/decompress speed,...\n'
+    '  cost      Join measured time with storage and instance prices: $ per...\n'
+    '  data      Generate test data for profiling, benchmarks and comparisons.\n'
+    '  diff      Compare two captures of the same command (two storages, or...\n'
+    '  lab       Real storage targets on this machine: `lab:NAME` for bench...\n'
+    '  parse     Dump every record of CAPTURE.\n'
+    "  predict   Predict a captured step's wall time on other storage, without...\n"
+    '  profile   Run COMMAND and record the file I/O of it and all its children.\n'
+    "  replay    Replay a `--trace` capture's operations on storage targets.\n"
+    '  report    Turn a capture into answers: time breakdown, phases,...\n'
+    '  results   Browse and export stored benchmark and comparison results.\n'
+    '  wrap      Print the snippet that turns profiling on for ENGINE with its...\n'
+)

@@ -45,7 +45,27 @@ def render() -> str:
     for name in COMMANDS:
         short, text = summary(load(name))
         lines.append(f"    {name!r}: ({_literal(short)},\n        {_literal(text)}),")
-    return "\n".join(lines + ["}", ""])
+    lines += ["}", "", "# `iolens --help` as click renders it from 80 columns on (iolens/entry.py prints it)",
+              "HELP = (", *(f"    {line!r}" for line in help_text().splitlines(keepends=True)), ")", ""]
+    return "\n".join(lines)
+
+
+def help_text() -> str:
+    """The group's help as click prints it at a terminal of entry.HELP_COLUMNS, every command loaded."""
+    import click
+    from click.testing import CliRunner
+
+    from iolens.cli import main as group
+    from iolens.entry import HELP_COLUMNS
+
+    eager = click.Group(group.name, help=group.help, params=group.params, context_settings=group.context_settings)
+    for name in COMMANDS:
+        eager.add_command(load(name))
+    # a terminal of N columns wraps at N - 2 (click's formatter); a given terminal_width is taken as it is
+    res = CliRunner().invoke(eager, ["--help"], prog_name="iolens", terminal_width=HELP_COLUMNS - 2)
+    if res.exit_code != 0:
+        raise SystemExit(f"iolens --help failed: {res.output}")
+    return res.output
 
 
 def main() -> None:
