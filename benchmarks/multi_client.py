@@ -91,7 +91,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--runtime", type=float, default=1.0, help="stonewall, seconds")
     ap.add_argument("--size", default="4G", help="bytes per client (the stonewall stops writes first)")
-    ap.add_argument("--files", type=int, default=20000, help="metadata files per client")
+    ap.add_argument("--files", type=int, default=10000,
+                    help="metadata files per client (a 1 GiB lab ext4 has 65,536 inodes: keep 4 x FILES below it)")
     ap.add_argument("--lab", action="store_true", help="also bring up lab targets under a temporary directory")
     ap.add_argument("--lab-targets", default="ext4,magnetic,gp3", help="lab targets for --lab")
     ap.add_argument("--lab-size", default="1G", help="size of each lab target (loop image, emulated disk)")
