@@ -75,6 +75,14 @@ EMULATED_DISKS = tuple(
            notes=(EMULATED_NOTE, f"published: {p.published}", *(f"not emulated: {n}" for n in p.not_emulated)))
     for p in nbd.PROFILES
 )
+
+
+def _compressed(name: str, option: str, what: str) -> Target:
+    """A btrfs loop target mounted with compress=OPTION."""
+    return Target(name, "loop", "btrfs", f"transparent filesystem compression, {what}", mkfs="btrfs",
+                  mount_options=f"compress={option}", notes=("on-disk ratio: `compsize DIR` (after sync)",))
+
+
 REMOTE_NOTE = "latency and bandwidth are added by toxiproxy per TCP connection, not as a shared link cap"
 
 TARGETS: dict[str, Target] = {
@@ -84,21 +92,11 @@ TARGETS: dict[str, Target] = {
         Target("ext4", "loop", "ext4", "a local disk with ext4", mkfs="ext4"),
         Target("xfs", "loop", "xfs", "a local disk with XFS", mkfs="xfs"),
         Target("btrfs", "loop", "btrfs", "a local disk with btrfs", mkfs="btrfs"),
-        Target("btrfs-zstd", "loop", "btrfs", "transparent filesystem compression, zstd level 3",
-               mkfs="btrfs", mount_options="compress=zstd:3",
-               notes=("on-disk ratio: `compsize DIR` (after sync)",)),
-        Target("btrfs-zstd1", "loop", "btrfs", "transparent filesystem compression, zstd level 1 (fastest)",
-               mkfs="btrfs", mount_options="compress=zstd:1",
-               notes=("on-disk ratio: `compsize DIR` (after sync)",)),
-        Target("btrfs-zstd9", "loop", "btrfs", "transparent filesystem compression, zstd level 9",
-               mkfs="btrfs", mount_options="compress=zstd:9",
-               notes=("on-disk ratio: `compsize DIR` (after sync)",)),
-        Target("btrfs-lzo", "loop", "btrfs", "transparent filesystem compression, lzo (like ZFS lz4)",
-               mkfs="btrfs", mount_options="compress=lzo",
-               notes=("on-disk ratio: `compsize DIR` (after sync)",)),
-        Target("btrfs-zlib", "loop", "btrfs", "transparent filesystem compression, zlib level 6 (like ZFS gzip-6)",
-               mkfs="btrfs", mount_options="compress=zlib:6",
-               notes=("on-disk ratio: `compsize DIR` (after sync)",)),
+        _compressed("btrfs-zstd", "zstd:3", "zstd level 3"),
+        _compressed("btrfs-zstd1", "zstd:1", "zstd level 1 (fastest)"),
+        _compressed("btrfs-zstd9", "zstd:9", "zstd level 9"),
+        _compressed("btrfs-lzo", "lzo", "lzo (like ZFS lz4)"),
+        _compressed("btrfs-zlib", "zlib:6", "zlib level 6 (like ZFS gzip-6)"),
         Target("throttle", "loop", "ext4",
                "legacy: a blkio throttle of 40 MiB/s and 500 IOPS on the O_DIRECT and fsync'd I/O of the processes "
                "in its cgroup", mkfs="ext4", throttle=Limits(40 * MiB, 500), notes=(THROTTLE_NOTE, IOPS_NOTE)),
