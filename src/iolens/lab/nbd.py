@@ -159,7 +159,7 @@ PROFILES: tuple[Profile, ...] = (
             12 * MiB, 250, Device(12 * MiB, 19, 4),
             not_emulated=(NO_BURST, "small random I/O is not penalised as on sc1 (each counts as a full 1 MiB I/O)")),
     Profile("hdd", "a 7200 rpm hard disk with a deep queue", "about 120 MiB/s sequential, 75-250 IOPS (with NCQ)",
-            120 * MiB, 250, Device(120 * MiB, 19, 4),
+            120 * MiB, 250, Device(120 * MiB, 18, 4),
             not_emulated=("seek distance: every request costs the same, near or far", SHARED)),
     Profile("nvme", "a local NVMe SSD (instance store), unthrottled stand-in",
             "hundreds of thousands of IOPS, GB/s",
