@@ -213,3 +213,26 @@ def test_a_reused_pid_is_another_task_and_an_exec_is_the_same_process():
              head("sh2", 100, 1, 50), head("child2", 102, 100, 51)]  # pid 100 again, after tool1 exited
     groups = sorted(sorted(h.path for h in g) for g in group_loose(heads))
     assert groups == [["child1", "sh1", "tool1"], ["child2", "sh2"]]
+
+
+def test_the_terminal_report_fits_80_columns_with_long_paths_and_names():
+    from iolens.pipeline.render import render_text
+
+    where = [{"mount": "/shared/" + "x" * 70, "fstype": "nfs4", "bytes": 1 << 30}]
+    rep = {"directory": "/scratch/" + "very-long-directory/" * 6,
+           "totals": {"tasks": 3, "rules": 1, "hosts": 1, "not_profiled": 1, "partial": 1, "time_s": 12.0,
+                      "io_s": 6.0},
+           "storage_bound": [{"rule": "sort_and_index_" * 3, "time_at_stake_s": 6.0, "io_share": 0.5,
+                              "advice": "rule sort: 41% of its time is small writes to /shared/tmp on nfs; " * 3}],
+           "rules": [{"rule": "sort_and_index_" * 3, "tasks": 3, "time_s": 12.0, "io_s": 6.0, "io_share": 0.5,
+                      "bytes_read": 1 << 30, "bytes_written": 1 << 30, "temp_bytes": 1 << 29,
+                      "storage": {"reads": where, "writes": where, "spills": where}}],
+           "not_profiled": [{"id": "host.j1_2", "rule": "sort", "why": "exec'd a program that left no records " * 3}],
+           "tasks": [{"id": "host.j1_1", "rule": "sort", "partial": True, "exit_status": None,
+                      "unprofiled": ["/opt/static-binary-with-a-long-name " * 3]}],
+           "hosts": [{"host": "node-with-a-long-name-" * 3, "tasks": 3, "wall_s": 12.0, "io_s": 6.0}]}
+    text = render_text(rep)
+    assert max(len(line) for line in text.splitlines()) <= 80, text
+    for word in ("sort_and_index_sort_and_index_sort_and_index_", "41% of its time", "exec'd a program",
+                 "static-binary", "partial tasks", "nfs4"):
+        assert word in text.replace("\n  ", " ").replace("\n    ", " "), word

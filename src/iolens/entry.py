@@ -17,9 +17,10 @@ def _columns() -> int:
         cols = int(os.environ["COLUMNS"])
     except (KeyError, ValueError):
         cols = 0
-    if cols <= 0:
+    stdout = sys.__stdout__
+    if cols <= 0 and stdout is not None:
         try:
-            cols = os.get_terminal_size(sys.__stdout__.fileno()).columns
+            cols = os.get_terminal_size(stdout.fileno()).columns
         except (AttributeError, ValueError, OSError):
             cols = 0
     return cols or 80

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import json
+import textwrap
 from typing import Any
 
 from iolens.units import human_bytes as fmt_bytes
@@ -24,38 +25,60 @@ def _storage(items: list[dict[str, Any]]) -> str:
     return ", ".join(f"{i['mount']} ({i['fstype']}, {fmt_bytes(i['bytes'])})" for i in items[:3]) or "-"
 
 
-def render_text(rep: dict[str, Any], top: int = 20) -> str:
-    t = rep["totals"]
-    out = [f"pipeline {rep['directory']}: {t['tasks']} tasks profiled in {t['rules']} rules on {t['hosts']} host(s); "
-           f"{t['not_profiled']} not profiled; {t['partial']} partial",
-           f"  task time {_s(t['time_s'])}, of which storage I/O {_s(t['io_s'])}", "", "storage-bound rules "
-           "(by time at stake):"]
-    for b in rep["storage_bound"] or [{"rule": "(none)", "time_at_stake_s": None, "io_share": 0, "advice": None}]:
-        out.append(f"  {b['rule']:<20} {_s(b['time_at_stake_s']):>9} {b['io_share']:>5.0%}  {b['advice'] or ''}")
-    out += ["", f"{'rule':<20} {'tasks':>5} {'time':>9} {'I/O':>9} {'I/O %':>6} {'read':>10} {'written':>10} "
-            f"{'temp':>10}  reads from / writes to / spills to"]
+WIDTH = 80  # the terminal floor every renderer fits (render/terminal.py)
+
+
+def _wrap(text: str, indent: str = "  ") -> list[str]:
+    """One line of the report, folded at WIDTH (paths and advice can be long); the continuation is indented."""
+    return textwrap.wrap(text, WIDTH - 1, subsequent_indent=indent + "  ", break_on_hyphens=False) or [""]
+
+
+def _rule_rows(rep: dict[str, Any], top: int) -> list[str]:
+    out = [f"{'rule':<16} {'tasks':>5} {'time':>8} {'I/O':>8} {'I/O %':>6} {'read':>9} {'written':>9} {'temp':>9}"]
     for r in rep["rules"][:top]:
         st = r["storage"]
-        out.append(f"{r['rule']:<20} {r['tasks']:>5} {_s(r['time_s']):>9} {_s(r['io_s']):>9} {r['io_share']:>6.0%} "
-                   f"{fmt_bytes(r['bytes_read']):>10} {fmt_bytes(r['bytes_written']):>10} "
-                   f"{fmt_bytes(r['temp_bytes']):>10}  {_storage(st['reads'])} / {_storage(st['writes'])} / "
-                   f"{_storage(st['spills'])}")
+        name = r["rule"] if len(r["rule"]) <= 16 else r["rule"][:15] + "…"
+        out.append(f"{name:<16} {r['tasks']:>5} {_s(r['time_s']):>8} {_s(r['io_s']):>8} {r['io_share']:>6.0%} "
+                   f"{fmt_bytes(r['bytes_read']):>9} {fmt_bytes(r['bytes_written']):>9} "
+                   f"{fmt_bytes(r['temp_bytes']):>9}")
+        if len(name) < len(r["rule"]):
+            out += _wrap(f"  rule {r['rule']}", "  ")
+        out += _wrap(f"  reads from {_storage(st['reads'])}; writes to {_storage(st['writes'])}; spills to "
+                     f"{_storage(st['spills'])}", "  ")
+    return out
+
+
+def render_text(rep: dict[str, Any], top: int = 20) -> str:
+    t = rep["totals"]
+    out = _wrap(f"pipeline {rep['directory']}: {t['tasks']} tasks profiled in {t['rules']} rules on {t['hosts']} "
+                f"host(s); {t['not_profiled']} not profiled; {t['partial']} partial", "")
+    out += [f"  task time {_s(t['time_s'])}, of which storage I/O {_s(t['io_s'])}", "",
+            "storage-bound rules (by time at stake):"]
+    for b in rep["storage_bound"] or [{"rule": "(none)", "time_at_stake_s": None, "io_share": 0, "advice": None}]:
+        out += _wrap(f"  {b['rule']:<20} {_s(b['time_at_stake_s']):>9} {b['io_share']:>5.0%}", "  ")
+    out += [""] + _rule_rows(rep, top)
     advice = [b["advice"] for b in rep["storage_bound"] if b["advice"]]
     if advice:
-        out += ["", "advice per rule:"] + [f"  {a}" for a in advice]
+        out += ["", "advice per rule:"]
+        for a in advice:
+            out += _wrap(f"  {a}")
     if rep["not_profiled"]:
         out += ["", "tasks not profiled:"]
-        out += [f"  {n['id']} (rule {n['rule']}): {n['why']}" for n in rep["not_profiled"][:top]]
+        for n in rep["not_profiled"][:top]:
+            out += _wrap(f"  {n['id']} (rule {n['rule']}): {n['why']}")
     lost = [r for r in rep["tasks"] if r.get("unprofiled")]
     if lost:
-        out += ["", "tasks with programs that ran without the interposer (static binary, stripped environment):"]
-        out += [f"  {r['id']} (rule {r['rule']}): {'; '.join(r['unprofiled'][:3])}" for r in lost[:top]]
+        out += ["", "tasks with programs that ran unprofiled (static binary, stripped environment):"]
+        for r in lost[:top]:
+            out += _wrap(f"  {r['id']} (rule {r['rule']}): {'; '.join(r['unprofiled'][:3])}")
     partial = [r for r in rep["tasks"] if r["partial"]]
     if partial:
         out += ["", "partial tasks (killed or still running; counted up to where they stopped):"]
-        out += [f"  {r['id']} (rule {r['rule']}, exit {r['exit_status']})" for r in partial[:top]]
-    out += ["", "hosts:"] + [f"  {h['host']:<20} {h['tasks']:>5} tasks  wall {_s(h['wall_s'])}  I/O {_s(h['io_s'])}"
-                             for h in rep["hosts"]]
+        for r in partial[:top]:
+            out += _wrap(f"  {r['id']} (rule {r['rule']}, exit {r['exit_status']})")
+    out += ["", "hosts:"]
+    for h in rep["hosts"]:
+        out += _wrap(f"  {h['host']:<20} {h['tasks']:>5} tasks  wall {_s(h['wall_s'])}  I/O {_s(h['io_s'])}")
     return "\n".join(out) + "\n"
 
 
