@@ -2,6 +2,7 @@
 """iolens compress as a measurer, against each codec's own benchmark or command on the same input, in one run.
 
     python benchmarks/compress_vs_tools.py [--size 16M] [--min-time 1] [--rounds 3] [--input FILE] [--json F]
+                                           [--zstd CMD] [--lz4 CMD]
 
 Each pair times the same work on both sides, so the ratio (iolens / reference) measures the measurer:
 - zstd -3, lz4 -1, in memory against `zstd -b3` / `lz4 -b1` (one thread, data in memory, best of loops):
@@ -16,7 +17,11 @@ Each pair times the same work on both sides, so the ratio (iolens / reference) m
   each command (hyperfine on an empty input) is printed, and a "library vs command" row compares iolens's
   in-memory library codec for the same format with the command's throughput without that fixed cost (its output
   to /dev/null, its start and exit subtracted).  zstd and lz4 get the same "less start" row against their
-  commands: a short-run reference beside the -b benchmarks.
+  commands: a short-run reference beside the -b benchmarks ("context" rows: the command also checksums and reads
+  a file, so these cannot match and are not measurer pairs).
+- A distribution's `zstd`/`lz4` command carries its own, statically linked copy of the library, built with the
+  packager's flags, so "same version" is not "same code" (the table says when); `--zstd`/`--lz4` take a command
+  built from the library's own source instead (docs/compress.md).
 Every figure on both sides is a best (minimum time): each side repeats until stable within a round (iolens: the
 lzbench rule of docs/compress.md; zstd/lz4: -i seconds; hyperfine: --min-runs and its 3 s), and the whole pair is
 repeated --rounds times alternating the sides, each side keeping its best.  MB = 10^6 bytes.  Target: 0.90..1.10
@@ -155,18 +160,21 @@ class Bench:
         return f"start+exit {fixed['c'] * 1e3:.1f}/{fixed['d'] * 1e3:.1f} ms"
 
     def in_memory(self, label: str, syslib: C.Codec | None, ours: C.Codec, cli: C.Codec, level: str,
-                  argv: list[str], notes: tuple[str, str, str]) -> None:
+                  argv: list[str], notes: tuple[str, str, str, str]) -> None:
         """Library figures against the library's own -b benchmark, and against its command less its start."""
         plain, fixed = self.command(cli, level, 1)
         fns = [lambda: own_bench(argv), plain, lambda: self.lib(ours, level)]
         if syslib is not None:
             fns.append(lambda: self.lib(syslib, level))
         got = self.best(*fns)
-        how = " ".join(a for a in argv if a != self.src and not a.startswith("-i") and a != "-q")
+        how = " ".join([os.path.basename(argv[0])]
+                       + [a for a in argv[1:] if a != self.src and not a.startswith("-i") and a != "-q"])
         cmd = " ".join(cli.compress_argv(level, 1))  # type: ignore[misc]
         if syslib is not None:
-            self.rows.append(row(f"{label} same library", "measurer", got[3], got[0], how, syslib.library))
-            self.rows.append(row(f"{label} same library", "measurer", got[3], self.net(fixed, got[1]["ratio"]),
+            self.rows.append(row(f"{label} same library", "measurer", got[3], got[0], how,
+                                 f"{syslib.library}{notes[3]}"))
+            # context, not a measurer pair: the command also checksums and reads a file, so it cannot match
+            self.rows.append(row(f"{label} same library", "context", got[3], self.net(fixed, got[1]["ratio"]),
                                  f"{cmd} less start", f"{self.start_note(fixed)}; {notes[1]}"))
         self.rows.append(row(f"{label} iolens codec", "library", got[2], got[0], how, notes[0]))
         self.rows.append(row(f"{label} iolens codec", "library", got[2], self.net(fixed, got[1]["ratio"]),
@@ -184,6 +192,20 @@ class Bench:
         libr = self.lib(lc, lib_level, threads if lc.threads else 1)
         self.rows.append(row(f"  {libname}:{lib_level} vs {label}", "library", libr, self.net(fixed, ref["ratio"]),
                              "command less start", lc.version() or lc.library))
+
+
+def own_copy(tool: str) -> str:
+    """A note when the command carries its own copy of its library (statically linked): then the same version
+    is not the same code, since the packager built the command's copy with its own flags."""
+    path = shutil.which(tool)
+    if path is None or shutil.which("ldd") is None:
+        return ""
+    lib = {"zstd": "libzstd.so", "lz4": "liblz4.so"}.get(os.path.basename(tool), "")
+    p = subprocess.run(["ldd", path], capture_output=True, text=True)
+    if not lib or p.returncode != 0 or lib in p.stdout:
+        return ""
+    return (f"; {tool} links its own copy of the library (not {lib}): same version, not the same build "
+            "(docs/compress.md: pass --zstd/--lz4 a command built from the library's source)")
 
 
 def versions(tools: list[str]) -> dict[str, str | None]:
@@ -224,6 +246,8 @@ def main() -> None:
     ap.add_argument("--json", default=None)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--skip-tools", action="store_true", help="only the in-memory pairs (zstd, lz4)")
+    ap.add_argument("--zstd", default="zstd", help="the zstd command whose -b is the reference (default: on PATH)")
+    ap.add_argument("--lz4", default="lz4", help="the lz4 command whose -b is the reference (default: on PATH)")
     a = ap.parse_args()
     if shutil.which("hyperfine") is None:
         raise SystemExit("hyperfine is not installed (Debian package hyperfine): it times the commands")
@@ -235,20 +259,23 @@ def main() -> None:
     load0, t0 = os.getloadavg(), time.time()
     b = Bench(a, src, tmp.name)
     secs = max(1, round(a.min_time * 3))
-    ver = versions(["zstd", "lz4", "gzip", "xz", "pigz", "igzip", "bgzip"])
-    zmatch = version_number(ver["libzstd in python-zstandard"]) == version_number(ver["zstd command"])
+    for t in (a.zstd, a.lz4):
+        if shutil.which(t) is None:
+            raise SystemExit(f"{t}: no such command (give --zstd/--lz4 an executable, or install zstd and lz4)")
+    ver = versions([a.zstd, a.lz4, "gzip", "xz", "pigz", "igzip", "bgzip"])
+    zmatch = version_number(ver["libzstd in python-zstandard"]) == version_number(ver[f"{a.zstd} command"])
     b.in_memory("zstd -3", syslib_codecs.zstd_codec(), C.REGISTRY["zstd"], C.REGISTRY["zstd-cli"], "3",
-                ["zstd", "-q", "-b3", f"-i{secs}", src],
+                [a.zstd, "-q", "-b3", f"-i{secs}", src],
                 ("same libzstd version as the command" if zmatch else
                  f"libzstd {ver['libzstd in python-zstandard']} (python-zstandard) vs the command's "
-                 f"{version_number(ver['zstd command'])}: versions differ",
+                 f"{version_number(ver[f'{a.zstd} command'])}: versions differ",
                  "the command adds an xxh64 checksum and reads a file",
-                 "the command adds an xxh64 checksum" + ("" if zmatch else "; versions differ")))
+                 "the command adds an xxh64 checksum" + ("" if zmatch else "; versions differ"), own_copy(a.zstd)))
     b.in_memory("lz4 -1", syslib_codecs.lz4_codec(), C.REGISTRY["lz4"], C.REGISTRY["lz4-cli"], "1",
-                ["lz4", "-b1", f"-i{secs}", src],
+                [a.lz4, "-b1", f"-i{secs}", src],
                 ("lz4 frame: xxh32 content checksum computed when writing and verified when reading "
                  "(`lz4 -b` times bare blocks)", "the command adds the frame's xxh32 checksum and reads a file",
-                 "same frame and checksum, same liblz4 version"))
+                 "same frame and checksum, same liblz4 version", own_copy(a.lz4)))
     t = a.threads
     if not a.skip_tools:
         for label, name, level, threads, libname, lib_level in [
