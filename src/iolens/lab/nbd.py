@@ -128,14 +128,18 @@ DELAY_IOPS = ("the IOPS limit comes from a per-request delay x requests in fligh
 SHARED = ("no jitter, no queueing effects of a shared network or spindle; every request of any size pays the "
           "same latency")
 
+# Device.bandwidth is the rate nbdkit is given, which for magnetic, gp2, io2-100 and hdd is 4-5% above the stated
+# limit: found by measurement, since writeback (buffered write + fsync) and cold read-ahead do not keep the rate
+# filter's bucket busy and landed 9-10% under the limit at exactly it, while O_DIRECT streams, which do, stay within
+# 7% above it. hdd's reads and writes also take separate delays (19 and 20 ms) for its 4 KiB IOPS.
 PROFILES: tuple[Profile, ...] = (
     Profile("magnetic", "EBS magnetic (standard), previous generation",
             "40-200 IOPS (about 100 on average), 40-90 MiB/s, bursts to hundreds of IOPS",
-            40 * MiB, 100, Device(40 * MiB, 44, 2, write_latency_ms=42),
+            40 * MiB, 100, Device(42 * MiB, 44, 2, write_latency_ms=42),
             not_emulated=("the burst to hundreds of IOPS", "the spread of 40-200 IOPS: we give the average", SHARED)),
     Profile("gp2", "EBS gp2 SSD at baseline (3 IOPS per GiB, at least 100; 0.25 MiB per I/O)",
             "3 IOPS/GiB (min 100, max 16,000), bursts to 3,000 IOPS below 1 TiB; 128-250 MiB/s",
-            25 * MiB, 100, Device(25 * MiB, 44, 2, write_latency_ms=42),
+            25 * MiB, 100, Device(26 * MiB, 44, 2, write_latency_ms=42),
             not_emulated=(NO_BURST, "IOPS follow the image size only through the default: 100 IOPS up to 33 GiB",
                           DELAY_IOPS)),
     Profile("gp3", "EBS gp3 SSD at its included baseline", "3,000 IOPS, 125 MiB/s (provisionable to 16,000 / 1,000)",
@@ -145,7 +149,7 @@ PROFILES: tuple[Profile, ...] = (
                           "I/O is counted in 64 KiB units, not 256 KiB (the bandwidth binds first above 43 KiB, so "
                           "the limits are the same); a small write reads and writes 64 KiB of the image")),
     Profile("io2-100", "EBS io2 with 100 provisioned IOPS", "100 IOPS, 0.256 MiB/s per provisioned IOPS",
-            25 * MiB, 100, Device(25 * MiB, 44, 2, write_latency_ms=42),
+            25 * MiB, 100, Device(26 * MiB, 44, 2, write_latency_ms=42),
             not_emulated=(DELAY_IOPS, "sub-millisecond latency at queue depth 1 (ours is 44 ms)")),
     Profile("io2-500", "EBS io2 with 500 provisioned IOPS", "500 IOPS, 0.256 MiB/s per provisioned IOPS",
             125 * MiB, 500, Device(125 * MiB, 9, 4),
@@ -159,7 +163,7 @@ PROFILES: tuple[Profile, ...] = (
             12 * MiB, 250, Device(12 * MiB, 19, 4),
             not_emulated=(NO_BURST, "small random I/O is not penalised as on sc1 (each counts as a full 1 MiB I/O)")),
     Profile("hdd", "a 7200 rpm hard disk with a deep queue", "about 120 MiB/s sequential, 75-250 IOPS (with NCQ)",
-            120 * MiB, 250, Device(120 * MiB, 18, 4),
+            120 * MiB, 250, Device(126 * MiB, 19, 4, write_latency_ms=20),
             not_emulated=("seek distance: every request costs the same, near or far", SHARED)),
     Profile("nvme", "a local NVMe SSD (instance store), unthrottled stand-in",
             "hundreds of thousands of IOPS, GB/s",
