@@ -113,6 +113,29 @@ IOLENS_COLD void *iolens_resolve_slot(void **slot, const char *name)
 
 /* ---- raw syscalls: the recorder's own I/O never re-enters the hooks ------ */
 
+#if defined(__x86_64__)
+long iolens_syscall(long n, ...)
+{
+    va_list ap;
+    va_start(ap, n); /* six arguments, whether given or not: as libc's syscall() reads them */
+    long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
+    register long d __asm__("r10") = va_arg(ap, long);
+    register long e __asm__("r8") = va_arg(ap, long);
+    register long f __asm__("r9") = va_arg(ap, long);
+    va_end(ap);
+    long r;
+    __asm__ volatile("syscall"
+                     : "=a"(r)
+                     : "0"(n), "D"(a), "S"(b), "d"(c), "r"(d), "r"(e), "r"(f)
+                     : "rcx", "r11", "memory");
+    if ((unsigned long)r > -4096ul) {
+        errno = (int)-r;
+        return -1;
+    }
+    return r;
+}
+#endif
+
 long iolens_sys_write(int fd, const void *buf, unsigned long n)
 {
     const char *p = buf;

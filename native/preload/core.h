@@ -430,6 +430,14 @@ void iolens_trace_flush_all(void);
 /* Raw syscalls that never re-enter the hooks. */
 long iolens_sys_write(int fd, const void *buf, unsigned long n);
 
+#if defined(__x86_64__)
+/* libc's syscall(), the same instructions inline in the library (core.c):
+ * every image calls it at its start and end, and libc's would cost a lazy
+ * binding there.  Same contract: -1 with errno set on failure. */
+long iolens_syscall(long n, ...);
+#define syscall iolens_syscall
+#endif
+
 /* Around the recorder's own calls that may grow a file (fallocate, write):
  * SIGXFSZ from RLIMIT_FSIZE is held back and, if the call raised it, taken
  * again, so the limit shows as EFBIG to the recorder and never to the program. */

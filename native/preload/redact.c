@@ -542,7 +542,8 @@ size_t iolens_capture_env(char **envp, char *out, size_t cap)
         unsigned c0 = (unsigned)(unsigned char)v[0] - 'A';
         if (c0 >= 26 || !(first >> c0 & 1)) continue;
         int wanted = 0;
-        for (size_t i = 0; i < sizeof keep / sizeof keep[0] && !wanted; i++) wanted = has_prefix(v, keep[i]);
+        for (size_t i = 0; i < sizeof keep / sizeof keep[0] && !wanted; i++)
+            wanted = keep[i][0] == v[0] && has_prefix(v, keep[i]);
         if (!wanted) continue;
         const char *eq = iolens_strchr(v, '=');
         if (!eq) continue;
