@@ -114,26 +114,33 @@ IOLENS_COLD void *iolens_resolve_slot(void **slot, const char *name)
 /* ---- raw syscalls: the recorder's own I/O never re-enters the hooks ------ */
 
 #if defined(__x86_64__)
-long iolens_syscall(long n, ...)
+/* libc's syscall(), instruction for instruction: the sixth argument is read
+ * from the caller's stack whether it was passed or not, as libc does (in
+ * assembly, so the sanitizer sees no read past the caller's arguments). */
+__attribute__((used)) long iolens_syscall_error(long r)
 {
-    va_list ap;
-    va_start(ap, n); /* six arguments, whether given or not: as libc's syscall() reads them */
-    long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
-    register long d __asm__("r10") = va_arg(ap, long);
-    register long e __asm__("r8") = va_arg(ap, long);
-    register long f __asm__("r9") = va_arg(ap, long);
-    va_end(ap);
-    long r;
-    __asm__ volatile("syscall"
-                     : "=a"(r)
-                     : "0"(n), "D"(a), "S"(b), "d"(c), "r"(d), "r"(e), "r"(f)
-                     : "rcx", "r11", "memory");
-    if ((unsigned long)r > -4096ul) {
-        errno = (int)-r;
-        return -1;
-    }
-    return r;
+    errno = (int)-r;
+    return -1;
 }
+__asm__(".text\n"
+        ".globl iolens_syscall\n"
+        ".hidden iolens_syscall\n"
+        ".type iolens_syscall, @function\n"
+        "iolens_syscall:\n"
+        "    mov %rdi, %rax\n"
+        "    mov %rsi, %rdi\n"
+        "    mov %rdx, %rsi\n"
+        "    mov %rcx, %rdx\n"
+        "    mov %r8, %r10\n"
+        "    mov %r9, %r8\n"
+        "    mov 8(%rsp), %r9\n"
+        "    syscall\n"
+        "    cmp $-4095, %rax\n"
+        "    jae 1f\n"
+        "    ret\n"
+        "1:  mov %rax, %rdi\n"
+        "    jmp iolens_syscall_error\n"
+        ".size iolens_syscall, .-iolens_syscall\n");
 #endif
 
 long iolens_sys_write(int fd, const void *buf, unsigned long n)
