@@ -4,7 +4,9 @@
 
 Runs tests/native/hotloop.c's WORKLOAD (write: one-byte write() calls to a file in a temporary directory on the
 current filesystem; fputc, fread, stat, openclose as in profile_overhead.py; true: /bin/true started CALLS times
-from a shell loop, default 200, a process with no file I/O) plain and under each library, with the variables
+from a shell loop, default 200, a process with no file I/O; write-nosys: the write workload with a library
+after the interposer whose write() does nothing, in every mode, so the figure is the hook's own CPU time with
+no kernel time around it to add noise) plain and under each library, with the variables
 `iolens profile` sets (IOLENS_DIR on /dev/shm), the order shuffled in every round.  Prints, per library, the
 median CPU time per call (or process) and the median over rounds of (library - plain) in the same round: a
 difference between two builds that is smaller than the spread between moments (profile_overhead.py's runs)
@@ -31,6 +33,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent.parent
 
 
+# write-nosys: the next write() after the interposer's, doing nothing
+NOSYS = """
+#include <unistd.h>
+ssize_t write(int fd, const void *b, size_t n) { (void)fd; (void)b; __asm__ volatile("" ::: "memory"); return (ssize_t)n; }
+"""
+
+
 def cpu_ns_per_call(argv: list[str], env: dict, calls: int) -> float:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(argv, env=env, check=True)
@@ -41,7 +50,7 @@ def cpu_ns_per_call(argv: list[str], env: dict, calls: int) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("libs", nargs="+", type=Path, help="preload libraries to compare")
-    ap.add_argument("--workload", default="write", choices=["write", "fputc", "fread", "stat", "openclose", "true"])
+    ap.add_argument("--workload", default="write", choices=["write", "fputc", "fread", "stat", "openclose", "true", "write-nosys"])
     ap.add_argument("--calls", type=int, help="calls (default 1,000,000) or, for true, processes (default 200)")
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--callgrind", action="store_true", help="also count instructions with valgrind's callgrind")
@@ -55,12 +64,18 @@ def main() -> int:
         work = Path(tmp)
         hot = work / "hotloop"
         subprocess.run(["cc", "-O2", "-o", str(hot), str(HERE / "tests" / "native" / "hotloop.c")], check=True)
+        nosys = ""
+        if args.workload == "write-nosys":
+            (work / "nosys.c").write_text(NOSYS)
+            subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(work / "nosys.so"), str(work / "nosys.c")],
+                           check=True)
+            nosys = str((work / "nosys.so").resolve())
         path = work / "data.bin"
         path.write_bytes(os.urandom(1 << 20))
         if args.workload == "true":
             argv = ["sh", "-c", f"i=0; while [ $i -lt {args.calls} ]; do /bin/true; i=$((i+1)); done"]
         else:
-            argv = [str(hot), args.workload, str(args.calls), str(path)]
+            argv = [str(hot), args.workload.removesuffix("-nosys"), str(args.calls), str(path)]
         if args.callgrind:
             print_instructions(args, hot, path)
         names = ["plain", *(str(lib) for lib in args.libs)]
@@ -71,8 +86,10 @@ def main() -> int:
             for name in order:
                 stage = Path(tempfile.mkdtemp(prefix="iolens-ab-", dir="/dev/shm"))
                 env = dict(os.environ)
+                if nosys:
+                    env["LD_PRELOAD"] = nosys
                 if name != "plain":
-                    env.update(LD_PRELOAD=str(Path(name).resolve()), IOLENS_DIR=str(stage),
+                    env.update(LD_PRELOAD=f"{Path(name).resolve()} {nosys}".strip(), IOLENS_DIR=str(stage),
                                IOLENS_PARENT_PID=str(os.getpid()))
                 times[name].append(cpu_ns_per_call(argv, env, args.calls))
                 shutil.rmtree(stage)
@@ -122,8 +139,9 @@ def print_instructions(args, hot: Path, path: Path) -> None:
         if args.workload == "true":
             print(f"{name}: {true:,} instructions per /bin/true")
             continue
-        a = callgrind_instructions([str(hot), args.workload, str(n), str(path)], env)
-        b = callgrind_instructions([str(hot), args.workload, str(2 * n), str(path)], env)
+        work = args.workload.removesuffix("-nosys")
+        a = callgrind_instructions([str(hot), work, str(n), str(path)], env)
+        b = callgrind_instructions([str(hot), work, str(2 * n), str(path)], env)
         print(f"{name}: {(b - a) / n:.1f} instructions per {args.workload} call; {true:,} per /bin/true")
 
 
