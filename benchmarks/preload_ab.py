@@ -1,13 +1,20 @@
 """Two builds of the interposer (or more) against each other, interleaved in one run.
 
-    python benchmarks/preload_ab.py OLD.so NEW.so [--workload write] [--calls 1000000] [--rounds 15]
+    python benchmarks/preload_ab.py OLD.so NEW.so [--workload write] [--calls 1000000] [--rounds 15] [--callgrind]
 
 Runs tests/native/hotloop.c's WORKLOAD (write: one-byte write() calls to a file in a temporary directory on the
-current filesystem; fputc, fread, stat, openclose as in profile_overhead.py) plain and under each library, with the
-variables `iolens profile` sets (IOLENS_DIR on /dev/shm), the order shuffled in every round.  Prints, per library,
-the median CPU time per call and the median over rounds of (library - plain) in the same round: a difference
-between two builds that is smaller than the spread between moments (profile_overhead.py's runs) shows up here.
-Page cache warm; the default clock (TSC where safe).
+current filesystem; fputc, fread, stat, openclose as in profile_overhead.py; true: /bin/true started CALLS times
+from a shell loop, default 200, a process with no file I/O; write-nosys: the write workload with a library
+after the interposer whose write() does nothing, in every mode, so the figure is the hook's own CPU time with
+no kernel time around it to add noise) plain and under each library, with the variables
+`iolens profile` sets (IOLENS_DIR on /dev/shm), the order shuffled in every round.  Prints, per library, the
+median CPU time per call (or process) and the median over rounds of (library - plain) in the same round: a
+difference between two builds that is smaller than the spread between moments (profile_overhead.py's runs)
+shows up here.  Page cache warm; the default clock (TSC where safe).
+
+--callgrind adds the steady proxies, which a busy machine does not disturb (valgrind's callgrind, so no
+timing): instructions per call of the workload ((instructions at 2N - at N) / N, N = 20,000; for `true`, the
+instructions of one /bin/true), and for every library the instructions of one /bin/true.
 """
 
 from __future__ import annotations
@@ -26,6 +33,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent.parent
 
 
+# write-nosys: the next write() after the interposer's, doing nothing
+NOSYS = """
+#include <unistd.h>
+ssize_t write(int fd, const void *b, size_t n) { (void)fd; (void)b; __asm__ volatile("" ::: "memory"); return (ssize_t)n; }
+"""
+
+
 def cpu_ns_per_call(argv: list[str], env: dict, calls: int) -> float:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(argv, env=env, check=True)
@@ -36,10 +50,13 @@ def cpu_ns_per_call(argv: list[str], env: dict, calls: int) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("libs", nargs="+", type=Path, help="preload libraries to compare")
-    ap.add_argument("--workload", default="write", choices=["write", "fputc", "fread", "stat", "openclose"])
-    ap.add_argument("--calls", type=int, default=1_000_000)
+    ap.add_argument("--workload", default="write", choices=["write", "fputc", "fread", "stat", "openclose", "true", "write-nosys"])
+    ap.add_argument("--calls", type=int, help="calls (default 1,000,000) or, for true, processes (default 200)")
     ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--callgrind", action="store_true", help="also count instructions with valgrind's callgrind")
     args = ap.parse_args()
+    if args.calls is None:
+        args.calls = 200 if args.workload == "true" else 1_000_000
     for lib in args.libs:
         if not lib.is_file():
             sys.exit(f"preload_ab: {lib}: no such file")
@@ -47,9 +64,20 @@ def main() -> int:
         work = Path(tmp)
         hot = work / "hotloop"
         subprocess.run(["cc", "-O2", "-o", str(hot), str(HERE / "tests" / "native" / "hotloop.c")], check=True)
+        nosys = ""
+        if args.workload == "write-nosys":
+            (work / "nosys.c").write_text(NOSYS)
+            subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(work / "nosys.so"), str(work / "nosys.c")],
+                           check=True)
+            nosys = str((work / "nosys.so").resolve())
         path = work / "data.bin"
         path.write_bytes(os.urandom(1 << 20))
-        argv = [str(hot), args.workload, str(args.calls), str(path)]
+        if args.workload == "true":
+            argv = ["sh", "-c", f"i=0; while [ $i -lt {args.calls} ]; do /bin/true; i=$((i+1)); done"]
+        else:
+            argv = [str(hot), args.workload.removesuffix("-nosys"), str(args.calls), str(path)]
+        if args.callgrind:
+            print_instructions(args, hot, path)
         names = ["plain", *(str(lib) for lib in args.libs)]
         times: dict[str, list[float]] = {n: [] for n in names}
         for _ in range(args.rounds):
@@ -58,19 +86,63 @@ def main() -> int:
             for name in order:
                 stage = Path(tempfile.mkdtemp(prefix="iolens-ab-", dir="/dev/shm"))
                 env = dict(os.environ)
+                if nosys:
+                    env["LD_PRELOAD"] = nosys
                 if name != "plain":
-                    env.update(LD_PRELOAD=str(Path(name).resolve()), IOLENS_DIR=str(stage),
+                    env.update(LD_PRELOAD=f"{Path(name).resolve()} {nosys}".strip(), IOLENS_DIR=str(stage),
                                IOLENS_PARENT_PID=str(os.getpid()))
                 times[name].append(cpu_ns_per_call(argv, env, args.calls))
                 shutil.rmtree(stage)
     load = os.getloadavg()[0]
-    print(f"# {args.workload} x {args.calls:,}, {args.rounds} interleaved rounds, CPU time of the child per call; "
+    per = "process" if args.workload == "true" else "call"
+    print(f"# {args.workload} x {args.calls:,}, {args.rounds} interleaved rounds, CPU time of the child per {per}; "
           f"load average {load:.1f} on {os.cpu_count()} CPUs")
+    unit, scale = ("ms", 1e-6) if per == "process" else ("ns", 1.0)
     for name in names:
-        added = [a - b for a, b in zip(times[name], times["plain"])]
-        print(f"{name}: median {statistics.median(times[name]):.1f} ns/call, added {statistics.median(added):+.1f} ns "
-              f"(IQR {statistics.quantiles(added, n=4)[0]:+.1f} .. {statistics.quantiles(added, n=4)[2]:+.1f})")
+        added = [(a - b) * scale for a, b in zip(times[name], times["plain"])]
+        q = statistics.quantiles(added, n=4)
+        print(f"{name}: median {statistics.median(times[name]) * scale:.3f} {unit}/{per}, "
+              f"added {statistics.median(added):+.3f} {unit} (IQR {q[0]:+.3f} .. {q[2]:+.3f})")
     return 0
+
+
+def callgrind_instructions(argv: list[str], env: dict) -> int:
+    """Instructions one run of argv executes (valgrind's callgrind; the program's and the libraries')."""
+    with tempfile.TemporaryDirectory(prefix="iolens-ab-cg-", dir="/dev/shm") as stage:
+        run_env = dict(env)
+        if "LD_PRELOAD" in run_env:
+            run_env["IOLENS_DIR"] = stage
+        r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv], env=run_env,
+                           capture_output=True, text=True, check=True)
+    for line in r.stderr.splitlines():
+        if "Collected :" in line:
+            return int(line.split("Collected :")[1].replace(",", "").strip())
+    raise RuntimeError(f"callgrind printed no count: {r.stderr[-300:]}")
+
+
+def print_instructions(args, hot: Path, path: Path) -> None:
+    """The steady proxies: instructions per call of the workload and per /bin/true, per library."""
+    if not shutil.which("valgrind"):
+        print("# --callgrind: valgrind is not installed; no instruction counts")
+        return
+    n = 20_000
+    if args.workload == "true":
+        print("# instructions (callgrind): one /bin/true")
+    else:
+        print(f"# instructions (callgrind): per {args.workload} call = (count at {2 * n:,} calls - at {n:,}) / {n:,}; "
+              "per process = one /bin/true")
+    for name in ["plain", *(str(lib) for lib in args.libs)]:
+        env = dict(os.environ)
+        if name != "plain":
+            env.update(LD_PRELOAD=str(Path(name).resolve()), IOLENS_PARENT_PID=str(os.getpid()))
+        true = callgrind_instructions(["/bin/true"], env)
+        if args.workload == "true":
+            print(f"{name}: {true:,} instructions per /bin/true")
+            continue
+        work = args.workload.removesuffix("-nosys")
+        a = callgrind_instructions([str(hot), work, str(n), str(path)], env)
+        b = callgrind_instructions([str(hot), work, str(2 * n), str(path)], env)
+        print(f"{name}: {(b - a) / n:.1f} instructions per {args.workload} call; {true:,} per /bin/true")
 
 
 if __name__ == "__main__":

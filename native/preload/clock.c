@@ -20,6 +20,8 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include "nolibc.h"
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
@@ -31,7 +33,6 @@ _Static_assert(IOLENS_CLOCK_VDSO == 1, "state values");
 #define NSLOTS 16
 
 int iolens_clock_state;
-struct iolens_tsc *iolens_tsc_cur;
 static struct iolens_tsc slots[NSLOTS];
 static unsigned nslots;
 static uint64_t anchor_tsc, anchor_mono, scaled_span;
@@ -41,7 +42,7 @@ IOLENS_COLD void iolens_clock_init(void)
 {
     const char *c = iolens_env("IOLENS_CLOCK");
 #if defined(__x86_64__)
-    if (c && strcmp(c, "vdso") == 0) iolens_clock_state = CLK_VDSO;
+    if (c && iolens_streq(c, "vdso")) iolens_clock_state = CLK_VDSO;
 #else
     (void)c;
     iolens_clock_state = CLK_VDSO;
@@ -83,7 +84,7 @@ static void publish_scale(uint64_t tsc, uint64_t mono)
     k->tsc0 = tsc;
     k->mono0 = mono;
     scaled_span = mono - anchor_mono;
-    __atomic_store_n(&iolens_tsc_cur, k, __ATOMIC_RELEASE);
+    __atomic_store_n(&iolens_g.tsc, k, __ATOMIC_RELEASE);
 }
 #endif
 

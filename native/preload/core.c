@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "iolens_schema.h"
+#include "nolibc.h"
 #include "redact.h"
 
 /* Our own mappings go straight to the kernel, not through the mmap hooks. */
@@ -111,6 +112,36 @@ IOLENS_COLD void *iolens_resolve_slot(void **slot, const char *name)
 }
 
 /* ---- raw syscalls: the recorder's own I/O never re-enters the hooks ------ */
+
+#if defined(__x86_64__)
+/* libc's syscall(), instruction for instruction: the sixth argument is read
+ * from the caller's stack whether it was passed or not, as libc does (in
+ * assembly, so the sanitizer sees no read past the caller's arguments). */
+__attribute__((used)) long iolens_syscall_error(long r)
+{
+    errno = (int)-r;
+    return -1;
+}
+__asm__(".text\n"
+        ".globl iolens_syscall\n"
+        ".hidden iolens_syscall\n"
+        ".type iolens_syscall, @function\n"
+        "iolens_syscall:\n"
+        "    mov %rdi, %rax\n"
+        "    mov %rsi, %rdi\n"
+        "    mov %rdx, %rsi\n"
+        "    mov %rcx, %rdx\n"
+        "    mov %r8, %r10\n"
+        "    mov %r9, %r8\n"
+        "    mov 8(%rsp), %r9\n"
+        "    syscall\n"
+        "    cmp $-4095, %rax\n"
+        "    jae 1f\n"
+        "    ret\n"
+        "1:  mov %rax, %rdi\n"
+        "    jmp iolens_syscall_error\n"
+        ".size iolens_syscall, .-iolens_syscall\n");
+#endif
 
 long iolens_sys_write(int fd, const void *buf, unsigned long n)
 {
@@ -282,7 +313,7 @@ IOLENS_COLD static void read_proc_io(uint64_t v[7])
         /* the kernel's order first, then any line where it is */
         for (int i = 0; i < 7; i++) {
             int k = (line_no + i) % 7;
-            if (kl < sizeof keys[0] && keys[k][kl] == 0 && memcmp(line, keys[k], kl) == 0) {
+            if (kl < sizeof keys[0] && keys[k][kl] == 0 && iolens_memeq(line, keys[k], kl)) {
                 v[k] = x;
                 break;
             }
@@ -1005,7 +1036,7 @@ IOLENS_COLD static uint64_t built_string(uint64_t at, uint32_t what, uint32_t le
     uint32_t size = (uint32_t)((sizeof *s + len + 1 + 7) & ~(size_t)7);
     s->what = what;
     s->len = len;
-    memset(built_text(at) + len, 0, size - sizeof *s - len);
+    iolens_memset0(built_text(at) + len, size - sizeof *s - len);
     h->size = size;
     h->version = IOLENS_VER_STRING;
     h->kind = IOLENS_KIND_STRING;
@@ -1017,7 +1048,7 @@ IOLENS_COLD static void note_strings(int argc, char **argv, char **envp)
 {
     uint64_t at = built_strings;
     if (syscall(SYS_getcwd, built_text(at), PATH_MAX) > 0)
-        at = built_string(at, IOLENS_STR_CWD, (uint32_t)strlen(built_text(at)));
+        at = built_string(at, IOLENS_STR_CWD, (uint32_t)iolens_strlen(built_text(at)));
     size_t len = iolens_redact_argv(argc, argv, built_text(at), 65536);
     at = built_string(at, IOLENS_STR_ARGV, (uint32_t)len);
     len = iolens_capture_env(envp, built_text(at), 65536);
@@ -1032,8 +1063,8 @@ IOLENS_COLD static uint64_t built_late_strings(uint64_t at)
     if (n > 0) at = built_string(at, IOLENS_STR_EXE, (uint32_t)n);
     struct utsname u;
     if (syscall(SYS_uname, &u) == 0) {
-        size_t l = strlen(u.nodename);
-        memcpy(built_text(at), u.nodename, l);
+        size_t l = iolens_strlen(u.nodename);
+        iolens_memcpy(built_text(at), u.nodename, l);
         at = built_string(at, IOLENS_STR_HOST, (uint32_t)l);
     }
     return at;
@@ -1174,10 +1205,10 @@ IOLENS_COLD static void warn_once(const char *what)
 IOLENS_COLD __attribute__((constructor(101))) static void iolens_init(int argc, char **argv, char **envp)
 {
     struct iolens_state *g = &iolens_g;
-    const char *dir = getenv("IOLENS_DIR");
-    if (!dir || !*dir || strlen(dir) >= sizeof g->dir) return;
+    const char *dir = iolens_getenv_in(environ, "IOLENS_DIR");
+    if (!dir || !*dir || iolens_strlen(dir) >= sizeof g->dir) return;
     iolens_guard = 1;
-    strcpy(g->dir, dir);
+    iolens_memcpy(g->dir, dir, iolens_strlen(dir) + 1);
     iolens_env_take(); /* the program sees the environment it would see unprofiled */
     iolens_clock_init();
     const char *t = iolens_env("IOLENS_TRACE");
@@ -1285,7 +1316,7 @@ IOLENS_COLD static int write_built(uint64_t flags, uint64_t status)
         struct iolens_file_hdr h;
         struct iolens_rec_hdr schema;
     } head;
-    memcpy(head.h.magic, IOLENS_MAGIC, IOLENS_MAGIC_LEN);
+    iolens_memcpy(head.h.magic, IOLENS_MAGIC, IOLENS_MAGIC_LEN);
     head.h.major = IOLENS_CONTAINER_MAJOR;
     head.h.minor = IOLENS_CONTAINER_MINOR;
     head.h.hdr_size = sizeof head.h;

@@ -59,6 +59,9 @@ struct iolens_state {
     int pid;
     struct iolens_proc *proc;
     struct iolens_timeline *tl;
+    /* the TSC scale in use (clock.c), or 0 while the vDSO is used; published
+     * whole (never torn).  Here, on the line every hooked call reads anyway. */
+    const struct iolens_tsc *tsc;
     /* part file mapping; no descriptor is held between calls (see core.c) */
     char *base;
     uint64_t used, mapped, reserve;
@@ -122,8 +125,6 @@ struct iolens_tsc {
     uint64_t mult; /* ns per tick << 32 */
     uint64_t tsc0, mono0;
 };
-/* the scale in use, or 0 while the vDSO is used; published whole (never torn) */
-extern struct iolens_tsc *iolens_tsc_cur;
 extern int iolens_clock_state;
 #define IOLENS_CLOCK_VDSO 1
 uint64_t iolens_now_calibrating(void);
@@ -133,7 +134,7 @@ void iolens_clock_init(void);
 static inline uint64_t iolens_now(void)
 {
 #if defined(__x86_64__)
-    const struct iolens_tsc *k = __atomic_load_n(&iolens_tsc_cur, __ATOMIC_ACQUIRE);
+    const struct iolens_tsc *k = __atomic_load_n(&iolens_g.tsc, __ATOMIC_ACQUIRE);
     if (LIKELY(k != 0)) {
         uint64_t d = __builtin_ia32_rdtsc() - k->tsc0;
         return k->mono0 + (uint64_t)(((unsigned __int128)d * k->mult) >> 32);
@@ -308,31 +309,40 @@ static inline int iolens_hist_bin(uint64_t n)
     return i;
 }
 
+/* The general path of iolens_data_quick, out of line: the call is copied
+ * here so that the quick path's copy never has its address taken (it stays
+ * in registers rather than on the stack). */
+static inline void iolens_data_slow(struct iolens_call c, struct iolens_fdstate *f, uint64_t off, int64_t n)
+{
+    iolens_data_keep(&c, f, off, n);
+}
+
 /* A timed data call (dir READ or WRITE) in its common case, inline: one
  * thread, a known file, continuing where the last call of the same
  * direction ended (so it is consecutive and sequential), in the timeline's
  * current span.  Anything else takes iolens_data.  Keeps exactly the counts
  * iolens_data keeps, with none of its branches for the other cases.  The call
- * ended with iolens_end_keep: this path leaves errno alone, the others keep it. */
-static inline __attribute__((always_inline)) void iolens_data_quick(struct iolens_call *c, int dir,
+ * ended with iolens_end_keep: this path leaves errno alone, the others keep it.
+ * c is taken by value: the caller's copy is never addressed on this path. */
+static inline __attribute__((always_inline)) void iolens_data_quick(struct iolens_call c, int dir,
                                                                    struct iolens_fdstate *f, uint64_t off, int64_t n)
 {
     struct iolens_file *r = f ? f->rec : 0;
     struct iolens_timeline *tl = iolens_g.tl;
-    if (UNLIKELY(c->mt) || UNLIKELY(!r) || UNLIKELY(n < 0)) {
-        iolens_data_keep(c, f, off, n);
+    if (UNLIKELY(c.mt) || UNLIKELY(!r) || UNLIKELY(n < 0)) {
+        iolens_data_slow(c, f, off, n);
         return;
     }
     uint64_t b = (uint64_t)n, at = off == IOLENS_POS ? f->pos : off, end = at + b;
-    uint64_t idx = (c->t0 - tl->t0_mono) >> tl->shift; /* out of range too if t0 < t0_mono */
+    uint64_t idx = (c.t0 - tl->t0_mono) >> tl->shift; /* out of range too if t0 < t0_mono */
     if (UNLIKELY(idx >= IOLENS_TIMELINE_BINS)) {
-        iolens_data_keep(c, f, off, n);
+        iolens_data_slow(c, f, off, n);
         return;
     }
     struct iolens_proc *p = iolens_g.proc;
     if (dir == IOLENS_CAT_WRITE) {
         if (UNLIKELY(r->last_op != IOLENS_CAT_WRITE + 1 || at != r->last_write_end || !r->writes)) {
-            iolens_data_keep(c, f, off, n);
+            iolens_data_slow(c, f, off, n);
             return;
         }
         r->writes++;
@@ -346,7 +356,7 @@ static inline __attribute__((always_inline)) void iolens_data_quick(struct iolen
         tl->bytes_written[idx] += b;
     } else {
         if (UNLIKELY(r->last_op != IOLENS_CAT_READ + 1 || at != r->last_read_end || !r->reads)) {
-            iolens_data_keep(c, f, off, n);
+            iolens_data_slow(c, f, off, n);
             return;
         }
         r->reads++;
@@ -360,18 +370,21 @@ static inline __attribute__((always_inline)) void iolens_data_quick(struct iolen
         tl->bytes_read[idx] += b;
     }
     if (off == IOLENS_POS) f->pos = end;
-    uint64_t dt = c->t1 - c->t0;
-    int cat = c->cat; /* dir, or STREAM for a pipe, socket or terminal */
+    uint64_t dt = c.t1 - c.t0;
+    int cat = c.cat; /* dir, or STREAM for a pipe, socket or terminal */
     r->cat_time_ns[cat] += dt;
-    if (!r->first_mono) r->first_mono = c->t0;
-    if (c->t1 > r->last_mono) r->last_mono = c->t1;
-    iolens_last_t = c->t0;
-    p->op_count[c->op]++;
+    if (!r->first_mono) r->first_mono = c.t0;
+    if (c.t1 > r->last_mono) r->last_mono = c.t1;
+    iolens_last_t = c.t0;
+    p->op_count[c.op]++;
     p->cat_time_ns[cat] += dt;
     p->cat_wall_ns[cat] += dt; /* one thread: wall time is call time */
     if (cat != IOLENS_CAT_STREAM) p->io_wall_ns += dt;
     tl->count[idx * IOLENS_NCAT + (uint64_t)cat]++;
-    if (UNLIKELY(iolens_g.trace)) iolens_trace_event(c, r, at, b); /* keeps errno */
+    if (UNLIKELY(iolens_g.trace)) { /* keeps errno */
+        struct iolens_call e = c;
+        iolens_trace_event(&e, r, at, b);
+    }
 }
 
 /* Bytes waiting in stdio write buffers now become kernel writes (exit). */
@@ -416,6 +429,14 @@ void iolens_trace_flush_all(void);
 
 /* Raw syscalls that never re-enter the hooks. */
 long iolens_sys_write(int fd, const void *buf, unsigned long n);
+
+#if defined(__x86_64__)
+/* libc's syscall(), the same instructions inline in the library (core.c):
+ * every image calls it at its start and end, and libc's would cost a lazy
+ * binding there.  Same contract: -1 with errno set on failure. */
+long iolens_syscall(long n, ...);
+#define syscall iolens_syscall
+#endif
 
 /* Around the recorder's own calls that may grow a file (fallocate, write):
  * SIGXFSZ from RLIMIT_FSIZE is held back and, if the call raised it, taken

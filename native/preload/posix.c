@@ -137,11 +137,12 @@ IOLENS_API void closefrom(int lo)
 #define DATA(op, off, call) \
     if (!iolens_on()) return call; \
     struct iolens_call c; \
+    c.err = 0; /* unused: errno is never saved on this path */ \
     struct iolens_fdstate *f = iolens_fd(fd); \
     iolens_begin_data(&c, op, f); \
     ssize_t r = call; \
     iolens_end_keep(&c); /* errno: the real call's, untouched by the quick path */ \
-    iolens_data_quick(&c, iolens_cat_of(op), f, off, r); \
+    iolens_data_quick(c, iolens_cat_of(op), f, off, r); \
     iolens_guard = 0; \
     return r;
 

@@ -13,6 +13,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "nolibc.h"
+
 IOLENS_START_DATA int iolens_exit_status;
 
 #define IOLENS_STR2(x) #x
@@ -97,7 +99,7 @@ IOLENS_COLD void iolens_signals_install(void)
     }
     if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &prev, sizeof all) != 0) return;
     struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
+    iolens_memset0(&sa, sizeof sa);
     sa.sa_handler = on_fatal;
     sa.sa_flags = SA_RESTART | SA_NODEFER; /* sa_mask: empty, from the memset */
     for (int i = 0; i < NFATAL; i++) {
@@ -229,7 +231,7 @@ static char *preload_rest = nothing; /* the program's part of it, as left in env
 IOLENS_START_DATA static const char *own_path;
 IOLENS_START_DATA static int env_taken;
 
-IOLENS_COLD static int starts(const char *s, const char *key, size_t kl) { return strncmp(s, key, kl) == 0 && s[kl] == '='; }
+IOLENS_COLD static int starts(const char *s, const char *key, size_t kl) { return iolens_strneq(s, key, kl) && s[kl] == '='; }
 
 /* Is [s, s+n) this library?  By its file name (pass 0), else by the path
  * the loader used (pass 1). */
@@ -237,12 +239,12 @@ IOLENS_COLD static int is_own(const char *s, size_t n, int pass)
 {
     static const char name[] = "libiolens_preload.so";
     size_t nl = sizeof name - 1;
-    if (pass == 0) return n >= nl && memcmp(s + n - nl, name, nl) == 0 && (n == nl || s[n - nl - 1] == '/');
+    if (pass == 0) return n >= nl && iolens_memeq(s + n - nl, name, nl) && (n == nl || s[n - nl - 1] == '/');
     if (!own_path) { /* looked up only when needed: dladdr walks every loaded object */
         Dl_info di;
         own_path = dladdr((void *)is_own, &di) && di.dli_fname ? di.dli_fname : "";
     }
-    return strlen(own_path) == n && memcmp(s, own_path, n) == 0;
+    return iolens_strlen(own_path) == n && iolens_memeq(s, own_path, n);
 }
 
 /* Where our entry is in an LD_PRELOAD value (space or colon separated).
@@ -266,8 +268,8 @@ IOLENS_COLD static const char *find_own(const char *v, size_t *len)
 
 IOLENS_COLD const char *iolens_env(const char *key)
 {
-    if (!env_taken) return getenv(key);
-    size_t kl = strlen(key);
+    if (!env_taken) return iolens_getenv_in(environ, key);
+    size_t kl = iolens_strlen(key);
     for (size_t k = 0; k < NKEYS; k++)
         if (env_saved[k] && starts(env_saved[k], key, kl)) return env_saved[k] + kl + 1;
     return 0;
@@ -282,27 +284,27 @@ IOLENS_COLD void iolens_env_take(void)
         char *e = env[i];
         int drop = 0;
         for (size_t k = 0; k < NKEYS && !drop && e[0] == 'I'; k++) {
-            size_t kl = strlen(env_keys[k]);
+            size_t kl = iolens_strlen(env_keys[k]);
             if (!starts(e, env_keys[k], kl)) continue;
             env_saved[k] = e;
             drop = 1;
         }
         size_t at_len;
         const char *at;
-        if (!drop && e[0] == 'L' && starts(e, "LD_PRELOAD", 10) && strlen(e) < sizeof preload_pool - 1100 &&
+        if (!drop && e[0] == 'L' && starts(e, "LD_PRELOAD", 10) && iolens_strlen(e) < sizeof preload_pool - 1100 &&
             (at = find_own(e + 11, &at_len)) != 0 && at_len + 12 < 1100) {
             preload_full = e;
             char *own = preload_pool, *rest = own + 11 + at_len + 1;
-            memcpy(own, "LD_PRELOAD=", 11);
-            memcpy(own + 11, at, at_len);
+            iolens_memcpy(own, "LD_PRELOAD=", 11);
+            iolens_memcpy(own + 11, at, at_len);
             own[11 + at_len] = 0;
             preload_own = own;
             /* the rest: the value without our entry and one separator beside it */
             size_t head = (size_t)(at - e), tail = head + at_len;
             if (e[tail] == ' ' || e[tail] == ':') tail++;
             else if (head > 11 && (e[head - 1] == ' ' || e[head - 1] == ':')) head--;
-            memcpy(rest, e, head);
-            strcpy(rest + head, e + tail);
+            iolens_memcpy(rest, e, head);
+            iolens_memcpy(rest + head, e + tail, iolens_strlen(e + tail) + 1);
             const char *v = rest + 11;
             while (*v == ' ' || *v == ':') v++;
             if (*v) env[o++] = preload_rest = rest;

@@ -27,6 +27,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "nolibc.h" /* every image runs these rules at its start: no libc functions to bind */
+
 #define MASK "***"
 #define MASK_LEN 3
 #define MAX_RANGES 64
@@ -65,33 +67,37 @@ static int lower(int c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
 static int is_digit(int c) { return c >= '0' && c <= '9'; }
 static int is_alnum(int c) { return is_digit(c) || (lower(c) >= 'a' && lower(c) <= 'z'); }
 static int is_space(int c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-static int in_set(int c, const char *set) { return c != 0 && strchr(set, c) != NULL; }
+static int in_set(int c, const char *set) { return c != 0 && iolens_strchr(set, c) != NULL; }
 
 /* s[0..n) equals lit, ignoring ASCII case */
-IOLENS_REDACT_COLD static int ieq(const char *s, size_t n, const char *lit)
+/* s[0..l) equals lit[0..l), ignoring ASCII case in s (lit is lower case) */
+static int ieq_n(const char *s, const char *lit, size_t l)
 {
-    size_t l = strlen(lit);
-    if (l != n) return 0;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < l; i++)
         if (lower((unsigned char)s[i]) != lit[i]) return 0;
     return 1;
 }
 
+IOLENS_REDACT_COLD static int ieq(const char *s, size_t n, const char *lit)
+{
+    return iolens_strlen(lit) == n && ieq_n(s, lit, n);
+}
+
 IOLENS_REDACT_COLD static int icontains(const char *s, size_t n, const char *lit)
 {
-    size_t l = strlen(lit);
-    for (size_t i = 0; i + l <= n; i++)
-        if (ieq(s + i, l, lit)) return 1;
+    size_t l = iolens_strlen(lit);
+    for (size_t i = 0; i + l <= n; i++) /* the first byte before the rest: most positions fail on it */
+        if (lower((unsigned char)s[i]) == lit[0] && ieq_n(s + i, lit, l)) return 1;
     return 0;
 }
 
 IOLENS_REDACT_COLD static int iends(const char *s, size_t n, const char *lit)
 {
-    size_t l = strlen(lit);
-    return n >= l && ieq(s + n - l, l, lit);
+    size_t l = iolens_strlen(lit);
+    return n >= l && ieq_n(s + n - l, lit, l);
 }
 
-static const char *find(const char *s, size_t n, int c) { return memchr(s, c, n); }
+static const char *find(const char *s, size_t n, int c) { return iolens_memchr(s, c, n); }
 
 /* A flag, variable or key name that announces a secret value. */
 IOLENS_REDACT_COLD static int secret_name(const char *s, size_t n)
@@ -251,12 +257,12 @@ IOLENS_REDACT_COLD static int prog_of(const char *v, size_t n)
     const char *base = v + b;
     size_t bl = n - b;
     for (size_t i = 0; i < sizeof mysql / sizeof mysql[0]; i++)
-        if (bl == strlen(mysql[i]) && memcmp(base, mysql[i], bl) == 0) return P_MYSQL;
+        if (bl == iolens_strlen(mysql[i]) && iolens_memeq(base, mysql[i], bl)) return P_MYSQL;
     for (size_t i = 0; i < sizeof shells / sizeof shells[0]; i++)
-        if (bl == strlen(shells[i]) && memcmp(base, shells[i], bl) == 0) return P_SHELL;
-    if (bl == 7 && memcmp(base, "sshpass", 7) == 0) return P_SSHPASS;
-    if (bl == 4 && memcmp(base, "curl", 4) == 0) return P_CURL;
-    if (bl == 3 && memcmp(base, "aws", 3) == 0) return P_AWS;
+        if (bl == iolens_strlen(shells[i]) && iolens_memeq(base, shells[i], bl)) return P_SHELL;
+    if (bl == 7 && iolens_memeq(base, "sshpass", 7)) return P_SSHPASS;
+    if (bl == 4 && iolens_memeq(base, "curl", 4)) return P_CURL;
+    if (bl == 3 && iolens_memeq(base, "aws", 3)) return P_AWS;
     return P_NONE;
 }
 
@@ -458,7 +464,7 @@ IOLENS_REDACT_COLD static void text_rules(const char *t, size_t n, struct ranges
 IOLENS_REDACT_COLD static size_t put(char *out, size_t o, size_t cap, const char *s, size_t n)
 {
     if (o + n + 1 > cap) n = o + 1 < cap ? cap - o - 1 : 0;
-    memcpy(out + o, s, n);
+    iolens_memcpy(out + o, s, n);
     return o + n;
 }
 
@@ -501,7 +507,7 @@ size_t iolens_redact_argv(int argc, char **argv, char *out, size_t cap)
     struct ctx c = {P_NONE, N_NONE, 0, 0};
     for (int i = 0; i < argc && argv[i]; i++) {
         const char *a = argv[i];
-        size_t n = strlen(a);
+        size_t n = iolens_strlen(a);
         struct ranges r;
         ranges_init(&r);
         word_rules(&c, a, n, &r);
@@ -536,16 +542,17 @@ size_t iolens_capture_env(char **envp, char *out, size_t cap)
         unsigned c0 = (unsigned)(unsigned char)v[0] - 'A';
         if (c0 >= 26 || !(first >> c0 & 1)) continue;
         int wanted = 0;
-        for (size_t i = 0; i < sizeof keep / sizeof keep[0] && !wanted; i++) wanted = has_prefix(v, keep[i]);
+        for (size_t i = 0; i < sizeof keep / sizeof keep[0] && !wanted; i++)
+            wanted = keep[i][0] == v[0] && has_prefix(v, keep[i]);
         if (!wanted) continue;
-        const char *eq = strchr(v, '=');
+        const char *eq = iolens_strchr(v, '=');
         if (!eq) continue;
         o = put(out, o, cap, v, (size_t)(eq + 1 - v));
         if (secret_name(v, (size_t)(eq - v))) {
             o = put(out, o, cap, MASK, MASK_LEN);
         } else {
             const char *val = eq + 1;
-            size_t n = strlen(val);
+            size_t n = iolens_strlen(val);
             struct ranges r;
             ranges_init(&r);
             text_rules(val, n, &r, 1);
