@@ -119,32 +119,3 @@ def test_write_calibration_syncs_only_in_its_synced_classes(tmp_path):
     assert set(cal) == set(CAL_CLASSES) and set(CLASSES) < set(cal)
     assert all(v > 0 for v in cal.values()), cal
     assert list(target.iterdir()) == []
-
-
-def test_opens_that_create_their_file_are_a_class_of_their_own(tmp_path):
-    """Five files created by the shell (each its first open), one of them opened again by the shell and by cat:
-    five creates; the other opens are metadata.  Calibrated, a create is an open of a new file, the metadata class
-    works on files that exist."""
-    from iolens.capture.reader import read_capture
-    from iolens.whatif.engine import op_codes
-    from iolens.whatif.predict import _cal_plan, predict, step_model
-
-    cap_path = tmp_path / "sh.iolens"
-    r = iolens("profile", "--trace", "-o", cap_path, "--", "sh", "-c",
-               "for i in 1 2 3 4 5; do echo $i > f$i; done; echo x >> f1; cat f1 f2 > all", cwd=tmp_path)
-    assert r.returncode == 0, r.stderr
-    m = step_model(read_capture(cap_path))
-    assert m.class_n["create"] == 6  # f1..f5 and all
-    assert m.class_n["meta"] >= 3 and m.class_s["create"] > 0
-    # a create costs 1 ms more there: 6 ms more; a calibration without creates prices them as metadata
-    home = dict(ZERO, meta=1e-5, create=1e-4, write_small=1e-6, read_small=1e-6)
-    there = dict(home, create=1.1e-3)
-    assert predict(m, there, home, "there").io_delta_s == pytest.approx(0.006)
-    no_create = {k: v for k, v in home.items() if k != "create"}
-    assert predict(m, dict(no_create, meta=2e-5), no_create, "x").io_delta_s == pytest.approx(
-        1e-5 * (m.class_n["meta"] + 6))
-    c = op_codes()
-    create, meta = _cal_plan("create"), _cal_plan("meta")
-    assert int((create.ops["op"] == c["OPEN"]).sum()) == 300
-    assert all(f.created for f in create.files[2:]) and not any(f.created for f in meta.files[2:])
-    assert all(f.layout > 0 for f in meta.files[2:])

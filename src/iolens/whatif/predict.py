@@ -5,9 +5,7 @@ absolute times).  From the capture:
 - the step's wall time W, and its storage-I/O wall time I (the time with at least one thread in a storage call:
   from the trace as the union of all threads' storage-op intervals, else the processes' io_wall_ns summed and
   capped at W); compute C = W - I, taken as unchanged on every target;
-- the number of operations n_k and the recorded time t_k of each class k (small and large reads and writes, syncs,
-  creates: the open that created a file, and the other metadata operations), from the trace or the per-file
-  counters;
+- the number of operations n_k and the recorded time t_k of each class k, from the trace or the per-file counters;
 - the overlap: sum_k t_k / I (> 1 when threads were in storage calls at the same time).
 From each target and from the capture's home storage: the cost per op of each class c_k (a small replay of a
 synthetic workload per class, stored in the results store and reused).  Writes are calibrated twice: buffered (no
@@ -35,15 +33,13 @@ import numpy as np
 from iolens import __version__
 from iolens import _format as F
 from iolens.bench.targets import Target
-from iolens.capture.reader import Capture, Process
+from iolens.capture.reader import Capture
 from iolens.whatif.engine import op_codes, op_dtype
 from iolens.whatif.plan import Plan, ReplayFile, _is_data, has_trace
 
 CAL_KIND = "whatif-calibration"
 CAL_VERSION = 2
-# create: an open that created its file (the first open of a file its process created); meta: the other
-# metadata operations (opens of existing files, closes, stats, listings, unlinks, renames)
-CLASSES = ("read_small", "read_large", "write_small", "write_large", "sync", "meta", "create")
+CLASSES = ("read_small", "read_large", "write_small", "write_large", "sync", "meta")
 # the write classes calibrated again with an fdatasync at the end: the costs a step that syncs pays per write
 SYNCED = {"write_small": "write_small_synced", "write_large": "write_large_synced"}
 CAL_CLASSES = CLASSES + tuple(SYNCED.values())
@@ -53,7 +49,6 @@ _READS = {"READ", "PREAD", "READV", "PREADV", "FREAD", "FGETS", "FGETC", "GETDEL
 _WRITES = {"WRITE", "PWRITE", "WRITEV", "PWRITEV", "SENDFILE", "COPY_FILE_RANGE", "FWRITE", "FPUTS", "FPUTC",
            "FPRINTF", "STDIO_DRAIN", "FFLUSH"}
 _SYNCS = {"FSYNC", "FDATASYNC", "SYNC_FILE_RANGE", "SYNCFS", "SYNC", "MSYNC"}
-_CREATES = {"OPEN", "FOPEN", "MKSTEMP"}
 _METAS = {"OPEN", "FOPEN", "MKSTEMP", "OPENDIR", "CLOSE", "FCLOSE", "CLOSEDIR", "STAT", "ACCESS", "UNLINK", "RMDIR",
           "RENAME", "MKDIR", "READDIR", "GETDENTS"}
 
@@ -85,19 +80,6 @@ def _union(starts: np.ndarray, ends: np.ndarray) -> float:
     return float((seg_end - s[idx]).sum()) / 1e9
 
 
-def _creating_opens(p: Process, op: np.ndarray, names: list[str]) -> np.ndarray:
-    """The events of process p that created their file: the first open of each file the process created."""
-    created_flag, dir_flag = F.FILE_FLAGS["CREATED"][0], F.FILE_FLAGS["DIRECTORY"][0]
-    created = [f["index"] for f in p.files if f["flags"] & created_flag and not f["flags"] & dir_flag]
-    ev = p.events
-    if not created or ev is None:
-        return np.zeros(0, dtype=np.int64)
-    cand = np.nonzero(np.isin(op, [names.index(n) for n in _CREATES if n in names]) & np.isin(ev["file"], created))[0]
-    cand = cand[np.argsort(ev["start_mono"][cand], kind="stable")]
-    _files, first = np.unique(ev["file"][cand], return_index=True)
-    return cand[first]
-
-
 def step_model(cap: Capture) -> StepModel:
     """The step's compute and I/O, by class, from the trace when there is one, else from the counters."""
     names = [n for n, _c in F.OPS]
@@ -111,7 +93,6 @@ def step_model(cap: Capture) -> StepModel:
     class_n = dict.fromkeys(CLASSES, 0)
     wall = float(cap.meta.get("wall_s") or 0.0)
     pipe_flag = F.FILE_FLAGS["NOT_A_FILE"][0]
-    created_flag, dir_flag = F.FILE_FLAGS["CREATED"][0], F.FILE_FLAGS["DIRECTORY"][0]
     unseen: list[str] = []
     traced = has_trace(cap)
     if traced:
@@ -130,7 +111,6 @@ def step_model(cap: Capture) -> StepModel:
             k = cls_of[np.minimum(op, len(names))].copy()
             k[isr] = np.where(size[isr] <= SMALL, 0, 1)
             k[isw] = np.where(size[isw] <= SMALL, 2, 3)
-            k[_creating_opens(p, op, names)] = CLASSES.index("create")
             keep = on_data & (k >= 0)
             for ci, c in enumerate(CLASSES):
                 sel = keep & (k == ci)
@@ -159,14 +139,9 @@ def step_model(cap: Capture) -> StepModel:
                         class_s[large] += t * nl / tot
                         class_n[small] += ns
                         class_n[large] += nl
-                n_meta = f["opens"] + f["stats"] + f["metas"]
-                # a file the process created: one of its opens created it (its share of the metadata time)
-                created = int(bool(f["flags"] & created_flag and not f["flags"] & dir_flag and f["opens"]))
-                class_s["meta"] += ct[2] * (1 - created / n_meta) if n_meta else ct[2]
-                class_s["create"] += ct[2] * created / n_meta if n_meta else 0.0
+                class_s["meta"] += ct[2]
                 class_s["sync"] += ct[3]
-                class_n["meta"] += n_meta - created
-                class_n["create"] += created
+                class_n["meta"] += f["opens"] + f["stats"] + f["metas"]
                 class_n["sync"] += f["syncs"]
         io_wall = min(io_wall, wall)
         unseen.append("no trace: thread overlap and per-op sizes are estimated from counters (wider interval)")
@@ -205,18 +180,14 @@ def _cal_plan(cls: str) -> Plan:
         rows = [(c["OPEN"], 1, 0, 0)]
         for i in range(64):
             rows += [(c["WRITE"], 1, i * 4096, 4096), (c["FDATASYNC"], 1, 0, 0)]
-    elif cls == "meta":  # on files that exist (laid out, untimed): opens, closes, stats, unlinks
+    elif cls == "meta":
         for i in range(300):
-            files.append(ReplayFile(f"/cal/m/f{i}", f"cal/m/f{i}", layout=4096))
+            files.append(ReplayFile(f"/cal/m/f{i}", f"cal/m/f{i}", created=True))
         h0 = 2
         for i in range(300):
             rows += [(c["OPEN"], h0 + i, 0, 0), (c["CLOSE"], h0 + i, 0, 0), (c["STAT"], 2 + i, 0, 0)]
         for i in range(300):
             rows.append((c["UNLINK"], 2 + i, 0, 0))
-    elif cls == "create":  # opens that create their file, each closed
-        for i in range(300):
-            files.append(ReplayFile(f"/cal/m/f{i}", f"cal/m/f{i}", created=True))
-            rows += [(c["OPEN"], 2 + i, 0, 0), (c["CLOSE"], 2 + i, 0, 0)]
     if cls in SYNCED.values():  # the writes' writeback, waited for as a step that syncs waits for it
         rows.append((c["FDATASYNC"], 1, 0, 0))
     rows = [(c["START"], 0, 0, 0)] + rows
@@ -228,7 +199,7 @@ def _cal_plan(cls: str) -> Plan:
 
 def _cal_ops(cls: str) -> int:
     return {"read_small": 4096, "read_large": 32, "write_small": 4096, "write_large": 32, "sync": 64,
-            "meta": 1200, "create": 300}[cls.removesuffix("_synced")]
+            "meta": 1200}[cls.removesuffix("_synced")]
 
 
 def calibrate(t: Target, *, cache: str = "warm", store=None, refresh: bool = False) -> dict[str, float]:
@@ -272,12 +243,9 @@ class Prediction:
 
 def cost_key(model: StepModel, cls: str, cal: dict[str, float]) -> str:
     """The calibration entry that prices the step's ops of class `cls`: a write is priced buffered unless the step
-    makes sync calls (then with the writeback its syncs wait for), when the calibration has that entry; a create as
-    metadata when the calibration has no creates."""
+    makes sync calls (then with the writeback its syncs wait for), when the calibration has that entry."""
     synced = SYNCED.get(cls)
-    if synced and model.class_n.get("sync") and synced in cal:
-        return synced
-    return cls if cls in cal or cls != "create" else "meta"  # a calibration without creates prices them as meta
+    return synced if synced and model.class_n["sync"] and synced in cal else cls
 
 
 def predict(model: StepModel, cal: dict[str, float], home: dict[str, float] | None, target: str) -> Prediction:
@@ -285,7 +253,7 @@ def predict(model: StepModel, cal: dict[str, float], home: dict[str, float] | No
     there less the per-op cost at home (see the module's docstring)."""
     delta: dict[str, float] = {}
     for c in CLASSES:
-        n = model.class_n.get(c, 0)
+        n = model.class_n[c]
         if not n:
             delta[c] = 0.0
             continue
@@ -297,7 +265,7 @@ def predict(model: StepModel, cal: dict[str, float], home: dict[str, float] | No
     io = wall - model.compute_s
     rel = (0.10 if home else 0.30) if model.traced else (0.25 if home else 0.45)
     spread = 0.03 * wall + rel * io + 0.5 * rel * abs(d_io)
-    pred_class = {c: model.class_s.get(c, 0.0) + delta[c] for c in CLASSES}
+    pred_class = {c: model.class_s[c] + delta[c] for c in CLASSES}
     dominant = max(pred_class, key=lambda c: pred_class[c]) if any(model.class_n.values()) else "none"
     return Prediction(target, wall, max(model.compute_s, wall - spread), wall + spread, io / wall if wall else 0.0,
                       dominant, "home storage calibration" if home else "recorded per-op times", d_io)
