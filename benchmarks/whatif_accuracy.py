@@ -5,12 +5,11 @@ the median is kept (one capture taken at a bad moment would spoil every cell of 
 printed); what one involuntary context switch cost the steps is measured (run delay per switch, from /proc) and
 given to the replay.  The capture is then replayed and predicted on every target, and the step run for real there.
 Real runs and replays are interleaved (run i of every step and target, then replay i, ...), so load from other work
-on the machine falls on both alike.  Predictions take as reference the capture's storage calibrated right after the
-captures (as it was when they were taken) and each target calibrated after its real runs.  Per cell it prints the
-actual median with a 95% confidence interval of the median (distribution-free, from order statistics), the
-replayed median (compute gaps burnt as CPU for their on-CPU share; and, for comparison, all slept), the predicted
-time, their errors, and whether each is inside the actual runs' own spread; then the mean absolute error of each
-mode, where each replay's time went against the recording (per-thread busy, gaps, CPU burnt, late, waits), the
+on the machine falls on both alike.  Predictions take as reference the capture's storage calibrated, as every
+target, after the real runs.  Per cell it prints the actual median with a 95% confidence interval of the median
+(distribution-free, from order statistics), the replayed median (compute gaps burnt as CPU for their on-CPU share;
+and, for comparison, all slept), the predicted time, their errors, and whether each is inside the actual runs' own
+spread; then the mean absolute error of each mode, where each replay's time went against the recording (per-thread busy, gaps, CPU burnt, late, waits), the
 fidelity of each step (the replay on the capture's own storage against the original profiled run), what a replay
 of a million operations costs, and the load average at the start and the end.
 
@@ -206,10 +205,9 @@ class Cells:
     parts: dict[tuple[str, str], list[dict[str, float]]]
 
 
-def report(c: Cells, plans: dict[str, Any], models: dict[str, Any], cals: list[dict[str, float]],
-           home_cal: dict[str, float]) -> None:
+def report(c: Cells, plans: dict[str, Any], models: dict[str, Any], cals: list[dict[str, float]]) -> None:
     """The table, the mean absolute errors, the breakdown and the fidelity.  `cals`: each target calibrated after
-    the real runs; `home_cal`: the capture's storage calibrated right after the captures were taken."""
+    the real runs (the capture's storage among them, the predictions' reference)."""
     errs: dict[str, list[float]] = {"replay": [], "replay (all gaps slept)": [], "predict": []}
     print(f"\n{'step':<13} {'target':<10} {'actual (95% CI)':>24} {'replayed':>9} {'err':>7} {'slept':>8} "
           f"{'err':>7} {'predicted':>10} {'err':>7} {'CI':>4}")
@@ -218,7 +216,7 @@ def report(c: Cells, plans: dict[str, Any], models: dict[str, Any], cals: list[d
             act, lo, hi = median_ci(c.actual[(step, n)])
             rep = statistics.median(c.replayed[(step, n)])
             slp = statistics.median(c.slept[(step, n)]) if c.slept else float("nan")
-            pred = predict(models[step], cals[i], home_cal, n).wall_s
+            pred = predict(models[step], cals[i], cals[c.home], n).wall_s
             er, es, ep = pct(rep, act), pct(slp, act), pct(pred, act)
             errs["replay"].append(abs(er))
             errs["predict"].append(abs(ep))
@@ -312,9 +310,6 @@ def main() -> None:
             models[step] = step_model(caps[step])
             for n in plans[step].notes:
                 print(f"{step}: {n}")
-        # the predictions' reference: the capture's storage as the captures saw it (its cost per op can move
-        # tenfold within minutes on a shared disk), calibrated right after them
-        home_cal = calibrate(targets[home], refresh=True)
         actual: dict[tuple[str, str], list[float]] = {}
         replayed: dict[tuple[str, str], list[float]] = {}
         slept: dict[tuple[str, str], list[float]] = {}
@@ -331,7 +326,7 @@ def main() -> None:
                     if not a.no_sleep_replay:
                         slept.setdefault((step, n), []).append(replay_on(sleeps[step], t).wall_s)
         cals = [calibrate(t, refresh=True) for t in targets]
-        report(Cells(list(steps), names, home, actual, replayed, slept, parts), plans, models, cals, home_cal)
+        report(Cells(list(steps), names, home, actual, replayed, slept, parts), plans, models, cals)
         if a.cost_ops:
             print()
             report_cost(replay_cost(a.cost_ops, bases[0], runs=3))
