@@ -1,19 +1,23 @@
 """How close replay and predict come to real runs: step x target -> actual, replayed, predicted, error %.
 
-Each step is profiled once (with --trace) on the root disk, then replayed and predicted on every target, and run
-for real there.  Real runs and replays are interleaved (run i of every step and target, then replay i, ...), so
-load from other work on the machine falls on both alike.  Per cell it prints the actual median with a 95%
-confidence interval of the median (distribution-free, from order statistics), the replayed median (compute gaps
-burnt as CPU for their on-CPU share; and, for comparison, all slept), the predicted time, their errors, and
-whether each is inside the actual runs' own spread; then the mean absolute error of each mode, where each replay's
-time went against the recording (per-thread busy, gaps, CPU burnt, late, waits), the fidelity of each step (the
-replay on the capture's own storage against the original profiled run), what a replay of a million operations
-costs, and the load average at the start and the end.
+Each step is profiled --profiles times (with --trace, default 3) on the root disk and the capture whose wall time is
+the median is kept (one capture taken at a bad moment would spoil every cell of its step; the walls of all are
+printed); what one involuntary context switch cost the steps is measured (run delay per switch, from /proc) and
+given to the replay.  The capture is then replayed and predicted on every target, and the step run for real there.
+Real runs and replays are interleaved (run i of every step and target, then replay i, ...), so load from other work
+on the machine falls on both alike.  Predictions take as reference the capture's storage calibrated, as every
+target, after the real runs.  Per cell it prints the actual median with a 95% confidence interval of the median
+(distribution-free, from order statistics), the replayed median (compute gaps burnt as CPU for their on-CPU share;
+and, for comparison, all slept), the predicted time, their errors, and whether each is inside the actual runs' own
+spread; then the mean absolute error of each mode, where each replay's time went against the recording (per-thread busy, gaps, CPU burnt, late, waits), the
+fidelity of each step (the replay on the capture's own storage against the original profiled run), what a replay
+of a million operations costs, and the load average at the start and the end.
 
 Targets: a directory on tmpfs, one on the root disk, and with --lab the lab targets (--lab-targets), brought up by
 this script in a temporary lab directory (`iolens lab up --dir D --only ...`, root needed) and taken down at the end.
 
-    python benchmarks/whatif_accuracy.py [--runs 5] [--scale 1] [--steps a,b] [--lab [--lab-targets a,b]]
+    python benchmarks/whatif_accuracy.py [--runs 5] [--profiles 3] [--scale 1] [--steps a,b]
+                                         [--lab [--lab-targets a,b]]
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from iolens.synth import fastq_text, synth
 from iolens.whatif.plan import build_plan
 from iolens.whatif.predict import calibrate, predict, step_model
 from iolens.whatif.replay import replay_on
-from iolens.whatif.timeline import breakdown
+from iolens.whatif.timeline import PREEMPT_S, breakdown
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from replay_cost import measure as replay_cost  # noqa: E402
@@ -83,6 +87,25 @@ def real_run(work: Path, argv: list[str]) -> float:
     return time.perf_counter() - t
 
 
+def median_index(walls: list[float]) -> int:
+    """The index of the median wall time (the lower of the two middle ones for an even count: a capture that was
+    taken, not an average of two)."""
+    order = sorted(range(len(walls)), key=lambda i: walls[i])
+    return order[(len(walls) - 1) // 2]
+
+
+def profile_median(argv: list[str], work: Path, n: int) -> tuple[Any, list[float], int]:
+    """Profiles the step n times in `work` (outputs removed before each) and keeps the capture of median wall
+    time: the capture, every capture's wall time, and the kept one's index."""
+    caps = []
+    for _ in range(n):
+        clean(work)
+        caps.append(Recording(argv, trace=True, cwd=str(work)).run().capture)
+    walls = [float(c.meta["wall_s"]) for c in caps]
+    k = median_index(walls)
+    return caps[k], walls, k
+
+
 def median_ci(xs: list[float], level: float = 0.95) -> tuple[float, float, float]:
     """The median and a distribution-free confidence interval for it: the order statistics x(k), x(n-k+1) with the
     largest k whose binomial coverage 1 - 2 P(Bin(n, 1/2) < k) is still at least `level` (Hollander & Wolfe,
@@ -114,6 +137,30 @@ def event_overhead_ns(runs: int = 5, n: int = 100_000) -> float:
         return max(0.0, (statistics.median(prof) - statistics.median(plain)) / max(events, 1) * 1e9)
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def preempt_per_switch_s(steps: dict[str, list[str]], work: Path, runs: int = 3) -> float | None:
+    """What one involuntary context switch cost the steps here, now: the run delay (time runnable, waiting for a
+    CPU: /proc/PID/schedstat) over the involuntary switches (/proc/PID/status) of each step's main thread, read
+    from the exited process before it is reaped, summed over `runs` plain runs of every step.  None when there
+    were none (or /proc does not tell)."""
+    delay = switches = 0
+    for argv in steps.values():
+        for _ in range(runs):
+            clean(work)
+            proc = subprocess.Popen(argv, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+                d = int(Path(f"/proc/{proc.pid}/schedstat").read_text().split()[1])
+                status = Path(f"/proc/{proc.pid}/status").read_text()
+                n = int(status.split("nonvoluntary_ctxt_switches:")[1].split()[0])
+            except (OSError, IndexError, ValueError):
+                d = n = 0
+            finally:
+                proc.wait()
+            delay, switches = delay + d, switches + n
+    clean(work)
+    return delay / switches / 1e9 if switches else None
 
 
 def lab_up(names: list[str]) -> tuple[Path, list[str]]:
@@ -159,7 +206,8 @@ class Cells:
 
 
 def report(c: Cells, plans: dict[str, Any], models: dict[str, Any], cals: list[dict[str, float]]) -> None:
-    """The table, the mean absolute errors, the breakdown and the fidelity."""
+    """The table, the mean absolute errors, the breakdown and the fidelity.  `cals`: each target calibrated after
+    the real runs (the capture's storage among them, the predictions' reference)."""
     errs: dict[str, list[float]] = {"replay": [], "replay (all gaps slept)": [], "predict": []}
     print(f"\n{'step':<13} {'target':<10} {'actual (95% CI)':>24} {'replayed':>9} {'err':>7} {'slept':>8} "
           f"{'err':>7} {'predicted':>10} {'err':>7} {'CI':>4}")
@@ -206,15 +254,21 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5, help="interleaved real runs and replays per cell (>= 6 for a "
                     "95%% interval of the median; fewer give the range)")
+    ap.add_argument("--profiles", type=int, default=3, help="profiled runs per step; the capture of median wall "
+                    "time is replayed and predicted (default 3)")
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--steps", default=",".join(STEPS), help="comma-separated subset of: " + ", ".join(STEPS))
     ap.add_argument("--overhead-ns", type=float, default=None, help="the profiler's per-event cost (default: "
                     "measured)")
+    ap.add_argument("--preempt-ms", type=float, default=None, help="the time one involuntary context switch is "
+                    "taken to have cost while profiling (default: measured on the steps)")
     ap.add_argument("--lab", action="store_true", help="also run on lab targets brought up here (root needed)")
     ap.add_argument("--lab-targets", default=LAB_TARGETS)
     ap.add_argument("--no-sleep-replay", action="store_true", help="skip the comparison replay with every gap slept")
     ap.add_argument("--cost-ops", type=int, default=1_000_000, help="operations of the replay-cost step (0: skip)")
     a = ap.parse_args()
+    if a.profiles < 1 or a.runs < 1:
+        ap.error("--profiles and --runs must be at least 1")
     steps = {s: STEPS[s] for s in a.steps.split(",") if s != "pigz-fastq" or shutil.which("pigz")}
     load0 = os.getloadavg()
     t_start = time.time()
@@ -239,10 +293,19 @@ def main() -> None:
         print(f"profiler cost per traced event: {ovh:.0f} ns (taken out of the recorded compute gaps)")
         home = 1  # profiled on the root disk
         caps, plans, sleeps, models = {}, {}, {}, {}
+        walls: dict[str, tuple[list[float], int]] = {}
         for step, argv in steps.items():
-            clean(works[home])
-            caps[step] = Recording(argv, trace=True, cwd=str(works[home])).run().capture
-            plans[step] = build_plan(caps[step], event_overhead_ns=int(ovh))
+            caps[step], cap_walls, kept = profile_median(argv, works[home], a.profiles)
+            walls[step] = (cap_walls, kept)
+        pre = a.preempt_ms / 1e3 if a.preempt_ms is not None else preempt_per_switch_s(steps, works[home])
+        print("time one involuntary context switch cost (run delay per switch of the steps' main threads): "
+              + (f"{pre * 1e3:.3f} ms" if pre is not None else f"not measured here, {PREEMPT_S * 1e3:.3f} ms assumed"))
+        for step in steps:
+            cap_walls, kept = walls[step]
+            print(f"{step}: capture walls " + ", ".join(f"{x:.3f}" for x in cap_walls) + f" s; kept "
+                  f"{cap_walls[kept]:.3f} s (the median)")
+            plans[step] = build_plan(caps[step], event_overhead_ns=int(ovh), preempt_s=pre if pre is not None
+                                     else PREEMPT_S)
             sleeps[step] = build_plan(caps[step], event_overhead_ns=int(ovh), gaps="sleep")
             models[step] = step_model(caps[step])
             for n in plans[step].notes:

@@ -71,3 +71,51 @@ def test_prediction_from_a_capture_with_known_operations(tmp_path):
     assert m.overlap <= 1.0 + 1e-9
     assert p.wall_s == pytest.approx(m.wall_s + 0.06, abs=1e-9)
     assert p.io_delta_s == pytest.approx(0.06)
+
+
+def test_writes_are_priced_buffered_unless_the_step_syncs():
+    """A step that never syncs does not wait for its writeback: its writes are priced by the buffered calibration;
+    a step that syncs is priced with the writeback its syncs wait for (the `_synced` classes)."""
+    from iolens.whatif.predict import predict
+
+    home = dict(ZERO, read_small=0.002, write_large=0.1, write_large_synced=0.2, sync=0.01)
+    slow = dict(ZERO, read_small=0.002, write_large=0.3, write_large_synced=0.9, sync=0.01)
+    # no sync: 10 s + 10 x (300 - 100) ms
+    assert predict(model(), slow, home, "slow").wall_s == pytest.approx(12.0)
+    # one sync (priced alike on both): 10 s + 10 x (900 - 200) ms
+    synced = model(class_s=dict(ZERO, read_small=2.0, write_large=2.0, sync=0.01),
+                   class_n=dict.fromkeys(ZERO, 0) | {"read_small": 1000, "write_large": 10, "sync": 1})
+    assert predict(synced, slow, home, "slow").wall_s == pytest.approx(17.0)
+    # a calibration without the synced classes (stored by an older version) prices the writes as it can
+    plain_home = {k: v for k, v in home.items() if not k.endswith("_synced")}
+    plain_slow = {k: v for k, v in slow.items() if not k.endswith("_synced")}
+    assert predict(synced, plain_slow, plain_home, "slow").wall_s == pytest.approx(12.0)
+
+
+def test_write_calibration_syncs_only_in_its_synced_classes(tmp_path):
+    from iolens.bench.targets import resolve
+    from iolens.whatif.engine import op_codes
+    from iolens.whatif.predict import CAL_CLASSES, CLASSES, _cal_plan, calibrate
+
+    c = op_codes()
+    syncs = {c["FSYNC"], c["FDATASYNC"], c["SYNCFS"]}
+    for cls in CAL_CLASSES:
+        ops = _cal_plan(cls).ops["op"]
+        n_sync = int(sum(int(o) in syncs for o in ops))
+        n_write = int((ops == c["WRITE"]).sum())
+        if cls in ("write_small", "write_large"):
+            assert n_write > 0 and n_sync == 0, cls
+        elif cls.endswith("_synced"):
+            assert n_write > 0 and n_sync == 1 and int(ops[-1]) == c["FDATASYNC"], cls
+            # the same writes as the buffered class, then one fdatasync
+            assert n_write == int((_cal_plan(cls.removesuffix("_synced")).ops["op"] == c["WRITE"]).sum())
+        elif cls == "sync":
+            assert n_sync == n_write == 64
+        else:
+            assert n_sync == 0, cls
+    target = tmp_path / "t"
+    target.mkdir()
+    cal = calibrate(resolve(str(target)))
+    assert set(cal) == set(CAL_CLASSES) and set(CLASSES) < set(cal)
+    assert all(v > 0 for v in cal.values()), cal
+    assert list(target.iterdir()) == []

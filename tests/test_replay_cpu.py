@@ -156,3 +156,63 @@ def test_a_multithreaded_step_asks_the_cpus_for_what_it_used(tmp_path):
     assert len(plan.threads) == len(plan.cpu_share) == len(plan.wait_share) == len(plan.recorded)
     flat = build_plan(cap, gaps="sleep")
     assert len(flat.threads) <= len(plan.threads)
+
+
+def test_a_roots_start_up_cpu_is_burnt_in_its_start_gap(tmp_path):
+    """A root's START gap (from the run's start to its first record: exec, dynamic loading) burns its start-up CPU
+    (the op's size), not its share of the process's later gaps."""
+    from iolens.whatif.engine import op_codes
+
+    c = op_codes()
+    target = tmp_path / "t"
+    target.mkdir()
+    rows = [(c["START"], 0, 0, 0, 60_000_000, 80_000_000), (c["EXIT"], 0, 0, 0, 0, 1_000_000)]
+    res, _cpu = replay_cpu(crafted(rows, [0], 1, cpu_share=[0.0], wait_share=[1.0]), target)
+    assert res.errors == 0 and res.dependency_timeouts == 0
+    assert 0.059 <= res.thread_cpu[0] < 0.075, res.thread_cpu
+    assert res.wall_s >= 0.08
+    # the same START with no start-up CPU stays a wait
+    rows[0] = (c["START"], 0, 0, 0, 0, 80_000_000)
+    res, _cpu = replay_cpu(crafted(rows, [0], 1, cpu_share=[0.0], wait_share=[1.0]), target)
+    assert res.thread_cpu == [0.0] and res.wall_s >= 0.08
+
+
+def test_a_profiled_roots_start_up_rides_on_its_start(tmp_path):
+    from iolens.capture.reader import read_capture
+    from iolens.whatif.engine import op_codes
+    from iolens.whatif.plan import build_plan
+    from iolens.whatif.timeline import startup_cpu_ns
+
+    c = op_codes()
+    (tmp_path / "in.dat").write_bytes(os.urandom(100_000))
+    cap_path = tmp_path / "cp.iolens"
+    r = iolens("profile", "--trace", "-o", cap_path, "--", "cp", "in.dat", "out.dat", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    cap = read_capture(cap_path)
+    plan = build_plan(cap)
+    [root] = plan.roots
+    start = plan.ops[(plan.ops["op"] == c["START"]) & (plan.ops["obj"] == root)]
+    assert len(start) == 1 and start["gap"][0] > 0
+    want = min(startup_cpu_ns(cap.processes[root], None), int(start["gap"][0]))
+    assert want > 0 and int(start["size"][0]) == want
+    # "sleep" mode burns nothing there
+    flat = build_plan(cap, gaps="sleep")
+    assert (flat.ops["size"][flat.ops["op"] == c["START"]] == 0).all()
+
+
+def test_preemption_is_taken_out_at_the_given_cost_per_switch():
+    """100 ms of gaps, 40 ms of them on the CPU, 100 involuntary switches: at 0.2 ms each, 20 of the 60 ms off
+    the CPU were preemption (not replayed), the rest a real wait; at 3 ms each, all of it was."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from iolens.whatif.timeline import PROCESS_OVERHEAD_NS, cpu_shares
+
+    p = SimpleNamespace(finalized=True, utime_ns=40_000_000 + PROCESS_OVERHEAD_NS, utime_start_ns=0, stime_ns=0,
+                        stime_start_ns=0, events=None, nivcsw=100)
+    gap = np.array([50_000_000, 50_000_000])
+    got = cpu_shares([p], [0], np.array([0, 0]), gap, 0, 0.0002)
+    assert got.share == [pytest.approx(0.4)] and got.wait == [pytest.approx(40 / 60)]
+    assert cpu_shares([p], [0], np.array([0, 0]), gap, 0, 0.003).wait == [pytest.approx(0.0)]
+    assert cpu_shares([p], [0], np.array([0, 0]), gap, 0, 0.0).wait == [pytest.approx(1.0)]

@@ -386,9 +386,11 @@ static void *thread_main(void *arg)
             /* The gap's on-CPU share is burnt as compute (a burn slowed by other work makes the thread late); of
              * the rest, off the CPU, the share taken as real waits (untraced waits, page faults) is waited out
              * after it, and the share taken as preemption while recording (waiting for a CPU) is not: the burn
-             * meets today's contention instead.  cpu_share 0 and wait_share 1 keep the recorded gap as a wait. */
-            uint64_t on = o->op == RP_OP_SPAWN ? (o->size < o->gap ? o->size : o->gap) /* the child's start-up */
-                                               : (uint64_t)((double)o->gap * t->cpu_share);
+             * meets today's contention instead.  cpu_share 0 and wait_share 1 keep the recorded gap as a wait.
+             * A SPAWN's gap holds its child's start-up and a root's START gap its own (exec, dynamic loading):
+             * their size is that start-up's CPU, burnt instead of the thread's share. */
+            uint64_t on = o->op == RP_OP_SPAWN || o->op == RP_OP_START ? (o->size < o->gap ? o->size : o->gap)
+                                                                       : (uint64_t)((double)o->gap * t->cpu_share);
             uint64_t deadline = prev_end + o->gap;
             if (on > 0 && o->gap >= BURN_MIN_NS) {
                 t->cpu_ns += burn(on);

@@ -25,7 +25,7 @@ from iolens.capture.reader import Capture, Process
 from iolens.errors import UsageError
 from iolens.whatif.engine import describe, op_dtype
 from iolens.whatif.pipes import _pipe_needs
-from iolens.whatif.timeline import burners, cpu_shares, recorded_threads, startup_cpu_ns
+from iolens.whatif.timeline import PREEMPT_S, burners, cpu_shares, recorded_threads, startup_cpu_ns
 
 NO_FILE = 0xFFFFFFFF
 # files the step does not own: the replay leaves them where they are and keeps their ops as compute time
@@ -126,12 +126,14 @@ def _is_data(path: str) -> bool:
                                                                 or not path.startswith(SYSTEM_PREFIXES))
 
 
-def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS, gaps: str = "cpu") -> Plan:
+def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS, gaps: str = "cpu",
+               preempt_s: float = PREEMPT_S) -> Plan:
     """The replay plan of a capture; UsageError with one line when it has no trace.
 
     `event_overhead_ns`: the profiler's cost per traced event outside the recorded call, taken out of the compute
     gap that holds it (0 keeps the gaps as recorded).  `gaps`: "cpu" burns each gap's on-CPU share (from the
-    processes' CPU times, see whatif/timeline.py) and waits out the rest; "sleep" waits out all of it."""
+    processes' CPU times, see whatif/timeline.py) and waits out the rest; "sleep" waits out all of it.
+    `preempt_s`: the time one involuntary context switch is taken to have cost while recording."""
     if not has_trace(cap):
         raise UsageError(f"{cap.path} has no operation trace; profile the step again with `iolens profile --trace` "
                          "to replay it (`iolens predict` works without one)")
@@ -154,13 +156,17 @@ def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS
     # which the child's replay takes (recorded as a gap it would be waited out even when the child ran faster).
     waited = np.where(a[:, _OP] == code["WAIT"], gap, 0)  # the recording's wait for a child, for the breakdown
     gap[a[:, _OP] == code["WAIT"]] = 0
-    if gaps == "cpu":  # a SPAWN carries its child's start-up CPU, burnt in its gap
+    # a root's START gap runs from the run's start to its image's first record: its own start-up (exec, dynamic
+    # loading), whose CPU the image's counters of its life do not hold
+    root_start = np.nonzero((a[:, _OP] == code["START"]) & np.isin(a[:, _OBJ], tree.roots) & (gap > 0))[0]
+    if gaps == "cpu":  # a SPAWN carries its child's start-up CPU, a root's START its own, burnt in their gap
         spawn = np.nonzero(a[:, _OP] == code["SPAWN"])[0]
         a[spawn, 3] = np.minimum([tree.startup_cpu(int(i)) for i in a[spawn, _OBJ]], gap[spawn])
+        a[root_start, 3] = np.minimum([tree.startup_cpu(int(i)) for i in a[root_start, _OBJ]], gap[root_start])
     notes = []
     if any(p.fields.get("trace_lost") for p in procs):
         notes.append("some trace events were lost while recording; the replay misses them")
-    cpu = cpu_shares(procs, ops.threads, a[:, _THREAD], gap, event_overhead_ns)
+    cpu = cpu_shares(procs, ops.threads, a[:, _THREAD], gap, event_overhead_ns, preempt_s)
     shares = [cpu.share[p] if gaps == "cpu" else 0.0 for p in ops.threads]
     waits = [cpu.wait[p] if gaps == "cpu" else 1.0 for p in ops.threads]
     if gaps == "cpu":  # the CPU of threads with no file operation, burnt by threads of their own

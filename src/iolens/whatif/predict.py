@@ -8,7 +8,10 @@ absolute times).  From the capture:
 - the number of operations n_k and the recorded time t_k of each class k, from the trace or the per-file counters;
 - the overlap: sum_k t_k / I (> 1 when threads were in storage calls at the same time).
 From each target and from the capture's home storage: the cost per op of each class c_k (a small replay of a
-synthetic workload per class, stored in the results store and reused).  Then
+synthetic workload per class, stored in the results store and reused).  Writes are calibrated twice: buffered (no
+sync: what a step that never syncs waits for) and followed by an fdatasync (the writeback amortised over the
+writes: what a step that syncs waits for); a step's writes are charged the first unless it makes sync calls, and
+its syncs are a class of their own either way.  Then
 
     dI = sum_k n_k * (c_k(target) - c_k(home)) / max(1, overlap),   W' = max(C, W + dI)
 
@@ -35,8 +38,11 @@ from iolens.whatif.engine import op_codes, op_dtype
 from iolens.whatif.plan import Plan, ReplayFile, _is_data, has_trace
 
 CAL_KIND = "whatif-calibration"
-CAL_VERSION = 1
+CAL_VERSION = 2
 CLASSES = ("read_small", "read_large", "write_small", "write_large", "sync", "meta")
+# the write classes calibrated again with an fdatasync at the end: the costs a step that syncs pays per write
+SYNCED = {"write_small": "write_small_synced", "write_large": "write_large_synced"}
+CAL_CLASSES = CLASSES + tuple(SYNCED.values())
 SMALL = 64 * 1024
 
 _READS = {"READ", "PREAD", "READV", "PREADV", "FREAD", "FGETS", "FGETC", "GETDELIM", "FSCANF", "STDIO_FILL"}
@@ -156,7 +162,8 @@ def step_model(cap: Capture) -> StepModel:
 # ---- calibration -------------------------------------------------------------------------------------------
 
 def _cal_plan(cls: str) -> Plan:
-    """A small synthetic workload of one class, replayed at full speed."""
+    """A small synthetic workload of one calibration class (CAL_CLASSES), replayed at full speed.  The write
+    classes only write (buffered, as a step that never syncs); their `_synced` twins end with an fdatasync."""
     c = op_codes()
     rows: list[tuple[int, int, int, int]] = []  # op, obj, offset, size
     files = [ReplayFile("/cal/data", "cal/data", layout=(32 << 20) if cls.startswith("read") else 0),
@@ -165,12 +172,10 @@ def _cal_plan(cls: str) -> Plan:
         rows = [(c["OPEN"], 0, 0, 0)] + [(c["READ"], 0, i * 4096, 4096) for i in range(4096)]
     elif cls == "read_large":
         rows = [(c["OPEN"], 0, 0, 0)] + [(c["READ"], 0, i << 20, 1 << 20) for i in range(32)]
-    elif cls == "write_small":
+    elif cls.startswith("write_small"):
         rows = [(c["OPEN"], 1, 0, 0)] + [(c["WRITE"], 1, i * 4096, 4096) for i in range(4096)]
-        rows.append((c["FDATASYNC"], 1, 0, 0))
-    elif cls == "write_large":
+    elif cls.startswith("write_large"):
         rows = [(c["OPEN"], 1, 0, 0)] + [(c["WRITE"], 1, i << 20, 1 << 20) for i in range(32)]
-        rows.append((c["FDATASYNC"], 1, 0, 0))
     elif cls == "sync":
         rows = [(c["OPEN"], 1, 0, 0)]
         for i in range(64):
@@ -183,6 +188,8 @@ def _cal_plan(cls: str) -> Plan:
             rows += [(c["OPEN"], h0 + i, 0, 0), (c["CLOSE"], h0 + i, 0, 0), (c["STAT"], 2 + i, 0, 0)]
         for i in range(300):
             rows.append((c["UNLINK"], 2 + i, 0, 0))
+    if cls in SYNCED.values():  # the writes' writeback, waited for as a step that syncs waits for it
+        rows.append((c["FDATASYNC"], 1, 0, 0))
     rows = [(c["START"], 0, 0, 0)] + rows
     ops = np.zeros(len(rows), dtype=op_dtype())
     arr = np.array(rows, dtype=np.int64)
@@ -192,7 +199,7 @@ def _cal_plan(cls: str) -> Plan:
 
 def _cal_ops(cls: str) -> int:
     return {"read_small": 4096, "read_large": 32, "write_small": 4096, "write_large": 32, "sync": 64,
-            "meta": 1200}[cls]
+            "meta": 1200}[cls.removesuffix("_synced")]
 
 
 def calibrate(t: Target, *, cache: str = "warm", store=None, refresh: bool = False) -> dict[str, float]:
@@ -209,7 +216,7 @@ def calibrate(t: Target, *, cache: str = "warm", store=None, refresh: bool = Fal
                 if res:
                     return dict(res[0]["metrics"])
     out: dict[str, float] = {}
-    for cls in CLASSES:
+    for cls in CAL_CLASSES:
         samples = []
         for _ in range(3):
             r = replay_on(_cal_plan(cls), t, speed="max", cache=cache)
@@ -234,6 +241,13 @@ class Prediction:
     io_delta_s: float = 0.0  # the change in storage-I/O time against the recorded run
 
 
+def cost_key(model: StepModel, cls: str, cal: dict[str, float]) -> str:
+    """The calibration entry that prices the step's ops of class `cls`: a write is priced buffered unless the step
+    makes sync calls (then with the writeback its syncs wait for), when the calibration has that entry."""
+    synced = SYNCED.get(cls)
+    return synced if synced and model.class_n["sync"] and synced in cal else cls
+
+
 def predict(model: StepModel, cal: dict[str, float], home: dict[str, float] | None, target: str) -> Prediction:
     """The step's wall time on a target: the recorded time plus, per class, its op count times the per-op cost
     there less the per-op cost at home (see the module's docstring)."""
@@ -243,8 +257,9 @@ def predict(model: StepModel, cal: dict[str, float], home: dict[str, float] | No
         if not n:
             delta[c] = 0.0
             continue
-        ref = home[c] if home and home.get(c) else model.class_s[c] / n
-        delta[c] = n * (cal[c] - ref)
+        hk = cost_key(model, c, home) if home else c
+        ref = home[hk] if home and home.get(hk) else model.class_s[c] / n
+        delta[c] = n * (cal[cost_key(model, c, cal)] - ref)
     d_io = sum(delta.values()) / max(1.0, model.overlap)
     wall = max(model.compute_s, model.wall_s + d_io)
     io = wall - model.compute_s

@@ -22,8 +22,11 @@ child's SPAWN, where the recorded start-up time sits.
 The rest of a gap was off the CPU: either a real wait (sleeping on a lock or a worker, a page fault) or preemption
 (runnable, waiting for a CPU that other work held).  The first is replayed as a wait; the second is not, because the
 burn meets the replay machine's own contention instead.  The capture counts involuntary context switches (nivcsw),
-not their length: each is taken to have cost one scheduler slice, PREEMPT_S (an estimate: CFS gives a runnable task
-a few milliseconds on a busy 2-CPU machine), and the preempted time is min(off-CPU time, nivcsw * PREEMPT_S).
+not their length: each is taken to have cost PREEMPT_S, and the preempted time is min(off-CPU time, nivcsw *
+PREEMPT_S).  PREEMPT_S is measured, not a scheduler slice: the run delay (/proc/PID/schedstat: runnable, waiting for
+a CPU) over the involuntary switches of single-threaded samtools runs on a 2-CPU machine at load average about 3 was
+0.1-0.2 ms per switch (most are wake-up preemptions by short tasks); the 3 ms once assumed took every off-CPU moment
+of a short step for preemption.  benchmarks/whatif_accuracy.py measures it on each run.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from iolens.capture.reader import Process
 # the profiler's own cost per process image (loading the larger library, its constructor and the part written at
 # exit), measured as profiled over plain /bin/true (docs/design.md): CPU that was the profiler's, not the step's
 PROCESS_OVERHEAD_NS = 170_000
-PREEMPT_S = 0.003  # the time one involuntary context switch is taken to have cost (see the module's docstring)
+PREEMPT_S = 0.0002  # the time one involuntary context switch is taken to have cost (measured: the module's docstring)
 BURNER_MIN_S = 0.001  # less CPU than this beyond a process's replayed gaps is left out
 
 
@@ -51,8 +54,9 @@ class CpuShare:
 
 
 def cpu_shares(procs: list[Process], thread_proc: list[int], op_thread: np.ndarray, gap: np.ndarray,
-               per_event_ns: int) -> CpuShare:
-    """The on-CPU share of each process's replayed gaps (see the module's docstring)."""
+               per_event_ns: int, preempt_s: float = PREEMPT_S) -> CpuShare:
+    """The on-CPU share of each process's replayed gaps (see the module's docstring); `preempt_s`: the time one
+    involuntary context switch is taken to have cost while recording."""
     gap_s = np.zeros(len(procs))
     if len(gap):
         per_thread = np.bincount(op_thread.astype(np.int64), weights=gap.astype(np.float64),
@@ -65,7 +69,7 @@ def cpu_shares(procs: list[Process], thread_proc: list[int], op_thread: np.ndarr
         extra.append(max(0.0, cpu - gap_s[pi]))
         shares.append(share)
         off = max(0.0, gap_s[pi] - cpu)
-        preempted = min(off, int(p.nivcsw) * PREEMPT_S) if share > 0 else 0.0
+        preempted = min(off, int(p.nivcsw) * preempt_s) if share > 0 else 0.0
         waits.append(1.0 - preempted / off if off > 0 else 1.0)
     return CpuShare(shares, waits, float(sum(extra)), extra)
 

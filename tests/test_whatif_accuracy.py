@@ -1,0 +1,55 @@
+"""benchmarks/whatif_accuracy.py: each step is profiled several times and the capture of median wall time is the
+one replayed and predicted (one capture taken at a bad moment would spoil every cell of its step)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def accuracy_module():
+    bench = Path(__file__).resolve().parents[1] / "benchmarks"
+    sys.path.insert(0, str(bench))
+    try:
+        spec = importlib.util.spec_from_file_location("whatif_accuracy", bench / "whatif_accuracy.py")
+        assert spec and spec.loader
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules["whatif_accuracy"] = mod  # its dataclasses look their module up there
+        spec.loader.exec_module(mod)
+        return mod
+    finally:
+        sys.path.remove(str(bench))
+
+
+def test_median_index():
+    m = accuracy_module()
+    assert m.median_index([5.0, 1.0, 3.0]) == 2
+    assert m.median_index([1.0, 9.0, 2.0]) == 2
+    assert m.median_index([7.0]) == 0
+    # an even count: the lower middle one, a capture that was taken
+    assert m.median_index([4.0, 1.0, 3.0, 2.0]) == 3
+
+
+def test_the_capture_of_median_wall_time_is_kept(tmp_path):
+    """Three profiled runs that sleep 0.6, 0.05 and 0.25 s: the 0.25 s one is kept, every wall is returned."""
+    m = accuracy_module()
+    script = ("n=$(cat n 2>/dev/null || echo 0); echo $((n+1)) > n; "
+              "case $n in 0) sleep 0.6;; 1) sleep 0.05;; *) sleep 0.25;; esac")
+    cap, walls, kept = m.profile_median(["sh", "-c", script], tmp_path, 3)
+    assert len(walls) == 3 and kept == 2
+    assert walls[1] < walls[2] < walls[0]
+    assert float(cap.meta["wall_s"]) == walls[2]
+    assert (tmp_path / "n").read_text().strip() == "3"
+
+
+def test_preemption_is_measured_from_the_steps_own_runs(tmp_path):
+    """The run delay per involuntary switch: a number of seconds, or None when no switch happened."""
+    m = accuracy_module()
+    busy = ["sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done"]
+    v = m.preempt_per_switch_s({"busy": busy}, tmp_path, runs=2)
+    assert v is None or 0 <= v < 1.0
