@@ -298,8 +298,8 @@ def main() -> None:
     print(f"measurer rows: speed ratios {min(spd):.2f}..{max(spd):.2f}; within 10% on every one: "
           f"{'yes' if all(0.9 <= s <= 1.1 for s in spd) else 'no'}; iolens never the slower (>= 0.90): "
           f"{'yes' if min(spd) >= 0.9 else 'no'}; same compressed size (0.5%): {'yes' if same else 'no'}")
-    if load1[0] > (os.cpu_count() or 1) * 0.5:
-        print(f"note: the load average ({load1[0]:.1f} on {os.cpu_count()} CPUs) means other work shared the CPUs: "
+    if load0[0] > (os.cpu_count() or 1) * 0.5:  # at the start: by the end the two-thread commands count too
+        print(f"note: the load average ({load0[0]:.1f} on {os.cpu_count()} CPUs) means other work shared the CPUs: "
               "speed ratios are noise-bound (zstd -b and lz4 -b time windows of about a second, which average in the "
               "other work; iolens's passes are 10 ms or more and keep the best, so under load iolens reads higher); "
               "rerun on a quiet machine")
