@@ -203,3 +203,37 @@ def test_profiler_overhead_comes_out_of_the_gaps(known, tmp_path):
     assert TRACE_EVENT_OVERHEAD_NS < 1000
     # the sleeps stay: the program's 30 ms and 50 ms gaps are far above the profiler's cost
     assert (int(raw.ops["gap"].sum()) - int(dflt.ops["gap"].sum())) / 1e9 < 0.01
+
+
+def test_descriptor_table_is_sized_before_the_threads_start(tmp_path):
+    """One replayer process holds the descriptors of every replayed process, and in a process with threads each
+    growth of the kernel's descriptor table waits for an RCU grace period (8-18 ms here, at the 256th, 512th and
+    1,024th descriptor): a shell creating 2,000 files stalled three times per replay, which the real shell, with
+    its own small table, never did.  The replayer sizes the table for every handle while it has one thread, so
+    it is already that large during the step's first compute gap, before any file is opened."""
+    from iolens.whatif.engine import replay_path
+
+    cap = profile(tmp_path, "many", ["sh", "-c", "sleep 1.5; i=0; while [ $i -lt 600 ]; do echo $i > f$i; "
+                                     "i=$((i+1)); done"])
+    target = tmp_path / "t"
+    target.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "iolens", "replay", str(cap), "--on", str(target)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    engine = os.path.basename(replay_path())
+    sizes = []
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and proc.poll() is None and not sizes:
+        for st in Path("/proc").glob("[0-9]*/status"):
+            try:
+                text = st.read_text()
+            except OSError:
+                continue
+            fields = dict(line.split(":\t", 1) for line in text.splitlines() if ":\t" in line)
+            if fields.get("Name", "").strip() == engine[:15] and int(fields.get("PPid", "0")) == proc.pid \
+                    and int(fields.get("Threads", "1")) > 1:
+                sizes.append(int(fields["FDSize"]))
+        time.sleep(0.01)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert sizes, "the replayer was never seen running its threads"
+    assert sizes[0] >= 600, sizes  # 64 when the table grows only as files are opened

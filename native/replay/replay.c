@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -213,6 +214,21 @@ static int pipe_written(const struct rp_op *o)
 static int pipe_read(const struct rp_op *o) { return __atomic_load_n(&R.pipe_r[o->obj], __ATOMIC_ACQUIRE) >= o->offset; }
 
 /* ---- files -------------------------------------------------------------------------------------- */
+/* Grows the descriptor table to hold n more descriptors, while the replayer has one thread.  The kernel grows it
+ * (doubling, from 64) when a descriptor number first passes its size, and in a process with several threads each
+ * growth waits for an RCU grace period (expand_fdtable), 8-18 ms here, at the 256th, 512th and 1,024th file held
+ * open.  The replayed step never paid that: each of its processes had its own table, and one replayer process holds
+ * the descriptors of all of them (a shell that created 2,000 files stalled three times per replay). */
+static void presize_fdtable(size_t n)
+{
+    struct rlimit rl;
+    if (n == 0 || getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+    size_t top = n + 64;
+    if (rl.rlim_cur != RLIM_INFINITY && top >= rl.rlim_cur) top = rl.rlim_cur - 1;
+    int fd = fcntl(R.rootfd, F_DUPFD_CLOEXEC, (int)top);
+    if (fd >= 0) close(fd);
+}
+
 
 static int open_rel(const char *rel, int flags, mode_t mode)
 {
@@ -733,6 +749,7 @@ int main(int argc, char **argv)
         status = stop_signal ? 130 : 1;
         message = stop_signal ? "interrupted" : err;
     } else {
+        presize_fdtable(R.nhandles);
         R.t0 = now_ns();
         for (size_t i = 0; i < R.nprocs; i++)
             if (R.procs[i].started) R.procs[i].start_ns = R.t0;
