@@ -214,7 +214,8 @@ static int pipe_written(const struct rp_op *o)
 static int pipe_read(const struct rp_op *o) { return __atomic_load_n(&R.pipe_r[o->obj], __ATOMIC_ACQUIRE) >= o->offset; }
 
 /* ---- files -------------------------------------------------------------------------------------- */
-/* Grows the descriptor table to hold n more descriptors, while the replayer has one thread.  The kernel grows it
+
+/* Grows the descriptor table to hold n descriptors and a margin, while the replayer has one thread.  The kernel grows it
  * (doubling, from 64) when a descriptor number first passes its size, and in a process with several threads each
  * growth waits for an RCU grace period (expand_fdtable), 8-18 ms here, at the 256th, 512th and 1,024th file held
  * open.  The replayed step never paid that: each of its processes had its own table, and one replayer process holds
@@ -228,7 +229,6 @@ static void presize_fdtable(size_t n)
     int fd = fcntl(R.rootfd, F_DUPFD_CLOEXEC, (int)top);
     if (fd >= 0) close(fd);
 }
-
 
 static int open_rel(const char *rel, int flags, mode_t mode)
 {
