@@ -48,6 +48,7 @@ from replay_cost import measure as replay_cost  # noqa: E402
 from replay_cost import report as report_cost  # noqa: E402
 
 LAB_TARGETS = "magnetic,st1,gp2,s3,btrfs-zstd"
+IOLENS = [sys.executable, "-m", "iolens"]  # this interpreter's iolens, whatever is on PATH
 
 STEPS = {
     "minimap2-sam": ["minimap2", "-a", "-t", "2", "ref.fa", "reads_1.fq.gz", "-o", "out.sam"],
@@ -166,7 +167,7 @@ def preempt_per_switch_s(steps: dict[str, list[str]], work: Path, runs: int = 3)
 def lab_up(names: list[str]) -> tuple[Path, list[str]]:
     """A lab of its own under a temporary directory; the targets that came up."""
     d = Path(tempfile.mkdtemp(prefix="whatif-lab-")) / "lab"
-    r = subprocess.run(["iolens", "lab", "up", "--dir", str(d), "--only", ",".join(names)], capture_output=True,
+    r = subprocess.run([*IOLENS, "lab", "up", "--dir", str(d), "--only", ",".join(names)], capture_output=True,
                        text=True)
     if r.returncode:
         print(f"lab up: {(r.stdout + r.stderr).strip()}")
@@ -182,7 +183,7 @@ def lab_up(names: list[str]) -> tuple[Path, list[str]]:
 
 
 def lab_down(d: Path) -> None:
-    r = subprocess.run(["iolens", "lab", "down", "--dir", str(d)], capture_output=True, text=True)
+    r = subprocess.run([*IOLENS, "lab", "down", "--dir", str(d)], capture_output=True, text=True)
     if r.returncode:
         print(f"lab down: {(r.stdout + r.stderr).strip()}")
     shutil.rmtree(d.parent, ignore_errors=True)
