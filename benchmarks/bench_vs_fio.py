@@ -253,7 +253,8 @@ def main() -> None:
     ap.add_argument("--direct", action="store_true",
                     help="O_DIRECT on the disk target for both tools (no page-cache allocation in the timing)")
     ap.add_argument("--settle", type=float, default=None,
-                    help="seconds to wait before each run (default: 5 when the VM's balloon returns free pages, else 0)")
+                    help="seconds to wait before each run "
+                         "(default: 5 when the VM's balloon returns free pages, else 0)")
     ap.add_argument("--pool-bytes", type=parse_size, default=0,
                     help="the engine's content pool size (default 32 MiB; small = one cache-hot buffer, as fio's)")
     ap.add_argument("--fio-arg", action="append", default=[], help="one more fio option (repeatable)")
