@@ -36,7 +36,10 @@ HERE = Path(__file__).resolve().parent.parent
 # write-nosys: the next write() after the interposer's, doing nothing
 NOSYS = """
 #include <unistd.h>
-ssize_t write(int fd, const void *b, size_t n) { (void)fd; (void)b; __asm__ volatile("" ::: "memory"); return (ssize_t)n; }
+ssize_t write(int fd, const void *b, size_t n)
+{
+    (void)fd; (void)b; __asm__ volatile("" ::: "memory"); return (ssize_t)n;
+}
 """
 
 
@@ -50,7 +53,8 @@ def cpu_ns_per_call(argv: list[str], env: dict, calls: int) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("libs", nargs="+", type=Path, help="preload libraries to compare")
-    ap.add_argument("--workload", default="write", choices=["write", "fputc", "fread", "stat", "openclose", "true", "write-nosys"])
+    ap.add_argument("--workload", default="write",
+                    choices=["write", "fputc", "fread", "stat", "openclose", "true", "write-nosys"])
     ap.add_argument("--calls", type=int, help="calls (default 1,000,000) or, for true, processes (default 200)")
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--callgrind", action="store_true", help="also count instructions with valgrind's callgrind")

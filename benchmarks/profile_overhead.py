@@ -217,7 +217,9 @@ def main() -> int:
                 med = {m: statistics.median(v) for m, v in added.items()}
                 q = statistics.quantiles(added["iolens"], n=4) if len(added["iolens"]) > 1 else [med["iolens"]] * 3
                 fl = med["do-nothing"]
-                ratio = lambda m: f"{med[m] / fl:7.1f}" if fl > 0 else f"{'-':>7}"
+
+                def ratio(m: str) -> str:
+                    return f"{med[m] / fl:7.1f}" if fl > 0 else f"{'-':>7}"
                 if per == "run":
                     cols = [f"{100 * med[m] / plain:+.2f}%" for m in MODES[1:]]
                     base = f"{plain:.3f} s"

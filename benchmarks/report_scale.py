@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 
 from iolens import _format as F
-from iolens.capture.writer import file_header, file_record, meta_record, pack_fixed, record, schema_payload, string_record
+from iolens.capture.writer import (file_header, file_record, meta_record, pack_fixed, record, schema_payload,
+                                   string_record)
 
 T0 = 10**12
 TARGET_S = 5.0

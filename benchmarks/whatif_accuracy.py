@@ -10,8 +10,9 @@ target, after the real runs.  Per cell it prints the actual median with a 95% co
 (distribution-free, from order statistics), the replayed median (compute gaps burnt as CPU for their on-CPU share;
 and, for comparison, all slept), the predicted time, their errors, and whether each is inside the actual runs' own
 spread; then the mean absolute error of each mode, where each replay's time went against the recording
-(per-thread busy, gaps, CPU burnt, late, waits), the fidelity of each step (the replay on the capture's own storage against the original profiled run), what a replay
-of a million operations costs, and the load average at the start and the end.
+(per-thread busy, gaps, CPU burnt, late, waits), the fidelity of each step (the replay on the capture's own
+storage against the original profiled run), what a replay of a million operations costs, and the load average
+at the start and the end.
 
 Targets: a directory on tmpfs, one on the root disk, and with --lab the lab targets (--lab-targets), brought up by
 this script in a temporary lab directory (`iolens lab up --dir D --only ...`, root needed) and taken down at the end.
