@@ -309,9 +309,9 @@ static inline int iolens_hist_bin(uint64_t n)
     return i;
 }
 
-/* The general path of iolens_data_quick, out of line: the call is copied
- * here so that the quick path's copy never has its address taken (it stays
- * in registers rather than on the stack). */
+/* The general path of iolens_data_quick: the call is copied here, so that
+ * only this copy has its address taken and the quick path's stays in
+ * registers rather than on the stack. */
 static inline void iolens_data_slow(struct iolens_call c, struct iolens_fdstate *f, uint64_t off, int64_t n)
 {
     iolens_data_keep(&c, f, off, n);
