@@ -58,3 +58,39 @@ def test_drop_caches_as_root(cached_file):
     assert pagecache.resident_fraction([cached_file]) > 0.5
     assert pagecache.make_cold([cached_file], "drop-caches") == "drop-caches"
     assert pagecache.resident_fraction([cached_file]) <= 0.05
+
+
+def test_warm_reads_evicted_files_back_under_a_directory(cached_file, tmp_path):
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    other = sub / "other"
+    other.write_bytes(b"x" * MiB)
+    pagecache.evict(cached_file)
+    pagecache.evict(other)
+    assert pagecache.resident_fraction([cached_file, str(other)]) <= 0.05
+    assert pagecache.warm([str(tmp_path), str(tmp_path / "missing")]) == 9 * MiB
+    assert pagecache.resident_fraction([cached_file, str(other)]) >= 0.95
+
+
+def _scheme(root, k, state, aggr_us, action, age_min):
+    ctx = root / str(k) / "contexts" / "0"
+    (ctx / "monitoring_attrs" / "intervals").mkdir(parents=True)
+    (root / str(k) / "state").write_text(state + "\n")
+    (ctx / "monitoring_attrs" / "intervals" / "aggr_us").write_text(f"{aggr_us}\n")
+    sch = ctx / "schemes" / "0"
+    (sch / "access_pattern" / "age").mkdir(parents=True)
+    (sch / "action").write_text(action + "\n")
+    (sch / "access_pattern" / "age" / "min").write_text(f"{age_min}\n")
+
+
+def test_proactive_reclaim_reads_the_shortest_pageout_age(tmp_path):
+    root = tmp_path / "kdamonds"
+    assert pagecache.proactive_reclaim(str(root)) is None  # no DAMON here
+    root.mkdir()
+    (root / "nr_kdamonds").write_text("3\n")
+    _scheme(root, 0, "on", 5_000_000, "pageout", 12)   # idle 60 s -> paged out
+    _scheme(root, 1, "on", 100_000, "stat", 1)         # a scheme that only counts
+    _scheme(root, 2, "off", 100_000, "pageout", 10)    # not running
+    assert pagecache.proactive_reclaim(str(root)) == 60.0
+    (root / "0" / "state").write_text("off\n")
+    assert pagecache.proactive_reclaim(str(root)) is None

@@ -6,6 +6,8 @@
     resident_fraction(files)    share of the files' bytes in the page cache; None when one cannot be checked
     drop_caches()               sync, then drop page cache, dentries and inodes (root only); False when not allowed
     make_cold(files, method)    "auto" | "drop-caches" | "fadvise": evict the files; returns the method that worked
+    warm(paths)                 read files whole and stat directory trees: their pages and inodes are cached again
+    proactive_reclaim()         the idle age after which the kernel pages out memory by itself (DAMON), or None
 
 The bench engine (native/bench) evicts its own files in C; everything in Python uses this module.  Eviction
 cannot apply where the pages are the storage (tmpfs, ramfs): residency stays at 100% there.
@@ -67,6 +69,100 @@ def make_cold(files: list[str], method: str) -> str:
         return "drop-caches"
     fadvise_dontneed(files)
     return "fadvise"
+
+
+# -- warming ------------------------------------------------------------------------------------------------------
+
+def warm(paths: list[str | os.PathLike[str]], chunk: int = 1 << 20) -> int:
+    """Read each file whole, and under each directory every file, after a stat of every entry (their inodes and
+    directory blocks are cached too); the bytes read.  Paths that cannot be read are skipped.
+
+    "Warm" is a state that decays by itself where the kernel reclaims idle memory proactively (see
+    proactive_reclaim): a file last read minutes ago may be partly gone.  A measurement that needs it warm warms it."""
+    total = 0
+    for path in paths:
+        if os.path.isdir(path):
+            for root, dirs, files in os.walk(path):
+                for name in dirs:
+                    _stat(os.path.join(root, name))
+                for name in files:
+                    total += _read_whole(os.path.join(root, name), chunk)
+        else:
+            total += _read_whole(path, chunk)
+    return total
+
+
+def _stat(path: str) -> None:
+    try:
+        os.lstat(path)
+    except OSError:
+        pass
+
+
+def _read_whole(path: str | os.PathLike[str], chunk: int) -> int:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return 0
+    n = 0
+    try:
+        while b := os.read(fd, chunk):
+            n += len(b)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    return n
+
+
+DAMON_KDAMONDS = "/sys/kernel/mm/damon/admin/kdamonds"
+
+
+def proactive_reclaim(root: str = DAMON_KDAMONDS) -> float | None:
+    """The shortest idle time, in seconds, after which a running DAMON scheme pages memory out by itself (cloud VMs
+    use it to hand unused memory back to the host), or None when no such scheme runs or it cannot be read.
+
+    The minimum age of a scheme is counted in aggregation intervals: age/min x aggr_us."""
+    best = None
+    try:
+        kdamonds = sorted(os.listdir(root))
+    except OSError:
+        return None
+    for k in kdamonds:
+        kd = os.path.join(root, k)
+        if not k.isdigit() or _text(os.path.join(kd, "state")) != "on":
+            continue
+        for ctx in _numbered(os.path.join(kd, "contexts")):
+            aggr = _number(os.path.join(ctx, "monitoring_attrs", "intervals", "aggr_us"))
+            for sch in _numbered(os.path.join(ctx, "schemes")):
+                if _text(os.path.join(sch, "action")) != "pageout":
+                    continue
+                age = _number(os.path.join(sch, "access_pattern", "age", "min"))
+                if aggr is None or age is None:
+                    continue
+                idle = age * aggr / 1e6
+                best = idle if best is None else min(best, idle)
+    return best
+
+
+def _text(path: str) -> str | None:
+    try:
+        with open(path) as fh:
+            return fh.read().strip()
+    except OSError:
+        return None
+
+
+def _number(path: str) -> int | None:
+    t = _text(path)
+    return int(t) if t is not None and t.isdigit() else None
+
+
+def _numbered(d: str) -> list[str]:
+    try:
+        return [os.path.join(d, e) for e in sorted(os.listdir(d)) if e.isdigit()]
+    except OSError:
+        return []
 
 
 # -- residency ----------------------------------------------------------------------------------------------------
