@@ -1,6 +1,8 @@
 """How close replay and predict come to real runs: step x target -> actual, replayed, predicted, error %.
 
-Each step is profiled --profiles times (with --trace, default 3) on the root disk and the capture whose wall time is
+First every step runs once, untimed, on every target (--warmup), so the captures find the storage in the state the
+timed rounds will (a filesystem's recently freed inodes, its journal, its caches).  Then each step is profiled
+--profiles times (with --trace, default 3) on the root disk and the capture whose wall time is
 the median is kept (one capture taken at a bad moment would spoil every cell of its step; the walls of all are
 printed); what one involuntary context switch cost the steps is measured (run delay per switch, from /proc) and
 given to the replay.  The capture is then replayed and predicted on every target, and the step run for real there.
@@ -12,7 +14,9 @@ and, for comparison, all slept), the predicted time, their errors, and whether e
 spread; then the mean absolute error of each mode, where each replay's time went against the recording
 (per-thread busy, gaps, CPU burnt, late, waits), the fidelity of each step (the replay on the capture's own
 storage against the original profiled run), what a replay of a million operations costs, and the load average
-at the start and the end.
+at the start and the end.  Cache state: warm.  The step's inputs and programs are read back before every capture
+and real run, as the replay's freshly laid-out files are warm: where the kernel pages out idle memory by itself
+(DAMON, which cloud VMs run; printed at the start when it is on), inputs last read a round ago are partly gone.
 
 Targets: a directory on tmpfs, one on the root disk, and with --lab the lab targets (--lab-targets), brought up by
 this script in a temporary lab directory (`iolens lab up --dir D --only ...`, root needed) and taken down at the end.
@@ -26,6 +30,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -38,6 +43,7 @@ from typing import Any
 
 from iolens.bench.targets import resolve
 from iolens.capture.record import Recording
+from iolens.pagecache import proactive_reclaim, warm
 from iolens.synth import fastq_text, synth
 from iolens.whatif.plan import build_plan
 from iolens.whatif.predict import calibrate, predict, step_model
@@ -82,8 +88,29 @@ def clean(work: Path) -> None:
             p.unlink()
 
 
+def programs(argv: list[str]) -> list[str]:
+    """The executables a step runs (for `sh -c`, every word of the script that names one) and their shared
+    libraries, as `ldd` lists them."""
+    words = [argv[0], *re.findall(r"[\w.+-]+", argv[-1])] if argv[0] == "sh" else argv[:1]
+    exes = sorted({p for w in words if (p := shutil.which(w))})
+    libs: set[str] = set()
+    for exe in exes:
+        out = subprocess.run(["ldd", exe], capture_output=True, text=True).stdout
+        libs.update(m.group(1) for m in re.finditer(r"(/\S+) \(0x", out))
+    return exes + sorted(libs)
+
+
+def warm_step(work: Path, argv: list[str]) -> None:
+    """Brings the step's inputs (every file under `work`, and its inodes) and programs back into the page cache,
+    as the replay's freshly laid-out files are: where the kernel pages out idle memory by itself (DAMON, printed
+    at the start), inputs last read a round ago are partly gone, and the real run would read them from the
+    storage (and a throttled disk's 100 IOPS) while the replay does not."""
+    warm([str(work), *programs(argv)])
+
+
 def real_run(work: Path, argv: list[str]) -> float:
     clean(work)
+    warm_step(work, argv)
     t = time.perf_counter()
     subprocess.run(argv, cwd=work, check=True, capture_output=True)
     return time.perf_counter() - t
@@ -102,6 +129,7 @@ def profile_median(argv: list[str], work: Path, n: int) -> tuple[Any, list[float
     caps = []
     for _ in range(n):
         clean(work)
+        warm_step(work, argv)
         caps.append(Recording(argv, trace=True, cwd=str(work)).run().capture)
     walls = [float(c.meta["wall_s"]) for c in caps]
     k = median_index(walls)
@@ -264,6 +292,8 @@ def main() -> None:
                     "measured)")
     ap.add_argument("--preempt-ms", type=float, default=None, help="the time one involuntary context switch is "
                     "taken to have cost while profiling (default: measured on the steps)")
+    ap.add_argument("--warmup", type=int, default=1, help="untimed real runs of every step on every target "
+                    "before the captures (default 1)")
     ap.add_argument("--lab", action="store_true", help="also run on lab targets brought up here (root needed)")
     ap.add_argument("--lab-targets", default=LAB_TARGETS)
     ap.add_argument("--no-sleep-replay", action="store_true", help="skip the comparison replay with every gap slept")
@@ -275,6 +305,9 @@ def main() -> None:
     load0 = os.getloadavg()
     t_start = time.time()
     print(f"load average at start {load0[0]:.1f} {load0[1]:.1f} {load0[2]:.1f} on {os.cpu_count()} CPUs")
+    idle = proactive_reclaim()
+    print("cache: warm; inputs and programs read back before every capture and real run" + (
+        f" (the kernel pages out memory idle for {idle:.0f} s by itself here: DAMON)" if idle is not None else ""))
     bases = [tempfile.mkdtemp(prefix="whatif-", dir="/dev/shm"), tempfile.mkdtemp(prefix="whatif-", dir="/var/tmp")]
     names = ["tmpfs", "rootdisk"]
     specs = list(bases)
@@ -294,6 +327,10 @@ def main() -> None:
         ovh = a.overhead_ns if a.overhead_ns is not None else event_overhead_ns()
         print(f"profiler cost per traced event: {ovh:.0f} ns (taken out of the recorded compute gaps)")
         home = 1  # profiled on the root disk
+        for _ in range(a.warmup):  # every target in the state the timed rounds leave it in, the capture's too
+            for argv in steps.values():
+                for w in works:
+                    real_run(w, argv)
         caps, plans, sleeps, models = {}, {}, {}, {}
         walls: dict[str, tuple[list[float], int]] = {}
         for step, argv in steps.items():
