@@ -353,3 +353,24 @@ def test_call_times_on_either_clock(cprog, profiled, tmp_path, clock):
     write_ns = f["cat_time_ns"][F.CATEGORIES.index("WRITE")]
     assert 0 < write_ns <= p.io_wall_ns <= wall
     assert sum(p.cat_time_ns) <= wall
+
+
+def test_at_calls_follow_reused_and_replaced_directory_descriptors(cprog, profiled, tmp_path):
+    """Paths of *at calls come from the directory descriptor as it is at the call: a descriptor closed and
+    reused for another directory, or replaced by dup2, names the new one.  O_CREAT opens: a new file is
+    created, an existing one is not (its content, mode and errno kept)."""
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "old").write_bytes(b"keep")
+    (work / "old").chmod(0o644)
+    res, cap = profiled([cprog("at_paths")], cwd=work)
+    assert res.returncode == 0, f"at_paths failed at check {res.returncode}: {res.stderr}"
+    paths = {f["path"]: f for p in cap.processes for f in p.files}
+    for name in ("A/a1", "B/b1", "C/c1"):
+        assert paths[str(work / name)]["flags"] & FF["DELETED"], name
+    assert paths[str(work / "A/a2")]["stats"] == 1
+    assert not {str(work / n) for n in ("A/b1", "A/c1", "B/c1")} & set(paths), sorted(paths)
+    assert paths[str(work / "new")]["flags"] & FF["CREATED"]
+    old = paths[str(work / "old")]
+    assert not old["flags"] & FF["CREATED"] and old["opens"] == 1 and old["bytes_read"] == 4
+    assert (work / "old").read_bytes() == b"keep"

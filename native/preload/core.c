@@ -426,6 +426,61 @@ void iolens_file_stat(struct iolens_file *rec, uint64_t dev, uint64_t ino, uint6
 
 /* ---- paths ------------------------------------------------------------------- */
 
+/*
+ * The path of the last directory descriptor named through /proc/self/fd, for
+ * the *at calls that follow with it: `rm -r`, `find` and the like unlink or
+ * stat every entry of a directory through one descriptor, and a readlink of
+ * /proc for each cost more than the call itself.  It is forgotten when that
+ * descriptor is closed or replaced (iolens_closed), and a vfork child, which
+ * shares this memory but not the descriptor table, neither reads nor fills it.
+ * Under the lock: threads share it.
+ */
+static struct {
+    uint32_t len;
+    char path[PATH_MAX];
+} dirfd_cache; /* holds the path of descriptor iolens_g.dirfd_cached - 1 */
+
+/* The lock with the guard up (see iolens_file_for). */
+static int lock_guarded(void)
+{
+    int guard = iolens_guard;
+    iolens_guard = 1;
+    lock();
+    return guard;
+}
+
+static void unlock_guarded(int guard)
+{
+    unlock();
+    iolens_guard = guard;
+}
+
+static long dirfd_path(int dirfd, char *out)
+{
+    char link[40];
+    long r = -1;
+    int cacheable = !iolens_in_vfork;
+    if (cacheable) {
+        int g = lock_guarded();
+        if (iolens_g.dirfd_cached == dirfd + 1) {
+            r = dirfd_cache.len;
+            memcpy(out, dirfd_cache.path, (size_t)r);
+        }
+        unlock_guarded(g);
+        if (r > 0) return r;
+    }
+    snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd);
+    r = syscall(SYS_readlinkat, AT_FDCWD, link, out, PATH_MAX - 1);
+    if (r > 0 && cacheable && out[0] == '/') {
+        int g = lock_guarded();
+        iolens_g.dirfd_cached = dirfd + 1;
+        dirfd_cache.len = (uint32_t)r;
+        memcpy(dirfd_cache.path, out, (size_t)r);
+        unlock_guarded(g);
+    }
+    return r;
+}
+
 int iolens_abspath(int dirfd, const char *path, char *out, size_t cap)
 {
     char tmp[PATH_MAX * 2];
@@ -438,9 +493,7 @@ int iolens_abspath(int dirfd, const char *path, char *out, size_t cap)
             if (r <= 0) return -1;
             n = strlen(tmp);
         } else {
-            char link[40];
-            snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd);
-            r = syscall(SYS_readlinkat, AT_FDCWD, link, tmp, PATH_MAX - 1);
+            r = dirfd_path(dirfd, tmp);
             if (r <= 0) return -1;
             n = (size_t)r;
         }
@@ -948,8 +1001,20 @@ void iolens_opened(struct iolens_call *c, int dirfd, const char *path, int fd, i
     fd_set_rec(fd, r, pos, (oflags & O_APPEND) != 0);
 }
 
+/* Descriptors lo..hi are closed or replaced: the directory path cache forgets them. */
+void iolens_forget_dirfds(unsigned lo, unsigned hi)
+{
+    unsigned c = (unsigned)__atomic_load_n(&iolens_g.dirfd_cached, __ATOMIC_RELAXED);
+    if (c == 0 || iolens_in_vfork || c - 1 < lo || c - 1 > hi) return;
+    int g = lock_guarded();
+    c = (unsigned)iolens_g.dirfd_cached;
+    if (c && c - 1 >= lo && c - 1 <= hi) iolens_g.dirfd_cached = 0;
+    unlock_guarded(g);
+}
+
 void iolens_closed(int fd)
 {
+    iolens_forget_dirfds((unsigned)fd, (unsigned)fd);
     if ((unsigned)fd >= IOLENS_FDMAX || iolens_in_vfork) return;
     iolens_fds[fd].state = FD_UNKNOWN;
     iolens_fds[fd].rec = 0;
@@ -957,6 +1022,7 @@ void iolens_closed(int fd)
 
 void iolens_dup(int oldfd, int newfd)
 {
+    iolens_forget_dirfds((unsigned)newfd, (unsigned)newfd);
     if ((unsigned)newfd >= IOLENS_FDMAX || iolens_in_vfork) return;
     /* copy the slot as it is: an unknown descriptor stays unknown (named on first use) */
     if ((unsigned)oldfd < IOLENS_FDMAX && iolens_fds[oldfd].state == FD_TRACKED) {

@@ -67,6 +67,7 @@ struct iolens_state {
     uint64_t used, mapped, reserve;
     uint64_t max_files;
     int lock; /* spinlock for the rare paths: new records, growth, coarsening */
+    int dirfd_cached; /* 1 + the descriptor whose path core.c's dirfd_cache holds; 0: none */
     /* in-flight counters for honest wall time with threads */
     int inflight[IOLENS_NCAT + 1];
     uint64_t wall_start[IOLENS_NCAT + 1];
@@ -404,6 +405,7 @@ void iolens_xfer_in(struct iolens_call *c, struct iolens_fdstate *f, uint64_t of
 
 /* Descriptor lifetime. */
 void iolens_opened(struct iolens_call *c, int dirfd, const char *path, int fd, int oflags, int existed);
+void iolens_forget_dirfds(unsigned lo, unsigned hi);
 void iolens_closed(int fd);
 void iolens_dup(int oldfd, int newfd);
 

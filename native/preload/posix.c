@@ -11,23 +11,31 @@
 
 /* ---- opens ---- */
 
-/* Did the file exist before an O_CREAT open?  errno is left as it was. */
-static int path_exists(int dirfd, const char *path)
-{
-    int e = errno;
-    int r = syscall(SYS_faccessat, dirfd, path, F_OK, 0) == 0;
-    errno = e;
-    return r;
-}
-
+/*
+ * Whether an O_CREAT open made its file is asked of the open itself: it is
+ * first made with O_EXCL, which, where the name is free, creates the file
+ * exactly as the open asked would have, and costs no call more; only where
+ * the name is taken (EEXIST) is the open made again as asked, and the file
+ * existed: that second open is the one timed, the probe falls in the gap
+ * before it (as a separate existence check would).  A dangling symlink is the
+ * one name this counts as existing although the open creates its target.
+ */
 static int do_open(int dirfd, const char *path, int flags, mode_t mode, int op,
                    int (*real)(int, const char *, int, ...))
 {
     if (!iolens_on()) return real(dirfd, path, flags, mode);
     struct iolens_call c;
-    int existed = (flags & O_CREAT) && !(flags & O_EXCL) ? path_exists(dirfd, path) : 0;
+    int probe = (flags & O_CREAT) && !(flags & O_EXCL), existed = 0, e0 = errno;
     iolens_begin(&c, op);
-    int fd = real(dirfd, path, flags, mode);
+    int fd = real(dirfd, path, probe ? flags | O_EXCL : flags, mode);
+    if (probe && fd < 0 && errno == EEXIST) {
+        /* the open as asked, timed alone and with errno as the program left it */
+        existed = 1;
+        iolens_end_keep(&c);
+        errno = e0;
+        iolens_begin(&c, op);
+        fd = real(dirfd, path, flags, mode);
+    }
     iolens_end(&c);
     iolens_opened(&c, dirfd, path, fd, flags, existed);
     iolens_ret(&c);
@@ -119,6 +127,7 @@ IOLENS_API int close(int fd)
 IOLENS_API int close_range(unsigned lo, unsigned hi, int flags)
 {
     int r = REAL(close_range)(lo, hi, flags);
+    if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) iolens_forget_dirfds(lo, hi);
     if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC))
         for (unsigned fd = lo; fd <= hi && fd < IOLENS_FDMAX; fd++) iolens_closed((int)fd);
     return r;
