@@ -41,6 +41,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from iolens import _format as F
 from iolens.bench.targets import resolve
 from iolens.capture.record import Recording
 from iolens.pagecache import proactive_reclaim, warm
@@ -48,7 +51,7 @@ from iolens.synth import fastq_text, synth
 from iolens.whatif.plan import build_plan
 from iolens.whatif.predict import calibrate, predict, step_model
 from iolens.whatif.replay import replay_on
-from iolens.whatif.timeline import PREEMPT_S, breakdown
+from iolens.whatif.timeline import PATH_NAMING_OPS, PREEMPT_S, breakdown
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from replay_cost import measure as replay_cost  # noqa: E402
@@ -165,6 +168,49 @@ def event_overhead_ns(runs: int = 5, n: int = 100_000) -> float:
             prof.append(float(cap.meta["wall_s"]))
             events = sum(len(p.events) for p in cap.processes if p.events is not None)
         return max(0.0, (statistics.median(prof) - statistics.median(plain)) / max(events, 1) * 1e9)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+META_LOOP = """
+import os, sys
+n = int(sys.argv[1])
+os.mkdir("d")
+for i in range(n):
+    fd = os.open(f"d/f{i}", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.close(fd)
+    os.stat(f"d/f{i}")
+dfd = os.open("d", os.O_RDONLY | os.O_DIRECTORY)
+for i in range(n):
+    os.unlink(f"f{i}", dir_fd=dfd)
+os.close(dfd)
+os.rmdir("d")
+"""
+
+
+def path_overhead_ns(per_event_ns: float, runs: int = 5, n: int = 2000) -> float:
+    """The profiler's cost per traced event that names a path (creating opens, stats, unlinks through a directory
+    descriptor: PATH_NAMING_OPS), from the slope over n and 2n iterations of a loop of them, profiled over
+    unprofiled, medians of `runs` each, on tmpfs; the loop's other events (its closes) taken at `per_event_ns`."""
+    codes = [i for i, (name, _cat) in enumerate(F.OPS) if name in PATH_NAMING_OPS]
+    d = Path(tempfile.mkdtemp(prefix="whatif-meta-", dir="/dev/shm"))
+    try:
+        extra, named, other = {}, {}, {}
+        for k in (n, 2 * n):
+            argv = [sys.executable, "-c", META_LOOP, str(k)]
+            plain, prof = [], []
+            for _ in range(runs):
+                t = time.perf_counter()
+                subprocess.run(argv, cwd=d, check=True, capture_output=True)
+                plain.append(time.perf_counter() - t)
+                cap = Recording(argv, trace=True, cwd=str(d)).run().capture
+                prof.append(float(cap.meta["wall_s"]))
+                ops = np.concatenate([p.events["op"] for p in cap.processes if p.events is not None])
+                named[k] = int(np.isin(ops, codes).sum())
+                other[k] = len(ops) - named[k]
+            extra[k] = statistics.median(prof) - statistics.median(plain)
+        rest = (other[2 * n] - other[n]) * per_event_ns / 1e9
+        return max(0.0, (extra[2 * n] - extra[n] - rest) / max(named[2 * n] - named[n], 1) * 1e9)
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
@@ -290,6 +336,8 @@ def main() -> None:
     ap.add_argument("--steps", default=",".join(STEPS), help="comma-separated subset of: " + ", ".join(STEPS))
     ap.add_argument("--overhead-ns", type=float, default=None, help="the profiler's per-event cost (default: "
                     "measured)")
+    ap.add_argument("--path-overhead-ns", type=float, default=None, help="the profiler's cost per event that "
+                    "names a path (default: measured)")
     ap.add_argument("--preempt-ms", type=float, default=None, help="the time one involuntary context switch is "
                     "taken to have cost while profiling (default: measured on the steps)")
     ap.add_argument("--warmup", type=int, default=1, help="untimed real runs of every step on every target "
@@ -325,7 +373,9 @@ def main() -> None:
             works.append(w)
             prepare(w, a.scale)
         ovh = a.overhead_ns if a.overhead_ns is not None else event_overhead_ns()
-        print(f"profiler cost per traced event: {ovh:.0f} ns (taken out of the recorded compute gaps)")
+        named = a.path_overhead_ns if a.path_overhead_ns is not None else path_overhead_ns(ovh)
+        print(f"profiler cost per traced event: {ovh:.0f} ns, and {named:.0f} ns for one that names a path (an "
+              "open, a stat, an unlink; taken out of the recorded compute gaps)")
         home = 1  # profiled on the root disk
         for _ in range(a.warmup):  # every target in the state the timed rounds leave it in, the capture's too
             for argv in steps.values():
@@ -343,9 +393,10 @@ def main() -> None:
             cap_walls, kept = walls[step]
             print(f"{step}: capture walls " + ", ".join(f"{x:.3f}" for x in cap_walls) + f" s; kept "
                   f"{cap_walls[kept]:.3f} s (the median)")
-            plans[step] = build_plan(caps[step], event_overhead_ns=int(ovh), preempt_s=pre if pre is not None
-                                     else PREEMPT_S)
-            sleeps[step] = build_plan(caps[step], event_overhead_ns=int(ovh), gaps="sleep")
+            plans[step] = build_plan(caps[step], event_overhead_ns=int(ovh), path_overhead_ns=int(named),
+                                     preempt_s=pre if pre is not None else PREEMPT_S)
+            sleeps[step] = build_plan(caps[step], event_overhead_ns=int(ovh), path_overhead_ns=int(named),
+                                      gaps="sleep")
             models[step] = step_model(caps[step])
             for n in plans[step].notes:
                 print(f"{step}: {n}")

@@ -189,9 +189,9 @@ def test_profiler_overhead_comes_out_of_the_gaps(known, tmp_path):
     from iolens.whatif.plan import TRACE_EVENT_OVERHEAD_NS, build_plan
 
     cap = read_capture(known)
-    raw = build_plan(cap, event_overhead_ns=0)
+    raw = build_plan(cap, event_overhead_ns=0, path_overhead_ns=None)
     assert raw.overhead_s == 0
-    big = build_plan(cap, event_overhead_ns=1_000_000)  # 1 ms per event: shows in every gap that holds events
+    big = build_plan(cap, event_overhead_ns=1_000_000, path_overhead_ns=None)  # 1 ms per event: shows in every gap that holds events
     assert (big.ops["gap"] <= raw.ops["gap"]).all() and (big.ops["gap"] >= 0).all()
     assert abs((int(raw.ops["gap"].sum()) - int(big.ops["gap"].sum())) / 1e9 - big.overhead_s) < 1e-9
     # every replayed op after the first of its thread had its own predecessor's recording in its gap
@@ -203,6 +203,33 @@ def test_profiler_overhead_comes_out_of_the_gaps(known, tmp_path):
     assert TRACE_EVENT_OVERHEAD_NS < 1000
     # the sleeps stay: the program's 30 ms and 50 ms gaps are far above the profiler's cost
     assert (int(raw.ops["gap"].sum()) - int(dflt.ops["gap"].sum())) / 1e9 < 0.01
+
+
+def test_events_that_name_a_path_can_cost_more_than_the_others(known):
+    """path_overhead_ns is taken out per event that names a path (an open, a stat, an unlink), the plain figure
+    per other event: with the plain figure 0, exactly the path events' cost comes out of the gaps."""
+    from iolens import _format as F
+    from iolens.capture.reader import read_capture
+    from iolens.whatif.plan import build_plan
+    from iolens.whatif.timeline import PATH_NAMING_OPS, event_costs
+
+    cap = read_capture(known)
+    names = [name for name, _cat in F.OPS]
+    ops = np.concatenate([p.events["op"] for p in cap.processes if p.events is not None]).astype(np.int64)
+    named = int(np.isin(ops, [names.index(n) for n in PATH_NAMING_OPS]).sum())
+    assert 0 < named < len(ops)  # the program opens, stats and unlinks, and reads and writes
+    costs = event_costs(7, 1000)
+    assert costs[names.index("OPEN")] == 1000 and costs[names.index("READ")] == 7 and costs[-1] == 7
+    assert (event_costs(7) == 7).all()
+    raw = build_plan(cap, event_overhead_ns=0, path_overhead_ns=None)
+    assert (build_plan(cap, event_overhead_ns=0, path_overhead_ns=0).ops["gap"] == raw.ops["gap"]).all()
+    only_paths = build_plan(cap, event_overhead_ns=0, path_overhead_ns=1000)
+    # each path event's 1 us comes out of the gap that holds it, where that gap is at least as long
+    assert 0 < only_paths.overhead_s <= named * 1e-6 + 1e-12
+    assert only_paths.overhead_s > 0.5 * named * 1e-6
+    assert (only_paths.ops["gap"] <= raw.ops["gap"]).all()
+    both = build_plan(cap, event_overhead_ns=7, path_overhead_ns=1000)
+    assert both.overhead_s > only_paths.overhead_s
 
 
 def test_descriptor_table_is_sized_before_the_threads_start(tmp_path):

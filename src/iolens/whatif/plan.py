@@ -25,7 +25,8 @@ from iolens.capture.reader import Capture, Process
 from iolens.errors import UsageError
 from iolens.whatif.engine import describe, op_dtype
 from iolens.whatif.pipes import _pipe_needs
-from iolens.whatif.timeline import PREEMPT_S, burners, cpu_shares, recorded_threads, startup_cpu_ns
+from iolens.whatif.timeline import (PREEMPT_S, burners, cpu_shares, event_costs, less_recording_cost,
+                                   recorded_threads, startup_cpu_ns)
 
 NO_FILE = 0xFFFFFFFF
 # files the step does not own: the replay leaves them where they are and keeps their ops as compute time
@@ -56,6 +57,10 @@ PATH_OPS = ("STAT", "UNLINK", "RENAME", "MKDIR", "SYNCFS")
 # Measured as the slope of a profiled `dd bs=1` (one event per read and per write) over an unprofiled one:
 # 0.1-0.4 us per event on a 2-core x86-64 VM (benchmarks/whatif_accuracy.py measures it again and prints it).
 TRACE_EVENT_OVERHEAD_NS = 400
+# An event that names a path (timeline.PATH_NAMING_OPS) costs more: the name made absolute, a file record looked up
+# or made, a created file stat'ed.  Measured as the slope of a profiled loop of creating opens, stats and unlinks
+# over an unprofiled one (whatif_accuracy.path_overhead_ns): 1.0-1.3 us per event on the same VM.
+TRACE_PATH_OVERHEAD_NS = 1000
 
 _CONTENT_BY_EXT = {".fq": "fastq", ".fastq": "fastq", ".fa": "fastq", ".fasta": "fastq", ".fna": "fastq",
                    ".sam": "sam", ".txt": "sam", ".tsv": "sam", ".bed": "sam", ".vcf": "sam"}
@@ -127,12 +132,14 @@ def _is_data(path: str) -> bool:
 
 
 def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS, gaps: str = "cpu",
-               preempt_s: float = PREEMPT_S) -> Plan:
+               preempt_s: float = PREEMPT_S, path_overhead_ns: int | None = TRACE_PATH_OVERHEAD_NS) -> Plan:
     """The replay plan of a capture; UsageError with one line when it has no trace.
 
     `event_overhead_ns`: the profiler's cost per traced event outside the recorded call, taken out of the compute
-    gap that holds it (0 keeps the gaps as recorded).  `gaps`: "cpu" burns each gap's on-CPU share (from the
-    processes' CPU times, see whatif/timeline.py) and waits out the rest; "sleep" waits out all of it.
+    gap that holds it (0 keeps the gaps as recorded); `path_overhead_ns` that of the events that name a path
+    (opens, stats, unlinks: timeline.PATH_NAMING_OPS), which cost the profiler more (None: the same as the others).
+    `gaps`: "cpu" burns each gap's on-CPU share (from the processes' CPU times, see whatif/timeline.py) and waits
+    out the rest; "sleep" waits out all of it.
     `preempt_s`: the time one involuntary context switch is taken to have cost while recording."""
     if not has_trace(cap):
         raise UsageError(f"{cap.path} has no operation trace; profile the step again with `iolens profile --trace` "
@@ -151,7 +158,8 @@ def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS
     if ops.pipe_rows:
         allrows = _with_pipe_needs(allrows, np.concatenate(ops.pipe_rows), code, int(d["pipe_buffer"]))
     a = allrows[np.lexsort((allrows[:, _SEQ], allrows[:, _T], allrows[:, _THREAD]))]  # per thread, in time order
-    gap, overhead_ns = _gaps(a, code["START"], tree.roots, t0, ops.event_times, event_overhead_ns)
+    costs = event_costs(event_overhead_ns, path_overhead_ns)
+    gap, overhead_ns = _gaps(a, code["START"], tree.roots, t0, ops.event_times, ops.event_ops, costs)
     # A parent is taken to call wait right after its previous op: the time until the child ended is the child's,
     # which the child's replay takes (recorded as a gap it would be waited out even when the child ran faster).
     waited = np.where(a[:, _OP] == code["WAIT"], gap, 0)  # the recording's wait for a child, for the breakdown
@@ -166,7 +174,7 @@ def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS
     notes = []
     if any(p.fields.get("trace_lost") for p in procs):
         notes.append("some trace events were lost while recording; the replay misses them")
-    cpu = cpu_shares(procs, ops.threads, a[:, _THREAD], gap, event_overhead_ns, preempt_s)
+    cpu = cpu_shares(procs, ops.threads, a[:, _THREAD], gap, costs, preempt_s)
     shares = [cpu.share[p] if gaps == "cpu" else 0.0 for p in ops.threads]
     waits = [cpu.wait[p] if gaps == "cpu" else 1.0 for p in ops.threads]
     if gaps == "cpu":  # the CPU of threads with no file operation, burnt by threads of their own
@@ -244,6 +252,7 @@ class _Ops:
     skipped: int = 0
     proc_threads: list[list[tuple[int, float, float]]] = field(default_factory=list)  # (thread, first start, last end)
     event_times: dict[int, np.ndarray] = field(default_factory=dict)  # thread -> sorted start of every event
+    event_ops: dict[int, np.ndarray] = field(default_factory=dict)  # thread -> the op code of each, in that order
 
     def __post_init__(self) -> None:
         self.op_names = [name for name, _cat in F.OPS]
@@ -312,7 +321,9 @@ class _Ops:
             starts = ev["start_mono"][sel]
             ends = starts + ev["dur_ns"][sel]
             pts.append((t, float(starts.min()), float(ends.max())))
-            self.event_times[t] = np.sort(starts.astype(np.int64))
+            order = np.argsort(starts, kind="stable")
+            self.event_times[t] = starts.astype(np.int64)[order]
+            self.event_ops[t] = ev["op"][sel].astype(np.int64)[order]
         return pts
 
     def _objects(self, pi: int, rp: np.ndarray, kind: np.ndarray, gid: np.ndarray) -> np.ndarray:
@@ -453,7 +464,7 @@ def _with_pipe_needs(allrows: np.ndarray, pr: np.ndarray, code: dict[str, int], 
 
 
 def _gaps(a: np.ndarray, start_code: int, roots: list[int], t0: int, event_times: dict[int, np.ndarray],
-          per_event_ns: int) -> tuple[np.ndarray, int]:
+          event_ops: dict[int, np.ndarray], costs: np.ndarray) -> tuple[np.ndarray, int]:
     """The compute time before each op of the rows `a` (sorted per thread, in time order), and the profiler's
     recording cost taken out of them.  A thread's first op follows its start; a root starts at t0."""
     if not len(a):
@@ -468,7 +479,7 @@ def _gaps(a: np.ndarray, start_code: int, roots: list[int], t0: int, event_times
     root_set = np.isin(a[:, _OBJ], roots) & is_start
     gap[is_start] = 0
     gap[root_set] = a[root_set, _T] - t0
-    return _less_overhead(a, gap, event_times, per_event_ns)
+    return less_recording_cost(a, gap, event_times, event_ops, costs)
 
 
 def _op_array(a: np.ndarray, gap: np.ndarray) -> np.ndarray:
@@ -477,20 +488,3 @@ def _op_array(a: np.ndarray, gap: np.ndarray) -> np.ndarray:
     out["gap"], out["dur"], out["offset"], out["size"] = gap, a[:, 1], a[:, 2], a[:, 3]
     out["op"], out["thread"], out["obj"], out["flags"] = a[:, 4], a[:, 5], a[:, 6], a[:, 7]
     return out
-
-
-def _less_overhead(a: np.ndarray, gap: np.ndarray, event_times: dict[int, np.ndarray],
-                   per_event_ns: int) -> tuple[np.ndarray, int]:
-    """The gaps without the profiler's recording cost: each gap held the recording of the thread's events since
-    its previous op (that op's own, and those of the events not replayed), at `per_event_ns` each."""
-    if per_event_ns <= 0 or not len(a):
-        return gap, 0
-    out = gap.copy()
-    for th, times in event_times.items():
-        sel = np.nonzero(a[:, 5] == th)[0]
-        if not len(sel):
-            continue
-        cum = np.searchsorted(times, a[sel, 0], side="left")
-        events = np.diff(cum, prepend=0)
-        out[sel] = np.maximum(gap[sel] - events * per_event_ns, 0)
-    return out, int((gap - out).sum())

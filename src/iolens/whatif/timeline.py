@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from iolens import _format as F
 from iolens.capture.reader import Process
 
 
@@ -53,8 +54,30 @@ class CpuShare:
     extra: list[float]          # per process: that CPU time
 
 
+# The ops whose recording resolves a path (an absolute name from the working directory or a directory
+# descriptor, a file record looked up or made): they cost the profiler several times a read or a write.
+PATH_NAMING_OPS = ("OPEN", "FOPEN", "MKSTEMP", "OPENDIR", "STAT", "ACCESS", "UNLINK", "RENAME", "MKDIR", "RMDIR")
+
+
+def event_costs(per_event_ns: int, path_ns: int | None = None) -> np.ndarray:
+    """The profiler's recording cost of one traced event, per capture op code (the last entry: an unknown op):
+    `path_ns` for the ops that name a path (PATH_NAMING_OPS), `per_event_ns` for the others; one figure for all
+    without `path_ns`."""
+    cost = np.full(len(F.OPS) + 1, per_event_ns, dtype=np.int64)
+    if path_ns is not None:
+        cost[:len(F.OPS)][np.array([name in PATH_NAMING_OPS for name, _cat in F.OPS])] = path_ns
+    return cost
+
+
+def _event_cost(ev: np.ndarray, per_event_ns: int | np.ndarray) -> np.ndarray:
+    """Each event's recording cost: one figure for all, or per op code (event_costs)."""
+    if isinstance(per_event_ns, np.ndarray):
+        return per_event_ns[np.minimum(ev["op"].astype(np.int64), len(per_event_ns) - 1)]
+    return np.full(len(ev), per_event_ns, dtype=np.int64)
+
+
 def cpu_shares(procs: list[Process], thread_proc: list[int], op_thread: np.ndarray, gap: np.ndarray,
-               per_event_ns: int, preempt_s: float = PREEMPT_S) -> CpuShare:
+               per_event_ns: int | np.ndarray, preempt_s: float = PREEMPT_S) -> CpuShare:
     """The on-CPU share of each process's replayed gaps (see the module's docstring); `preempt_s`: the time one
     involuntary context switch is taken to have cost while recording."""
     gap_s = np.zeros(len(procs))
@@ -100,7 +123,7 @@ def burners(extra: list[float], starts: list[int], ends: list[int | float], firs
     return (np.array(rows, dtype=np.int64).reshape(-1, 9), np.array(gaps, dtype=np.int64), procs, shares)
 
 
-def on_cpu_gap_s(p: Process, per_event_ns: int) -> float:
+def on_cpu_gap_s(p: Process, per_event_ns: int | np.ndarray) -> float:
     """CPU seconds the process image spent outside its traced calls, less the profiler's recording cost (per event
     and per process)."""
     if not p.finalized:
@@ -110,7 +133,8 @@ def on_cpu_gap_s(p: Process, per_event_ns: int) -> float:
     ev = p.events
     n = 0 if ev is None else len(ev)
     in_calls = 0 if ev is None or not n else int(ev["dur_ns"].astype(np.int64).sum())
-    return max(0.0, (ut + max(0, st - in_calls) - n * per_event_ns - PROCESS_OVERHEAD_NS) / 1e9)
+    recording = 0 if ev is None or not n else int(_event_cost(ev, per_event_ns).sum())
+    return max(0.0, (ut + max(0, st - in_calls) - recording - PROCESS_OVERHEAD_NS) / 1e9)
 
 
 def startup_cpu_ns(p: Process, before: Process | None) -> int:
@@ -161,3 +185,20 @@ def breakdown(recorded: list[dict[str, float]], replayed: list[dict[str, float]]
             "rec_dep": tot(recorded, "dep"), "rep_dep": tot(replayed, "dep"), "rep_late": tot(replayed, "late"),
             "rec_end": max((r["end"] for r in recorded), default=0.0),
             "rep_end": max((r.get("end", 0.0) for r in replayed), default=0.0)}
+
+
+def less_recording_cost(a: np.ndarray, gap: np.ndarray, event_times: dict[int, np.ndarray],
+                   event_ops: dict[int, np.ndarray], costs: np.ndarray) -> tuple[np.ndarray, int]:
+    """The gaps without the profiler's recording cost: each gap held the recording of the thread's events since
+    its previous op (that op's own, and those of the events not replayed), at `costs[op]` each (event_costs)."""
+    if not costs.any() or not len(a):
+        return gap, 0
+    out = gap.copy()
+    for th, times in event_times.items():
+        sel = np.nonzero(a[:, 5] == th)[0]
+        if not len(sel):
+            continue
+        cum = np.searchsorted(times, a[sel, 0], side="left")
+        spent = np.concatenate([[0], np.cumsum(costs[np.minimum(event_ops[th], len(costs) - 1)])])
+        out[sel] = np.maximum(gap[sel] - np.diff(spent[cum], prepend=0), 0)
+    return out, int((gap - out).sum())
