@@ -78,6 +78,7 @@ def test_classic_suite_json_store_and_cleanup(target, tmp_path):
         assert prov[key] is not None, key
     for key in ("host", "kernel", "cpu_model", "mem_bytes"):
         assert prov["host"][key], key
+    assert "proactive_reclaim_idle_s" in prov["host"]  # None, or the idle age DAMON pages memory out at
     assert prov["target"]["fstype"] == t["fstype"] and "mount_options" in prov["target"]
     assert prov["job"]["phase"]["groups"][0]["op"] == "read"
     db.close()

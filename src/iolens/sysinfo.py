@@ -1,4 +1,4 @@
-"""Facts about this machine that results carry: mounts, host, kernel, CPU, memory."""
+"""Facts about this machine that results carry: mounts, host, kernel, CPU, memory, proactive reclaim."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import platform
 import socket
 from pathlib import Path
 from typing import Any
+
+from iolens.pagecache import proactive_reclaim
 
 
 def _unescape(s: str) -> str:
@@ -94,4 +96,6 @@ def host_facts() -> dict[str, Any]:
         "cpu_model": cpu,
         "cpus": os.cpu_count(),
         "mem_bytes": mem,
+        # where the kernel pages out memory idle this many seconds by itself (DAMON): a "warm" page cache decays
+        "proactive_reclaim_idle_s": proactive_reclaim(),
     }
