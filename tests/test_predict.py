@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import pytest
 
 from conftest import iolens
@@ -67,9 +68,16 @@ def test_prediction_from_a_capture_with_known_operations(tmp_path):
     home = dict(ZERO, read_large=0.001, write_large=0.002, meta=1e-5, read_small=1e-6)
     there = dict(home, read_large=0.011, write_large=0.007)  # +10 ms per large read, +5 ms per large write
     p = predict(m, there, home, "there")
-    # one thread: the recorded wall time plus 4 x 10 ms + 4 x 5 ms
+    # one thread: the recorded wall time, less the profiler's recording of its events, plus 4 x 10 ms + 4 x 5 ms
     assert m.overlap <= 1.0 + 1e-9
-    assert p.wall_s == pytest.approx(m.wall_s + 0.06, abs=1e-9)
+    from iolens.whatif.timeline import event_costs
+    from iolens.whatif.plan import TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS
+    costs = event_costs(TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS)
+    ops = np.concatenate([pr.events["op"] for pr in cap.processes if pr.events is not None]).astype(np.int64)
+    assert m.recording_s == pytest.approx(costs[np.minimum(ops, len(costs) - 1)].sum() / 1e9)
+    assert 0 < m.recording_s < 1e-3 and m.compute_s == pytest.approx(m.wall_s - m.recording_s - m.io_wall_s)
+    assert step_model(cap, event_overhead_ns=0, path_overhead_ns=None).recording_s == 0
+    assert p.wall_s == pytest.approx(m.wall_s - m.recording_s + 0.06, abs=1e-9)
     assert p.io_delta_s == pytest.approx(0.06)
 
 

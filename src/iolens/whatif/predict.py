@@ -35,7 +35,9 @@ from iolens import _format as F
 from iolens.bench.targets import Target
 from iolens.capture.reader import Capture
 from iolens.whatif.engine import op_codes, op_dtype
-from iolens.whatif.plan import Plan, ReplayFile, _is_data, has_trace
+from iolens.whatif.plan import (TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS, Plan, ReplayFile, _is_data,
+                                has_trace)
+from iolens.whatif.timeline import event_costs
 
 CAL_KIND = "whatif-calibration"
 CAL_VERSION = 2
@@ -62,10 +64,11 @@ class StepModel:
     traced: bool
     overlap: float                  # sum of storage-op time / storage I/O wall (>1: threads overlapped)
     unseen: list[str] = field(default_factory=list)
+    recording_s: float = 0.0        # the profiler's own recording cost in wall_s (traced captures; estimated)
 
     @property
     def compute_s(self) -> float:
-        return max(0.0, self.wall_s - self.io_wall_s)
+        return max(0.0, self.wall_s - self.recording_s - self.io_wall_s)
 
 
 def _union(starts: np.ndarray, ends: np.ndarray) -> float:
@@ -80,8 +83,11 @@ def _union(starts: np.ndarray, ends: np.ndarray) -> float:
     return float((seg_end - s[idx]).sum()) / 1e9
 
 
-def step_model(cap: Capture) -> StepModel:
-    """The step's compute and I/O, by class, from the trace when there is one, else from the counters."""
+def step_model(cap: Capture, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS,
+               path_overhead_ns: int | None = TRACE_PATH_OVERHEAD_NS) -> StepModel:
+    """The step's compute and I/O, by class, from the trace when there is one, else from the counters.  With a
+    trace, the profiler's recording cost (per event, as the replay takes it out of the gaps: event_costs) is taken
+    out of the wall time, spread over the threads that overlapped; without one it is not known and stays in."""
     names = [n for n, _c in F.OPS]
     cls_of = np.full(len(names) + 1, -1, dtype=np.int64)
     for i, n in enumerate(names):
@@ -95,7 +101,9 @@ def step_model(cap: Capture) -> StepModel:
     pipe_flag = F.FILE_FLAGS["NOT_A_FILE"][0]
     unseen: list[str] = []
     traced = has_trace(cap)
+    recording = 0.0
     if traced:
+        costs = event_costs(event_overhead_ns, path_overhead_ns)
         starts, ends = [], []
         for p in cap.processes:
             ev = p.events
@@ -104,6 +112,7 @@ def step_model(cap: Capture) -> StepModel:
             data = {f["index"] for f in p.files if not f["flags"] & pipe_flag and _is_data(f["path"])}
             on_data = np.isin(ev["file"], list(data))
             op = ev["op"].astype(np.int64)
+            recording += float(costs[np.minimum(op, len(costs) - 1)].sum()) / 1e9
             dur = ev["dur_ns"].astype(np.float64) / 1e9
             size = ev["size"].astype(np.int64)
             isr = np.isin(op, [names.index(n) for n in _READS if n in names])
@@ -156,7 +165,8 @@ def step_model(cap: Capture) -> StepModel:
     if kernel_b > traced_b * 1.05 and kernel_b - traced_b > 1 << 20:
         unseen.append(f"{(kernel_b - traced_b) / 1e6:.1f} MB moved by the kernel were not attributed to traced "
                       "calls (coverage): their cost is not modelled")
-    return StepModel(wall, io_wall, class_s, class_n, traced, overlap, unseen)
+    recording = min(recording / max(1.0, overlap), max(0.0, wall - io_wall))
+    return StepModel(wall, io_wall, class_s, class_n, traced, overlap, unseen, recording)
 
 
 # ---- calibration -------------------------------------------------------------------------------------------
@@ -261,7 +271,7 @@ def predict(model: StepModel, cal: dict[str, float], home: dict[str, float] | No
         ref = home[hk] if home and home.get(hk) else model.class_s[c] / n
         delta[c] = n * (cal[cost_key(model, c, cal)] - ref)
     d_io = sum(delta.values()) / max(1.0, model.overlap)
-    wall = max(model.compute_s, model.wall_s + d_io)
+    wall = max(model.compute_s, model.wall_s - model.recording_s + d_io)
     io = wall - model.compute_s
     rel = (0.10 if home else 0.30) if model.traced else (0.25 if home else 0.45)
     spread = 0.03 * wall + rel * io + 0.5 * rel * abs(d_io)
@@ -281,7 +291,8 @@ def home_dir(cap: Capture, plan_files: list[str] | None = None) -> str | None:
 
 def to_json(model: StepModel, preds: list[Prediction], cache: str) -> str:
     return json.dumps({"tag": "iolens-predict", "schema_version": [1, 0], "cache": cache,
-                       "model": {"wall_s": model.wall_s, "io_wall_s": model.io_wall_s, "compute_s": model.compute_s,
+                       "model": {"wall_s": model.wall_s, "recording_s": model.recording_s,
+                                 "io_wall_s": model.io_wall_s, "compute_s": model.compute_s,
                                  "class_s": model.class_s, "class_n": model.class_n, "traced": model.traced,
                                  "overlap": model.overlap},
                        "cannot_see": model.unseen,
