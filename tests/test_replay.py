@@ -205,6 +205,37 @@ def test_profiler_overhead_comes_out_of_the_gaps(known, tmp_path):
     assert (int(raw.ops["gap"].sum()) - int(dflt.ops["gap"].sum())) / 1e9 < 0.01
 
 
+def test_a_child_spawned_late_waits_for_its_spawn(tmp_path):
+    """A child's thread waits for its spawn however long its parent computes first: the wait is given up only
+    when every live thread is waiting (nothing can satisfy it).  Here the shell computes for about half a second
+    before it starts its second `cat`, against a dependency time-out of a third of that: given up after that
+    much of its own wait, the child ran ahead of its parent."""
+    from iolens.bench.targets import resolve
+    from iolens.capture.reader import read_capture
+    from iolens.whatif.engine import log_dtype, op_codes
+    from iolens.whatif.plan import build_plan
+    from iolens.whatif.replay import replay_on
+
+    c = op_codes()
+    (tmp_path / "a").write_bytes(os.urandom(100_000))
+    (tmp_path / "b").write_bytes(os.urandom(100_000))
+    cap = profile(tmp_path, "late", ["sh", "-c", "cat a > /dev/null; i=0; while [ $i -lt 600000 ]; do "
+                                     "i=$((i+1)); done; cat b > /dev/null"])
+    plan = build_plan(read_capture(cap))
+    starts = plan.ops[plan.ops["op"] == c["SPAWN"]]
+    assert len(starts) == 2 and starts["gap"][1] > 0.2e9, starts["gap"]  # the loop, before the second spawn
+    target = tmp_path / "t"
+    target.mkdir()
+    log = tmp_path / "late.log"
+    res = replay_on(plan, resolve(str(target)), log=str(log), dependency_timeout_s=starts["gap"][1] / 3e9)
+    assert res.errors == 0 and res.dependency_timeouts == 0
+    lg = np.fromfile(log, dtype=log_dtype())
+    spawns = lg[lg["op"] == c["SPAWN"]]
+    reads = lg[lg["op"] == c["READ"]]
+    second = reads[np.isin(reads["thread"], np.unique(lg["thread"][lg["thread"] != spawns["thread"][0]]))]
+    assert len(second) and second["start"].max() >= spawns["end"].max(), "a child ran before its spawn"
+
+
 def test_events_that_name_a_path_can_cost_more_than_the_others(known):
     """path_overhead_ns is taken out per event that names a path (an open, a stat, an unlink), the plain figure
     per other event: with the plain figure 0, exactly the path events' cost comes out of the gaps."""

@@ -31,7 +31,11 @@
 #include "../bench/json.h"
 #include "replay.h"
 
-#define DEP_TIMEOUT_NS 10000000000ull /* a dependency the trace cannot satisfy is given up after 10 s */
+/* A dependency the trace cannot satisfy is given up when every live thread has been waiting for 10 s: no
+ * thread can satisfy it then.  Not 10 s of one thread's wait: on slow storage a shell spawns its next child
+ * after a loop of tens of seconds, and the child's thread, given up early, would run ahead of its parent. */
+#define DEP_TIMEOUT_NS 10000000000ull /* the job's "dependency_timeout_s" when it has one */
+static uint64_t dep_timeout_ns = DEP_TIMEOUT_NS;
 #define IOBUF (1u << 20)
 #define BURN_MIN_NS 2000 /* shorter gaps are only waited out: reading the thread's CPU clock costs ~0.5 us */
 
@@ -116,6 +120,7 @@ static struct {
     uint64_t t0;
     pthread_mutex_t mu;
     pthread_cond_t cv;
+    size_t live, waiting; /* under mu: threads not yet ended, and those of them in wait_until */
     unsigned char *wpool;
 } R;
 
@@ -191,16 +196,20 @@ static void broadcast(void)
 /* Waits (under R.mu) until ready(arg) or the time-out; returns 0 when ready, -1 on time-out or stop. */
 static int wait_until(int (*ready)(const struct rp_op *), const struct rp_op *o)
 {
-    uint64_t give_up = now_ns() + DEP_TIMEOUT_NS;
+    uint64_t stalled = 0; /* since when every live thread has been waiting (0: not all are) */
     int ok = 0;
     pthread_mutex_lock(&R.mu);
+    R.waiting++;
     while (!(ok = ready(o))) {
         uint64_t t = now_ns();
-        if (t >= give_up || stop_signal) break;
+        if (R.waiting < R.live) stalled = 0;
+        else if (!stalled) stalled = t;
+        if ((stalled && t - stalled >= dep_timeout_ns) || stop_signal) break;
         struct timespec ts;
-        ts_of(t + 50000000 < give_up ? t + 50000000 : give_up, &ts);
+        ts_of(t + 50000000, &ts);
         pthread_cond_timedwait(&R.cv, &R.mu, &ts);
     }
+    R.waiting--;
     pthread_mutex_unlock(&R.mu);
     return ok ? 0 : -1;
 }
@@ -469,6 +478,7 @@ static void *thread_main(void *arg)
     t->end_ns = now_ns() - R.t0;
     free(buf);
     pthread_mutex_lock(&R.mu);
+    R.live--;
     struct proc *p = &R.procs[t->proc];
     if (--p->threads_left <= 0) p->done = 1;
     pthread_cond_broadcast(&R.cv);
@@ -683,6 +693,8 @@ int main(int argc, char **argv)
     }
     const jval *threads = json_get(job, "threads");
     R.nthreads = json_len(threads);
+    double dto = json_num(job, "dependency_timeout_s", (double)DEP_TIMEOUT_NS / 1e9, &bad);
+    if (dto > 0) dep_timeout_ns = (uint64_t)(dto * 1e9);
     R.nprocs = (size_t)json_num(job, "processes", 0, &bad);
     R.npipes = (size_t)json_num(job, "pipes", 0, &bad);
     R.threads = calloc(R.nthreads + 1, sizeof *R.threads);
@@ -753,6 +765,7 @@ int main(int argc, char **argv)
         R.t0 = now_ns();
         for (size_t i = 0; i < R.nprocs; i++)
             if (R.procs[i].started) R.procs[i].start_ns = R.t0;
+        R.live = R.nthreads;
         for (size_t i = 0; i < R.nthreads; i++)
             if (pthread_create(&R.threads[i].th, NULL, thread_main, &R.threads[i])) {
                 stop_signal = SIGTERM;

@@ -103,8 +103,10 @@ class Plan:
     unreplayed_cpu_s: float = 0.0      # CPU of threads that made no file operation (burnt by burner threads)
     recorded: list[dict[str, float]] = field(default_factory=list)  # thread -> the recording's own timeline
 
-    def job(self, root: str, ops_path: str, *, speed: str, cache: str, log: str | None = None) -> dict[str, Any]:
-        return {"root": root, "ops": ops_path, "speed": speed, "cache": cache, "log": log,
+    def job(self, root: str, ops_path: str, *, speed: str, cache: str, log: str | None = None,
+            dependency_timeout_s: float | None = None) -> dict[str, Any]:
+        extra = {} if dependency_timeout_s is None else {"dependency_timeout_s": dependency_timeout_s}
+        return {**extra, "root": root, "ops": ops_path, "speed": speed, "cache": cache, "log": log,
                 "files": [{"path": f.rel, "dir": f.dir, "layout": -1 if f.created else f.layout,
                            "content": f.content} for f in self.files],
                 "handles": [{"file": h} for h in self.handles],

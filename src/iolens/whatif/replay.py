@@ -59,15 +59,18 @@ def written_bytes(plan: Plan) -> int:
 
 
 def replay_on(plan: Plan, t: Target, *, speed: str = "recorded", cache: str = "warm", log: str | None = None,
-              home_devs: set[int] | None = None) -> TargetReplay:
-    """Lays out and replays the plan in a new directory on t, removed afterwards (also on Ctrl-C)."""
+              home_devs: set[int] | None = None, dependency_timeout_s: float | None = None) -> TargetReplay:
+    """Lays out and replays the plan in a new directory on t, removed afterwards (also on Ctrl-C).
+    `dependency_timeout_s`: how long every live replay thread may wait before the waits are given up (default
+    the replayer's, 10 s)."""
     check_space(t, plan.layout_bytes + written_bytes(plan), len(plan.files) + 16, "the replay")
     with signals_as_exceptions(), WorkDirs() as wd, tempfile.TemporaryDirectory(prefix="iolens-replay-") as tmp:
         d = wd.create(t)
         ops_path = Path(tmp) / "ops.bin"
         ops_path.write_bytes(plan.ops.tobytes())
         job_path = Path(tmp) / "job.json"
-        job_path.write_text(json.dumps(plan.job(str(d), str(ops_path), speed=speed, cache=cache, log=log)))
+        job_path.write_text(json.dumps(plan.job(str(d), str(ops_path), speed=speed, cache=cache, log=log,
+                                                dependency_timeout_s=dependency_timeout_s)))
         res = run(str(job_path), preexec=t.preexec)
     if res.get("status") == "interrupted":
         raise KeyboardInterrupt
