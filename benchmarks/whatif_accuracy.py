@@ -1,8 +1,8 @@
 """How close replay and predict come to real runs: step x target -> actual, replayed, predicted, error %.
 
-First every step runs once, untimed, on every target (--warmup), so the captures find the storage in the state the
-timed rounds will (a filesystem's recently freed inodes, its journal, its caches).  Then each step is profiled
---profiles times (with --trace, default 3) on the root disk and the capture whose wall time is
+First every step runs once, untimed, on every target (--warmup), so no capture pays a first run's costs (caches,
+a new directory's metadata).  Then each step is profiled
+--profiles times (with --trace, default 3) on the root disk (--home) and the capture whose wall time is
 the median is kept (one capture taken at a bad moment would spoil every cell of its step; the walls of all are
 printed); what one involuntary context switch cost the steps is measured (run delay per switch, from /proc) and
 given to the replay.  The capture is then replayed and predicted on every target, and the step run for real there.
@@ -21,8 +21,8 @@ and real run, as the replay's freshly laid-out files are warm: where the kernel 
 Targets: a directory on tmpfs, one on the root disk, and with --lab the lab targets (--lab-targets), brought up by
 this script in a temporary lab directory (`iolens lab up --dir D --only ...`, root needed) and taken down at the end.
 
-    python benchmarks/whatif_accuracy.py [--runs 5] [--profiles 3] [--scale 1] [--steps a,b]
-                                         [--lab [--lab-targets a,b]]
+    python benchmarks/whatif_accuracy.py [--runs 5] [--profiles 3] [--scale 1] [--steps a,b] [--warmup 1]
+                                         [--home rootdisk|tmpfs] [--lab [--lab-targets a,b]]
 """
 
 from __future__ import annotations
@@ -342,6 +342,8 @@ def main() -> None:
                     "taken to have cost while profiling (default: measured on the steps)")
     ap.add_argument("--warmup", type=int, default=1, help="untimed real runs of every step on every target "
                     "before the captures (default 1)")
+    ap.add_argument("--home", choices=["rootdisk", "tmpfs"], default="rootdisk", help="the target the steps are "
+                    "profiled on (default: the root disk)")
     ap.add_argument("--lab", action="store_true", help="also run on lab targets brought up here (root needed)")
     ap.add_argument("--lab-targets", default=LAB_TARGETS)
     ap.add_argument("--no-sleep-replay", action="store_true", help="skip the comparison replay with every gap slept")
@@ -376,7 +378,7 @@ def main() -> None:
         named = a.path_overhead_ns if a.path_overhead_ns is not None else path_overhead_ns(ovh)
         print(f"profiler cost per traced event: {ovh:.0f} ns, and {named:.0f} ns for one that names a path (an "
               "open, a stat, an unlink; taken out of the recorded compute gaps)")
-        home = 1  # profiled on the root disk
+        home = names.index(a.home)  # where the captures are taken
         for _ in range(a.warmup):  # every target in the state the timed rounds leave it in, the capture's too
             for argv in steps.values():
                 for w in works:
