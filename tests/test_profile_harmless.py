@@ -150,6 +150,24 @@ def test_ls_proc_self_fd(tmp_path):
     assert res.stdout == b"0\n1\n2\n3\n"  # 3: the listing's own
 
 
+# ---- fatal signals: the recorder's handlers stand only where the program had the default ----
+
+def test_inherited_ignored_signals_stay_ignored(tmp_path):
+    # an image started with SIGHUP and SIGTERM ignored (nohup, a shell's trap "") keeps them ignored
+    res, _cap = both(tmp_path, ["bash", "-c", "trap '' HUP TERM; exec bash -c 'kill -HUP $$; kill -TERM $$; echo alive'"])
+    assert res.stdout == b"alive\n" and res.returncode == 0
+
+
+def test_fatal_signal_ends_an_image_without_file_io(tmp_path):
+    # sleep records no call, so it has no part when the signal comes: the handler writes the image whole,
+    # then the signal kills it as it would have unprofiled
+    res, cap = both(tmp_path, ["sh", "-c", "sleep 30 & sleep 0.5; kill -TERM $!; wait $!; echo $?"])
+    assert res.stdout == b"143\n"
+    killed = [p for p in images(cap, "sleep") if p.argv[1:] == ["30"]]
+    assert len(killed) == 1 and not killed[0].files
+    assert killed[0].fields["flags"] & PF["SIGNALED"] and killed[0].exit_status == 128 + 15
+
+
 # ---- the environment ----
 
 def test_env_is_the_programs(tmp_path):
