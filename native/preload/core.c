@@ -31,11 +31,9 @@ static int sys_munmap(void *a, size_t n) { return (int)syscall(SYS_munmap, a, n)
 IOLENS_HOOKS(IOLENS_X_DEF)
 #undef IOLENS_X_DEF
 
-IOLENS_START_DATA struct iolens_state iolens_g;
-IOLENS_TLS int iolens_guard;
-IOLENS_TLS int iolens_in_vfork;
-IOLENS_TLS int iolens_resolving;
-IOLENS_TLS uint64_t iolens_last_t;
+/* Aligned: the fields every hooked call reads (active ... tsc) share one cache line. */
+IOLENS_START_DATA struct iolens_state iolens_g __attribute__((aligned(64)));
+IOLENS_TLS struct iolens_tls iolens_tls;
 struct iolens_fdstate iolens_fds[IOLENS_FDMAX];
 static int fd_high; /* highest descriptor seen, bounds the scans after fork */
 

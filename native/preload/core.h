@@ -44,12 +44,13 @@
 
 enum { FD_UNKNOWN = 0, FD_TRACKED = 1 };
 
+/* 32 bytes, aligned: a hooked call's descriptor is on one cache line, never two. */
 struct iolens_fdstate {
     struct iolens_file *rec;
     uint64_t pos;
     uint32_t state;
     uint32_t append;
-};
+} __attribute__((aligned(32)));
 
 struct iolens_state {
     volatile int active;  /* recording */
@@ -83,10 +84,9 @@ enum {
 };
 
 extern struct iolens_state iolens_g;
-extern IOLENS_TLS int iolens_guard;
 /* Set on the thread that called vfork while its child borrows the memory:
  * the child's calls pass through and change none of the recorder's state. */
-extern IOLENS_TLS int iolens_in_vfork;
+#define iolens_in_vfork (iolens_tls.in_vfork)
 extern struct iolens_fdstate iolens_fds[IOLENS_FDMAX];
 extern const uint8_t iolens_op_cat[IOLENS_NOPS];
 /* The same as iolens_op_cat[op], folded by the compiler when op is a constant. */
@@ -233,7 +233,8 @@ void iolens_data_keep(struct iolens_call *c, struct iolens_fdstate *f, uint64_t 
  * it made the kernel do (cat READ: a fill, WRITE: a flush). */
 void iolens_stdio_call(struct iolens_call *c, struct iolens_fdstate *f, int64_t n);
 void iolens_stdio_req(struct iolens_fdstate *f, int cat, uint64_t size, uint64_t bufsize);
-extern IOLENS_TLS uint64_t iolens_last_t;
+/* The start of this thread's last timed call (0: none yet). */
+#define iolens_last_t (iolens_tls.last_t)
 /* One --trace event of this thread (buffered; flushed 64 KiB at a time). */
 void iolens_trace_event(struct iolens_call *c, struct iolens_file *rec, uint64_t off, uint64_t size);
 
