@@ -97,12 +97,30 @@ IOLENS_COLD void *iolens_fallback(const char *name)
     return iolens_resolve(name);
 }
 
+#if defined(__x86_64__)
+/* Is p, the next definition of read or write, libc's own?  Then, while libc
+ * runs one thread, the hook may make the system call itself (posix.c): libc's
+ * read and write do exactly that then.  Another interposer after ours keeps
+ * being called.  Returns 1 with iolens_g.libc_single set. */
+IOLENS_COLD static int direct_ok(void *p)
+{
+    if (!iolens_g.libc_single) iolens_g.libc_single = iolens_resolve("__libc_single_threaded");
+    Dl_info a, b;
+    return p && iolens_g.libc_single && dladdr(p, &a) && dladdr((void *)iolens_g.libc_single, &b) &&
+           a.dli_fbase == b.dli_fbase;
+}
+#endif
+
 IOLENS_COLD void *iolens_resolve_slot(void **slot, const char *name)
 {
     if (iolens_resolving) return iolens_fallback(name);
     int g = iolens_guard;
     iolens_resolving = iolens_guard = 1;
     void *p = iolens_resolve(name);
+#if defined(__x86_64__)
+    if (slot == (void **)&iolens_real_write) iolens_g.direct_write = (unsigned char)direct_ok(p);
+    if (slot == (void **)&iolens_real_read) iolens_g.direct_read = (unsigned char)direct_ok(p);
+#endif
     iolens_resolving = 0;
     iolens_guard = g;
     *slot = p;

@@ -27,6 +27,7 @@
 #include "iolens_format.h"
 #include "hooks.h"
 
+
 #define IOLENS_API __attribute__((visibility("default")))
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -58,11 +59,16 @@ struct iolens_state {
     int mt;               /* threads exist: counters use atomics */
     int trace;            /* --trace */
     int pid;
+    /* read and write make the system call themselves while libc runs one thread (posix.c) */
+    unsigned char direct_read, direct_write;
     struct iolens_proc *proc;
     struct iolens_timeline *tl;
     /* the TSC scale in use (clock.c), or 0 while the vDSO is used; published
      * whole (never torn).  Here, on the line every hooked call reads anyway. */
     const struct iolens_tsc *tsc;
+    /* libc's __libc_single_threaded (found by dlsym with read's or write's
+     * definition, so no relocation costs every image a lookup at its start) */
+    const volatile char *libc_single;
     /* part file mapping; no descriptor is held between calls (see core.c) */
     char *base;
     uint64_t used, mapped, reserve;
