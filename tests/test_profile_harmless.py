@@ -154,7 +154,8 @@ def test_ls_proc_self_fd(tmp_path):
 
 def test_inherited_ignored_signals_stay_ignored(tmp_path):
     # an image started with SIGHUP and SIGTERM ignored (nohup, a shell's trap "") keeps them ignored
-    res, _cap = both(tmp_path, ["bash", "-c", "trap '' HUP TERM; exec bash -c 'kill -HUP $$; kill -TERM $$; echo alive'"])
+    script = "trap '' HUP TERM; exec bash -c 'kill -HUP $$; kill -TERM $$; echo alive'"
+    res, _cap = both(tmp_path, ["bash", "-c", script])
     assert res.stdout == b"alive\n" and res.returncode == 0
 
 
