@@ -304,9 +304,16 @@ static inline __attribute__((always_inline)) void iolens_stdio_quick(struct iole
     }
 }
 
-/* The access-size histogram bin of n bytes. */
+/* The access-size histogram bin of n bytes.  The first bin is tested apart
+ * and expected: the calls whose cost is mostly the hook's are the small ones,
+ * and for them the other compares are laid out of the straight line (fewer
+ * code lines to fetch again after the kernel returns). */
 static inline int iolens_hist_bin(uint64_t n)
 {
+#define IOLENS_X_EDGE_V(v) (uint64_t)(v),
+    static const uint64_t edge[] = {IOLENS_HIST_EDGES(IOLENS_X_EDGE_V)};
+#undef IOLENS_X_EDGE_V
+    if (LIKELY(n <= edge[0])) return 0;
     int i = 0;
 #define IOLENS_X_EDGE(v) \
     if (n <= (uint64_t)(v)) return i; \
