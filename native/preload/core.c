@@ -98,16 +98,16 @@ IOLENS_COLD void *iolens_fallback(const char *name)
 }
 
 #if defined(__x86_64__)
-/* Is p, the next definition of read or write, libc's own?  Then, while libc
- * runs one thread, the hook may make the system call itself (posix.c): libc's
- * read and write do exactly that then.  Another interposer after ours keeps
- * being called.  Returns 1 with iolens_g.libc_single set. */
-IOLENS_COLD static int direct_ok(void *p)
+/* libc's __libc_single_threaded if p, the next definition of read or write,
+ * is libc's own, else 0.  Then, while libc runs one thread, the hook may make
+ * the system call itself (posix.c): libc's read and write do exactly that
+ * then.  Another interposer after ours keeps being called. */
+IOLENS_COLD static const volatile char *direct_ok(void *p)
 {
-    if (!iolens_g.libc_single) iolens_g.libc_single = iolens_resolve("__libc_single_threaded");
+    const volatile char *single = iolens_resolve("__libc_single_threaded");
     Dl_info a, b;
-    return p && iolens_g.libc_single && dladdr(p, &a) && dladdr((void *)iolens_g.libc_single, &b) &&
-           a.dli_fbase == b.dli_fbase;
+    if (p && single && dladdr(p, &a) && dladdr((void *)single, &b) && a.dli_fbase == b.dli_fbase) return single;
+    return 0;
 }
 #endif
 
@@ -118,8 +118,8 @@ IOLENS_COLD void *iolens_resolve_slot(void **slot, const char *name)
     iolens_resolving = iolens_guard = 1;
     void *p = iolens_resolve(name);
 #if defined(__x86_64__)
-    if (slot == (void **)&iolens_real_write) iolens_g.direct_write = (unsigned char)direct_ok(p);
-    if (slot == (void **)&iolens_real_read) iolens_g.direct_read = (unsigned char)direct_ok(p);
+    if (slot == (void **)&iolens_real_write) __atomic_store_n(&iolens_g.write_single, direct_ok(p), __ATOMIC_RELAXED);
+    if (slot == (void **)&iolens_real_read) __atomic_store_n(&iolens_g.read_single, direct_ok(p), __ATOMIC_RELAXED);
 #endif
     iolens_resolving = 0;
     iolens_guard = g;

@@ -59,16 +59,16 @@ struct iolens_state {
     int mt;               /* threads exist: counters use atomics */
     int trace;            /* --trace */
     int pid;
-    /* read and write make the system call themselves while libc runs one thread (posix.c) */
-    unsigned char direct_read, direct_write;
     struct iolens_proc *proc;
     struct iolens_timeline *tl;
     /* the TSC scale in use (clock.c), or 0 while the vDSO is used; published
      * whole (never torn).  Here, on the line every hooked call reads anyway. */
     const struct iolens_tsc *tsc;
-    /* libc's __libc_single_threaded (found by dlsym with read's or write's
-     * definition, so no relocation costs every image a lookup at its start) */
-    const volatile char *libc_single;
+    /* libc's __libc_single_threaded, once the next definition of read (of
+     * write) is found to be libc's own, else 0: while it is set, the hook makes
+     * the system call itself (posix.c).  Found by dlsym then, so no relocation
+     * costs every image a lookup at its start. */
+    const volatile char *read_single, *write_single;
     /* part file mapping; no descriptor is held between calls (see core.c) */
     char *base;
     uint64_t used, mapped, reserve;

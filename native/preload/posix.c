@@ -153,9 +153,13 @@ static inline __attribute__((always_inline)) long direct3(long nr, long a, long 
     }
     return r;
 }
+static inline __attribute__((always_inline)) int direct(const volatile char *const *single)
+{
+    const volatile char *s = __atomic_load_n(single, __ATOMIC_RELAXED); /* read once: 0, or libc's flag */
+    return LIKELY(s != 0) && LIKELY(*s);
+}
 #define DIRECT(which, nr, a, b, c) \
-    (LIKELY(iolens_g.direct_##which) && LIKELY(*iolens_g.libc_single) ? direct3(nr, (long)(a), (long)(b), (long)(c)) \
-                                                                          : REAL(which)(a, b, c))
+    (direct(&iolens_g.which##_single) ? direct3(nr, (long)(a), (long)(b), (long)(c)) : REAL(which)(a, b, c))
 #else
 #define DIRECT(which, nr, a, b, c) REAL(which)(a, b, c)
 #endif
