@@ -12,9 +12,13 @@ median CPU time per call (or process) and the median over rounds of (library - p
 difference between two builds that is smaller than the spread between moments (profile_overhead.py's runs)
 shows up here.  Page cache warm; the default clock (TSC where safe).
 
---callgrind adds the steady proxies, which a busy machine does not disturb (valgrind's callgrind, so no
-timing): instructions per call of the workload ((instructions at 2N - at N) / N, N = 20,000; for `true`, the
-instructions of one /bin/true), and for every library the instructions of one /bin/true.
+--callgrind adds the steady proxies, which a busy machine does not disturb (no timing): instructions per call
+of the workload (valgrind's callgrind: (instructions at 2N - at N) / N, N = 20,000; for `true`, the
+instructions of one /bin/true), and for every library, of one /bin/true: its instructions, its system calls
+(strace -f -c; the preload's own and the loader's) and its minor page faults (getrusage, mean of 50 runs).
+
+write-nosys puts a library after the interposer, so the interposer calls it through the resolved pointer:
+it measures that path, not the inline system call the interposer makes when libc's write is next (posix.c).
 """
 
 from __future__ import annotations
@@ -124,29 +128,61 @@ def callgrind_instructions(argv: list[str], env: dict) -> int:
     raise RuntimeError(f"callgrind printed no count: {r.stderr[-300:]}")
 
 
+def syscalls(argv: list[str], env: dict) -> str:
+    """System calls one run of argv makes (strace -f -c), or a dash without strace."""
+    if not shutil.which("strace"):
+        return "-"
+    with tempfile.TemporaryDirectory(prefix="iolens-ab-st-", dir="/dev/shm") as stage:
+        run_env = dict(env)
+        if "LD_PRELOAD" in run_env:
+            run_env["IOLENS_DIR"] = stage
+        out = Path(stage) / "strace.txt"
+        subprocess.run(["strace", "-f", "-c", "-o", str(out), *argv], env=run_env, capture_output=True, check=True)
+        for line in out.read_text().splitlines():
+            if line.rstrip().endswith("total"):  # % time, seconds, usecs/call, calls, [errors,] total
+                return line.split()[3]
+    return "?"
+
+
+def minor_faults(argv: list[str], env: dict, runs: int = 50) -> float:
+    """Minor page faults per run of argv (getrusage of the children, mean over runs)."""
+    with tempfile.TemporaryDirectory(prefix="iolens-ab-pf-", dir="/dev/shm") as stage:
+        run_env = dict(env)
+        if "LD_PRELOAD" in run_env:
+            run_env["IOLENS_DIR"] = stage
+        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt
+        for _ in range(runs):
+            subprocess.run(argv, env=run_env, check=True)
+        return (resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt - before) / runs
+
+
 def print_instructions(args, hot: Path, path: Path) -> None:
-    """The steady proxies: instructions per call of the workload and per /bin/true, per library."""
+    """The steady proxies: instructions per call of the workload, and per /bin/true its instructions, system
+    calls and page faults, per library."""
     if not shutil.which("valgrind"):
         print("# --callgrind: valgrind is not installed; no instruction counts")
         return
     n = 20_000
+    per_true = "one /bin/true: instructions (callgrind), system calls (strace -f -c), minor faults (mean of 50)"
     if args.workload == "true":
-        print("# instructions (callgrind): one /bin/true")
+        print(f"# {per_true}")
     else:
         print(f"# instructions (callgrind): per {args.workload} call = (count at {2 * n:,} calls - at {n:,}) / {n:,}; "
-              "per process = one /bin/true")
+              f"{per_true}")
     for name in ["plain", *(str(lib) for lib in args.libs)]:
         env = dict(os.environ)
         if name != "plain":
             env.update(LD_PRELOAD=str(Path(name).resolve()), IOLENS_PARENT_PID=str(os.getpid()))
         true = callgrind_instructions(["/bin/true"], env)
+        proc = (f"{true:,} instructions, {syscalls(['/bin/true'], env)} system calls, "
+                f"{minor_faults(['/bin/true'], env):.1f} minor faults per /bin/true")
         if args.workload == "true":
-            print(f"{name}: {true:,} instructions per /bin/true")
+            print(f"{name}: {proc}")
             continue
         work = args.workload.removesuffix("-nosys")
         a = callgrind_instructions([str(hot), work, str(n), str(path)], env)
         b = callgrind_instructions([str(hot), work, str(2 * n), str(path)], env)
-        print(f"{name}: {(b - a) / n:.1f} instructions per {args.workload} call; {true:,} per /bin/true")
+        print(f"{name}: {(b - a) / n:.1f} instructions per {args.workload} call; {proc}")
 
 
 if __name__ == "__main__":

@@ -150,6 +150,25 @@ def test_ls_proc_self_fd(tmp_path):
     assert res.stdout == b"0\n1\n2\n3\n"  # 3: the listing's own
 
 
+# ---- fatal signals: the recorder's handlers stand only where the program had the default ----
+
+def test_inherited_ignored_signals_stay_ignored(tmp_path):
+    # an image started with SIGHUP and SIGTERM ignored (nohup, a shell's trap "") keeps them ignored
+    script = "trap '' HUP TERM; exec bash -c 'kill -HUP $$; kill -TERM $$; echo alive'"
+    res, _cap = both(tmp_path, ["bash", "-c", script])
+    assert res.stdout == b"alive\n" and res.returncode == 0
+
+
+def test_fatal_signal_ends_an_image_without_file_io(tmp_path):
+    # sleep records no call, so it has no part when the signal comes: the handler writes the image whole,
+    # then the signal kills it as it would have unprofiled
+    res, cap = both(tmp_path, ["sh", "-c", "sleep 30 & sleep 0.5; kill -TERM $!; wait $!; echo $?"])
+    assert res.stdout == b"143\n"
+    killed = [p for p in images(cap, "sleep") if p.argv[1:] == ["30"]]
+    assert len(killed) == 1 and not killed[0].files
+    assert killed[0].fields["flags"] & PF["SIGNALED"] and killed[0].exit_status == 128 + 15
+
+
 # ---- the environment ----
 
 def test_env_is_the_programs(tmp_path):
@@ -193,6 +212,50 @@ def test_programs_own_ld_preload_kept(tmp_path):
     res, cap = both(tmp_path, ["bash", "-c", "printenv LD_PRELOAD; cat /dev/null"], env)
     assert res.stdout == b"libc.so.6\n"
     assert len(images(cap, "printenv")) == 1 and len(images(cap, "cat")) == 1
+
+
+# A preload of the user's that defines read and write: every byte read and written is upper-cased.
+SHOUT = r"""
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <dlfcn.h>
+#include <unistd.h>
+static void up(unsigned char *b, ssize_t n) { for (ssize_t i = 0; i < n; i++) b[i] = (unsigned char)toupper(b[i]); }
+ssize_t read(int fd, void *b, size_t n)
+{
+    static ssize_t (*next)(int, void *, size_t);
+    if (!next) next = (ssize_t (*)(int, void *, size_t))dlsym(RTLD_NEXT, "read");
+    ssize_t r = next(fd, b, n);
+    up(b, r);
+    return r;
+}
+ssize_t write(int fd, const void *b, size_t n)
+{
+    static ssize_t (*next)(int, const void *, size_t);
+    if (!next) next = (ssize_t (*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
+    unsigned char c[4096];
+    size_t m = n < sizeof c ? n : sizeof c;
+    for (size_t i = 0; i < m; i++) c[i] = ((const unsigned char *)b)[i];
+    up(c, (ssize_t)m);
+    return next(fd, c, m);
+}
+"""
+
+
+def test_programs_own_read_write_interposer_still_called(tmp_path):
+    # ours comes first in LD_PRELOAD and may make read and write's system call itself, but only when the next
+    # definition is libc's: the user's interposer after ours still sees every call
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler (cc/gcc) on PATH; install gcc")
+    (tmp_path / "shout.c").write_text(SHOUT)
+    lib = tmp_path / "shout.so"
+    subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "shout.c")], check=True)
+    res, cap = both(tmp_path, ["env", f"LD_PRELOAD={lib}", "bash", "-c",
+                               "printf 'abc\\n' > in.txt; cat in.txt in.txt in.txt"])
+    assert res.stdout == b"ABC\n" * 3  # the first call of each resolves the next definition; the others count
+    cats = images(cap, "cat")
+    assert len(cats) == 1 and any(f["path"].endswith("in.txt") and f["bytes_read"] == 12 for f in cats[0].files)
 
 
 # ---- vfork ----

@@ -33,7 +33,10 @@ _Static_assert(IOLENS_CLOCK_VDSO == 1, "state values");
 #define NSLOTS 16
 
 int iolens_clock_state;
-static struct iolens_tsc slots[NSLOTS];
+/* 32 bytes each, so the scale in use (read by every hooked call) is on one cache line */
+static struct {
+    struct iolens_tsc k;
+} __attribute__((aligned(32))) slots[NSLOTS];
 static unsigned nslots;
 static uint64_t anchor_tsc, anchor_mono, scaled_span;
 
@@ -79,7 +82,7 @@ static int tsc_check(void)
 static void publish_scale(uint64_t tsc, uint64_t mono)
 {
     if (tsc <= anchor_tsc || mono <= anchor_mono) return;
-    struct iolens_tsc *k = &slots[nslots++ % NSLOTS];
+    struct iolens_tsc *k = &slots[nslots++ % NSLOTS].k;
     k->mult = (uint64_t)((((unsigned __int128)(mono - anchor_mono)) << 32) / (tsc - anchor_tsc));
     k->tsc0 = tsc;
     k->mono0 = mono;

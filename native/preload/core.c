@@ -31,11 +31,9 @@ static int sys_munmap(void *a, size_t n) { return (int)syscall(SYS_munmap, a, n)
 IOLENS_HOOKS(IOLENS_X_DEF)
 #undef IOLENS_X_DEF
 
-IOLENS_START_DATA struct iolens_state iolens_g;
-IOLENS_TLS int iolens_guard;
-IOLENS_TLS int iolens_in_vfork;
-IOLENS_TLS int iolens_resolving;
-IOLENS_TLS uint64_t iolens_last_t;
+/* Aligned: the fields every hooked call reads (active ... tsc) share one cache line. */
+IOLENS_START_DATA struct iolens_state iolens_g __attribute__((aligned(64)));
+IOLENS_TLS struct iolens_tls iolens_tls;
 struct iolens_fdstate iolens_fds[IOLENS_FDMAX];
 static int fd_high; /* highest descriptor seen, bounds the scans after fork */
 
@@ -99,12 +97,30 @@ IOLENS_COLD void *iolens_fallback(const char *name)
     return iolens_resolve(name);
 }
 
+#if defined(__x86_64__)
+/* libc's __libc_single_threaded if p, the next definition of read or write,
+ * is libc's own, else 0.  Then, while libc runs one thread, the hook may make
+ * the system call itself (posix.c): libc's read and write do exactly that
+ * then.  Another interposer after ours keeps being called. */
+IOLENS_COLD static const volatile char *direct_ok(void *p)
+{
+    const volatile char *single = iolens_resolve("__libc_single_threaded");
+    Dl_info a, b;
+    if (p && single && dladdr(p, &a) && dladdr((void *)single, &b) && a.dli_fbase == b.dli_fbase) return single;
+    return 0;
+}
+#endif
+
 IOLENS_COLD void *iolens_resolve_slot(void **slot, const char *name)
 {
     if (iolens_resolving) return iolens_fallback(name);
     int g = iolens_guard;
     iolens_resolving = iolens_guard = 1;
     void *p = iolens_resolve(name);
+#if defined(__x86_64__)
+    if (slot == (void **)&iolens_real_write) __atomic_store_n(&iolens_g.write_single, direct_ok(p), __ATOMIC_RELAXED);
+    if (slot == (void **)&iolens_real_read) __atomic_store_n(&iolens_g.read_single, direct_ok(p), __ATOMIC_RELAXED);
+#endif
     iolens_resolving = 0;
     iolens_guard = g;
     *slot = p;

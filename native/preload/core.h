@@ -27,6 +27,7 @@
 #include "iolens_format.h"
 #include "hooks.h"
 
+
 #define IOLENS_API __attribute__((visibility("default")))
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -44,6 +45,8 @@
 
 enum { FD_UNKNOWN = 0, FD_TRACKED = 1 };
 
+/* 24 bytes, not padded to 32 to keep each on one cache line: the table would
+ * grow by 512 KiB of .bss, and that costs every process a page fault more. */
 struct iolens_fdstate {
     struct iolens_file *rec;
     uint64_t pos;
@@ -62,6 +65,11 @@ struct iolens_state {
     /* the TSC scale in use (clock.c), or 0 while the vDSO is used; published
      * whole (never torn).  Here, on the line every hooked call reads anyway. */
     const struct iolens_tsc *tsc;
+    /* libc's __libc_single_threaded, once the next definition of read (of
+     * write) is found to be libc's own, else 0: while it is set, the hook makes
+     * the system call itself (posix.c).  Found by dlsym then, so no relocation
+     * costs every image a lookup at its start. */
+    const volatile char *read_single, *write_single;
     /* part file mapping; no descriptor is held between calls (see core.c) */
     char *base;
     uint64_t used, mapped, reserve;
@@ -84,10 +92,9 @@ enum {
 };
 
 extern struct iolens_state iolens_g;
-extern IOLENS_TLS int iolens_guard;
 /* Set on the thread that called vfork while its child borrows the memory:
  * the child's calls pass through and change none of the recorder's state. */
-extern IOLENS_TLS int iolens_in_vfork;
+#define iolens_in_vfork (iolens_tls.in_vfork)
 extern struct iolens_fdstate iolens_fds[IOLENS_FDMAX];
 extern const uint8_t iolens_op_cat[IOLENS_NOPS];
 /* The same as iolens_op_cat[op], folded by the compiler when op is a constant. */
@@ -234,7 +241,8 @@ void iolens_data_keep(struct iolens_call *c, struct iolens_fdstate *f, uint64_t 
  * it made the kernel do (cat READ: a fill, WRITE: a flush). */
 void iolens_stdio_call(struct iolens_call *c, struct iolens_fdstate *f, int64_t n);
 void iolens_stdio_req(struct iolens_fdstate *f, int cat, uint64_t size, uint64_t bufsize);
-extern IOLENS_TLS uint64_t iolens_last_t;
+/* The start of this thread's last timed call (0: none yet). */
+#define iolens_last_t (iolens_tls.last_t)
 /* One --trace event of this thread (buffered; flushed 64 KiB at a time). */
 void iolens_trace_event(struct iolens_call *c, struct iolens_file *rec, uint64_t off, uint64_t size);
 
@@ -298,9 +306,16 @@ static inline __attribute__((always_inline)) void iolens_stdio_quick(struct iole
     }
 }
 
-/* The access-size histogram bin of n bytes. */
+/* The access-size histogram bin of n bytes.  The first bin is tested apart
+ * and expected: the calls whose cost is mostly the hook's are the small ones,
+ * and for them the other compares are laid out of the straight line (fewer
+ * code lines to fetch again after the kernel returns). */
 static inline int iolens_hist_bin(uint64_t n)
 {
+#define IOLENS_X_EDGE_V(v) (uint64_t)(v),
+    static const uint64_t edge[] = {IOLENS_HIST_EDGES(IOLENS_X_EDGE_V)};
+#undef IOLENS_X_EDGE_V
+    if (LIKELY(n <= edge[0])) return 0;
     int i = 0;
 #define IOLENS_X_EDGE(v) \
     if (n <= (uint64_t)(v)) return i; \

@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 
 struct statx;
 
@@ -147,8 +148,18 @@ void *iolens_resolve(const char *name);
 /* The next definition of a hooked symbol, resolved on first use.  While one
  * is being resolved (dlsym may allocate, and an allocator may do I/O), nested
  * calls get a raw-syscall stand-in for the basic calls instead of recursing. */
-extern __thread int iolens_resolving __attribute__((tls_model("initial-exec")));
-extern __thread int iolens_guard __attribute__((tls_model("initial-exec")));
+/* The recorder's thread-local state, one block: a hooked call reaches all of
+ * it through one GOT entry (one cache line) rather than one per variable. */
+struct iolens_tls {
+    int guard;     /* the recorder's own code is running on this thread: calls pass through */
+    int in_vfork;  /* see iolens_in_vfork (core.h) */
+    int resolving; /* a real symbol is being resolved */
+    int unused;
+    uint64_t last_t; /* see iolens_last_t (core.h) */
+};
+extern __thread struct iolens_tls iolens_tls __attribute__((tls_model("initial-exec")));
+#define iolens_resolving (iolens_tls.resolving)
+#define iolens_guard (iolens_tls.guard)
 void *iolens_fallback(const char *name);
 /* The slow path of every getter below, shared and out of line (core.c): it
  * runs once per symbol, mostly at start-up, where it stays with the rest of

@@ -143,6 +143,36 @@ IOLENS_API void closefrom(int lo)
 
 /* ---- data ---- */
 
+/*
+ * read and write forward to libc's definition, which, while libc runs one
+ * thread, is the system call and nothing else (no cancellation point then).
+ * So in that case the hook makes the system call itself: no indirect call
+ * through the resolved pointer, no second function to return from after the
+ * kernel returns.  Only when the next definition is libc's (direct_ok in
+ * core.c checks); another interposer after ours is called as before.
+ */
+#if defined(__x86_64__)
+static inline __attribute__((always_inline)) long direct3(long nr, long a, long b, long c)
+{
+    long r;
+    __asm__ volatile("syscall" : "=a"(r) : "0"(nr), "D"(a), "S"(b), "d"(c) : "rcx", "r11", "memory");
+    if (UNLIKELY((unsigned long)r > -4096ul)) {
+        errno = (int)-r;
+        return -1;
+    }
+    return r;
+}
+static inline __attribute__((always_inline)) int direct(const volatile char *const *single)
+{
+    const volatile char *s = __atomic_load_n(single, __ATOMIC_RELAXED); /* read once: 0, or libc's flag */
+    return LIKELY(s != 0) && LIKELY(*s);
+}
+#define DIRECT(which, nr, a, b, c) \
+    (direct(&iolens_g.which##_single) ? direct3(nr, (long)(a), (long)(b), (long)(c)) : REAL(which)(a, b, c))
+#else
+#define DIRECT(which, nr, a, b, c) REAL(which)(a, b, c)
+#endif
+
 #define DATA(op, off, call) \
     if (!iolens_on()) return call; \
     struct iolens_call c; \
@@ -155,9 +185,9 @@ IOLENS_API void closefrom(int lo)
     iolens_guard = 0; \
     return r;
 
-IOLENS_API ssize_t read(int fd, void *b, size_t n) { DATA(IOLENS_OP_READ, IOLENS_POS, REAL(read)(fd, b, n)) }
+IOLENS_API ssize_t read(int fd, void *b, size_t n) { DATA(IOLENS_OP_READ, IOLENS_POS, DIRECT(read, SYS_read, fd, b, n)) }
 IOLENS_API ssize_t __read_chk(int fd, void *b, size_t n, size_t bl) { DATA(IOLENS_OP_READ, IOLENS_POS, REAL(__read_chk)(fd, b, n, bl)) }
-IOLENS_API ssize_t write(int fd, const void *b, size_t n) { DATA(IOLENS_OP_WRITE, IOLENS_POS, REAL(write)(fd, b, n)) }
+IOLENS_API ssize_t write(int fd, const void *b, size_t n) { DATA(IOLENS_OP_WRITE, IOLENS_POS, DIRECT(write, SYS_write, fd, b, n)) }
 IOLENS_API ssize_t pread(int fd, void *b, size_t n, off_t o) { DATA(IOLENS_OP_PREAD, (uint64_t)o, REAL(pread)(fd, b, n, o)) }
 IOLENS_API ssize_t pread64(int fd, void *b, size_t n, off_t o) { DATA(IOLENS_OP_PREAD, (uint64_t)o, REAL(pread64)(fd, b, n, o)) }
 IOLENS_API ssize_t __pread_chk(int fd, void *b, size_t n, off_t o, size_t bl) { DATA(IOLENS_OP_PREAD, (uint64_t)o, REAL(__pread_chk)(fd, b, n, o, bl)) }

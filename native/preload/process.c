@@ -70,13 +70,50 @@ static const int fatal[] = {SIGSEGV, SIGABRT, SIGTERM, SIGINT, SIGBUS, SIGFPE, S
 #define NOURS 32
 IOLENS_START_DATA static volatile sig_atomic_t ours[NOURS];
 
+#if defined(__x86_64__)
+/*
+ * The handlers are set with the system call itself rather than libc's
+ * sigaction: every image sets them at its start, and libc's would cost a
+ * lookup of the next definition (dlsym) and a page of libc there.  So the
+ * restorer is ours: the instructions of libc's __restore_rt, byte for byte,
+ * which unwinders recognise at the return address of a signal frame.
+ */
+struct ksigaction { /* the kernel's struct sigaction on x86_64 */
+    void (*handler)(int);
+    unsigned long flags;
+    void (*restorer)(void);
+    uint64_t mask;
+};
+#define K_SA_RESTORER 0x04000000
+__attribute__((visibility("hidden"))) void iolens_restore_rt(void);
+__asm__(".text\n"
+        ".globl iolens_restore_rt\n"
+        ".hidden iolens_restore_rt\n"
+        ".type iolens_restore_rt, @function\n"
+        "    nop\n"
+        "iolens_restore_rt:\n"
+        "    mov $" IOLENS_STR(SYS_rt_sigreturn) ", %rax\n"
+        "    syscall\n"
+        ".size iolens_restore_rt, .-iolens_restore_rt\n");
+
+static int k_sigaction(int sig, const struct ksigaction *act, struct ksigaction *old)
+{
+    return (int)syscall(SYS_rt_sigaction, sig, act, old, sizeof act->mask);
+}
+#endif
+
 static void on_fatal(int sig)
 {
     iolens_finalize(IOLENS_PF_SIGNALED, 128u + (unsigned)sig);
+#if defined(__x86_64__)
+    struct ksigaction dfl = {SIG_DFL, K_SA_RESTORER, iolens_restore_rt, 0};
+    k_sigaction(sig, &dfl, 0);
+#else
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
     REAL(sigaction)(sig, &dfl, 0);
+#endif
     ours[sig] = 0;
     sigset_t s;
     sigemptyset(&s);
@@ -98,6 +135,15 @@ IOLENS_COLD void iolens_signals_install(void)
         all |= 1ull << (fatal[i] - 1);
     }
     if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &prev, sizeof all) != 0) return;
+#if defined(__x86_64__)
+    struct ksigaction sa = {on_fatal, SA_RESTART | SA_NODEFER | K_SA_RESTORER, iolens_restore_rt, 0}, old;
+    for (int i = 0; i < NFATAL; i++) {
+        int sig = fatal[i];
+        if (k_sigaction(sig, &sa, &old) != 0) continue;
+        if (old.handler != SIG_DFL || (old.flags & SA_SIGINFO)) k_sigaction(sig, &old, 0);
+        else ours[sig] = 1;
+    }
+#else
     struct sigaction sa;
     iolens_memset0(&sa, sizeof sa);
     sa.sa_handler = on_fatal;
@@ -109,6 +155,7 @@ IOLENS_COLD void iolens_signals_install(void)
         if (old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO)) REAL(sigaction)(sig, &old, 0);
         else ours[sig] = 1;
     }
+#endif
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &prev, 0, sizeof prev);
 }
 

@@ -519,32 +519,44 @@ size_t iolens_redact_argv(int argc, char **argv, char *out, size_t cap)
 
 /* Inline, not strncmp: every image runs this over its whole environment at
  * start, and most names differ from a key in their first byte. */
-IOLENS_REDACT_COLD static int has_prefix(const char *v, const char *key)
+static inline __attribute__((always_inline)) int has_prefix(const char *v, const char *key)
 {
     while (*key)
         if (*v++ != *key++) return 0;
     return 1;
 }
 
+/* The variables kept (a name, or a prefix of names), all in A-Z. */
+#define IOLENS_ENV_KEEP(X) \
+    X("TMPDIR=") X("TMP=") X("TEMP=") X("OMP_NUM_THREADS=") X("MKL_NUM_THREADS=") X("OPENBLAS_NUM_THREADS=") \
+    X("SLURM_JOB_ID=") X("SLURM_CPUS_PER_TASK=") X("SLURM_JOB_NAME=") X("PBS_JOBID=") X("NXF_") X("SNAKEMAKE") \
+    X("AWS_") X("GOOGLE_") X("AZURE_") X("S3_") X("HTS_") X("REF_PATH=") X("REF_CACHE=")
+
+/* Is v a variable to keep?  Each key is a literal, so its first byte is a
+ * constant compared with v[0]: a name is ruled out in a few compares rather
+ * than by walking a table of pointers. */
+IOLENS_REDACT_COLD static int env_wanted(const char *v)
+{
+#define IOLENS_X_KEEP(key) \
+    if (v[0] == key[0] && has_prefix(v + 1, key + 1)) return 1;
+    IOLENS_ENV_KEEP(IOLENS_X_KEEP)
+#undef IOLENS_X_KEEP
+    return 0;
+}
+
 size_t iolens_capture_env(char **envp, char *out, size_t cap)
 {
-    static const char *keep[] = {"TMPDIR=", "TMP=", "TEMP=", "OMP_NUM_THREADS=", "MKL_NUM_THREADS=",
-                                 "OPENBLAS_NUM_THREADS=", "SLURM_JOB_ID=", "SLURM_CPUS_PER_TASK=",
-                                 "SLURM_JOB_NAME=", "PBS_JOBID=", "NXF_", "SNAKEMAKE", "AWS_", "GOOGLE_",
-                                 "AZURE_", "S3_", "HTS_", "REF_PATH=", "REF_CACHE="};
     size_t o = 0;
     if (!envp || cap == 0) return 0;
-    /* the first letters of keep (all in A-Z): most names are ruled out by one test */
+    /* the first letters of the keys: most names are ruled out by one test */
     uint32_t first = 0;
-    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) first |= 1u << (keep[i][0] - 'A');
+#define IOLENS_X_FIRST(key) first |= 1u << (key[0] - 'A');
+    IOLENS_ENV_KEEP(IOLENS_X_FIRST)
+#undef IOLENS_X_FIRST
     for (char **e = envp; *e; e++) {
         const char *v = *e;
         unsigned c0 = (unsigned)(unsigned char)v[0] - 'A';
-        if (c0 >= 26 || !(first >> c0 & 1)) continue;
-        int wanted = 0;
-        for (size_t i = 0; i < sizeof keep / sizeof keep[0] && !wanted; i++)
-            wanted = keep[i][0] == v[0] && has_prefix(v, keep[i]);
-        if (!wanted) continue;
+        if (c0 >= 26 || !(first >> c0 & 1) || !env_wanted(v)) continue;
         const char *eq = iolens_strchr(v, '=');
         if (!eq) continue;
         o = put(out, o, cap, v, (size_t)(eq + 1 - v));
