@@ -53,10 +53,11 @@ def predict(capture, targets, cache, home, recalibrate, json_out, force):
         write_output(json_out, to_json(model, preds, cache).encode(), force=force, opt="--json")
     if json_out == "-":
         return
-    rec = f" + profiler {model.recording_s:.3f} s" if model.recording_s else ""
+    rec = f" + profiler {model.recording_s:.3f} s" if model.recording_s >= 0.0005 else ""
     click.echo(f"{shown(capture)}: wall {model.wall_s:.3f} s = compute {model.compute_s:.3f} s + storage I/O "
-               f"{model.io_wall_s:.3f} s{rec} ({'from the trace' if model.traced else 'from counters, no trace'}; "
-               f"threads overlapped {model.overlap:.2f}x)")
+               f"{model.io_wall_s:.3f} s{rec}")
+    click.echo(f"  ({'from the trace' if model.traced else 'from counters, no trace'}; threads overlapped "
+               f"{model.overlap:.2f}x)")
     click.echo(f"{'target':<28} {'predicted':>10} {'interval':>19} {'I/O share':>9} {'I/O change':>11}  dominant class")
     for p in preds:
         click.echo(f"{shown(p.target):<28} {p.wall_s:>9.3f}s {p.low_s:>8.3f}-{p.high_s:<8.3f}s "
