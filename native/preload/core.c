@@ -447,7 +447,7 @@ void iolens_file_stat(struct iolens_file *rec, uint64_t dev, uint64_t ino, uint6
  * the *at calls that follow with it: `rm -r`, `find` and the like unlink or
  * stat every entry of a directory through one descriptor, and a readlink of
  * /proc for each cost more than the call itself.  It is forgotten when that
- * descriptor is closed or replaced (iolens_closed), and a vfork child, which
+ * descriptor is closed or replaced (iolens_forget_dirfds), and a vfork child, which
  * shares this memory but not the descriptor table, neither reads nor fills it.
  * Under the lock: threads share it.
  */

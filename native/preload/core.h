@@ -27,7 +27,6 @@
 #include "iolens_format.h"
 #include "hooks.h"
 
-
 #define IOLENS_API __attribute__((visibility("default")))
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)

@@ -127,9 +127,10 @@ IOLENS_API int close(int fd)
 IOLENS_API int close_range(unsigned lo, unsigned hi, int flags)
 {
     int r = REAL(close_range)(lo, hi, flags);
-    if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) iolens_forget_dirfds(lo, hi);
-    if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC))
+    if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) {
+        iolens_forget_dirfds(lo, hi); /* also past IOLENS_FDMAX, where the loop below stops */
         for (unsigned fd = lo; fd <= hi && fd < IOLENS_FDMAX; fd++) iolens_closed((int)fd);
+    }
     return r;
 }
 
