@@ -20,6 +20,9 @@ Workloads (tests/native/hotloop.c; inputs generated here, page cache warm):
   true x200     /bin/true started 200 times from a shell loop (a process with no file I/O)
   vfork x200    200 vfork + exec of /bin/true from a program running 8 threads (tests/native/vfork_threads.c);
                 with `--only vfork`, compare its iolens row with plain: the target is within 1.5x of plain
+  create x2000  a shell writing 2,000 new files in a new directory on tmpfs and removing them with rm -r (each
+                file: a creating open, the shell's descriptor copies, a write, an unlinkat through rm's
+                directory descriptor)
   minimap2, samtools sort, gzip -1: the real tools on synthetic inputs (iolens data synth)
 
 Usage: benchmarks/profile_overhead.py [--rounds 5] [--quick] [--clock vdso] [--preload LIB] [--only NAME ...]
@@ -145,8 +148,12 @@ def prepare_tools(work: Path, quick: bool) -> list:
     ]
 
 
+CREATE_FILES = ('d=$(mktemp -d /dev/shm/iolens-create-XXXXXX) && cd "$d" && mkdir sf && i=0; '
+                'while [ $i -lt 2000 ]; do echo $i > sf/f$i; i=$((i+1)); done; rm -r sf && cd / && rmdir "$d"')
+
+
 def fmt_cost(seconds: float, per: str) -> str:
-    return f"{seconds * 1e9:+.1f} ns" if per == "call" else f"{seconds * 1e3:+.3f} ms"
+    return f"{seconds * 1e9:+.1f} ns" if per in ("call", "file") else f"{seconds * 1e3:+.3f} ms"
 
 
 def main() -> int:
@@ -195,6 +202,7 @@ def main() -> int:
         workloads = [(name, [str(hot), mode, str(n), str(work / path)], n, "call") for name, mode, n, path in calls]
         workloads.append(("true x200", ["sh", "-c", "for i in $(seq 200); do /bin/true; done"], 200, "process"))
         workloads.append(("vfork x200", [str(vfork), "8", "200", "/bin/true"], 200, "process"))
+        workloads.append(("create x2000", ["sh", "-c", CREATE_FILES], 2000, "file"))
         def wanted(name: str) -> bool:
             return not args.only or any(o.lower() in name.lower() for o in args.only)
 
@@ -226,7 +234,8 @@ def main() -> int:
                     spread = f"{100 * q[0] / plain:+.2f}% .. {100 * q[2] / plain:+.2f}%"
                 else:
                     cols = [fmt_cost(med[m] / per_n, per) for m in MODES[1:]]
-                    base = fmt_cost(plain / per_n, per).lstrip("+") + {"call": "/call", "process": "/proc"}[per]
+                    unit = {"call": "/call", "process": "/proc", "file": "/file"}[per]
+                    base = fmt_cost(plain / per_n, per).lstrip("+") + unit
                     spread = f"{fmt_cost(q[0] / per_n, per)} .. {fmt_cost(q[2] / per_n, per)}"
                 print(f"{name if label == 'wall' else '':<13} {label:>4} {base:>14} {cols[0]:>11} {cols[1]:>11} "
                       f"{ratio('iolens')} {cols[2]:>11} {ratio('--trace')}  {spread:>24}", flush=True)

@@ -28,6 +28,7 @@ this script in a temporary lab directory (`iolens lab up --dir D --only ...`, ro
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import os
 import re
@@ -91,9 +92,10 @@ def clean(work: Path) -> None:
             p.unlink()
 
 
-def programs(argv: list[str]) -> list[str]:
+@functools.cache
+def programs(argv: tuple[str, ...]) -> list[str]:
     """The executables a step runs (for `sh -c`, every word of the script that names one) and their shared
-    libraries, as `ldd` lists them."""
+    libraries, as `ldd` lists them (once per step)."""
     words = [argv[0], *re.findall(r"[\w.+-]+", argv[-1])] if argv[0] == "sh" else argv[:1]
     exes = sorted({p for w in words if (p := shutil.which(w))})
     libs: set[str] = set()
@@ -108,7 +110,7 @@ def warm_step(work: Path, argv: list[str]) -> None:
     as the replay's freshly laid-out files are: where the kernel pages out idle memory by itself (DAMON, printed
     at the start), inputs last read a round ago are partly gone, and the real run would read them from the
     storage (and a throttled disk's 100 IOPS) while the replay does not."""
-    warm([str(work), *programs(argv)])
+    warm([str(work), *programs(tuple(argv))])
 
 
 def real_run(work: Path, argv: list[str]) -> float:
@@ -172,7 +174,7 @@ def event_overhead_ns(runs: int = 5, n: int = 100_000) -> float:
         shutil.rmtree(d, ignore_errors=True)
 
 
-META_LOOP = """
+PATH_LOOP = """
 import os, sys
 n = int(sys.argv[1])
 os.mkdir("d")
@@ -193,11 +195,11 @@ def path_overhead_ns(per_event_ns: float, runs: int = 5, n: int = 2000) -> float
     descriptor: PATH_NAMING_OPS), from the slope over n and 2n iterations of a loop of them, profiled over
     unprofiled, medians of `runs` each, on tmpfs; the loop's other events (its closes) taken at `per_event_ns`."""
     codes = [i for i, (name, _cat) in enumerate(F.OPS) if name in PATH_NAMING_OPS]
-    d = Path(tempfile.mkdtemp(prefix="whatif-meta-", dir="/dev/shm"))
+    d = Path(tempfile.mkdtemp(prefix="whatif-path-", dir="/dev/shm"))
     try:
         extra, named, other = {}, {}, {}
         for k in (n, 2 * n):
-            argv = [sys.executable, "-c", META_LOOP, str(k)]
+            argv = [sys.executable, "-c", PATH_LOOP, str(k)]
             plain, prof = [], []
             for _ in range(runs):
                 t = time.perf_counter()
@@ -379,7 +381,7 @@ def main() -> None:
         print(f"profiler cost per traced event: {ovh:.0f} ns, and {named:.0f} ns for one that names a path (an "
               "open, a stat, an unlink; taken out of the recorded compute gaps)")
         home = names.index(a.home)  # where the captures are taken
-        for _ in range(a.warmup):  # every target in the state the timed rounds leave it in, the capture's too
+        for _ in range(a.warmup):  # no capture pays a first run's costs
             for argv in steps.values():
                 for w in works:
                     real_run(w, argv)
@@ -399,7 +401,7 @@ def main() -> None:
                                      preempt_s=pre if pre is not None else PREEMPT_S)
             sleeps[step] = build_plan(caps[step], event_overhead_ns=int(ovh), path_overhead_ns=int(named),
                                       gaps="sleep")
-            models[step] = step_model(caps[step])
+            models[step] = step_model(caps[step], int(ovh), int(named))  # the plans' recording costs
             for n in plans[step].notes:
                 print(f"{step}: {n}")
         actual: dict[tuple[str, str], list[float]] = {}
