@@ -295,3 +295,49 @@ def test_descriptor_table_is_sized_before_the_threads_start(tmp_path):
     assert proc.returncode == 0, err
     assert sizes, "the replayer was never seen running its threads"
     assert sizes[0] >= 600, sizes  # 64 when the table grows only as files are opened
+
+
+def test_a_shell_redirects_files_closed_after_their_write(tmp_path):
+    """`echo $i > f$i` in dash: open f (fd 3), dup it onto stdout, close fd 3 (recorded), write through stdout, and
+    dup2 the old stdout back (not recorded as a close of f).  Replayed as recorded, each write reopened its file
+    after the close and the file stayed open to the end of the replay: a later `rm` unlinked open files, which s3fs
+    turned into a rename to .fuse_hidden and an S3 copy (4-6 ms an unlink against 0.5 ms).  The plan now closes
+    the handle after its last use, so while the replay sits in the step's final sleep none of the files is open."""
+    from iolens.capture.reader import read_capture
+    from iolens.whatif.engine import op_codes, replay_path
+    from iolens.whatif.plan import HANDLE_OPS, build_plan
+
+    cap = profile(tmp_path, "redirects", ["sh", "-c", "i=0; while [ $i -lt 40 ]; do echo $i > f$i; i=$((i+1)); "
+                                          "done; sleep 2"])
+    code = op_codes()
+    ops = build_plan(read_capture(cap)).ops
+    handle_ops = np.isin(ops["op"], [code[n] for n in HANDLE_OPS])
+    assert handle_ops.sum() >= 80  # 40 opens, 40 writes, and their closes
+    for h in np.unique(ops["obj"][handle_ops]):  # every handle ends with a close
+        seq = ops["op"][handle_ops & (ops["obj"] == h)]
+        assert seq[-1] == code["CLOSE"], (h, seq)
+
+    target = tmp_path / "t"
+    target.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "iolens", "replay", str(cap), "--on", str(target)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    engine = os.path.basename(replay_path())[:15]
+    most, seen = 0, False
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        for st in Path("/proc").glob("[0-9]*/status"):
+            try:
+                fields = dict(line.split(":\t", 1) for line in st.read_text().splitlines() if ":\t" in line)
+                if fields.get("Name", "").strip() != engine or int(fields.get("PPid", "0")) != proc.pid:
+                    continue
+                links = [os.readlink(fd) for fd in (st.parent / "fd").iterdir()]
+            except OSError:
+                continue
+            seen = True
+            most = max(most, sum(1 for ln in links if os.path.basename(ln).startswith("f")
+                                 and os.path.basename(ln)[1:].isdigit()))
+        time.sleep(0.02)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert seen, "the replayer was never seen running"
+    assert most <= 2, f"{most} of the 40 redirected files were open at once during the replay"

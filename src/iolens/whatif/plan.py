@@ -9,7 +9,8 @@ What the trace gives and how each part is used (see docs/whatif.md, "What the tr
 - pipes are FILE records flagged NOT_A_FILE and matched across processes by their inode.
 Not in the trace: descriptors (an op names a file, not an fd), the destination of a rename, the moment a thread
 or a child was created (taken as the process start, and the parent's last op before the child started), and
-open flags (files are opened read-write, created when missing).
+open flags (files are opened read-write, created when missing), and some closes (a descriptor dup2-ed over; see
+_closes_after_use).
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ _FILE_OPS = {
     "READDIR": "READDIR", "GETDENTS": "READDIR",
 }
 PATH_OPS = ("STAT", "UNLINK", "RENAME", "MKDIR", "SYNCFS")
+# the replay ops that act on a handle (a process's descriptor of a file): the file ops that name no path
+HANDLE_OPS = tuple(sorted(set(_FILE_OPS.values()) - set(PATH_OPS)))
 # not replayed (their time stays in the compute gap): LSEEK, DUP, FSEEK, FTELL, TRUNCATE, FALLOCATE, MMAP, MUNMAP
 
 # The profiler's own cost per traced event that falls outside the recorded call (the hook's entry, the clock
@@ -156,7 +159,7 @@ def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS
     tree = _Tree(procs, ops)
     pseudo = tree.events(code)
     t0 = tree.wall_start(cap.meta, pseudo, code)
-    allrows = _with_pseudo(ops.rows, pseudo)
+    allrows = _closes_after_use(_with_pseudo(ops.rows, pseudo), code)
     if ops.pipe_rows:
         allrows = _with_pipe_needs(allrows, np.concatenate(ops.pipe_rows), code, int(d["pipe_buffer"]))
     a = allrows[np.lexsort((allrows[:, _SEQ], allrows[:, _T], allrows[:, _THREAD]))]  # per thread, in time order
@@ -456,6 +459,62 @@ class _Tree:
 def _with_pseudo(rows: list[np.ndarray], pseudo: list[_Pseudo]) -> np.ndarray:
     ps = np.array([[t, 0, 0, 0, op, th, obj, 0, seq] for t, op, th, obj, seq in pseudo], dtype=np.int64)
     return np.concatenate(rows + [ps]) if rows else ps
+
+
+def _closes_after_use(rows: np.ndarray, code: dict[str, int]) -> np.ndarray:
+    """The rows with each handle's descriptor closed after its last use, as the recorded step's was.
+
+    The trace does not see every close: a shell's `echo x > f` opens f, dups it onto stdout, closes the first
+    descriptor (recorded), writes through stdout, and closes that by dup2-ing the old stdout back (not recorded as a
+    close of f).  Replayed as recorded, the write after the close reopens the file and it stays open to the end of
+    the replay; a later `rm` then unlinks open files, which a FUSE mount turns into a rename to .fuse_hidden (an S3
+    copy) and a local filesystem into deferred deletion.  So a close followed by more use of the handle (before
+    its next open) moves to after that use, and a handle still open after its last op (reopened that way, or
+    left to the process's exit) gets a close there, with no recorded duration."""
+    hcodes = np.array([code[n] for n in HANDLE_OPS])
+    sel = np.nonzero(np.isin(rows[:, _OP], hcodes))[0]
+    if not len(sel):
+        return rows
+    rows = rows.copy()
+    sub = rows[sel]
+    order = sel[np.lexsort((sub[:, _SEQ], sub[:, _T], sub[:, _OBJ]))]  # per handle, in time order
+    open_c, close_c = code["OPEN"], code["CLOSE"]
+    added: list[list[int]] = []
+
+    def close_after(last: int, moved: int | None) -> None:
+        t = int(rows[last, _T] + rows[last, _DUR])
+        if moved is None:
+            added.append([t, 0, 0, 0, close_c, int(rows[last, _THREAD]), int(rows[last, _OBJ]), 0, 1])
+        else:
+            rows[moved, _T], rows[moved, _THREAD], rows[moved, _SEQ] = t, rows[last, _THREAD], 1
+
+    i = 0
+    while i < len(order):
+        j = i
+        while j < len(order) and rows[order[j], _OBJ] == rows[order[i], _OBJ]:
+            j += 1
+        refs, is_open, pending, last = 0, False, None, None
+        for k in order[i:j]:
+            op = rows[k, _OP]
+            if op == open_c:
+                if pending is not None and is_open:  # used after its close: the close goes after that use
+                    close_after(last, pending)
+                pending = None
+                refs, is_open = refs + 1, True
+            elif op == close_c:
+                if is_open:
+                    refs -= 1
+                    if refs <= 0:
+                        refs, is_open, pending = 0, False, int(k)
+            elif not is_open:  # used after its close: the replayer reopens it
+                is_open = True
+            last = int(k)
+        if pending is not None and is_open:
+            close_after(last, pending)
+        elif is_open and last is not None:
+            close_after(last, None)
+        i = j
+    return np.concatenate([rows, np.array(added, dtype=np.int64).reshape(-1, rows.shape[1])]) if added else rows
 
 
 def _with_pipe_needs(allrows: np.ndarray, pr: np.ndarray, code: dict[str, int], pipe_buf: int) -> np.ndarray:
