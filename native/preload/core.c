@@ -893,18 +893,29 @@ void iolens_data_keep(struct iolens_call *c, struct iolens_fdstate *f, uint64_t 
     errno = e;
 }
 
-/* The source side of sendfile and copy_file_range: a read of n bytes. */
+/* The source side of sendfile and copy_file_range: a read of n bytes, counted
+ * (and traced) as an op of its own, COPY_SOURCE, at the call's start and with
+ * no time of its own: the call's time is on its destination's op.  So the
+ * trace says which file a copy read, and a replay reads it. */
 void iolens_xfer_in(struct iolens_call *c, struct iolens_fdstate *f, uint64_t off, int64_t n)
 {
     uint64_t b = n > 0 ? (uint64_t)n : 0;
+    int mt = iolens_g.mt;
     iolens_add(&iolens_g.proc->bytes_read, b);
-    if (!f || !f->rec) return;
+    add_m(&iolens_g.proc->op_count[IOLENS_OP_COPY_SOURCE], 1, mt);
+    tl_add(IOLENS_CAT_READ, c->t0, b, 0, mt);
     uint64_t at = off;
-    if (off == IOLENS_POS) {
+    if (f && off == IOLENS_POS) {
         at = f->pos;
         f->pos += b;
     }
-    acct_file_data(f->rec, IOLENS_CAT_READ, at, n, c);
+    if (f && f->rec) acct_file_data(f->rec, IOLENS_CAT_READ, at, n, c);
+    if (UNLIKELY(iolens_g.trace)) {
+        struct iolens_call src = *c;
+        src.op = IOLENS_OP_COPY_SOURCE;
+        src.t1 = src.t0;
+        trace_event(&src, f ? f->rec : 0, at, b);
+    }
 }
 
 static void acct_file_meta(struct iolens_file *r, struct iolens_call *c, int opened)

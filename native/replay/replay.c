@@ -93,6 +93,8 @@ struct rthread {
     uint64_t cpu_ns;           /* compute burnt on the CPU for the on-CPU share of the gaps (thread CPU time) */
     double cpu_share;          /* the share of each recorded gap that was on the CPU (from the capture's CPU times) */
     double wait_share;         /* the share of the rest that was a real wait, not preemption (1: all of it) */
+    int copy_fd;               /* the source of the thread's next COPY (set by COPY_FROM), or -1 */
+    uint64_t copy_off;
 };
 
 struct proc {
@@ -284,6 +286,38 @@ static int do_pwrite(int fd, uint64_t size, uint64_t off)
     return 0;
 }
 
+/* A copy between two files, as copy_file_range does it (on btrfs or NFS that is not a read and a write: clones,
+ * server-side copies); pread and pwrite where the kernel cannot copy between these two files. */
+static int do_copy(int in, uint64_t ioff, int out, uint64_t ooff, uint64_t size, unsigned char *buf)
+{
+    if (size == 0) { /* the call that found the end of the source */
+        int64_t i = (int64_t)ioff, o = (int64_t)ooff;
+        return syscall(SYS_copy_file_range, in, &i, out, &o, 0, 0) < 0 && errno != EXDEV && errno != EINVAL ? -1 : 0;
+    }
+    while (size) {
+        int64_t i = (int64_t)ioff, o = (int64_t)ooff;
+        long r = syscall(SYS_copy_file_range, in, &i, out, &o, (size_t)size, 0);
+        if (r == 0) return 0; /* past the end: the recorded source was larger than its layout */
+        if (r < 0) {
+            if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP) return -1;
+            while (size) {
+                size_t n = size > IOBUF ? IOBUF : (size_t)size;
+                ssize_t got = pread(in, buf, n, (off_t)ioff);
+                if (got <= 0) return got < 0 ? -1 : 0;
+                if (pwrite(out, buf, (size_t)got, (off_t)ooff) != got) return -1;
+                size -= (uint64_t)got;
+                ioff += (uint64_t)got;
+                ooff += (uint64_t)got;
+            }
+            return 0;
+        }
+        size -= (uint64_t)r;
+        ioff += (uint64_t)r;
+        ooff += (uint64_t)r;
+    }
+    return 0;
+}
+
 static int drain(struct handle *h)
 {
     int rc = 0;
@@ -399,6 +433,7 @@ static void *thread_main(void *arg)
     if (posix_memalign((void **)&buf, 4096, IOBUF)) return NULL;
     uint64_t prev_end = R.t0;
     t->begin_ns = now_ns() - R.t0;
+    t->copy_fd = -1;
     for (size_t i = t->first; i < t->first + t->n && !stop_signal; i++) {
         const struct rp_op *o = &R.ops[i];
         if (o->op == RP_OP_START) {
@@ -459,6 +494,24 @@ static void *thread_main(void *arg)
         case RP_OP_MKDIR:
         case RP_OP_RENAME:
         case RP_OP_SYNCFS: rc = path_op(o); break;
+        case RP_OP_COPY_FROM: {
+            struct handle *h = &R.handles[o->obj];
+            pthread_mutex_lock(&h->mu);
+            t->copy_fd = handle_fd(h, 0);
+            pthread_mutex_unlock(&h->mu);
+            t->copy_off = o->offset;
+            rc = t->copy_fd < 0 ? -1 : 0;
+            break;
+        }
+        case RP_OP_COPY: {
+            struct handle *h = &R.handles[o->obj];
+            pthread_mutex_lock(&h->mu);
+            int fd = handle_fd(h, 0);
+            rc = fd < 0 || t->copy_fd < 0 ? -1 : do_copy(t->copy_fd, t->copy_off, fd, o->offset, o->size, buf);
+            pthread_mutex_unlock(&h->mu);
+            t->copy_fd = -1;
+            break;
+        }
         default: {
             struct handle *h = &R.handles[o->obj];
             pthread_mutex_lock(&h->mu);

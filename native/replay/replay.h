@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #define RP_SCHEMA_MAJOR 1
-#define RP_SCHEMA_MINOR 2
+#define RP_SCHEMA_MINOR 3
 
 /* report classes, as in the capture's categories */
 #define RP_CLASSES(X) X(NONE) X(READ) X(WRITE) X(META) X(SYNC) X(STREAM)
@@ -45,7 +45,9 @@
     X(MKDIR, META, "mkdir (obj: file)") \
     X(READDIR, META, "list the handle's directory with getdents64 (once per open)") \
     X(PIPE_READ, STREAM, "waits until the pipe's writers wrote `offset` bytes (obj: pipe)") \
-    X(PIPE_WRITE, STREAM, "waits until the pipe's readers read `offset` bytes (obj: pipe)")
+    X(PIPE_WRITE, STREAM, "waits until the pipe's readers read `offset` bytes (obj: pipe)") \
+    X(COPY_FROM, READ, "the source of its thread's next COPY: the handle, from `offset` (no call of its own)") \
+    X(COPY, WRITE, "copy_file_range `size` bytes from the thread's last COPY_FROM to the handle at `offset` (pread and pwrite where the kernel cannot)")
 
 enum rp_class {
 #define RP_X_CLASS(n) RP_CLASS_##n,

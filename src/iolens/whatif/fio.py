@@ -40,8 +40,8 @@ def iolog(plan: Plan) -> bytes:
     base = np.maximum.accumulate(np.where(first, np.arange(len(ops)), 0))
     t = csum - (csum[base] - step[base]) - ops["dur"].astype(np.int64)
     # thread starts are relative to their process start: approximate with the process's first op times
-    data = {c["READ"]: "read", c["SREAD"]: "read", c["WRITE"]: "write", c["SWRITE"]: "write",
-            c["FSYNC"]: "sync", c["FDATASYNC"]: "datasync"}
+    data = {c["READ"]: "read", c["SREAD"]: "read", c["COPY_FROM"]: "read", c["WRITE"]: "write",
+            c["SWRITE"]: "write", c["COPY"]: "write", c["FSYNC"]: "sync", c["FDATASYNC"]: "datasync"}
     sel = np.nonzero(np.isin(ops["op"], list(data)))[0]
     order = sel[np.argsort(t[sel], kind="stable")]
     lines = [HEADER]

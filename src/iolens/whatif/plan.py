@@ -40,7 +40,7 @@ _FILE_OPS = {
     "CLOSE": "CLOSE", "FCLOSE": "CLOSE", "CLOSEDIR": "CLOSE",
     "READ": "READ", "PREAD": "READ", "READV": "READ", "PREADV": "READ",
     "WRITE": "WRITE", "PWRITE": "WRITE", "WRITEV": "WRITE", "PWRITEV": "WRITE", "SENDFILE": "WRITE",
-    "COPY_FILE_RANGE": "WRITE",
+    "COPY_FILE_RANGE": "WRITE", "COPY_SOURCE": "READ",
     "FREAD": "SREAD", "FGETS": "SREAD", "FGETC": "SREAD", "GETDELIM": "SREAD", "FSCANF": "SREAD",
     "STDIO_FILL": "SREAD",
     "FWRITE": "SWRITE", "FPUTS": "SWRITE", "FPUTC": "SWRITE", "FPRINTF": "SWRITE", "STDIO_DRAIN": "SWRITE",
@@ -51,8 +51,12 @@ _FILE_OPS = {
     "READDIR": "READDIR", "GETDENTS": "READDIR",
 }
 PATH_OPS = ("STAT", "UNLINK", "RENAME", "MKDIR", "SYNCFS")
+# A copy's two sides when both are the step's files: the source (recorded right before the call, on its thread)
+# and the call on the destination are replayed as one copy_file_range; otherwise each side as _FILE_OPS says.
+_COPY_SOURCE = "COPY_SOURCE"
+_COPY_CALLS = ("COPY_FILE_RANGE", "SENDFILE")
 # the replay ops that act on a handle (a process's descriptor of a file): the file ops that name no path
-HANDLE_OPS = tuple(sorted(set(_FILE_OPS.values()) - set(PATH_OPS)))
+HANDLE_OPS = tuple(sorted((set(_FILE_OPS.values()) | {"COPY_FROM", "COPY"}) - set(PATH_OPS)))
 # not replayed (their time stays in the compute gap): LSEEK, DUP, FSEEK, FTELL, TRUNCATE, FALLOCATE, MMAP, MUNMAP
 
 # The profiler's own cost per traced event that falls outside the recorded call (the hook's entry, the clock
@@ -288,7 +292,7 @@ class _Ops:
             self.proc_threads.append([])
             return
         kind, gid = _file_kinds(ev["file"].astype(np.int64), local)
-        rp = self._replay_ops(ev["op"].astype(np.int64), kind)
+        rp = self._paired_copies(ev, self._replay_ops(ev["op"].astype(np.int64), kind), kind)
         keep = rp >= 0
         self.skipped += int((~keep).sum())
         tids = ev["tid"].astype(np.int64)
@@ -315,6 +319,19 @@ class _Ops:
         for name in ("SYNC", "SYNCFS"):
             if name in self.op_names:
                 rp = np.where((opc == self.op_names.index(name)) & (kind == 0), self.code["SYNCFS"], rp)
+        return rp
+
+    def _paired_copies(self, ev: np.ndarray, rp: np.ndarray, kind: np.ndarray) -> np.ndarray:
+        """COPY_FROM and COPY for each copy whose source and destination are both data files."""
+        if _COPY_SOURCE not in self.op_names or len(ev) < 2:
+            return rp
+        op, tid = ev["op"].astype(np.int64), ev["tid"]
+        calls = [self.op_names.index(n) for n in _COPY_CALLS]
+        i = np.nonzero((op[:-1] == self.op_names.index(_COPY_SOURCE)) & np.isin(op[1:], calls)
+                       & (tid[:-1] == tid[1:]) & (kind[:-1] == _DATA) & (kind[1:] == _DATA))[0]
+        if len(i):
+            rp = rp.copy()
+            rp[i], rp[i + 1] = self.code["COPY_FROM"], self.code["COPY"]
         return rp
 
     def _number_threads(self, pi: int, ev: np.ndarray, tids: np.ndarray) -> list[tuple[int, float, float]]:

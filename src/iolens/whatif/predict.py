@@ -47,7 +47,8 @@ SYNCED = {"write_small": "write_small_synced", "write_large": "write_large_synce
 CAL_CLASSES = CLASSES + tuple(SYNCED.values())
 SMALL = 64 * 1024
 
-_READS = {"READ", "PREAD", "READV", "PREADV", "FREAD", "FGETS", "FGETC", "GETDELIM", "FSCANF", "STDIO_FILL"}
+_READS = {"READ", "PREAD", "READV", "PREADV", "FREAD", "FGETS", "FGETC", "GETDELIM", "FSCANF", "STDIO_FILL",
+          "COPY_SOURCE"}
 _WRITES = {"WRITE", "PWRITE", "WRITEV", "PWRITEV", "SENDFILE", "COPY_FILE_RANGE", "FWRITE", "FPUTS", "FPUTC",
            "FPRINTF", "STDIO_DRAIN", "FFLUSH"}
 _SYNCS = {"FSYNC", "FDATASYNC", "SYNC_FILE_RANGE", "SYNCFS", "SYNC", "MSYNC"}

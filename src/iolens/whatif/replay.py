@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from iolens.bench.safety import WorkDirs, check_space, signals_as_exceptions
 from iolens.bench.targets import Target
 from iolens.capture.reader import Capture
@@ -54,7 +56,7 @@ def capture_devices(cap: Capture, plan: Plan) -> set[int]:
 def written_bytes(plan: Plan) -> int:
     c = op_codes()
     ops = plan.ops
-    sel = (ops["op"] == c["WRITE"]) | (ops["op"] == c["SWRITE"])
+    sel = np.isin(ops["op"], [c["WRITE"], c["SWRITE"], c["COPY"]])
     return int(ops["size"][sel].sum())
 
 
