@@ -12,7 +12,12 @@ from conftest import iolens
 
 pytestmark = pytest.mark.timeout(300)
 
-ZERO = dict.fromkeys(("read_small", "read_large", "write_small", "write_large", "sync", "meta"), 0.0)
+def _zero():
+    from iolens.whatif.predict import CLASSES
+    return dict.fromkeys(CLASSES, 0.0)
+
+
+ZERO = _zero()
 
 
 def model(**kw):
@@ -65,7 +70,7 @@ def test_prediction_from_a_capture_with_known_operations(tmp_path):
     assert m.traced
     assert m.class_n["read_large"] == 4 and m.class_n["write_large"] == 4
     assert m.class_n["read_small"] == 1 and m.class_n["write_small"] == 0
-    home = dict(ZERO, read_large=0.001, write_large=0.002, meta=1e-5, read_small=1e-6)
+    home = dict(dict.fromkeys(ZERO, 1e-5), read_large=0.001, write_large=0.002, read_small=1e-6)
     there = dict(home, read_large=0.011, write_large=0.007)  # +10 ms per large read, +5 ms per large write
     p = predict(m, there, home, "there")
     # one thread: the recorded wall time, less the profiler's recording of its events, plus 4 x 10 ms + 4 x 5 ms
@@ -103,11 +108,11 @@ def test_writes_are_priced_buffered_unless_the_step_syncs():
 def test_write_calibration_syncs_only_in_its_synced_classes(tmp_path):
     from iolens.bench.targets import resolve
     from iolens.whatif.engine import op_codes
-    from iolens.whatif.predict import CAL_CLASSES, CLASSES, _cal_plan, calibrate
+    from iolens.whatif.predict import CAL_CLASSES, CAL_RUNS, CLASSES, META_KINDS, _cal_plan, calibrate
 
     c = op_codes()
     syncs = {c["FSYNC"], c["FDATASYNC"], c["SYNCFS"]}
-    for cls in CAL_CLASSES:
+    for cls in CAL_RUNS:
         ops = _cal_plan(cls).ops["op"]
         n_sync = int(sum(int(o) in syncs for o in ops))
         n_write = int((ops == c["WRITE"]).sum())
@@ -124,6 +129,30 @@ def test_write_calibration_syncs_only_in_its_synced_classes(tmp_path):
     target = tmp_path / "t"
     target.mkdir()
     cal = calibrate(resolve(str(target)))
-    assert set(cal) == set(CAL_CLASSES) and set(CLASSES) < set(cal)
+    assert set(cal) == set(CAL_CLASSES) and set(CLASSES) < set(cal) and set(META_KINDS) < set(cal)
     assert all(v > 0 for v in cal.values()), cal
     assert list(target.iterdir()) == []
+    # each metadata kind priced from the metadata run's own ops: a create costs more than a close
+    assert cal["meta_create"] > 2 * cal["meta_close"], cal
+
+
+def test_metadata_is_modelled_by_kind(tmp_path):
+    """A shell's loop of `echo > f`: one create per file (its first open), closes, a stat and an unlink, each kind
+    counted apart and priced by its own calibration: a target where creates cost 1 ms more and closes nothing
+    more is predicted 1 ms more per create."""
+    from iolens.capture.reader import read_capture
+    from iolens.whatif.predict import predict, step_model
+
+    cap_path = tmp_path / "sh.iolens"
+    r = iolens("profile", "--trace", "-o", cap_path, "--", "sh", "-c",
+               "for i in 1 2 3 4 5; do echo $i > f$i; done; echo 6 >> f1; cat f2 > /dev/null; "
+               "test -e f3; rm f4", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    m = step_model(read_capture(cap_path))
+    assert m.class_n["meta_create"] == 5  # f1..f5, not f1 again
+    assert m.class_n["meta_open"] >= 2  # f1 appended to, f2 by cat
+    assert m.class_n["meta_unlink"] == 1 and m.class_n["meta_close"] >= 7
+    assert m.class_n["meta_stat"] >= 1  # test -e
+    home = dict.fromkeys(ZERO, 1e-6)
+    there = dict(home, meta_create=1e-3 + 1e-6)
+    assert predict(m, there, home, "there").io_delta_s == pytest.approx(5e-3 / max(1.0, m.overlap))

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import tempfile
 import time
 from dataclasses import dataclass, field
 
@@ -34,17 +35,24 @@ from iolens import __version__
 from iolens import _format as F
 from iolens.bench.targets import Target
 from iolens.capture.reader import Capture
-from iolens.whatif.engine import op_codes, op_dtype
+from iolens.whatif.engine import log_dtype, op_codes, op_dtype
 from iolens.whatif.plan import (TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS, Plan, ReplayFile, _is_data,
                                 has_trace)
 from iolens.whatif.timeline import event_costs
 
 CAL_KIND = "whatif-calibration"
-CAL_VERSION = 2
-CLASSES = ("read_small", "read_large", "write_small", "write_large", "sync", "meta")
+CAL_VERSION = 3
+# Metadata by kind: a create costs a disk filesystem ten times a close, and a step's mix (a shell's loop: one
+# create, three closes, a stat) is not the calibration's, so one mean per metadata op mispriced it (+54% to +102%
+# on the throttled disks for the small-file step).  "meta": the other metadata ops (mkdir, rename, directory
+# listing), priced at the mean of the metadata calibration.
+META_KINDS = ("meta_create", "meta_open", "meta_close", "meta_stat", "meta_unlink")
+CLASSES = ("read_small", "read_large", "write_small", "write_large", "sync", "meta") + META_KINDS
 # the write classes calibrated again with an fdatasync at the end: the costs a step that syncs pays per write
 SYNCED = {"write_small": "write_small_synced", "write_large": "write_large_synced"}
 CAL_CLASSES = CLASSES + tuple(SYNCED.values())
+# the calibration workloads: one per class, but the metadata kinds come from the per-op log of the "meta" one
+CAL_RUNS = tuple(c for c in CAL_CLASSES if c not in META_KINDS)
 SMALL = 64 * 1024
 
 _READS = {"READ", "PREAD", "READV", "PREADV", "FREAD", "FGETS", "FGETC", "GETDELIM", "FSCANF", "STDIO_FILL",
@@ -52,8 +60,10 @@ _READS = {"READ", "PREAD", "READV", "PREADV", "FREAD", "FGETS", "FGETC", "GETDEL
 _WRITES = {"WRITE", "PWRITE", "WRITEV", "PWRITEV", "SENDFILE", "COPY_FILE_RANGE", "FWRITE", "FPUTS", "FPUTC",
            "FPRINTF", "STDIO_DRAIN", "FFLUSH"}
 _SYNCS = {"FSYNC", "FDATASYNC", "SYNC_FILE_RANGE", "SYNCFS", "SYNC", "MSYNC"}
-_METAS = {"OPEN", "FOPEN", "MKSTEMP", "OPENDIR", "CLOSE", "FCLOSE", "CLOSEDIR", "STAT", "ACCESS", "UNLINK", "RMDIR",
-          "RENAME", "MKDIR", "READDIR", "GETDENTS"}
+_OPENS = {"OPEN", "FOPEN", "MKSTEMP", "OPENDIR"}  # the first open of a file the process created: meta_create
+_META_KIND = {"CLOSE": "meta_close", "FCLOSE": "meta_close", "CLOSEDIR": "meta_close", "STAT": "meta_stat",
+              "ACCESS": "meta_stat", "UNLINK": "meta_unlink", "RMDIR": "meta_unlink"}
+_METAS = _OPENS | set(_META_KIND) | {"RENAME", "MKDIR", "READDIR", "GETDENTS"}
 
 
 @dataclass
@@ -94,8 +104,14 @@ def step_model(cap: Capture, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS,
     for i, n in enumerate(names):
         if n in _SYNCS:
             cls_of[i] = CLASSES.index("sync")
+        elif n in _OPENS:
+            cls_of[i] = CLASSES.index("meta_open")
+        elif n in _META_KIND:
+            cls_of[i] = CLASSES.index(_META_KIND[n])
         elif n in _METAS:
             cls_of[i] = CLASSES.index("meta")
+    open_ops = [names.index(n) for n in _OPENS if n in names]
+    created = F.FILE_FLAGS["CREATED"][0]
     class_s = dict.fromkeys(CLASSES, 0.0)
     class_n = dict.fromkeys(CLASSES, 0)
     wall = float(cap.meta.get("wall_s") or 0.0)
@@ -121,6 +137,13 @@ def step_model(cap: Capture, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS,
             k = cls_of[np.minimum(op, len(names))].copy()
             k[isr] = np.where(size[isr] <= SMALL, 0, 1)
             k[isw] = np.where(size[isw] <= SMALL, 2, 3)
+            # the first open of each file the process created is its create
+            made = [f["index"] for f in p.files if f["flags"] & created]
+            opens = np.nonzero(np.isin(op, open_ops) & np.isin(ev["file"], made))[0]
+            if len(opens):
+                opens = opens[np.argsort(ev["start_mono"][opens], kind="stable")]
+                _u, first = np.unique(ev["file"][opens], return_index=True)
+                k[opens[first]] = CLASSES.index("meta_create")
             keep = on_data & (k >= 0)
             for ci, c in enumerate(CLASSES):
                 sel = keep & (k == ci)
@@ -173,8 +196,9 @@ def step_model(cap: Capture, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS,
 # ---- calibration -------------------------------------------------------------------------------------------
 
 def _cal_plan(cls: str) -> Plan:
-    """A small synthetic workload of one calibration class (CAL_CLASSES), replayed at full speed.  The write
-    classes only write (buffered, as a step that never syncs); their `_synced` twins end with an fdatasync."""
+    """A small synthetic workload of one calibration run (CAL_RUNS), replayed at full speed.  The write classes
+    only write (buffered, as a step that never syncs); their `_synced` twins end with an fdatasync.  The metadata
+    run creates (open, close, stat), opens again (open, close) and unlinks 300 files."""
     c = op_codes()
     rows: list[tuple[int, int, int, int]] = []  # op, obj, offset, size
     files = [ReplayFile("/cal/data", "cal/data", layout=(32 << 20) if cls.startswith("read") else 0),
@@ -198,6 +222,8 @@ def _cal_plan(cls: str) -> Plan:
         for i in range(300):
             rows += [(c["OPEN"], h0 + i, 0, 0), (c["CLOSE"], h0 + i, 0, 0), (c["STAT"], 2 + i, 0, 0)]
         for i in range(300):
+            rows += [(c["OPEN"], h0 + i, 0, 0), (c["CLOSE"], h0 + i, 0, 0)]
+        for i in range(300):
             rows.append((c["UNLINK"], 2 + i, 0, 0))
     if cls in SYNCED.values():  # the writes' writeback, waited for as a step that syncs waits for it
         rows.append((c["FDATASYNC"], 1, 0, 0))
@@ -210,7 +236,22 @@ def _cal_plan(cls: str) -> Plan:
 
 def _cal_ops(cls: str) -> int:
     return {"read_small": 4096, "read_large": 32, "write_small": 4096, "write_large": 32, "sync": 64,
-            "meta": 1200}[cls.removesuffix("_synced")]
+            "meta": 1800}[cls.removesuffix("_synced")]
+
+
+def _meta_kinds(ops: np.ndarray, log: np.ndarray) -> dict[str, float]:
+    """Seconds per op of each metadata kind in a replay of the metadata calibration, from its per-op log (one
+    entry per op, in the ops' order): the first open of each file is its create, the second a plain open."""
+    c = op_codes()
+    dur = (log["end"].astype(np.float64) - log["start"]) / 1e9
+    opens = np.nonzero(ops["op"] == c["OPEN"])[0]
+    _u, first = np.unique(ops["obj"][opens], return_index=True)
+    create = np.zeros(len(ops), dtype=bool)
+    create[opens[first]] = True
+    sel = {"meta_create": create, "meta_open": (ops["op"] == c["OPEN"]) & ~create,
+           "meta_close": ops["op"] == c["CLOSE"], "meta_stat": ops["op"] == c["STAT"],
+           "meta_unlink": ops["op"] == c["UNLINK"]}
+    return {k: float(dur[m].mean()) for k, m in sel.items()}
 
 
 def calibrate(t: Target, *, cache: str = "warm", store=None, refresh: bool = False) -> dict[str, float]:
@@ -227,12 +268,19 @@ def calibrate(t: Target, *, cache: str = "warm", store=None, refresh: bool = Fal
                 if res:
                     return dict(res[0]["metrics"])
     out: dict[str, float] = {}
-    for cls in CAL_CLASSES:
-        samples = []
+    for cls in CAL_RUNS:
+        samples, kinds = [], []
+        plan = _cal_plan(cls)
         for _ in range(3):
-            r = replay_on(_cal_plan(cls), t, speed="max", cache=cache)
+            with tempfile.TemporaryDirectory(prefix="iolens-cal-") as tmp:
+                log = os.path.join(tmp, "ops.log") if cls == "meta" else None
+                r = replay_on(plan, t, speed="max", cache=cache, log=log)
+                if log:
+                    kinds.append(_meta_kinds(plan.ops, np.fromfile(log, dtype=log_dtype())))
             samples.append(r.wall_s / _cal_ops(cls))
         out[cls] = float(np.median(samples))
+        for k in (META_KINDS if kinds else ()):
+            out[k] = float(np.median([x[k] for x in kinds]))
     if store is not None:
         rid = store.add_run(CAL_KIND, {"target": str(t.path), "spec": t.spec, "cache": cache, "version": CAL_VERSION},
                             {"iolens_version": __version__, "host": host, "time": time.time()})
