@@ -156,3 +156,19 @@ def test_metadata_is_modelled_by_kind(tmp_path):
     home = dict.fromkeys(ZERO, 1e-6)
     there = dict(home, meta_create=1e-3 + 1e-6)
     assert predict(m, there, home, "there").io_delta_s == pytest.approx(5e-3 / max(1.0, m.overlap))
+
+
+def test_buffered_stdio_calls_are_not_storage_requests(cprog, tmp_path):
+    """20,000 fputc calls to a fully buffered stream: storage sees only the buffer's flushes (4 KiB each), and only
+    those are priced on a target; the calls the buffer served took no time and cost the same anywhere."""
+    from iolens.capture.reader import read_capture
+    from iolens.whatif.predict import predict, step_model
+
+    cap_path = tmp_path / "fputc.iolens"
+    r = iolens("profile", "--trace", "-o", cap_path, "--", cprog("hotloop"), "fputc", "20000", tmp_path / "o.bin",
+               cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    m = step_model(read_capture(cap_path))
+    assert 5 <= m.class_n["write_small"] <= 8, m.class_n  # 20,000 bytes in 4 KiB flushes, and the last one
+    home = dict.fromkeys(ZERO, 1e-6)
+    assert predict(m, dict(home, write_small=1e-3 + 1e-6), home, "x").io_delta_s < 10e-3

@@ -51,6 +51,8 @@ _FILE_OPS = {
     "READDIR": "READDIR", "GETDENTS": "READDIR",
 }
 PATH_OPS = ("STAT", "UNLINK", "RENAME", "MKDIR", "SYNCFS")
+# buffered stdio calls: a traced one with no time was served by its stream's buffer and reached no storage
+STDIO_OPS = tuple(n for n, rp in _FILE_OPS.items() if rp in ("SREAD", "SWRITE"))
 # A copy's two sides when both are the step's files: the source (recorded right before the call, on its thread)
 # and the call on the destination are replayed as one copy_file_range; otherwise each side as _FILE_OPS says.
 _COPY_SOURCE = "COPY_SOURCE"

@@ -36,8 +36,8 @@ from iolens import _format as F
 from iolens.bench.targets import Target
 from iolens.capture.reader import Capture
 from iolens.whatif.engine import log_dtype, op_codes, op_dtype
-from iolens.whatif.plan import (TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS, Plan, ReplayFile, _is_data,
-                                has_trace)
+from iolens.whatif.plan import (STDIO_OPS, TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS, Plan, ReplayFile,
+                                _is_data, has_trace)
 from iolens.whatif.timeline import event_costs
 
 CAL_KIND = "whatif-calibration"
@@ -111,6 +111,7 @@ def step_model(cap: Capture, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS,
         elif n in _METAS:
             cls_of[i] = CLASSES.index("meta")
     open_ops = [names.index(n) for n in _OPENS if n in names]
+    stdio_ops = [names.index(n) for n in STDIO_OPS if n in names]
     created = F.FILE_FLAGS["CREATED"][0]
     class_s = dict.fromkeys(CLASSES, 0.0)
     class_n = dict.fromkeys(CLASSES, 0)
@@ -144,7 +145,9 @@ def step_model(cap: Capture, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS,
                 opens = opens[np.argsort(ev["start_mono"][opens], kind="stable")]
                 _u, first = np.unique(ev["file"][opens], return_index=True)
                 k[opens[first]] = CLASSES.index("meta_create")
-            keep = on_data & (k >= 0)
+            # a stdio call its buffer served (no time: no clock was read) is no request to storage anywhere
+            buffered = np.isin(op, stdio_ops) & (ev["dur_ns"] == 0)
+            keep = on_data & (k >= 0) & ~buffered
             for ci, c in enumerate(CLASSES):
                 sel = keep & (k == ci)
                 class_s[c] += float(dur[sel].sum())
