@@ -172,3 +172,24 @@ def test_buffered_stdio_calls_are_not_storage_requests(cprog, tmp_path):
     assert 5 <= m.class_n["write_small"] <= 8, m.class_n  # 20,000 bytes in 4 KiB flushes, and the last one
     home = dict.fromkeys(ZERO, 1e-6)
     assert predict(m, dict(home, write_small=1e-3 + 1e-6), home, "x").io_delta_s < 10e-3
+
+
+def test_small_copies_have_their_own_class(tmp_path):
+    """cat of small files: each copy_file_range is one small copy (its source side is not priced again as a read),
+    priced by the copy calibration (on btrfs a small copy costs ~50 us where a small write costs a few)."""
+    from iolens import _format as F
+    from iolens.capture.reader import read_capture
+    from iolens.whatif.predict import step_model
+
+    for i in range(4):
+        (tmp_path / f"s{i}").write_text(f"{i}\n")
+    cap_path = tmp_path / "cat.iolens"
+    r = iolens("profile", "--trace", "-o", cap_path, "--", "sh", "-c", "cat s0 s1 s2 s3 > all", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    cap = read_capture(cap_path)
+    ops = [n for n, _c in F.OPS]
+    calls = sum(p.op_count[ops.index("COPY_FILE_RANGE")] + p.op_count[ops.index("SENDFILE")]
+                for p in cap.processes)
+    m = step_model(cap)
+    assert calls >= 4 and m.class_n["copy_small"] == calls
+    assert m.class_n["read_small"] + m.class_n["write_small"] < calls  # the copies are neither

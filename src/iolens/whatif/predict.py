@@ -41,13 +41,15 @@ from iolens.whatif.plan import (STDIO_OPS, TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_O
 from iolens.whatif.timeline import event_costs
 
 CAL_KIND = "whatif-calibration"
-CAL_VERSION = 3
+CAL_VERSION = 4
 # Metadata by kind: a create costs a disk filesystem ten times a close, and a step's mix (a shell's loop: one
 # create, three closes, a stat) is not the calibration's, so one mean per metadata op mispriced it (+54% to +102%
 # on the throttled disks for the small-file step).  "meta": the other metadata ops (mkdir, rename, directory
 # listing), priced at the mean of the metadata calibration.
 META_KINDS = ("meta_create", "meta_open", "meta_close", "meta_stat", "meta_unlink")
-CLASSES = ("read_small", "read_large", "write_small", "write_large", "sync", "meta") + META_KINDS
+# A small copy_file_range or sendfile (cat, cp of small files) is one call that reads and writes: on btrfs it costs
+# ~50 us where a small read and write cost a few, so it has its own class.  A large copy is priced as a large write.
+CLASSES = ("read_small", "read_large", "write_small", "write_large", "sync", "meta") + META_KINDS + ("copy_small",)
 # the write classes calibrated again with an fdatasync at the end: the costs a step that syncs pays per write
 SYNCED = {"write_small": "write_small_synced", "write_large": "write_large_synced"}
 CAL_CLASSES = CLASSES + tuple(SYNCED.values())
@@ -55,10 +57,9 @@ CAL_CLASSES = CLASSES + tuple(SYNCED.values())
 CAL_RUNS = tuple(c for c in CAL_CLASSES if c not in META_KINDS)
 SMALL = 64 * 1024
 
-_READS = {"READ", "PREAD", "READV", "PREADV", "FREAD", "FGETS", "FGETC", "GETDELIM", "FSCANF", "STDIO_FILL",
-          "COPY_SOURCE"}
-_WRITES = {"WRITE", "PWRITE", "WRITEV", "PWRITEV", "SENDFILE", "COPY_FILE_RANGE", "FWRITE", "FPUTS", "FPUTC",
-           "FPRINTF", "STDIO_DRAIN", "FFLUSH"}
+_READS = {"READ", "PREAD", "READV", "PREADV", "FREAD", "FGETS", "FGETC", "GETDELIM", "FSCANF", "STDIO_FILL"}
+_WRITES = {"WRITE", "PWRITE", "WRITEV", "PWRITEV", "FWRITE", "FPUTS", "FPUTC", "FPRINTF", "STDIO_DRAIN", "FFLUSH"}
+_COPIES = {"SENDFILE", "COPY_FILE_RANGE"}  # priced whole by their call; their COPY_SOURCE side is not priced again
 _SYNCS = {"FSYNC", "FDATASYNC", "SYNC_FILE_RANGE", "SYNCFS", "SYNC", "MSYNC"}
 _OPENS = {"OPEN", "FOPEN", "MKSTEMP", "OPENDIR"}  # the first open of a file the process created: meta_create
 _META_KIND = {"CLOSE": "meta_close", "FCLOSE": "meta_close", "CLOSEDIR": "meta_close", "STAT": "meta_stat",
@@ -135,9 +136,11 @@ def step_model(cap: Capture, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS,
             size = ev["size"].astype(np.int64)
             isr = np.isin(op, [names.index(n) for n in _READS if n in names])
             isw = np.isin(op, [names.index(n) for n in _WRITES if n in names])
+            isc = np.isin(op, [names.index(n) for n in _COPIES if n in names])
             k = cls_of[np.minimum(op, len(names))].copy()
             k[isr] = np.where(size[isr] <= SMALL, 0, 1)
             k[isw] = np.where(size[isw] <= SMALL, 2, 3)
+            k[isc] = np.where(size[isc] <= SMALL, CLASSES.index("copy_small"), 3)
             # the first open of each file the process created is its create
             made = [f["index"] for f in p.files if f["flags"] & created]
             opens = np.nonzero(np.isin(op, open_ops) & np.isin(ev["file"], made))[0]
@@ -218,6 +221,16 @@ def _cal_plan(cls: str) -> Plan:
         rows = [(c["OPEN"], 1, 0, 0)]
         for i in range(64):
             rows += [(c["WRITE"], 1, i * 4096, 4096), (c["FDATASYNC"], 1, 0, 0)]
+    elif cls == "copy_small":
+        # 300 small files copied into one, as cat does (open, copy, the copy that finds the end, close).  Not whole
+        # blocks: btrfs clones aligned blocks (8 us) but copies a 100-byte file's bytes (~50 us, as `cat` pays)
+        n = 100
+        for i in range(300):
+            files.append(ReplayFile(f"/cal/c/f{i}", f"cal/c/f{i}", layout=n))
+        for i in range(300):
+            h = 2 + i
+            rows += [(c["OPEN"], h, 0, 0), (c["COPY_FROM"], h, 0, n), (c["COPY"], 1, i * n, n),
+                     (c["COPY_FROM"], h, n, 0), (c["COPY"], 1, (i + 1) * n, 0), (c["CLOSE"], h, 0, 0)]
     elif cls == "meta":
         for i in range(300):
             files.append(ReplayFile(f"/cal/m/f{i}", f"cal/m/f{i}", created=True))
@@ -239,7 +252,7 @@ def _cal_plan(cls: str) -> Plan:
 
 def _cal_ops(cls: str) -> int:
     return {"read_small": 4096, "read_large": 32, "write_small": 4096, "write_large": 32, "sync": 64,
-            "meta": 1800}[cls.removesuffix("_synced")]
+            "meta": 1800, "copy_small": 600}[cls.removesuffix("_synced")]
 
 
 def _meta_kinds(ops: np.ndarray, log: np.ndarray) -> dict[str, float]:
@@ -255,6 +268,18 @@ def _meta_kinds(ops: np.ndarray, log: np.ndarray) -> dict[str, float]:
            "meta_close": ops["op"] == c["CLOSE"], "meta_stat": ops["op"] == c["STAT"],
            "meta_unlink": ops["op"] == c["UNLINK"]}
     return {k: float(dur[m].mean()) for k, m in sel.items()}
+
+
+def _copy_cost(ops: np.ndarray, log: np.ndarray) -> dict[str, float]:
+    """Seconds per copy call (the source side and the call) in a replay of the copy calibration."""
+    c = op_codes()
+    dur = (log["end"].astype(np.float64) - log["start"]) / 1e9
+    copies = ops["op"] == c["COPY"]
+    return {"copy_small": float(dur[copies | (ops["op"] == c["COPY_FROM"])].sum() / copies.sum())}
+
+
+# the calibration runs whose per-op log prices some classes (rather than wall time over the op count)
+_FROM_LOG = {"meta": _meta_kinds, "copy_small": _copy_cost}
 
 
 def calibrate(t: Target, *, cache: str = "warm", store=None, refresh: bool = False) -> dict[str, float]:
@@ -276,13 +301,13 @@ def calibrate(t: Target, *, cache: str = "warm", store=None, refresh: bool = Fal
         plan = _cal_plan(cls)
         for _ in range(3):
             with tempfile.TemporaryDirectory(prefix="iolens-cal-") as tmp:
-                log = os.path.join(tmp, "ops.log") if cls == "meta" else None
+                log = os.path.join(tmp, "ops.log") if cls in _FROM_LOG else None
                 r = replay_on(plan, t, speed="max", cache=cache, log=log)
                 if log:
-                    kinds.append(_meta_kinds(plan.ops, np.fromfile(log, dtype=log_dtype())))
+                    kinds.append(_FROM_LOG[cls](plan.ops, np.fromfile(log, dtype=log_dtype())))
             samples.append(r.wall_s / _cal_ops(cls))
         out[cls] = float(np.median(samples))
-        for k in (META_KINDS if kinds else ()):
+        for k in (kinds[0] if kinds else ()):
             out[k] = float(np.median([x[k] for x in kinds]))
     if store is not None:
         rid = store.add_run(CAL_KIND, {"target": str(t.path), "spec": t.spec, "cache": cache, "version": CAL_VERSION},
