@@ -193,3 +193,17 @@ def test_small_copies_have_their_own_class(tmp_path):
     m = step_model(cap)
     assert calls >= 4 and m.class_n["copy_small"] == calls
     assert m.class_n["read_small"] + m.class_n["write_small"] < calls  # the copies are neither
+
+
+def test_large_calls_are_priced_by_the_bytes_they_move():
+    """Ten 512 KiB writes are five calibration calls' worth (1 MiB each): a large call is bandwidth-bound, so a
+    target 200 ms slower per MiB makes them 1 s slower, not 2 s."""
+    from iolens.whatif.predict import LARGE_CALL, predict
+
+    home = dict(ZERO, read_small=0.002, write_large=0.1)
+    slow = dict(ZERO, read_small=0.002, write_large=0.3)
+    assert predict(model(), slow, home, "slow").wall_s == pytest.approx(12.0)  # no bytes known: per call
+    m = model(class_b={"write_large": 10 * LARGE_CALL // 2})
+    assert predict(m, slow, home, "slow").wall_s == pytest.approx(11.0)
+    # no home calibration: the recorded time per MiB (2 s / 5 MiB) is the reference: 10 + 5 x (0.3 - 0.4)
+    assert predict(m, slow, None, "slow").wall_s == pytest.approx(9.5)

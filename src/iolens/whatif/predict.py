@@ -56,6 +56,10 @@ CAL_CLASSES = CLASSES + tuple(SYNCED.values())
 # the calibration workloads: one per class, but the metadata kinds come from the per-op log of the "meta" one
 CAL_RUNS = tuple(c for c in CAL_CLASSES if c not in META_KINDS)
 SMALL = 64 * 1024
+# The large classes are calibrated with 1 MiB calls and priced per MiB moved when the trace gives their bytes: a
+# large call is bandwidth-bound (pigz's 128 KiB reads on S3, priced per call at a 1 MiB read's cost, came out +65%).
+LARGE = ("read_large", "write_large")
+LARGE_CALL = 1 << 20
 
 _READS = {"READ", "PREAD", "READV", "PREADV", "FREAD", "FGETS", "FGETC", "GETDELIM", "FSCANF", "STDIO_FILL"}
 _WRITES = {"WRITE", "PWRITE", "WRITEV", "PWRITEV", "FWRITE", "FPUTS", "FPUTC", "FPRINTF", "STDIO_DRAIN", "FFLUSH"}
@@ -77,6 +81,7 @@ class StepModel:
     overlap: float                  # sum of storage-op time / storage I/O wall (>1: threads overlapped)
     unseen: list[str] = field(default_factory=list)
     recording_s: float = 0.0        # the profiler's own recording cost in wall_s (traced captures; estimated)
+    class_b: dict[str, int] = field(default_factory=dict)  # bytes of the large classes (traced captures)
 
     @property
     def compute_s(self) -> float:
@@ -116,6 +121,7 @@ def step_model(cap: Capture, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS,
     created = F.FILE_FLAGS["CREATED"][0]
     class_s = dict.fromkeys(CLASSES, 0.0)
     class_n = dict.fromkeys(CLASSES, 0)
+    class_b: dict[str, int] = {}
     wall = float(cap.meta.get("wall_s") or 0.0)
     pipe_flag = F.FILE_FLAGS["NOT_A_FILE"][0]
     unseen: list[str] = []
@@ -155,6 +161,8 @@ def step_model(cap: Capture, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS,
                 sel = keep & (k == ci)
                 class_s[c] += float(dur[sel].sum())
                 class_n[c] += int(sel.sum())
+                if c in LARGE:
+                    class_b[c] = class_b.get(c, 0) + int(size[sel].sum())
             st = ev["start_mono"][keep].astype(np.int64)
             starts.append(st)
             ends.append(st + ev["dur_ns"][keep].astype(np.int64))
@@ -196,7 +204,7 @@ def step_model(cap: Capture, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS,
         unseen.append(f"{(kernel_b - traced_b) / 1e6:.1f} MB moved by the kernel were not attributed to traced "
                       "calls (coverage): their cost is not modelled")
     recording = min(recording / max(1.0, overlap), max(0.0, wall - io_wall))
-    return StepModel(wall, io_wall, class_s, class_n, traced, overlap, unseen, recording)
+    return StepModel(wall, io_wall, class_s, class_n, traced, overlap, unseen, recording, class_b)
 
 
 # ---- calibration -------------------------------------------------------------------------------------------
@@ -212,11 +220,11 @@ def _cal_plan(cls: str) -> Plan:
     if cls == "read_small":
         rows = [(c["OPEN"], 0, 0, 0)] + [(c["READ"], 0, i * 4096, 4096) for i in range(4096)]
     elif cls == "read_large":
-        rows = [(c["OPEN"], 0, 0, 0)] + [(c["READ"], 0, i << 20, 1 << 20) for i in range(32)]
+        rows = [(c["OPEN"], 0, 0, 0)] + [(c["READ"], 0, i * LARGE_CALL, LARGE_CALL) for i in range(32)]
     elif cls.startswith("write_small"):
         rows = [(c["OPEN"], 1, 0, 0)] + [(c["WRITE"], 1, i * 4096, 4096) for i in range(4096)]
     elif cls.startswith("write_large"):
-        rows = [(c["OPEN"], 1, 0, 0)] + [(c["WRITE"], 1, i << 20, 1 << 20) for i in range(32)]
+        rows = [(c["OPEN"], 1, 0, 0)] + [(c["WRITE"], 1, i * LARGE_CALL, LARGE_CALL) for i in range(32)]
     elif cls == "sync":
         rows = [(c["OPEN"], 1, 0, 0)]
         for i in range(64):
@@ -344,9 +352,10 @@ def predict(model: StepModel, cal: dict[str, float], home: dict[str, float] | No
         if not n:
             delta[c] = 0.0
             continue
+        units = model.class_b[c] / LARGE_CALL if model.class_b.get(c) else n  # calibration calls' worth
         hk = cost_key(model, c, home) if home else c
-        ref = home[hk] if home and home.get(hk) else model.class_s[c] / n
-        delta[c] = n * (cal[cost_key(model, c, cal)] - ref)
+        ref = home[hk] if home and home.get(hk) else model.class_s[c] / units
+        delta[c] = units * (cal[cost_key(model, c, cal)] - ref)
     d_io = sum(delta.values()) / max(1.0, model.overlap)
     wall = max(model.compute_s, model.wall_s - model.recording_s + d_io)
     io = wall - model.compute_s
