@@ -10,7 +10,7 @@ What the trace gives and how each part is used (see docs/whatif.md, "What the tr
 Not in the trace: descriptors (an op names a file, not an fd), the destination of a rename, the moment a thread
 or a child was created (taken as the process start, and the parent's last op before the child started), and
 open flags (files are opened read-write, created when missing), and some closes (a descriptor dup2-ed over; see
-_closes_after_use).
+handles.py).
 """
 
 from __future__ import annotations
@@ -25,9 +25,17 @@ from iolens import _format as F
 from iolens.capture.reader import Capture, Process
 from iolens.errors import UsageError
 from iolens.whatif.engine import describe, op_dtype
+from iolens.whatif.handles import closes_after_use
 from iolens.whatif.pipes import _pipe_needs
+from iolens.whatif.rows import DUR as _DUR
+from iolens.whatif.rows import OBJ as _OBJ
+from iolens.whatif.rows import OP as _OP
+from iolens.whatif.rows import SEQ as _SEQ
+from iolens.whatif.rows import T as _T
+from iolens.whatif.rows import THREAD as _THREAD
 from iolens.whatif.timeline import (PREEMPT_S, burners, cpu_shares, event_costs, less_recording_cost,
-                                   recorded_threads, startup_cpu_ns)
+                                   recorded_threads)
+from iolens.whatif.tree import Tree, with_pseudo
 
 NO_FILE = 0xFFFFFFFF
 # files the step does not own: the replay leaves them where they are and keeps their ops as compute time
@@ -162,10 +170,10 @@ def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS
     ops = _Ops(code)
     for pi, p in enumerate(procs):
         ops.add_process(pi, p.events, local[pi])
-    tree = _Tree(procs, ops)
+    tree = Tree(procs, ops)
     pseudo = tree.events(code)
     t0 = tree.wall_start(cap.meta, pseudo, code)
-    allrows = _closes_after_use(_with_pseudo(ops.rows, pseudo), code)
+    allrows = closes_after_use(with_pseudo(ops.rows, pseudo), code, HANDLE_OPS)
     if ops.pipe_rows:
         allrows = _with_pipe_needs(allrows, np.concatenate(ops.pipe_rows), code, int(d["pipe_buffer"]))
     a = allrows[np.lexsort((allrows[:, _SEQ], allrows[:, _T], allrows[:, _THREAD]))]  # per thread, in time order
@@ -206,8 +214,6 @@ def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS
 
 # what a process's file index stands for in the replay: a data file (by its index in the plan's files) or a pipe
 _DATA, _PIPE = 1, 2
-# rp_op rows while the plan is built; columns: t, dur, offset, size, op, thread, obj, flags, seq
-_T, _DUR, _OP, _THREAD, _OBJ, _SEQ = 0, 1, 4, 5, 6, 8
 
 
 def _lay_out(procs: list[Process]) -> tuple[list[ReplayFile], list[dict[int, tuple[int, int]]], int]:
@@ -394,146 +400,6 @@ def _file_kinds(fidx: np.ndarray, local: dict[int, tuple[int, int]]) -> tuple[np
         kind[sel] = k
         gid[sel] = g
     return kind, gid
-
-
-# an op the plan adds for the process tree: (t, op, thread, obj, seq); t is a float when it comes from an op's end
-_Pseudo = tuple[float, int, int, int, int]
-
-
-class _Tree:
-    """The processes: who started whom and who waited for whom, as ops of the threads involved."""
-
-    def __init__(self, procs: list[Process], ops: _Ops) -> None:
-        self.procs, self.ops = procs, ops
-        self.starts = [int(p.start_mono) for p in procs]
-        self.ends = [int(p.end_mono) or max((e for _t, _s, e in ops.proc_threads[i]), default=self.starts[i])
-                     for i, p in enumerate(procs)]
-        self.roots: list[int] = []
-        # the last image of each pid: the one a parent's wait for that pid ends
-        self.last_image: dict[int, int] = {}
-        for i, p in enumerate(procs):
-            if p.pid not in self.last_image or self.starts[i] >= self.starts[self.last_image[p.pid]]:
-                self.last_image[p.pid] = i
-
-    def parent(self, i: int) -> int | None:
-        """The image that started image i: the image it exec'ed from, else its parent process's image then."""
-        p, starts = self.procs[i], self.starts
-        execed = F.PROC_FLAGS["EXECED"][0]
-        prev = [j for j, q in enumerate(self.procs) if q.pid == p.pid and j != i and q.flags & execed
-                and starts[j] <= starts[i]]
-        if prev:
-            return max(prev, key=lambda j: starts[j])
-        cands = [j for j, q in enumerate(self.procs) if q.pid == p.ppid and starts[j] <= starts[i]
-                 and (not q.end_mono or self.ends[j] >= starts[i])]
-        return max(cands, key=lambda j: starts[j]) if cands else None
-
-    def startup_cpu(self, i: int) -> int:
-        """The CPU image i took to start (see whatif/timeline.py)."""
-        j = self.parent(i)
-        before = self.procs[j] if j is not None and self.procs[j].pid == self.procs[i].pid else None
-        return startup_cpu_ns(self.procs[i], before)
-
-    def events(self, code: dict[str, int]) -> list[_Pseudo]:
-        """Each image's spawn (or its place among the roots), its waits for children, thread starts and its exit."""
-        pseudo: list[_Pseudo] = []
-        starts, ops = self.starts, self.ops
-        for i, p in enumerate(self.procs):
-            parent = self.parent(i)
-            if parent is None:
-                self.roots.append(i)
-            else:
-                pseudo.append((starts[i], code["SPAWN"], ops.thread_at(parent, starts[i]), i, 0))
-            for c in p.children:
-                child = self.last_image.get(int(c["pid"]))
-                if child is not None and child != i:
-                    t = int(c["end_mono"])
-                    pseudo.append((t, code["WAIT"], ops.thread_at(i, t, after=True), child, 0))
-            # thread starts and the process's end
-            for th in [th for th, _first, _last in ops.proc_threads[i]] or [ops.thread_of[(i, 0)]]:
-                pseudo.append((starts[i], code["START"], th, i, -1))
-            if self.ends[i]:  # a process with no events too: its life (a `sleep`) is a gap its parent waits for
-                pseudo.append((self.ends[i], code["EXIT"], self._last_thread(i), 0, 2))
-        return pseudo
-
-    def _last_thread(self, i: int) -> int:
-        if not self.ops.proc_threads[i]:
-            return self.ops.thread_of[(i, 0)]
-        return max(self.ops.proc_threads[i], key=lambda x: x[2])[0]
-
-    def wall_start(self, meta: dict[str, Any], pseudo: list[_Pseudo], code: dict[str, int]) -> int:
-        """When the run began (the roots' gaps count from it); adds the root's exit at the run's recorded end.
-
-        The wall time the user saw starts before the first image's record (exec, dynamic loading) and ends after
-        the last one: both are kept as compute in the root's first and last gaps."""
-        roots, starts = self.roots, self.starts
-        t0 = min(starts[r] for r in roots) if roots else min(starts)
-        meta_t0, meta_t1 = int(meta.get("start_mono") or 0), int(meta.get("end_mono") or 0)
-        if 0 < meta_t0 <= t0:
-            t0 = meta_t0
-        if roots and meta_t1 > self.ends[roots[0]] and self.ops.proc_threads[roots[0]]:
-            pseudo.append((meta_t1, code["EXIT"], self._last_thread(roots[0]), 0, 3))
-        return t0
-
-
-def _with_pseudo(rows: list[np.ndarray], pseudo: list[_Pseudo]) -> np.ndarray:
-    ps = np.array([[t, 0, 0, 0, op, th, obj, 0, seq] for t, op, th, obj, seq in pseudo], dtype=np.int64)
-    return np.concatenate(rows + [ps]) if rows else ps
-
-
-def _closes_after_use(rows: np.ndarray, code: dict[str, int]) -> np.ndarray:
-    """The rows with each handle's descriptor closed after its last use, as the recorded step's was.
-
-    The trace does not see every close: a shell's `echo x > f` opens f, dups it onto stdout, closes the first
-    descriptor (recorded), writes through stdout, and closes that by dup2-ing the old stdout back (not recorded as a
-    close of f).  Replayed as recorded, the write after the close reopens the file and it stays open to the end of
-    the replay; a later `rm` then unlinks open files, which a FUSE mount turns into a rename to .fuse_hidden (an S3
-    copy) and a local filesystem into deferred deletion.  So a close followed by more use of the handle (before
-    its next open) moves to after that use, and a handle still open after its last op (reopened that way, or
-    left to the process's exit) gets a close there, with no recorded duration."""
-    hcodes = np.array([code[n] for n in HANDLE_OPS])
-    sel = np.nonzero(np.isin(rows[:, _OP], hcodes))[0]
-    if not len(sel):
-        return rows
-    rows = rows.copy()
-    sub = rows[sel]
-    order = sel[np.lexsort((sub[:, _SEQ], sub[:, _T], sub[:, _OBJ]))]  # per handle, in time order
-    open_c, close_c = code["OPEN"], code["CLOSE"]
-    added: list[list[int]] = []
-
-    def close_after(last: int, moved: int | None) -> None:
-        t = int(rows[last, _T] + rows[last, _DUR])
-        if moved is None:
-            added.append([t, 0, 0, 0, close_c, int(rows[last, _THREAD]), int(rows[last, _OBJ]), 0, 1])
-        else:
-            rows[moved, _T], rows[moved, _THREAD], rows[moved, _SEQ] = t, rows[last, _THREAD], 1
-
-    i = 0
-    while i < len(order):
-        j = i
-        while j < len(order) and rows[order[j], _OBJ] == rows[order[i], _OBJ]:
-            j += 1
-        refs, is_open, pending, last = 0, False, None, None
-        for k in order[i:j]:
-            op = rows[k, _OP]
-            if op == open_c:
-                if pending is not None and is_open:  # used after its close: the close goes after that use
-                    close_after(last, pending)
-                pending = None
-                refs, is_open = refs + 1, True
-            elif op == close_c:
-                if is_open:
-                    refs -= 1
-                    if refs <= 0:
-                        refs, is_open, pending = 0, False, int(k)
-            elif not is_open:  # used after its close: the replayer reopens it
-                is_open = True
-            last = int(k)
-        if pending is not None and is_open:
-            close_after(last, pending)
-        elif is_open and last is not None:
-            close_after(last, None)
-        i = j
-    return np.concatenate([rows, np.array(added, dtype=np.int64).reshape(-1, rows.shape[1])]) if added else rows
 
 
 def _with_pipe_needs(allrows: np.ndarray, pr: np.ndarray, code: dict[str, int], pipe_buf: int) -> np.ndarray:

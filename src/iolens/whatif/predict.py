@@ -34,7 +34,7 @@ import numpy as np
 from iolens import __version__
 from iolens import _format as F
 from iolens.bench.targets import Target
-from iolens.capture.reader import Capture
+from iolens.capture.reader import Capture, Process
 from iolens.whatif.engine import log_dtype, op_codes, op_dtype
 from iolens.whatif.plan import (STDIO_OPS, TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS, Plan, ReplayFile,
                                 _is_data, has_trace)
@@ -100,11 +100,8 @@ def _union(starts: np.ndarray, ends: np.ndarray) -> float:
     return float((seg_end - s[idx]).sum()) / 1e9
 
 
-def step_model(cap: Capture, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS,
-               path_overhead_ns: int | None = TRACE_PATH_OVERHEAD_NS) -> StepModel:
-    """The step's compute and I/O, by class, from the trace when there is one, else from the counters.  With a
-    trace, the profiler's recording cost (per event, as the replay takes it out of the gaps: event_costs) is taken
-    out of the wall time, spread over the threads that overlapped; without one it is not known and stays in."""
+def _event_classes(p: Process, ev: np.ndarray) -> np.ndarray:
+    """The class (an index in CLASSES) of each traced event of process p, -1 for those priced nowhere."""
     names = [n for n, _c in F.OPS]
     cls_of = np.full(len(names) + 1, -1, dtype=np.int64)
     for i, n in enumerate(names):
@@ -116,9 +113,31 @@ def step_model(cap: Capture, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS,
             cls_of[i] = CLASSES.index(_META_KIND[n])
         elif n in _METAS:
             cls_of[i] = CLASSES.index("meta")
-    open_ops = [names.index(n) for n in _OPENS if n in names]
-    stdio_ops = [names.index(n) for n in STDIO_OPS if n in names]
-    created = F.FILE_FLAGS["CREATED"][0]
+    op, size = ev["op"].astype(np.int64), ev["size"].astype(np.int64)
+    isr = np.isin(op, [names.index(n) for n in _READS if n in names])
+    isw = np.isin(op, [names.index(n) for n in _WRITES if n in names])
+    isc = np.isin(op, [names.index(n) for n in _COPIES if n in names])
+    k = cls_of[np.minimum(op, len(names))].copy()
+    k[isr] = np.where(size[isr] <= SMALL, 0, 1)
+    k[isw] = np.where(size[isw] <= SMALL, 2, 3)
+    k[isc] = np.where(size[isc] <= SMALL, CLASSES.index("copy_small"), 3)
+    # the first open of each file the process created is its create
+    made = [f["index"] for f in p.files if f["flags"] & F.FILE_FLAGS["CREATED"][0]]
+    opens = np.nonzero(np.isin(op, [names.index(n) for n in _OPENS if n in names]) & np.isin(ev["file"], made))[0]
+    if len(opens):
+        opens = opens[np.argsort(ev["start_mono"][opens], kind="stable")]
+        _u, first = np.unique(ev["file"][opens], return_index=True)
+        k[opens[first]] = CLASSES.index("meta_create")
+    # a stdio call its buffer served (no time: no clock was read) is no request to storage anywhere
+    k[np.isin(op, [names.index(n) for n in STDIO_OPS if n in names]) & (ev["dur_ns"] == 0)] = -1
+    return k
+
+
+def step_model(cap: Capture, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS,
+               path_overhead_ns: int | None = TRACE_PATH_OVERHEAD_NS) -> StepModel:
+    """The step's compute and I/O, by class, from the trace when there is one, else from the counters.  With a
+    trace, the profiler's recording cost (per event, as the replay takes it out of the gaps: event_costs) is taken
+    out of the wall time, spread over the threads that overlapped; without one it is not known and stays in."""
     class_s = dict.fromkeys(CLASSES, 0.0)
     class_n = dict.fromkeys(CLASSES, 0)
     class_b: dict[str, int] = {}
@@ -140,23 +159,8 @@ def step_model(cap: Capture, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS,
             recording += float(costs[np.minimum(op, len(costs) - 1)].sum()) / 1e9
             dur = ev["dur_ns"].astype(np.float64) / 1e9
             size = ev["size"].astype(np.int64)
-            isr = np.isin(op, [names.index(n) for n in _READS if n in names])
-            isw = np.isin(op, [names.index(n) for n in _WRITES if n in names])
-            isc = np.isin(op, [names.index(n) for n in _COPIES if n in names])
-            k = cls_of[np.minimum(op, len(names))].copy()
-            k[isr] = np.where(size[isr] <= SMALL, 0, 1)
-            k[isw] = np.where(size[isw] <= SMALL, 2, 3)
-            k[isc] = np.where(size[isc] <= SMALL, CLASSES.index("copy_small"), 3)
-            # the first open of each file the process created is its create
-            made = [f["index"] for f in p.files if f["flags"] & created]
-            opens = np.nonzero(np.isin(op, open_ops) & np.isin(ev["file"], made))[0]
-            if len(opens):
-                opens = opens[np.argsort(ev["start_mono"][opens], kind="stable")]
-                _u, first = np.unique(ev["file"][opens], return_index=True)
-                k[opens[first]] = CLASSES.index("meta_create")
-            # a stdio call its buffer served (no time: no clock was read) is no request to storage anywhere
-            buffered = np.isin(op, stdio_ops) & (ev["dur_ns"] == 0)
-            keep = on_data & (k >= 0) & ~buffered
+            k = _event_classes(p, ev)
+            keep = on_data & (k >= 0)
             for ci, c in enumerate(CLASSES):
                 sel = keep & (k == ci)
                 class_s[c] += float(dur[sel].sum())

@@ -1,0 +1,66 @@
+"""The replay's descriptors: closing each handle after its last use, where the trace does not see the close."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from iolens.whatif.rows import DUR, OBJ, OP, SEQ, THREAD, T
+
+
+def closes_after_use(rows: np.ndarray, code: dict[str, int], handle_ops: tuple[str, ...]) -> np.ndarray:
+    """The rows with each handle's descriptor closed after its last use, as the recorded step's was.
+
+    The trace does not see every close: a shell's `echo x > f` opens f, dups it onto stdout, closes the first
+    descriptor (recorded), writes through stdout, and closes that by dup2-ing the old stdout back (not recorded as a
+    close of f).  Replayed as recorded, the write after the close reopens the file and it stays open to the end of
+    the replay; a later `rm` then unlinks open files, which a FUSE mount turns into a rename to .fuse_hidden (an S3
+    copy) and a local filesystem into deferred deletion.  So a close followed by more use of the handle (before
+    its next open) moves to after that use, and a handle still open after its last op (reopened that way, or
+    left to the process's exit) gets a close there, with no recorded duration."""
+    hcodes = np.array([code[n] for n in handle_ops])
+    sel = np.nonzero(np.isin(rows[:, OP], hcodes))[0]
+    if not len(sel):
+        return rows
+    rows = rows.copy()
+    sub = rows[sel]
+    order = sel[np.lexsort((sub[:, SEQ], sub[:, T], sub[:, OBJ]))]  # per handle, in time order
+    open_c, close_c = code["OPEN"], code["CLOSE"]
+    added: list[list[int]] = []
+
+    def close_after(last: int, moved: int | None) -> None:
+        t = int(rows[last, T] + rows[last, DUR])
+        if moved is None:
+            row = [0] * rows.shape[1]
+            row[T], row[OP], row[SEQ] = t, close_c, 1
+            row[THREAD], row[OBJ] = int(rows[last, THREAD]), int(rows[last, OBJ])
+            added.append(row)
+        else:
+            rows[moved, T], rows[moved, THREAD], rows[moved, SEQ] = t, rows[last, THREAD], 1
+
+    i = 0
+    while i < len(order):
+        j = i
+        while j < len(order) and rows[order[j], OBJ] == rows[order[i], OBJ]:
+            j += 1
+        refs, is_open, pending, last = 0, False, None, -1
+        for k in order[i:j]:
+            op = rows[k, OP]
+            if op == open_c:
+                if pending is not None and is_open:  # used after its close: the close goes after that use
+                    close_after(last, pending)
+                pending = None
+                refs, is_open = refs + 1, True
+            elif op == close_c:
+                if is_open:
+                    refs -= 1
+                    if refs <= 0:
+                        refs, is_open, pending = 0, False, int(k)
+            elif not is_open:  # used after its close: the replayer reopens it
+                is_open = True
+            last = int(k)
+        if pending is not None and is_open:
+            close_after(last, pending)
+        elif is_open and last >= 0:
+            close_after(last, None)
+        i = j
+    return np.concatenate([rows, np.array(added, dtype=np.int64).reshape(-1, rows.shape[1])]) if added else rows

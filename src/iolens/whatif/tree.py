@@ -1,0 +1,102 @@
+"""The replay plan's process tree: who started whom and who waited for whom, as ops of the threads involved."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from iolens import _format as F
+from iolens.capture.reader import Process
+from iolens.whatif.rows import OBJ, OP, SEQ, THREAD, T
+from iolens.whatif.timeline import startup_cpu_ns
+
+if TYPE_CHECKING:
+    from iolens.whatif.plan import _Ops
+
+
+# an op the plan adds for the process tree: (t, op, thread, obj, seq); t is a float when it comes from an op's end
+_Pseudo = tuple[float, int, int, int, int]
+
+
+class Tree:
+    """The processes: who started whom and who waited for whom, as ops of the threads involved."""
+
+    def __init__(self, procs: list[Process], ops: _Ops) -> None:
+        self.procs, self.ops = procs, ops
+        self.starts = [int(p.start_mono) for p in procs]
+        self.ends = [int(p.end_mono) or max((e for _t, _s, e in ops.proc_threads[i]), default=self.starts[i])
+                     for i, p in enumerate(procs)]
+        self.roots: list[int] = []
+        # the last image of each pid: the one a parent's wait for that pid ends
+        self.last_image: dict[int, int] = {}
+        for i, p in enumerate(procs):
+            if p.pid not in self.last_image or self.starts[i] >= self.starts[self.last_image[p.pid]]:
+                self.last_image[p.pid] = i
+
+    def parent(self, i: int) -> int | None:
+        """The image that started image i: the image it exec'ed from, else its parent process's image then."""
+        p, starts = self.procs[i], self.starts
+        execed = F.PROC_FLAGS["EXECED"][0]
+        prev = [j for j, q in enumerate(self.procs) if q.pid == p.pid and j != i and q.flags & execed
+                and starts[j] <= starts[i]]
+        if prev:
+            return max(prev, key=lambda j: starts[j])
+        cands = [j for j, q in enumerate(self.procs) if q.pid == p.ppid and starts[j] <= starts[i]
+                 and (not q.end_mono or self.ends[j] >= starts[i])]
+        return max(cands, key=lambda j: starts[j]) if cands else None
+
+    def startup_cpu(self, i: int) -> int:
+        """The CPU image i took to start (see whatif/timeline.py)."""
+        j = self.parent(i)
+        before = self.procs[j] if j is not None and self.procs[j].pid == self.procs[i].pid else None
+        return startup_cpu_ns(self.procs[i], before)
+
+    def events(self, code: dict[str, int]) -> list[_Pseudo]:
+        """Each image's spawn (or its place among the roots), its waits for children, thread starts and its exit."""
+        pseudo: list[_Pseudo] = []
+        starts, ops = self.starts, self.ops
+        for i, p in enumerate(self.procs):
+            parent = self.parent(i)
+            if parent is None:
+                self.roots.append(i)
+            else:
+                pseudo.append((starts[i], code["SPAWN"], ops.thread_at(parent, starts[i]), i, 0))
+            for c in p.children:
+                child = self.last_image.get(int(c["pid"]))
+                if child is not None and child != i:
+                    t = int(c["end_mono"])
+                    pseudo.append((t, code["WAIT"], ops.thread_at(i, t, after=True), child, 0))
+            # thread starts and the process's end
+            for th in [th for th, _first, _last in ops.proc_threads[i]] or [ops.thread_of[(i, 0)]]:
+                pseudo.append((starts[i], code["START"], th, i, -1))
+            if self.ends[i]:  # a process with no events too: its life (a `sleep`) is a gap its parent waits for
+                pseudo.append((self.ends[i], code["EXIT"], self._last_thread(i), 0, 2))
+        return pseudo
+
+    def _last_thread(self, i: int) -> int:
+        if not self.ops.proc_threads[i]:
+            return self.ops.thread_of[(i, 0)]
+        return max(self.ops.proc_threads[i], key=lambda x: x[2])[0]
+
+    def wall_start(self, meta: dict[str, Any], pseudo: list[_Pseudo], code: dict[str, int]) -> int:
+        """When the run began (the roots' gaps count from it); adds the root's exit at the run's recorded end.
+
+        The wall time the user saw starts before the first image's record (exec, dynamic loading) and ends after
+        the last one: both are kept as compute in the root's first and last gaps."""
+        roots, starts = self.roots, self.starts
+        t0 = min(starts[r] for r in roots) if roots else min(starts)
+        meta_t0, meta_t1 = int(meta.get("start_mono") or 0), int(meta.get("end_mono") or 0)
+        if 0 < meta_t0 <= t0:
+            t0 = meta_t0
+        if roots and meta_t1 > self.ends[roots[0]] and self.ops.proc_threads[roots[0]]:
+            pseudo.append((meta_t1, code["EXIT"], self._last_thread(roots[0]), 0, 3))
+        return t0
+
+
+def with_pseudo(rows: list[np.ndarray], pseudo: list[_Pseudo]) -> np.ndarray:
+    """The op rows with the tree's ops added."""
+    ps = np.zeros((len(pseudo), SEQ + 1), dtype=np.int64)
+    for r, (t, op, th, obj, seq) in enumerate(pseudo):
+        ps[r, T], ps[r, OP], ps[r, THREAD], ps[r, OBJ], ps[r, SEQ] = t, op, th, obj, seq
+    return np.concatenate(rows + [ps]) if rows else ps
