@@ -43,7 +43,7 @@ from iolens.whatif.timeline import event_costs
 CAL_KIND = "whatif-calibration"
 CAL_VERSION = 4
 # Metadata by kind: a create costs a disk filesystem ten times a close, and a step's mix (a shell's loop: one
-# create, three closes, a stat) is not the calibration's, so one mean per metadata op mispriced it (+54% to +102%
+# create, three closes, a stat) is not the calibration's, so one mean per metadata op mispriced it (up to +102%
 # on the throttled disks for the small-file step).  "meta": the other metadata ops (mkdir, rename, directory
 # listing), priced at the mean of the metadata calibration.
 META_KINDS = ("meta_create", "meta_open", "meta_close", "meta_stat", "meta_unlink")
