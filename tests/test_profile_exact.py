@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from iolens import _format as F
+from iolens.native import preload_library
 
 OPS = [name for name, _cat in F.OPS]
 FF = {k: v for k, (v, _d) in F.FILE_FLAGS.items()}
@@ -374,3 +376,31 @@ def test_at_calls_follow_reused_and_replaced_directory_descriptors(cprog, profil
     old = paths[str(work / "old")]
     assert not old["flags"] & FF["CREATED"] and old["opens"] == 1 and old["bytes_read"] == 4
     assert (work / "old").read_bytes() == b"keep"
+
+
+def test_relative_paths_follow_chdir_and_fchdir(cprog, profiled, tmp_path):
+    """The working directory relative paths are resolved against is cached, and chdir and fchdir (also one that
+    fails) make the interposer read it again: every file is recorded where it was made.  Checked against the
+    kernel: 50 relative opens in one directory cost no getcwd each (strace -f counts them)."""
+    work = tmp_path / "w"
+    for d in ("X", "Y"):
+        (work / d).mkdir(parents=True)
+    res, cap = profiled([cprog("cwd_paths")], cwd=work)
+    assert res.returncode == 0, f"cwd_paths failed at check {res.returncode}: {res.stderr}"
+    made = {f["path"] for p in cap.processes for f in p.files if f["flags"] & FF["CREATED"]}
+    want = {str(work / n) for n in ("f", "X/f", "Y/f", "g", *(f"n{i}" for i in range(50)))}
+    assert made == want, sorted(made ^ want)
+    strace = shutil.which("strace")
+    if strace is None:
+        pytest.fail("strace is not installed (dev/apt-packages.txt lists it)")
+    for n in [*(f"n{i}" for i in range(50)), "f", "g", "X/f", "Y/f"]:
+        (work / n).unlink()
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IOLENS_") and k != "LD_PRELOAD"}
+    env.update(LD_PRELOAD=str(preload_library()), IOLENS_DIR=str(stage), IOLENS_PARENT_PID=str(os.getpid()))
+    res = subprocess.run([strace, "-e", "trace=getcwd", str(cprog("cwd_paths"))], cwd=work, env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    calls = [ln for ln in res.stderr.splitlines() if ln.startswith("getcwd(")]
+    assert 1 <= len(calls) <= 6, f"{len(calls)} getcwd calls for 54 relative opens in 4 directories"

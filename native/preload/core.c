@@ -497,6 +497,59 @@ static long dirfd_path(int dirfd, char *out)
     return r;
 }
 
+/*
+ * The working directory, for the relative paths of AT_FDCWD calls: a shell's
+ * `echo x > dir/f` or a tool's relative temporary files would otherwise cost a
+ * getcwd each.  It changes only through chdir and fchdir, which forget it
+ * (meta.c); a raw syscall(SYS_chdir) would leave it stale.  A generation
+ * count keeps a getcwd that raced a chdir from being cached.  A vfork child
+ * (its own working directory, this memory) neither reads nor fills it.
+ */
+static struct {
+    uint32_t len;
+    uint32_t gen;
+    int valid;
+    char path[PATH_MAX];
+} cwd_cache;
+
+void iolens_cwd_changed(void)
+{
+    if (iolens_in_vfork) return;
+    int g = lock_guarded();
+    cwd_cache.valid = 0;
+    cwd_cache.gen++;
+    unlock_guarded(g);
+}
+
+static long cwd_path(char *out)
+{
+    int cacheable = !iolens_in_vfork;
+    uint32_t gen = 0;
+    long r = -1;
+    if (cacheable) {
+        int g = lock_guarded();
+        if (cwd_cache.valid) {
+            r = cwd_cache.len;
+            memcpy(out, cwd_cache.path, (size_t)r + 1);
+        }
+        gen = cwd_cache.gen;
+        unlock_guarded(g);
+        if (r > 0) return r;
+    }
+    if (syscall(SYS_getcwd, out, PATH_MAX) <= 0) return -1;
+    r = (long)strlen(out);
+    if (cacheable && out[0] == '/') {
+        int g = lock_guarded();
+        if (cwd_cache.gen == gen) {
+            cwd_cache.len = (uint32_t)r;
+            memcpy(cwd_cache.path, out, (size_t)r + 1);
+            cwd_cache.valid = 1;
+        }
+        unlock_guarded(g);
+    }
+    return r;
+}
+
 int iolens_abspath(int dirfd, const char *path, char *out, size_t cap)
 {
     char tmp[PATH_MAX * 2];
@@ -505,9 +558,9 @@ int iolens_abspath(int dirfd, const char *path, char *out, size_t cap)
     if (path[0] != '/') {
         long r;
         if (dirfd == AT_FDCWD) {
-            r = syscall(SYS_getcwd, tmp, PATH_MAX);
+            r = cwd_path(tmp);
             if (r <= 0) return -1;
-            n = strlen(tmp);
+            n = (size_t)r;
         } else {
             r = dirfd_path(dirfd, tmp);
             if (r <= 0) return -1;

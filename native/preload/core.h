@@ -425,6 +425,8 @@ void iolens_dup(int oldfd, int newfd);
 
 /* Record a path-named file (rare path, takes the lock). */
 struct iolens_file *iolens_file_for(const char *abspath, uint64_t flags);
+/* The working directory changed (chdir, fchdir): relative paths are resolved anew. */
+void iolens_cwd_changed(void);
 /* Absolute, lexically normalised path into out (PATH_MAX). Returns length or -1. */
 int iolens_abspath(int dirfd, const char *path, char *out, size_t cap);
 

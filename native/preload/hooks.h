@@ -75,7 +75,7 @@ struct statx;
     X(int, rmdir, (const char *)) \
     X(DIR *, opendir, (const char *)) X(DIR *, fdopendir, (int)) X(int, closedir, (DIR *)) \
     X(struct dirent *, readdir, (DIR *)) X(struct dirent64 *, readdir64, (DIR *)) \
-    X(ssize_t, getdents64, (int, void *, size_t)) \
+    X(ssize_t, getdents64, (int, void *, size_t)) X(int, chdir, (const char *)) X(int, fchdir, (int)) \
     X(int, truncate, (const char *, off_t)) X(int, truncate64, (const char *, off_t)) \
     X(int, ftruncate, (int, off_t)) X(int, ftruncate64, (int, off_t)) \
     X(int, fallocate, (int, int, off_t, off_t)) X(int, fallocate64, (int, int, off_t, off_t)) \

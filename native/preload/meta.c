@@ -1,7 +1,8 @@
 /*
  * Metadata: the whole stat family (glibc >= 2.33 direct symbols, the older
  * __xstat ABI and statx), access, unlink, rename, mkdir, rmdir, directories
- * and size changes.  Template: see core.h.
+ * and size changes, and chdir and fchdir, which make the interposer forget
+ * the working directory it caches.  Template: see core.h.
  */
 #include "core.h"
 
@@ -198,6 +199,23 @@ IOLENS_API int closedir(DIR *d)
 IOLENS_API struct dirent *readdir(DIR *d) { READDIR(struct dirent *, REAL(readdir)(d)) }
 IOLENS_API struct dirent64 *readdir64(DIR *d) { READDIR(struct dirent64 *, REAL(readdir64)(d)) }
 IOLENS_API ssize_t getdents64(int fd, void *b, size_t n) { FDCALL(IOLENS_OP_GETDENTS, ssize_t, REAL(getdents64)(fd, b, n)) }
+
+/* ---- the working directory (not an I/O call: not counted) ---- */
+
+IOLENS_API int chdir(const char *p)
+{
+    int r = REAL(chdir)(p), e = errno;
+    iolens_cwd_changed();
+    errno = e;
+    return r;
+}
+IOLENS_API int fchdir(int fd)
+{
+    int r = REAL(fchdir)(fd), e = errno;
+    iolens_cwd_changed();
+    errno = e;
+    return r;
+}
 
 /* ---- sizes ---- */
 
