@@ -72,12 +72,12 @@ HANDLE_OPS = tuple(sorted((set(_FILE_OPS.values()) | {"COPY_FROM", "COPY"}) - se
 # The profiler's own cost per traced event that falls outside the recorded call (the hook's entry, the clock
 # reads, writing the event): it lands in the recorded compute gaps, and the replay would pay it again as compute.
 # Measured as the slope of a profiled `dd bs=1` (one event per read and per write) over an unprofiled one:
-# 0.1-0.4 us per event on a 2-core x86-64 VM (benchmarks/whatif_accuracy.py measures it again and prints it).
-TRACE_EVENT_OVERHEAD_NS = 400
+# 34-43 ns per event on a 2-core x86-64 VM (benchmarks/whatif_accuracy.py measures it again and prints it).
+TRACE_EVENT_OVERHEAD_NS = 40
 # An event that names a path (timeline.PATH_NAMING_OPS) costs more: the name made absolute, a file record looked up
 # or made, a created file stat'ed.  Measured as the slope of a profiled loop of creating opens, stats and unlinks
-# over an unprofiled one (whatif_accuracy.path_overhead_ns): 1.0-1.3 us per event on the same VM.
-TRACE_PATH_OVERHEAD_NS = 1000
+# over an unprofiled one (whatif_accuracy.path_overhead_ns): 0.43 us per event on the same VM.
+TRACE_PATH_OVERHEAD_NS = 450
 
 _CONTENT_BY_EXT = {".fq": "fastq", ".fastq": "fastq", ".fa": "fastq", ".fasta": "fastq", ".fna": "fastq",
                    ".sam": "sam", ".txt": "sam", ".tsv": "sam", ".bed": "sam", ".vcf": "sam"}
