@@ -404,3 +404,34 @@ def test_relative_paths_follow_chdir_and_fchdir(cprog, profiled, tmp_path):
     assert res.returncode == 0, res.stderr
     calls = [ln for ln in res.stderr.splitlines() if ln.startswith("getcwd(")]
     assert 1 <= len(calls) <= 6, f"{len(calls)} getcwd calls for 54 relative opens in 4 directories"
+
+
+@pytest.mark.parametrize("trace", [False, True])
+def test_untimed_stdio_calls_from_threads_are_counted_exactly(cprog, profiled, tmp_path, trace):
+    """With threads about, a thread's untimed stdio calls on one file are counted as a run in its own memory and
+    added to the shared counters when the run ends (tests/native/stdio_runs.c): runs broken by another file every
+    call, runs of a thread that ended with its run open, a fork child that must not count (or write into) its
+    parent's runs.  Counts, sizes, timeline and trace events all agree."""
+    res, cap = profiled([cprog("stdio_runs"), tmp_path], *(["--trace"] if trace else []))
+    assert res.returncode == 0, f"stdio_runs failed at check {res.returncode}: {res.stderr}"
+    main = main_proc(cap, "stdio_runs")
+    files = {Path(f["path"]).name: f for f in main.files if f["path"].startswith(str(tmp_path))}
+    for name, n, size in (("a", 1000, 410), ("b1", 500, 50), ("b2", 500, 300), ("c", 100, 10)):
+        f = files[name]
+        assert (f["stdio_writes"], f["bytes_written"]) == (n + 1, n * size + 1), name
+        assert f["stdio_write_hist"][hist_bin(size)] == n + (hist_bin(size) == 0), name
+        assert (f["seq_writes"], f["consec_writes"]) == (n, n), name
+        assert f["stdio_flush_bytes"] == n * size + 1, name
+        assert f["max_write_end"] == n * size + 1, name
+    child = [p for p in cap.processes if p is not main and os.path.basename(p.exe) == "stdio_runs"]
+    assert len(child) == 1
+    cfiles = {Path(f["path"]).name: f for f in child[0].files if f["path"].startswith(str(tmp_path))}
+    assert cfiles["d"]["stdio_writes"] == 5
+    assert all(cfiles[k]["stdio_writes"] == 0 for k in ("a", "b1", "b2", "c") if k in cfiles), cfiles.keys()
+    o = ops(main)
+    assert o["FWRITE"] == 4 + 1000 + 1000 + 100
+    for p in (main, child[0]):
+        assert sum(p.timeline["count"]) == sum(p.op_count)
+        assert sum(p.timeline["bytes_written"]) == p.bytes_written
+        if trace:
+            assert len(p.events) == p.trace_events == sum(p.op_count)

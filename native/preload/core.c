@@ -866,6 +866,7 @@ static void acct_file_data(struct iolens_file *r, int cat, uint64_t off, int64_t
  * the timeline at the thread's last clock reading. */
 void iolens_stdio_call(struct iolens_call *c, struct iolens_fdstate *f, int64_t n)
 {
+    if (iolens_tls.srun_open) iolens_srun_end(); /* its counts first: this call may touch its file */
     int cat = iolens_op_cat[c->op];
     uint64_t b = n > 0 ? (uint64_t)n : 0;
     struct iolens_proc *p = iolens_g.proc;
@@ -894,6 +895,104 @@ void iolens_stdio_call(struct iolens_call *c, struct iolens_fdstate *f, int64_t 
         iolens_add(&p->untracked_ops, 1);
     }
     if (UNLIKELY(iolens_g.trace)) trace_event(c, r, at, b);
+}
+
+/* ---- runs of untimed stdio calls with threads (struct iolens_srun, core.h) ---- */
+
+/* One run a thread, in memory that outlives the thread (a run is ended by the
+ * image's end after its thread has gone).  A thread beyond the pool has none
+ * and takes the general path. */
+#define SRUN_POOL 4096
+static struct iolens_srun srun_pool[SRUN_POOL];
+static int nsruns; /* slots handed out */
+
+static void srun_flush(struct iolens_srun *s)
+{
+    struct iolens_file *r = s->r;
+    if (!r) return;
+    s->r = 0;
+    uint64_t n = s->calls, b = s->bytes;
+    struct iolens_proc *p = iolens_g.proc;
+    struct iolens_timeline *tl = iolens_g.tl;
+    add_m(&p->op_count[s->op], n, 1);
+    uint64_t rel = s->t > tl->t0_mono ? s->t - tl->t0_mono : 0, idx = rel >> tl->shift;
+    if (idx >= IOLENS_TIMELINE_BINS) idx = tl_coarsen(rel);
+    add_m(&tl->count[idx * IOLENS_NCAT + s->cat], n, 1);
+    if (s->dir == IOLENS_CAT_WRITE) {
+        add_m(&tl->bytes_written[idx], b, 1);
+        add_m(&p->bytes_written, b, 1);
+        add_m(&r->writes, n, 1);
+        add_m(&r->stdio_writes, n, 1);
+        add_m(&r->bytes_written, b, 1);
+        add_m(&r->stdio_write_hist[s->bin], n, 1);
+        add_m(&r->seq_writes, n, 1);
+        add_m(&r->consec_writes, n, 1);
+        r->last_write_end = s->end;
+        max_m(&r->max_write_end, s->end, 1);
+    } else {
+        add_m(&tl->bytes_read[idx], b, 1);
+        add_m(&p->bytes_read, b, 1);
+        add_m(&r->reads, n, 1);
+        add_m(&r->stdio_reads, n, 1);
+        add_m(&r->bytes_read, b, 1);
+        add_m(&r->stdio_read_hist[s->bin], n, 1);
+        add_m(&r->seq_reads, n, 1);
+        add_m(&r->consec_reads, n, 1);
+        r->last_read_end = s->end;
+        max_m(&r->max_read_end, s->end, 1);
+    }
+}
+
+void iolens_srun_end(void)
+{
+    int guard = iolens_guard;
+    iolens_guard = 1; /* tl_coarsen may take the lock */
+    iolens_tls.srun_open = 0;
+    if (iolens_tls.srun) srun_flush(iolens_tls.srun);
+    iolens_guard = guard;
+}
+
+void iolens_srun_end_all(void)
+{
+    int n = __atomic_load_n(&nsruns, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n && i < SRUN_POOL; i++) srun_flush(&srun_pool[i]);
+    iolens_tls.srun_open = 0;
+}
+
+void iolens_srun_drop_all(void)
+{
+    int n = nsruns < SRUN_POOL ? nsruns : SRUN_POOL;
+    for (int i = 0; i < n; i++) srun_pool[i].r = 0;
+    iolens_tls.srun_open = 0;
+}
+
+int iolens_srun_start(struct iolens_call *c, int dir, struct iolens_fdstate *f, uint64_t b, int bin)
+{
+    struct iolens_srun *s = iolens_tls.srun;
+    if (s && s->r) iolens_srun_end();
+    struct iolens_file *r = f->rec;
+    uint64_t at = f->pos;
+    /* what the one-thread path asks of the file: the run's calls are consecutive from its last call */
+    if (dir == IOLENS_CAT_WRITE ? r->last_op != IOLENS_CAT_WRITE + 1 || at != r->last_write_end || !r->writes
+                                : r->last_op != IOLENS_CAT_READ + 1 || at != r->last_read_end || !r->reads)
+        return 0;
+    if (!s) {
+        int i = __atomic_fetch_add(&nsruns, 1, __ATOMIC_ACQ_REL);
+        if (i >= SRUN_POOL) return 0;
+        s = iolens_tls.srun = &srun_pool[i];
+    }
+    s->op = (uint32_t)c->op;
+    s->cat = (uint32_t)c->cat;
+    s->dir = (uint32_t)dir;
+    s->bin = (uint32_t)bin;
+    s->t = iolens_last_t;
+    s->end = at + b;
+    s->calls = 1;
+    s->bytes = b;
+    s->r = r;
+    iolens_tls.srun_open = 1;
+    f->pos = at + b;
+    return 1;
 }
 
 /* A request a stream made the kernel do: a buffer fill or flush, or a read
@@ -1532,6 +1631,7 @@ IOLENS_COLD static void finalize(uint64_t flags, uint64_t status, int at_exit)
     int saved = errno;
     int guard = iolens_guard;
     iolens_guard = 1;
+    iolens_srun_end_all();
     iolens_clock_refine();
     fill_end(g->proc);
     g->proc->exit_status = status;
@@ -1607,6 +1707,7 @@ void iolens_after_fork_child(void)
     memset(g->inflight, 0, sizeof g->inflight);
     for (int i = 0; i < ntbufs; i++)
         if (tbufs[i]) tbufs[i]->n = 0; /* the parent's unflushed events are the parent's */
+    iolens_srun_drop_all(); /* and so are its runs' counts */
     g->pending = IOLENS_PENDING_FORK;
 }
 

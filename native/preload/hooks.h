@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 struct statx;
+struct iolens_srun;
 
 #define IOLENS_HOOKS(X) \
     /* posix.c: opens, closes, data, seeks, descriptor copies, sync */ \
@@ -154,8 +155,9 @@ struct iolens_tls {
     int guard;     /* the recorder's own code is running on this thread: calls pass through */
     int in_vfork;  /* see iolens_in_vfork (core.h) */
     int resolving; /* a real symbol is being resolved */
-    int unused;
+    int srun_open; /* this thread's run of untimed stdio calls is open (iolens_srun, core.h) */
     uint64_t last_t; /* see iolens_last_t (core.h) */
+    struct iolens_srun *srun; /* this thread's run, once it had one */
 };
 extern __thread struct iolens_tls iolens_tls __attribute__((tls_model("initial-exec")));
 #define iolens_resolving (iolens_tls.resolving)
