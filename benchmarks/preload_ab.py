@@ -114,18 +114,21 @@ def main() -> int:
     return 0
 
 
-def callgrind_instructions(argv: list[str], env: dict) -> int:
-    """Instructions one run of argv executes (valgrind's callgrind; the program's and the libraries')."""
+def callgrind_instructions(argv: list[str], env: dict, children: bool = False) -> int:
+    """Instructions one run of argv executes (valgrind's callgrind; the program's and the libraries'), summed over
+    the processes it execs when `children` (a `sh -c` line)."""
     with tempfile.TemporaryDirectory(prefix="iolens-ab-cg-", dir="/dev/shm") as stage:
         run_env = dict(env)
         if "LD_PRELOAD" in run_env:
             run_env["IOLENS_DIR"] = stage
-        r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv], env=run_env,
-                           capture_output=True, text=True, check=True)
-    for line in r.stderr.splitlines():
-        if "Collected :" in line:
-            return int(line.split("Collected :")[1].replace(",", "").strip())
-    raise RuntimeError(f"callgrind printed no count: {r.stderr[-300:]}")
+        follow = ["--trace-children=yes"] if children else []
+        r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *follow, *argv],
+                           env=run_env, capture_output=True, text=True, check=True)
+    counts = [int(line.split("Collected :")[1].replace(",", "").strip()) for line in r.stderr.splitlines()
+              if "Collected :" in line]
+    if not counts:
+        raise RuntimeError(f"callgrind printed no count: {r.stderr[-300:]}")
+    return sum(counts)
 
 
 def syscalls(argv: list[str], env: dict) -> str:

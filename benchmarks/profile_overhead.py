@@ -25,7 +25,11 @@ Workloads (tests/native/hotloop.c; inputs generated here, page cache warm):
                 directory descriptor)
   minimap2, samtools sort, gzip -1: the real tools on synthetic inputs (iolens data synth)
 
+With --callgrind, each real tool also runs once per mode under valgrind's callgrind: the instructions each mode
+adds, a figure the machine's noise does not move (user space only; the kernel's share is not in it).
+
 Usage: benchmarks/profile_overhead.py [--rounds 5] [--quick] [--clock vdso] [--preload LIB] [--only NAME ...]
+                                      [--callgrind]
   --preload LIB measures another build of the interposer (an older one, to compare) instead of the installed one.
 """
 
@@ -163,6 +167,8 @@ def main() -> int:
     ap.add_argument("--clock", choices=["vdso"], help="force the interposer's vDSO clock (IOLENS_CLOCK)")
     ap.add_argument("--preload", type=Path, help="measure this build of the interposer instead of the installed one")
     ap.add_argument("--only", nargs="*", help="workloads to run (names as printed, e.g. write fputc true)")
+    ap.add_argument("--callgrind", action="store_true", help="also count the real tools' instructions in each mode "
+                    "(valgrind's callgrind, one run each): the added code without the machine's noise")
     args = ap.parse_args()
     global PRELOAD
     if args.preload:
@@ -239,9 +245,32 @@ def main() -> int:
                     spread = f"{fmt_cost(q[0] / per_n, per)} .. {fmt_cost(q[2] / per_n, per)}"
                 print(f"{name if label == 'wall' else '':<13} {label:>4} {base:>14} {cols[0]:>11} {cols[1]:>11} "
                       f"{ratio('iolens')} {cols[2]:>11} {ratio('--trace')}  {spread:>24}", flush=True)
+        if args.callgrind:
+            print_instructions([w for w in workloads if w[3] == "run"], floor, work, args.clock)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def print_instructions(tools: list, floor: Path, work: Path, clock: str | None) -> None:
+    """Per real tool, the instructions one run executes in each mode (the program's, the libraries' and the
+    interposer's, over every process of the run) and what each mode adds over plain."""
+    from preload_ab import callgrind_instructions
+
+    if not shutil.which("valgrind"):
+        print("# --callgrind: valgrind is not installed; no instruction counts")
+        return
+    print("# instructions, one run per mode under valgrind's callgrind (threads serialised; user space only)")
+    print(f"{'workload':<13} {'plain':>16} {'do-nothing':>11} {'iolens':>11} {'--trace':>11}")
+    for name, argv, _n, _per in tools:
+        stage = staging_root()
+        try:
+            counts = {m: callgrind_instructions(argv, mode_env(m, floor, stage, clock), children=True) for m in MODES}
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+        plain = counts["plain"]
+        cols = [f"{100 * (counts[m] - plain) / plain:+.3f}%" for m in MODES[1:]]
+        print(f"{name:<13} {plain:>16,} {cols[0]:>11} {cols[1]:>11} {cols[2]:>11}", flush=True)
 
 
 if __name__ == "__main__":
