@@ -121,13 +121,17 @@ def callgrind_instructions(argv: list[str], env: dict, children: bool = False) -
         run_env = dict(env)
         if "LD_PRELOAD" in run_env:
             run_env["IOLENS_DIR"] = stage
-        follow = ["--trace-children=yes"] if children else []
+        logs = Path(stage) / "vg"
+        logs.mkdir()
+        # a log file per process: a child's stderr may be sent elsewhere (`2>/dev/null`)
+        follow = ["--trace-children=yes", f"--log-file={logs}/%p"] if children else []
         r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *follow, *argv],
                            env=run_env, capture_output=True, text=True, check=True)
-    counts = [int(line.split("Collected :")[1].replace(",", "").strip()) for line in r.stderr.splitlines()
+        text = "".join(f.read_text() for f in logs.iterdir()) if children else r.stderr
+    counts = [int(line.split("Collected :")[1].replace(",", "").strip()) for line in text.splitlines()
               if "Collected :" in line]
     if not counts:
-        raise RuntimeError(f"callgrind printed no count: {r.stderr[-300:]}")
+        raise RuntimeError(f"callgrind printed no count: {text[-300:]}")
     return sum(counts)
 
 
