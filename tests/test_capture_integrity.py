@@ -119,6 +119,9 @@ def test_old_capture_still_reads():
     assert cap.integrity["checked"] is False
     assert [p.exe.rsplit("/", 1)[-1] for p in cap.processes] == ["bash", "cat", "ls"]
     assert all(p.events is not None and len(p.events) for p in cap.processes)
+    # EVENT version 1 had no repeats: one event a call, read as repeats 0 (the reader's upgrade)
+    assert all(p.events.dtype == cap.processes[0].events.dtype and not p.events["repeats"].any()
+               for p in cap.processes)
     assert cap.meta["parts"] == 3 and cap.meta["command"][0] == "bash"
 
 

@@ -1,11 +1,13 @@
 """--trace on the interposer's quick paths: the tiny continuing calls a hot loop makes (a one-byte write(),
-a buffered fputc or fread) are counted inline, and with --trace each still gets its own event, the same event
-the general path makes."""
+a buffered fputc or fread) are counted inline, and with --trace every call is in an event: a system call in
+its own, consecutive calls a stream's buffer served in one event of all their bytes (EVENT repeats)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+from helpers.capture import traced_calls
 from iolens import _format as F
 
 OPS = [name for name, _cat in F.OPS]
@@ -13,7 +15,7 @@ OPS = [name for name, _cat in F.OPS]
 
 @pytest.mark.parametrize("mode, n, op, timed", [("write", 3000, "WRITE", True), ("fputc", 20000, "FPUTC", False),
                                                 ("fread", 20000, "FREAD", False)])
-def test_every_call_of_a_hot_loop_has_its_event(cprog, profiled, tmp_path, mode, n, op, timed):
+def test_every_call_of_a_hot_loop_is_in_an_event(cprog, profiled, tmp_path, mode, n, op, timed):
     target = tmp_path / f"{mode}.bin"
     if mode == "fread":
         target.write_bytes(b"x" * n)
@@ -22,16 +24,51 @@ def test_every_call_of_a_hot_loop_has_its_event(cprog, profiled, tmp_path, mode,
     p = [p for p in cap.processes if p.exe.endswith("hotloop")][0]
     f = [f for f in p.files if f["path"] == str(target)][0]
     ev = p.events
-    assert ev is not None and len(ev) == p.trace_events == sum(p.op_count) and not p.trace_lost
+    assert ev is not None and len(ev) == p.trace_events and traced_calls(p) == sum(p.op_count) and not p.trace_lost
     calls = ev[ev["op"] == OPS.index(op)]
-    assert len(calls) == n == p.op_count[OPS.index(op)]
-    assert set(calls["file"]) == {f["index"]} and set(calls["size"]) == {1}
-    assert list(calls["offset"]) == list(range(n))
+    assert int((1 + calls["repeats"]).sum()) == n == p.op_count[OPS.index(op)]
+    assert set(calls["file"]) == {f["index"]} and int(calls["size"].sum()) == n
+    # the events tile the file: each starts where the one before ended, and holds 1 byte a call
+    assert list(calls["offset"]) == [0, *np.cumsum(calls["size"])[:-1].tolist()]
+    assert (calls["size"] == 1 + calls["repeats"]).all()
     assert (ev["start_mono"][1:] >= ev["start_mono"][:-1]).all()
-    if timed:  # a system call: its own time, each one measured
-        assert (calls["dur_ns"] > 0).mean() > 0.9
-    else:  # served by the buffer: no clock read (only the calls that fill or flush the 4 KiB buffer have a time)
-        assert 0 < (calls["dur_ns"] > 0).sum() <= n // 4096 + 2
+    if timed:  # a system call: its own event and time, each one measured
+        assert len(calls) == n and (calls["repeats"] == 0).all() and (calls["dur_ns"] > 0).mean() > 0.9
+    else:  # served by the 4 KiB buffer: no clock read, except the calls that fill or flush it; the calls between
+        # two of those share one event at the last clock reading
+        fills = int((calls["dur_ns"] > 0).sum())
+        assert 0 < fills <= n // 4096 + 2 and len(calls) <= 2 * fills + 2
+        assert (calls["repeats"][calls["dur_ns"] > 0] == 0).all()
+        assert calls["repeats"].max() >= 4000
+
+
+def test_buffered_calls_share_an_event_only_when_they_continue_each_other(cprog, profiled, tmp_path):
+    """tests/native/stdio_mix.c: one thread alternates one-byte fputc between two streams (no call continues the
+    one before: an event each), then writes 100 to one after an fseek back (a new run); a second thread writes
+    100 to a third stream while the first thread also writes there under the stream's lock (runs are per
+    thread)."""
+    res, cap = profiled([cprog("stdio_mix"), tmp_path], "--trace")
+    assert res.returncode == 0, res.stderr
+    p = [p for p in cap.processes if p.exe.endswith("stdio_mix")][0]
+    assert traced_calls(p) == sum(p.op_count) and len(p.events) == p.trace_events
+    idx = {f["path"].rsplit("/", 1)[-1]: int(f["index"]) for f in p.files if f["path"].startswith(str(tmp_path))}
+    ev = p.events[p.events["op"] == OPS.index("FPUTC")]
+    a, b, c = (ev[ev["file"] == idx[k]] for k in ("a", "b", "c"))
+    assert int((1 + b["repeats"]).sum()) == 500 and (b["repeats"] == 0).all() and len(b) == 500
+    assert int((1 + a["repeats"]).sum()) == 600
+    alternating, after_seek = a[:500], a[500:]
+    assert (alternating["repeats"] == 0).all() and list(alternating["offset"]) == list(range(500))
+    assert int((1 + after_seek["repeats"]).sum()) == 100 and after_seek["offset"][0] == 0
+    assert len(after_seek) <= 2  # the calls after the seek continue each other
+    assert int((1 + c["repeats"]).sum()) == 2000
+    for tid in set(c["tid"].tolist()):  # each thread's events tile its own share of the stream
+        mine = c[c["tid"] == tid]
+        assert int((1 + mine["repeats"]).sum()) == 1000
+    assert len(set(c["tid"].tolist())) == 2
+    # the Chrome trace says how many calls an event stands for
+    from iolens.render.chrome_trace import trace_events
+    shown = [e for e in trace_events(cap) if e["name"] == "FPUTC" and (e["args"]["file"] or "").endswith("/c")]
+    assert sum(e["args"].get("calls", 1) for e in shown) == 2000 and any("calls" in e["args"] for e in shown)
 
 
 @pytest.mark.parametrize("counters_only", [False, True])

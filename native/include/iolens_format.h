@@ -66,7 +66,7 @@
     X(6, TIMELINE, 1, "time-binned op counts and bytes of the current PROC") \
     X(7, CHILD, 1, "a child process reaped by the current PROC") \
     X(8, TRACE, 1, "zstd-compressed EVENT array of the current PROC") \
-    X(9, EVENT, 1, "one traced operation (inside TRACE payloads)") \
+    X(9, EVENT, 2, "one traced operation (inside TRACE payloads)") \
     X(10, CHECK, 1, "CRC-32C and running counts of the block before it; the last is the trailer")
 
 enum iolens_kind {
@@ -221,9 +221,16 @@ enum iolens_string_kind {
     S(u64, pid) S(u64, status) S(u64, end_mono) S(u64, utime_ns) S(u64, stime_ns) \
     S(u64, maxrss_kb)
 
+/* EVENT version 2: repeats.  A buffered stdio call its stream's buffer served
+ * (no clock read: dur_ns 0, start_mono the thread's last clock reading) that
+ * continues the thread's previous such call (same op and file, at the same
+ * time, at the offset where it ended) is added to that event: size is the
+ * bytes of all of them, repeats the calls beyond the first.  The calls' time
+ * is in the gap to the next event either way; counts stay exact in PROC and
+ * FILE.  Version 1 captures hold one event a call (repeats reads as 0). */
 #define IOLENS_LAYOUT_EVENT(S, A) \
     S(u64, start_mono) S(u32, dur_ns) S(u32, op) S(u32, tid) S(u32, file) \
-    S(u64, offset) S(u64, size)
+    S(u64, offset) S(u64, size) S(u64, repeats)
 
 /* Fixed parts of the SCHEMA record itself (bootstrap; never changes within a
  * container major version). */
@@ -295,7 +302,7 @@ _Static_assert(sizeof(struct iolens_rec_hdr) == 8, "record header is 8 bytes");
 _Static_assert(sizeof(struct iolens_check) == 48, "CHECK is 48 bytes");
 _Static_assert(sizeof(struct iolens_proc) % 8 == 0, "PROC is 8-aligned");
 _Static_assert(sizeof(struct iolens_file) % 8 == 0, "FILE is 8-aligned");
-_Static_assert(sizeof(struct iolens_event) == 40, "EVENT is 40 bytes");
+_Static_assert(sizeof(struct iolens_event) == 48, "EVENT is 48 bytes");
 _Static_assert(IOLENS_NOPS <= IOLENS_MAX_OPS, "op_count has room for every op");
 
 #endif

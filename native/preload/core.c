@@ -662,6 +662,7 @@ static inline __attribute__((always_inline)) void tl_add(int cat, uint64_t t, ui
 
 struct tbuf {
     uint32_t n, tid;
+    uint32_t run; /* the last event is an untimed stdio call that the next may continue (EVENT repeats) */
     struct iolens_event ev[TRACE_BUF_EVENTS];
 };
 static IOLENS_TLS struct tbuf *t_buf;
@@ -733,6 +734,8 @@ static void trace_event(struct iolens_call *c, struct iolens_file *rec, uint64_t
     e->file = rec ? (uint32_t)rec->index : 0xffffffffu;
     e->offset = off;
     e->size = size;
+    e->repeats = 0;
+    b->run = 0;
     iolens_add(&iolens_g.proc->trace_events, 1);
     if (b->n == TRACE_BUF_EVENTS) { /* system calls, inside the program's call: its errno is kept */
         int e = errno;
@@ -744,6 +747,26 @@ static void trace_event(struct iolens_call *c, struct iolens_file *rec, uint64_t
 void iolens_trace_event(struct iolens_call *c, struct iolens_file *rec, uint64_t off, uint64_t size)
 {
     trace_event(c, rec, off, size);
+}
+
+/* An untimed stdio call (c->t0 == c->t1, the thread's last clock reading):
+ * added to the thread's last event when it continues that one (EVENT repeats). */
+void iolens_trace_untimed(struct iolens_call *c, struct iolens_file *rec, uint64_t off, uint64_t size)
+{
+    struct tbuf *b = t_buf;
+    if (LIKELY(b && b->run && b->n && rec)) {
+        struct iolens_event *e = &b->ev[b->n - 1];
+        if (LIKELY(e->op == (uint32_t)c->op && e->file == (uint32_t)rec->index && e->start_mono == c->t0 &&
+                   e->offset + e->size == off)) {
+            e->size += size;
+            e->repeats++;
+            return;
+        }
+    }
+    trace_event(c, rec, off, size);
+    b = t_buf;
+    /* a full buffer was flushed (n is 0): the next call starts an event */
+    if (b && b->n && rec) b->run = 1;
 }
 
 /* ---- accounting -------------------------------------------------------------- */
@@ -894,7 +917,10 @@ void iolens_stdio_call(struct iolens_call *c, struct iolens_fdstate *f, int64_t 
     } else {
         iolens_add(&p->untracked_ops, 1);
     }
-    if (UNLIKELY(iolens_g.trace)) trace_event(c, r, at, b);
+    if (UNLIKELY(iolens_g.trace)) {
+        if (timed) trace_event(c, r, at, b);
+        else iolens_trace_untimed(c, r, at, b);
+    }
 }
 
 /* ---- runs of untimed stdio calls with threads (struct iolens_srun, core.h) ---- */
@@ -1706,7 +1732,7 @@ void iolens_after_fork_child(void)
     g->mt = 0;
     memset(g->inflight, 0, sizeof g->inflight);
     for (int i = 0; i < ntbufs; i++)
-        if (tbufs[i]) tbufs[i]->n = 0; /* the parent's unflushed events are the parent's */
+        if (tbufs[i]) tbufs[i]->n = tbufs[i]->run = 0; /* the parent's unflushed events are the parent's */
     iolens_srun_drop_all(); /* and so are its runs' counts */
     g->pending = IOLENS_PENDING_FORK;
 }

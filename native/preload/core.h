@@ -266,6 +266,8 @@ void iolens_stdio_req(struct iolens_fdstate *f, int cat, uint64_t size, uint64_t
 #define iolens_last_t (iolens_tls.last_t)
 /* One --trace event of this thread (buffered; flushed 64 KiB at a time). */
 void iolens_trace_event(struct iolens_call *c, struct iolens_file *rec, uint64_t off, uint64_t size);
+/* The same for an untimed stdio call: a continuing one joins the thread's last event (EVENT repeats). */
+void iolens_trace_untimed(struct iolens_call *c, struct iolens_file *rec, uint64_t off, uint64_t size);
 
 /* The access-size histogram bin of n bytes.  The first bin is tested apart
  * and expected: the calls whose cost is mostly the hook's are the small ones,
@@ -359,7 +361,7 @@ static inline __attribute__((always_inline)) void iolens_stdio_quick(struct iole
     }
     if (UNLIKELY(iolens_g.trace)) { /* the event iolens_stdio_call makes: at the last clock reading, no time */
         c->t0 = c->t1 = iolens_last_t;
-        iolens_trace_event(c, r, at, b);
+        iolens_trace_untimed(c, r, at, b);
     }
 }
 

@@ -44,12 +44,15 @@ def trace_events(cap) -> list[dict]:
         for i in range(len(ev)):
             op = int(ev["op"][i])
             fidx = int(ev["file"][i])
+            args = {"file": paths.get(fidx), "offset": int(ev["offset"][i]), "size": int(ev["size"][i])}
+            if ev["repeats"][i]:  # consecutive buffered stdio calls, one event
+                args["calls"] = 1 + int(ev["repeats"][i])
             out.append({
                 "name": OPS[op] if op < len(OPS) else f"op{op}",
                 "cat": OP_CAT[op] if op < len(OPS) else "other",
                 "ph": "X", "pid": pid, "tid": int(ev["tid"][i]) or pid,
                 "ts": round(float(start[i]), 3), "dur": round(float(dur[i]), 3),
-                "args": {"file": paths.get(fidx), "offset": int(ev["offset"][i]), "size": int(ev["size"][i])},
+                "args": args,
             })
     return out
 

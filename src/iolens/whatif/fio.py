@@ -2,7 +2,8 @@
 
 fio replays data operations only.  What it cannot express, and how the export treats it:
 - metadata (stat, readdir, unlink, rename, mkdir) and the stdio buffering of small reads and writes: left out
-  (stdio calls are written as the calls themselves, which fio issues unbuffered);
+  (stdio calls are written as the calls themselves, which fio issues unbuffered; consecutive calls a stream's
+  buffer served are one event in the trace, so one call of their bytes here);
 - threads and processes: one iolog is one job, so all threads are merged into one stream in start order; the
   ordering between processes (fork, wait, pipes) is kept only as far as the timestamps say;
 - compute gaps: kept as the timestamps (milliseconds since the start), which fio waits for before each op;
