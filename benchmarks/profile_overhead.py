@@ -110,6 +110,12 @@ def mode_env(mode: str, floor: Path, stage: Path, clock: str | None) -> dict:
     return env
 
 
+def bootstrap_ci(xs: list[float]) -> tuple[float, float]:
+    from iolens.compare.stats import bootstrap_ci as ci
+
+    return ci(xs)
+
+
 def measure(argv, rounds: int, floor: Path, cwd: Path, clock: str | None) -> tuple[dict, dict]:
     """Per mode and round, wall and CPU time."""
     wall: dict[str, list[float]] = {m: [] for m in MODES}
@@ -221,8 +227,10 @@ def main() -> int:
               f"{'vDSO (forced)' if args.clock else 'default (TSC where safe)'}.")
         print("# wall: elapsed time.  cpu: user + system time of the command and its children, which a busy, shared "
               "machine disturbs less (the added code runs on the CPU; waiting does not).")
+        print("# iolens spread: the interquartile range of its added cost over the rounds; for the real tools, the "
+              "95% confidence interval of its median (percentile bootstrap of the rounds' differences).")
         print(f"{'workload':<13} {'':>4} {'plain':>14} {'do-nothing':>11} {'iolens':>11} {'x floor':>7} "
-              f"{'--trace':>11} {'x floor':>7}  {'iolens spread (IQR)':>24}")
+              f"{'--trace':>11} {'x floor':>7}  {'iolens spread':>24}")
         for name, argv, per_n, per in workloads:
             wall, cpu = measure(argv, args.rounds, floor, work, args.clock)
             for label, t in (("wall", wall), ("cpu", cpu)):
@@ -237,7 +245,8 @@ def main() -> int:
                 if per == "run":
                     cols = [f"{100 * med[m] / plain:+.2f}%" for m in MODES[1:]]
                     base = f"{plain:.3f} s"
-                    spread = f"{100 * q[0] / plain:+.2f}% .. {100 * q[2] / plain:+.2f}%"
+                    lo, hi = bootstrap_ci(added["iolens"]) if len(added["iolens"]) > 1 else (med["iolens"],) * 2
+                    spread = f"{100 * lo / plain:+.2f}% .. {100 * hi / plain:+.2f}%"
                 else:
                     cols = [fmt_cost(med[m] / per_n, per) for m in MODES[1:]]
                     unit = {"call": "/call", "process": "/proc", "file": "/file"}[per]
