@@ -932,6 +932,8 @@ void iolens_stdio_call(struct iolens_call *c, struct iolens_fdstate *f, int64_t 
 static struct iolens_srun srun_pool[SRUN_POOL];
 static int nsruns; /* slots handed out */
 
+#define ATOMIC_ADD(ptr, v) add_m(ptr, v, 1)
+#define ATOMIC_MAX(ptr, v) max_m(ptr, v, 1)
 static void srun_flush(struct iolens_srun *s)
 {
     struct iolens_file *r = s->r;
@@ -944,30 +946,13 @@ static void srun_flush(struct iolens_srun *s)
     uint64_t rel = s->t > tl->t0_mono ? s->t - tl->t0_mono : 0, idx = rel >> tl->shift;
     if (idx >= IOLENS_TIMELINE_BINS) idx = tl_coarsen(rel);
     add_m(&tl->count[idx * IOLENS_NCAT + s->cat], n, 1);
-    if (s->dir == IOLENS_CAT_WRITE) {
-        add_m(&tl->bytes_written[idx], b, 1);
-        add_m(&p->bytes_written, b, 1);
-        add_m(&r->writes, n, 1);
-        add_m(&r->stdio_writes, n, 1);
-        add_m(&r->bytes_written, b, 1);
-        add_m(&r->stdio_write_hist[s->bin], n, 1);
-        add_m(&r->seq_writes, n, 1);
-        add_m(&r->consec_writes, n, 1);
-        r->last_write_end = s->end;
-        max_m(&r->max_write_end, s->end, 1);
-    } else {
-        add_m(&tl->bytes_read[idx], b, 1);
-        add_m(&p->bytes_read, b, 1);
-        add_m(&r->reads, n, 1);
-        add_m(&r->stdio_reads, n, 1);
-        add_m(&r->bytes_read, b, 1);
-        add_m(&r->stdio_read_hist[s->bin], n, 1);
-        add_m(&r->seq_reads, n, 1);
-        add_m(&r->consec_reads, n, 1);
-        r->last_read_end = s->end;
-        max_m(&r->max_read_end, s->end, 1);
-    }
+    if (s->dir == IOLENS_CAT_WRITE)
+        IOLENS_STDIO_RUN(ATOMIC_ADD, ATOMIC_MAX, r, p, tl, idx, n, b, s->bin, s->end, written, writes, write);
+    else
+        IOLENS_STDIO_RUN(ATOMIC_ADD, ATOMIC_MAX, r, p, tl, idx, n, b, s->bin, s->end, read, reads, read);
 }
+#undef ATOMIC_ADD
+#undef ATOMIC_MAX
 
 void iolens_srun_end(void)
 {

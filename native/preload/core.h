@@ -288,6 +288,29 @@ static inline int iolens_hist_bin(uint64_t n)
     return i;
 }
 
+/* What n consecutive, sequential stdio calls of b bytes in all, the last ending
+ * at end, add to their file, process and timeline bin idx, in one direction:
+ * (written, writes, write) or (read, reads, read).  ADD and MAX are the
+ * caller's: plain with one thread, atomic with threads. */
+#define IOLENS_STDIO_RUN(ADD, MAX, r, p, tl, idx, n, b, bin, end, BYTES, OPS, OP) \
+    do { \
+        ADD(&(r)->OPS, n); \
+        ADD(&(r)->stdio_##OPS, n); \
+        ADD(&(r)->bytes_##BYTES, b); \
+        ADD(&(r)->stdio_##OP##_hist[bin], n); \
+        ADD(&(r)->seq_##OPS, n); \
+        ADD(&(r)->consec_##OPS, n); \
+        (r)->last_##OP##_end = (end); \
+        MAX(&(r)->max_##OP##_end, end); \
+        ADD(&(p)->bytes_##BYTES, b); \
+        ADD(&(tl)->bytes_##BYTES[idx], b); \
+    } while (0)
+#define IOLENS_PLAIN_ADD(ptr, v) (*(ptr) += (v))
+#define IOLENS_PLAIN_MAX(ptr, v) \
+    do { \
+        if ((v) > *(ptr)) *(ptr) = (v); \
+    } while (0)
+
 /* The untimed stdio call in its common case, inline: a known file, continuing
  * where the last call of the same direction ended (so it is consecutive and
  * sequential).  With one thread it is counted at once; with threads, into the
@@ -329,31 +352,13 @@ static inline __attribute__((always_inline)) void iolens_stdio_quick(struct iole
                 iolens_stdio_call(c, f, n);
                 return;
             }
-            r->writes++;
-            r->stdio_writes++;
-            r->bytes_written += b;
-            r->stdio_write_hist[bin]++;
-            r->seq_writes++;
-            r->consec_writes++;
-            r->last_write_end = end;
-            if (end > r->max_write_end) r->max_write_end = end;
-            p->bytes_written += b;
-            tl->bytes_written[idx] += b;
+            IOLENS_STDIO_RUN(IOLENS_PLAIN_ADD, IOLENS_PLAIN_MAX, r, p, tl, idx, 1, b, bin, end, written, writes, write);
         } else {
             if (UNLIKELY(r->last_op != IOLENS_CAT_READ + 1 || at != r->last_read_end || !r->reads)) {
                 iolens_stdio_call(c, f, n);
                 return;
             }
-            r->reads++;
-            r->stdio_reads++;
-            r->bytes_read += b;
-            r->stdio_read_hist[bin]++;
-            r->seq_reads++;
-            r->consec_reads++;
-            r->last_read_end = end;
-            if (end > r->max_read_end) r->max_read_end = end;
-            p->bytes_read += b;
-            tl->bytes_read[idx] += b;
+            IOLENS_STDIO_RUN(IOLENS_PLAIN_ADD, IOLENS_PLAIN_MAX, r, p, tl, idx, 1, b, bin, end, read, reads, read);
         }
         f->pos = end;
         p->op_count[c->op]++;
