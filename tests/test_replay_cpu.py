@@ -139,6 +139,7 @@ def test_cpu_of_threads_without_file_operations_is_burnt_by_burners():
 def test_a_multithreaded_step_asks_the_cpus_for_what_it_used(tmp_path):
     """pigz compresses in worker threads that make no file operation: their CPU is burnt by burner threads."""
     from iolens.capture.reader import read_capture
+    from iolens.whatif.engine import op_codes
     from iolens.whatif.plan import build_plan
     from iolens.whatif.timeline import on_cpu_gap_s
 
@@ -150,12 +151,44 @@ def test_a_multithreaded_step_asks_the_cpus_for_what_it_used(tmp_path):
     plan = build_plan(cap)
     [pz] = [i for i, p in enumerate(cap.processes) if p.argv[:1] == ["pigz"]]
     cpu = on_cpu_gap_s(cap.processes[pz], 400)
-    burnt = sum(plan.cpu_share[t] * plan.ops["gap"][plan.ops["thread"] == t].sum() / 1e9
+    start = op_codes()["START"]  # a START's gap is waited out, not burnt (its size is burnt instead)
+    burnt = sum(plan.cpu_share[t] * plan.ops["gap"][(plan.ops["thread"] == t) & (plan.ops["op"] != start)].sum() / 1e9
                 for t, p in enumerate(plan.threads) if p == pz)
     assert cpu > 0.05 and burnt == pytest.approx(cpu, rel=0.02)
     assert len(plan.threads) == len(plan.cpu_share) == len(plan.wait_share) == len(plan.recorded)
     flat = build_plan(cap, gaps="sleep")
     assert len(flat.threads) <= len(plan.threads)
+
+
+def test_a_thread_created_late_waits_for_its_creation_and_burns_none_of_it(cprog, tmp_path):
+    """tests/native/late_thread.c: the main thread computes 100 ms, then starts a thread that writes a file.  Every
+    thread's START is at its process's start; the time until a later thread's first op is its creation, waited out
+    at its START and left out of the gaps the process's CPU is shared over.  Burnt, it ran beside the main thread's
+    burn (samtools sort's 14 spill threads at once: replayed +33%)."""
+    from iolens.capture.reader import read_capture
+    from iolens.whatif.engine import op_codes
+    from iolens.whatif.plan import build_plan
+
+    cap_path = tmp_path / "late.iolens"
+    r = iolens("profile", "-q", "--trace", "-o", cap_path, "--", cprog("late_thread"), tmp_path / "a",
+               tmp_path / "b")
+    assert r.returncode == 0, r.stderr
+    plan = build_plan(read_capture(cap_path))
+    ops, start, opened = plan.ops, op_codes()["START"], op_codes()["OPEN"]
+    writers = [t for t in range(len(plan.threads)) if (ops["op"][ops["thread"] == t] == opened).any()]
+    assert len(writers) == 2, writers  # the main thread, then the late one
+    main, late = writers[0], writers[1:]
+    mine = ops[ops["thread"] == late[0]]
+    assert mine["op"][0] == start and mine["gap"][0] >= 80_000_000  # its creation, 100 ms in
+    assert (mine["gap"][1:] < 20_000_000).all()
+    target = tmp_path / "t"
+    target.mkdir()
+    res, _cpu = replay_cpu(plan, target)
+    assert res.errors == 0 and res.wall_s >= 0.09
+    assert res.thread_cpu[late[0]] < 0.01, res.thread_cpu  # none of the wait burnt
+    # the main thread's 100 ms compute is (by it, or by a burner where it lies beyond its gaps)
+    assert sum(res.thread_cpu) - res.thread_cpu[late[0]] >= 0.06, res.thread_cpu
+    assert plan.threads[main] == plan.threads[late[0]]
 
 
 def test_a_roots_start_up_cpu_is_burnt_in_its_start_gap(tmp_path):

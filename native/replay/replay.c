@@ -458,7 +458,7 @@ static void *thread_main(void *arg)
                 if (b > prev_end + on) t->late_ns += b - (prev_end + on);
                 deadline = (b > prev_end + on ? b : prev_end + on) +
                            (uint64_t)((double)(o->gap - on) * t->wait_share);
-            } else if (t->wait_share < 1) {
+            } else if (t->wait_share < 1 && o->op != RP_OP_START) { /* a thread's start is waited out whole */
                 deadline = prev_end + (uint64_t)((double)o->gap * t->wait_share);
             }
             t->late_ns += pace(deadline);

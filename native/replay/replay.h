@@ -25,7 +25,7 @@
 
 /* X(NAME, CLASS, doc) -- `handle` is the op's `obj` unless said otherwise */
 #define RP_OPS(X) \
-    X(START, NONE, "first op of a thread: waits for its process to be started (obj: process; size: a root's start-up CPU in ns, burnt in the gap)") \
+    X(START, NONE, "first op of a thread: waits for its process to be started (obj: process; size: a root's start-up CPU in ns, burnt in the gap; the rest of its gap, a thread's creation after its process's start, waited out)") \
     X(EXIT, NONE, "last op of a thread: only its gap (the compute before the process ended)") \
     X(SPAWN, NONE, "starts a process: fork+exec or exec (obj: process; size: ns of CPU its start-up took, burnt in the gap)") \
     X(WAIT, NONE, "waits for a process and its threads to finish (obj: process)") \
