@@ -257,7 +257,8 @@ def _meta_ok(key: str, value: Any) -> bool:
     if key == "command" and isinstance(value, list):
         return all(isinstance(a, str) for a in value)
     if key == "mounts" and isinstance(value, list):
-        return all(isinstance(m, dict) and all(isinstance(v, str) for v in m.values()) for m in value)
+        return all(isinstance(m, dict) and isinstance(m.get("mountpoint"), str) and all(isinstance(v, str) for v in
+                   m.values()) for m in value)
     if key == "running_at_save" and isinstance(value, list):
         return all(isinstance(p, int) and not isinstance(p, bool) and 0 < p < 1 << 31 for p in value)
     if key == "children_rusage" and isinstance(value, dict):

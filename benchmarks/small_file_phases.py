@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Where the profiler's cost in the small-file step goes, phase by phase, and how much of it a replay takes out.
+
+    python benchmarks/small_file_phases.py [--rounds 9] [--dir /dev/shm] [--event-ns 40] [--path-ns 450]
+
+The small-file step of benchmarks/whatif_accuracy.py (a shell writing 2,000 files, `ls`, `cat` of them all,
+`rm -r`) is cut into its four phases; each runs plain and profiled with `--trace` (interleaved pairs, order
+shuffled, wall time; page cache warm, in a directory under --dir, tmpfs by default).  Per phase it prints the
+medians, the profiled run's events and those that name a path, what the replay's recording costs take out of
+the gaps for them (--event-ns and --path-ns, the defaults being the replay's), and what is left per file: the
+profiler's cost the replay keeps, so that a replay of the capture runs longer than the plain step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from iolens import _format as F
+from iolens.capture.record import Recording
+from iolens.whatif.plan import TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS
+from iolens.whatif.timeline import PATH_NAMING_OPS
+
+FILES = 2000
+CREATE = f"mkdir -p sf && i=0; while [ $i -lt {FILES} ]; do echo $i > sf/f$i; i=$((i+1)); done"
+PHASES = {"create": ("", CREATE), "ls": (CREATE, "ls sf > list"), "cat": (CREATE, "cat sf/* > all"),
+          "rm": (CREATE, "rm -r sf")}
+
+
+def once(work: Path, before: str, cmd: str, profiled: bool) -> tuple[float, int, int]:
+    """One run of a phase (after its set-up, untimed): wall seconds, events, events that name a path."""
+    shutil.rmtree(work / "sf", ignore_errors=True)
+    for name in ("list", "all"):
+        (work / name).unlink(missing_ok=True)
+    if before:
+        subprocess.run(["sh", "-c", before], cwd=work, check=True)
+    argv = ["sh", "-c", cmd]
+    if not profiled:
+        t = time.perf_counter()
+        subprocess.run(argv, cwd=work, check=True)
+        return time.perf_counter() - t, 0, 0
+    cap = Recording(argv, trace=True, cwd=str(work)).run().capture
+    ops = np.concatenate([p.events["op"] for p in cap.processes if p.events is not None])
+    named = int(np.isin(ops, [i for i, (n, _c) in enumerate(F.OPS) if n in PATH_NAMING_OPS]).sum())
+    return float(cap.meta["wall_s"]), len(ops), named
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--dir", type=Path, default=Path("/dev/shm"))
+    ap.add_argument("--event-ns", type=int, default=TRACE_EVENT_OVERHEAD_NS)
+    ap.add_argument("--path-ns", type=int, default=TRACE_PATH_OVERHEAD_NS)
+    a = ap.parse_args()
+    if not a.dir.is_dir():
+        print(f"iolens: error: --dir {a.dir}: no such directory", file=sys.stderr)
+        return 2
+    work = Path(tempfile.mkdtemp(prefix="iolens-phases-", dir=a.dir))
+    try:
+        res: dict[str, dict[str, list]] = {k: {"plain": [], "prof": [], "ev": []} for k in PHASES}
+        for _ in range(a.rounds):
+            for phase, (before, cmd) in PHASES.items():
+                for profiled in random.sample([False, True], 2):
+                    wall, ev, named = once(work, before, cmd, profiled)
+                    res[phase]["prof" if profiled else "plain"].append(wall)
+                    if profiled:
+                        res[phase]["ev"].append((ev, named))
+        print(f"# {a.rounds} interleaved pairs per phase, wall time, in {a.dir} ({FILES} files); recording costs "
+              f"taken out: {a.event_ns} ns an event, {a.path_ns} ns one that names a path")
+        print(f"{'phase':<7} {'plain':>9} {'--trace':>9} {'extra':>8} {'events':>7} {'paths':>6} {'taken out':>9} "
+              f"{'left':>8} {'left/file':>10}")
+        for phase, v in res.items():
+            plain, prof = statistics.median(v["plain"]), statistics.median(v["prof"])
+            ev, named = v["ev"][-1]
+            out = ((ev - named) * a.event_ns + named * a.path_ns) / 1e9
+            left = prof - plain - out
+            print(f"{phase:<7} {plain * 1e3:7.1f}ms {prof * 1e3:7.1f}ms {(prof - plain) * 1e3:6.1f}ms {ev:>7} "
+                  f"{named:>6} {out * 1e3:7.1f}ms {left * 1e3:+6.1f}ms {left / FILES * 1e6:+8.2f}µs")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
