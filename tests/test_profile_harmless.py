@@ -286,6 +286,27 @@ def test_vfork_from_threads_is_cheap(cprog, tmp_path):
     assert len(images(cap, "true")) == n  # every child followed
 
 
+def test_a_process_of_the_recording_without_a_part_yet_counts_as_running(tmp_path):
+    """An image makes its part on its first recorded call: a daemon caught before it has none, and its environment
+    (the recording's IOLENS_DIR) tells it belongs to the recording (the test below once lost that race in CI)."""
+    from iolens.capture.record import still_running
+
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    other = tmp_path / "other"
+    other.mkdir()
+    mine = subprocess.Popen(["sleep", "30"], env={**os.environ, "IOLENS_DIR": str(stage)})
+    theirs = subprocess.Popen(["sleep", "30"], env={**os.environ, "IOLENS_DIR": str(other)})
+    try:
+        found = still_running(stage)
+        assert mine.pid in found and theirs.pid not in found
+    finally:
+        for p in (mine, theirs):
+            p.kill()
+            p.wait()
+    assert mine.pid not in still_running(stage)
+
+
 def test_a_detached_daemon_is_reported_as_not_captured(tmp_path):
     """A double-forking daemon outlives the command: its later I/O cannot be in the capture, and the report and
     the summary say so instead of staying silent."""

@@ -38,7 +38,8 @@ def is_program(path: str, mode: int, exes: set[str]) -> bool:
     """
     if path in exes or _SHARED_LIB.search(path):
         return True
-    return stat.S_IFMT(mode & 0o177777) == stat.S_IFREG and bool(mode & 0o111)  # a damaged capture's mode can be any u64
+    # a damaged capture's mode can be any u64, which stat.S_ISREG refuses
+    return stat.S_IFMT(mode & 0o177777) == stat.S_IFREG and bool(mode & 0o111)
 
 
 @dataclass

@@ -274,4 +274,22 @@ def still_running(stage: Path) -> list[int]:
         except PermissionError:
             pass  # alive, owned by someone else
         out.append(int(pid_text))
-    return sorted(set(out))
+    return sorted(set(out) | _inheriting(stage, me))
+
+
+def _inheriting(stage: Path, me: int) -> set[int]:
+    """Live processes started with this recording's IOLENS_DIR that have no part yet: an image makes its part on
+    its first recorded call, so a daemon caught between its fork and its first file operation (or wait) has none,
+    and only its environment tells it belongs to the recording."""
+    mark = b"\0IOLENS_DIR=" + os.fsencode(stage) + b"\0"
+    out = set()
+    for d in os.scandir("/proc"):
+        if not d.name.isdigit() or int(d.name) == me:
+            continue
+        try:
+            with open(f"/proc/{d.name}/environ", "rb") as fh:
+                if mark in b"\0" + fh.read() + b"\0":
+                    out.add(int(d.name))
+        except OSError:
+            continue  # gone, or not ours to read
+    return out
