@@ -180,6 +180,9 @@ def test_a_thread_created_late_waits_for_its_creation_and_burns_none_of_it(cprog
     main, late = writers[0], writers[1:]
     mine = ops[ops["thread"] == late[0]]
     assert mine["op"][0] == start and mine["gap"][0] >= 80_000_000  # its creation, 100 ms in
+    # the root's start-up CPU rides on its first thread's START only
+    firsts = ops[ops["op"] == start]
+    assert mine["size"][0] == 0 and firsts["size"][firsts["thread"] == main][0] > 0
     assert (mine["gap"][1:] < 20_000_000).all()
     target = tmp_path / "t"
     target.mkdir()

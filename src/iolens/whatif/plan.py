@@ -183,9 +183,12 @@ def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS
     # which the child's replay takes (recorded as a gap it would be waited out even when the child ran faster).
     waited = np.where(a[:, _OP] == code["WAIT"], gap, 0)  # the recording's wait for a child, for the breakdown
     gap[a[:, _OP] == code["WAIT"]] = 0
+    late_start = _late_thread_starts(a, gap, code["START"], ops.proc_threads)
     # a root's START gap runs from the run's start to its image's first record: its own start-up (exec, dynamic
-    # loading), whose CPU the image's counters of its life do not hold
-    root_start = np.nonzero((a[:, _OP] == code["START"]) & np.isin(a[:, _OBJ], tree.roots) & (gap > 0))[0]
+    # loading), whose CPU the image's counters of its life do not hold; its first thread's START carries it, not
+    # the threads it created later (each of samtools sort's 15 threads burnt the 1.5 ms start-up again)
+    root_start = np.nonzero((a[:, _OP] == code["START"]) & np.isin(a[:, _OBJ], tree.roots) & (gap > 0)
+                            & ~late_start)[0]
     if gaps == "cpu":  # a SPAWN carries its child's start-up CPU, a root's START its own, burnt in their gap
         spawn = np.nonzero(a[:, _OP] == code["SPAWN"])[0]
         a[spawn, 3] = np.minimum([tree.startup_cpu(int(i)) for i in a[spawn, _OBJ]], gap[spawn])
@@ -193,8 +196,8 @@ def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS
     notes = []
     if any(p.fields.get("trace_lost") for p in procs):
         notes.append("some trace events were lost while recording; the replay misses them")
-    late_start = _late_thread_starts(a, gap, code["START"], ops.proc_threads)
-    # (that wait is no compute of the process's: out of the gaps its CPU time is shared over)
+    # a late thread's START gap, its wait to be created, is no compute of the process's: out of the gaps its CPU
+    # time is shared over
     cpu = cpu_shares(procs, ops.threads, a[:, _THREAD], np.where(late_start, 0, gap), costs, preempt_s)
     shares = [cpu.share[p] if gaps == "cpu" else 0.0 for p in ops.threads]
     waits = [cpu.wait[p] if gaps == "cpu" else 1.0 for p in ops.threads]
