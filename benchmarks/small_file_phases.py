@@ -30,17 +30,22 @@ from iolens.capture.record import Recording
 from iolens.whatif.plan import TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS
 from iolens.whatif.timeline import PATH_NAMING_OPS
 
-FILES = 2000
-CREATE = f"mkdir -p sf && i=0; while [ $i -lt {FILES} ]; do echo $i > sf/f$i; i=$((i+1)); done"
-PHASES = {"create": ("", CREATE), "ls": (CREATE, "ls sf > list"), "cat": (CREATE, "cat sf/* > all"),
-          "rm": (CREATE, "rm -r sf")}
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from whatif_accuracy import OUTPUTS, STEPS  # noqa: E402
+
+# the step's script: the shell's creating loop, then `ls`, `cat` and `rm -r`, each after the loop (untimed)
+CREATE, _, REST = STEPS["small-files"][-1].rpartition("; ")
+FILES = int(CREATE.split("-lt ")[1].split()[0])
+PHASES = {"create": ("", CREATE), **{cmd.split()[0]: (CREATE, cmd) for cmd in REST.split(" && ")}}
 
 
 def once(work: Path, before: str, cmd: str, profiled: bool) -> tuple[float, int, int]:
     """One run of a phase (after its set-up, untimed): wall seconds, events, events that name a path."""
-    shutil.rmtree(work / "sf", ignore_errors=True)
-    for name in ("list", "all"):
-        (work / name).unlink(missing_ok=True)
+    for name in OUTPUTS:
+        if (work / name).is_dir():
+            shutil.rmtree(work / name)
+        else:
+            (work / name).unlink(missing_ok=True)
     if before:
         subprocess.run(["sh", "-c", before], cwd=work, check=True)
     argv = ["sh", "-c", cmd]
