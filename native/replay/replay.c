@@ -94,6 +94,9 @@ struct rthread {
     double cpu_share;          /* the share of each recorded gap that was on the CPU (from the capture's CPU times) */
     double wait_share;         /* the share of the rest that was a real wait, not preemption (1: all of it) */
     int copy_fd;               /* the source of the thread's next COPY (set by COPY_FROM), or -1 */
+    int watched;               /* an AFTER op of another thread waits for its progress */
+    size_t next;               /* (atomic) the index of its next op: every op before it is done */
+    size_t wake_at;            /* (atomic; set under R.mu) the lowest op index an AFTER waits for, or SIZE_MAX */
     uint64_t copy_off;
 };
 
@@ -221,6 +224,27 @@ static int proc_done(const struct rp_op *o) { return R.procs[o->obj].done; }
 static int pipe_written(const struct rp_op *o)
 {
     return __atomic_load_n(&R.pipe_w[o->obj], __ATOMIC_ACQUIRE) >= o->offset;
+}
+/* Under R.mu.  Asks the thread to wake the waiters once it passes the op (a broadcast after every op of a thread
+ * that others wait for woke all of them thousands of times, and their wake-ups took the CPU from the burns), and
+ * only then looks: either the thread sees the request or this sees its progress. */
+static int thread_reached(const struct rp_op *o)
+{
+    struct rthread *w = &R.threads[o->obj];
+    if (o->offset < __atomic_load_n(&w->wake_at, __ATOMIC_SEQ_CST))
+        __atomic_store_n(&w->wake_at, (size_t)o->offset, __ATOMIC_SEQ_CST);
+    return __atomic_load_n(&w->next, __ATOMIC_SEQ_CST) > o->offset;
+}
+
+/* After a watched thread's op: wakes the waiters when it passed the op one of them waits for. */
+static void passed(struct rthread *t, size_t next)
+{
+    __atomic_store_n(&t->next, next, __ATOMIC_SEQ_CST);
+    if (next <= __atomic_load_n(&t->wake_at, __ATOMIC_SEQ_CST)) return;
+    pthread_mutex_lock(&R.mu);
+    __atomic_store_n(&t->wake_at, SIZE_MAX, __ATOMIC_SEQ_CST); /* those still waiting ask again */
+    pthread_cond_broadcast(&R.cv);
+    pthread_mutex_unlock(&R.mu);
 }
 static int pipe_read(const struct rp_op *o) { return __atomic_load_n(&R.pipe_r[o->obj], __ATOMIC_ACQUIRE) >= o->offset; }
 
@@ -440,6 +464,11 @@ static void *thread_main(void *arg)
             if (wait_until(proc_started, o)) t->dep_timeouts++; /* not yet started: not counted as waiting */
             prev_end = R.procs[o->obj].start_ns ? R.procs[o->obj].start_ns : now_ns();
             t->begin_ns = prev_end - R.t0;
+        } else if (o->op == RP_OP_AFTER) { /* the other thread's progress first, then the gap from there */
+            uint64_t d0 = now_ns();
+            if (wait_until(thread_reached, o)) t->dep_timeouts++;
+            prev_end = now_ns();
+            t->dep_ns += prev_end - d0;
         }
         if (!R.speed_max) {
             uint64_t p0 = now_ns();
@@ -450,7 +479,8 @@ static void *thread_main(void *arg)
              * A SPAWN's gap holds its child's start-up and a root's START gap its own (exec, dynamic loading):
              * their size is that start-up's CPU, burnt instead of the thread's share. */
             uint64_t on = o->op == RP_OP_SPAWN || o->op == RP_OP_START ? (o->size < o->gap ? o->size : o->gap)
-                                                                       : (uint64_t)((double)o->gap * t->cpu_share);
+                          : o->op == RP_OP_AFTER                     ? 0
+                                                                     : (uint64_t)((double)o->gap * t->cpu_share);
             uint64_t deadline = prev_end + o->gap;
             if (on > 0 && o->gap >= BURN_MIN_NS) {
                 t->cpu_ns += burn(on);
@@ -458,7 +488,8 @@ static void *thread_main(void *arg)
                 if (b > prev_end + on) t->late_ns += b - (prev_end + on);
                 deadline = (b > prev_end + on ? b : prev_end + on) +
                            (uint64_t)((double)(o->gap - on) * t->wait_share);
-            } else if (t->wait_share < 1 && o->op != RP_OP_START) { /* a thread's start is waited out whole */
+            } else if (t->wait_share < 1 && o->op != RP_OP_START && o->op != RP_OP_AFTER) {
+                /* a thread's start, and the time after another thread's progress, are waited out whole */
                 deadline = prev_end + (uint64_t)((double)o->gap * t->wait_share);
             }
             t->late_ns += pace(deadline);
@@ -468,6 +499,7 @@ static void *thread_main(void *arg)
         int rc = 0, cls = o->op < RP_NOPS ? OP_CLASS[o->op] : RP_CLASS_NONE;
         switch (o->op) {
         case RP_OP_START:
+        case RP_OP_AFTER:
         case RP_OP_EXIT: break;
         case RP_OP_SPAWN:
             pthread_mutex_lock(&R.mu);
@@ -527,7 +559,9 @@ static void *thread_main(void *arg)
         t->ops++;
         if (R.log) R.log[i] = (struct rp_log){.start = a - R.t0, .end = b - R.t0, .op = o->op, .thread = o->thread};
         prev_end = b;
+        if (t->watched) passed(t, i + 1);
     }
+    passed(t, t->first + t->n); /* ended, or stopped: nobody waits on it */
     t->end_ns = now_ns() - R.t0;
     free(buf);
     pthread_mutex_lock(&R.mu);
@@ -758,6 +792,7 @@ int main(int argc, char **argv)
         double p = json_num(json_at(threads, i), "process", -1, &bad);
         if (p < 0 || p >= (double)R.nprocs) return bad_job("a thread names no process", NULL);
         R.threads[i].proc = (uint32_t)p;
+        R.threads[i].wake_at = SIZE_MAX;
         double share = json_num(json_at(threads, i), "cpu_share", 0, &bad);
         R.threads[i].cpu_share = share < 0 ? 0 : share > 1 ? 1 : share;
         double ws = json_num(json_at(threads, i), "wait_share", 1, &bad);
@@ -784,6 +819,7 @@ int main(int argc, char **argv)
         case RP_OP_START: case RP_OP_SPAWN: case RP_OP_WAIT: lim = (uint32_t)R.nprocs; break;
         case RP_OP_EXIT: lim = UINT32_MAX; break;
         case RP_OP_PIPE_READ: case RP_OP_PIPE_WRITE: lim = (uint32_t)R.npipes; break;
+        case RP_OP_AFTER: lim = (uint32_t)R.nthreads; break;
         case RP_OP_STAT: case RP_OP_UNLINK: case RP_OP_MKDIR: case RP_OP_RENAME: lim = (uint32_t)R.nfiles; break;
         case RP_OP_SYNCFS: lim = UINT32_MAX; break;
         default: lim = (uint32_t)R.nhandles;
@@ -792,6 +828,14 @@ int main(int argc, char **argv)
         struct rthread *t = &R.threads[o->thread];
         if (!t->n) t->first = i;
         t->n++;
+    }
+    for (size_t i = 0; i < R.nops; i++) { /* an AFTER names an op of its thread obj, and not its own thread */
+        const struct rp_op *o = &R.ops[i];
+        if (o->op != RP_OP_AFTER) continue;
+        struct rthread *w = &R.threads[o->obj];
+        if (o->obj == o->thread || o->offset < w->first || o->offset >= w->first + w->n)
+            return bad_job("an AFTER op names no op of another thread", NULL);
+        w->watched = 1;
     }
     const char *logpath = json_str(job, "log", NULL, &bad);
     if (logpath) R.log = calloc(R.nops + 1, sizeof *R.log);

@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #define RP_SCHEMA_MAJOR 1
-#define RP_SCHEMA_MINOR 3
+#define RP_SCHEMA_MINOR 4
 
 /* report classes, as in the capture's categories */
 #define RP_CLASSES(X) X(NONE) X(READ) X(WRITE) X(META) X(SYNC) X(STREAM)
@@ -29,6 +29,7 @@
     X(EXIT, NONE, "last op of a thread: only its gap (the compute before the process ended)") \
     X(SPAWN, NONE, "starts a process: fork+exec or exec (obj: process; size: ns of CPU its start-up took, burnt in the gap)") \
     X(WAIT, NONE, "waits for a process and its threads to finish (obj: process)") \
+    X(AFTER, NONE, "waits until thread obj has done the op at index `offset` of the op list (a thread created or joined by another), then waits out its gap whole") \
     X(OPEN, META, "open or create (obj: handle)") \
     X(CLOSE, META, "close the handle's descriptor when its last open is closed") \
     X(READ, READ, "pread size bytes at offset") \

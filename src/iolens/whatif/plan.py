@@ -8,7 +8,8 @@ What the trace gives and how each part is used (see docs/whatif.md, "What the tr
 - each process image: pid, ppid, start and end, EXECED/FORKED flags, and the children it reaped (CHILD: pid, time);
 - pipes are FILE records flagged NOT_A_FILE and matched across processes by their inode.
 Not in the trace: descriptors (an op names a file, not an fd), the destination of a rename, the moment a thread
-or a child was created (taken as the process start, and the parent's last op before the child started), and
+or a child was created (taken as the process start, and the parent's last op before the child started; a thread
+created and joined by its process's first thread is told from the timing, see threads.py), and
 open flags (files are opened read-write, created when missing), and some closes (a descriptor dup2-ed over; see
 handles.py).
 """
@@ -33,6 +34,7 @@ from iolens.whatif.rows import OP as _OP
 from iolens.whatif.rows import SEQ as _SEQ
 from iolens.whatif.rows import T as _T
 from iolens.whatif.rows import THREAD as _THREAD
+from iolens.whatif.threads import joins, target_positions
 from iolens.whatif.timeline import (PREEMPT_S, burners, cpu_shares, event_costs, less_recording_cost,
                                    recorded_threads)
 from iolens.whatif.tree import Tree, with_pseudo
@@ -176,14 +178,19 @@ def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS
     allrows = closes_after_use(with_pseudo(ops.rows, pseudo), code, HANDLE_OPS)
     if ops.pipe_rows:
         allrows = _with_pipe_needs(allrows, np.concatenate(ops.pipe_rows), code, int(d["pipe_buffer"]))
-    a = allrows[np.lexsort((allrows[:, _SEQ], allrows[:, _T], allrows[:, _THREAD]))]  # per thread, in time order
+    allrows = np.concatenate([allrows, joins(allrows, code, ops.proc_threads)])
+    order = np.lexsort((allrows[:, _SEQ], allrows[:, _T], allrows[:, _THREAD]))  # per thread, in time order
+    a = allrows[order]
+    target_positions(a, order, code["AFTER"])
     costs = event_costs(event_overhead_ns, path_overhead_ns)
     gap, overhead_ns = _gaps(a, code["START"], tree.roots, t0, ops.event_times, ops.event_ops, costs)
     # A parent is taken to call wait right after its previous op: the time until the child ended is the child's,
-    # which the child's replay takes (recorded as a gap it would be waited out even when the child ran faster).
-    waited = np.where(a[:, _OP] == code["WAIT"], gap, 0)  # the recording's wait for a child, for the breakdown
-    gap[a[:, _OP] == code["WAIT"]] = 0
-    late_start = _late_thread_starts(a, gap, code["START"], ops.proc_threads)
+    # which the child's replay takes (recorded as a gap it would be waited out even when the child ran faster);
+    # so is a thread that joins another (whatif/threads.py), the time until the other's last op
+    joined = (a[:, _OP] == code["WAIT"]) | ((a[:, _OP] == code["AFTER"]) & ~_follows_start(a, code["START"]))
+    waited = np.where(joined, gap, 0)  # the recording's wait for a child or a thread, for the breakdown
+    gap[joined] = 0
+    late_start = _late_thread_starts(a, gap, code["START"], code["AFTER"], ops.proc_threads)
     # a root's START gap runs from the run's start to its image's first record: its own start-up (exec, dynamic
     # loading), whose CPU the image's counters of its life do not hold; its first thread's START carries it, not
     # the threads it created later (each of samtools sort's 15 threads burnt the 1.5 ms start-up again)
@@ -210,7 +217,7 @@ def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS
         shares += bshares
         waits += [0.0] * len(bprocs)
     recorded = recorded_threads(a, gap, waited, len(ops.threads), t0, {code["START"], code["EXIT"], code["SPAWN"]},
-                                {code["WAIT"], code["PIPE_READ"], code["PIPE_WRITE"]})
+                                {code["WAIT"], code["AFTER"], code["PIPE_READ"], code["PIPE_WRITE"]})
     return Plan(files, ops.handles, ops.threads, len(procs), tree.roots, n_pipes, _op_array(a, gap),
                 float(cap.meta.get("wall_s") or 0.0), skipped_ops=ops.skipped, notes=notes,
                 overhead_s=overhead_ns / 1e9,
@@ -433,25 +440,40 @@ def _gaps(a: np.ndarray, start_code: int, roots: list[int], t0: int, event_times
     return less_recording_cost(a, gap, event_times, event_ops, costs)
 
 
-def _late_thread_starts(a: np.ndarray, gap: np.ndarray, start_code: int,
+def _follows_start(a: np.ndarray, start_code: int) -> np.ndarray:
+    """Per row: whether it comes right after its thread's START (rows grouped per thread, START first)."""
+    out = np.zeros(len(a), dtype=bool)
+    out[1:] = (a[:-1, _OP] == start_code) & (a[:-1, _THREAD] == a[1:, _THREAD])
+    return out
+
+
+def _late_thread_starts(a: np.ndarray, gap: np.ndarray, start_code: int, after_code: int,
                         proc_threads: list[list[tuple[int, float, float]]]) -> np.ndarray:
     """Moves the gap before the first op of each thread a process created after its start (all but the thread
-    whose first op came first) to that thread's START, in place, and marks those STARTs.  Every thread's START is
-    at its process's start; a thread created later did not exist until then, so that gap was no compute of its
-    own: the engine waits a START's gap out rather than burning the process's CPU share of it (samtools sort's
-    14 spill threads, each created a few ms after the last, were burnt from the process's start at once: +33%)."""
+    whose first op came first) to what starts it, in place, and marks it and those threads' STARTs.  Every
+    thread's START is at its process's start; a thread created later did not exist until then, so that gap was no
+    compute of its own: the engine waits it out rather than burning the process's CPU share of it (samtools sort's
+    14 spill threads, each created a few ms after the last, were burnt from the process's start at once: +33%).
+    Where the thread's creation is known (whatif/threads.py: START, AFTER, first op), the gap goes to the AFTER,
+    from the creator's op: its creator's compute until the creation and the thread's own until its first op, not
+    told apart, so waited out as well."""
     late = np.zeros(len(a), dtype=bool)
     later = {th for threads in proc_threads for th, _f, _l in sorted(threads, key=lambda x: x[1])[1:]}
     if not later or not len(a):
         return late
     starts = np.nonzero((a[:, _OP] == start_code) & np.isin(a[:, _THREAD], list(later)))[0]
-    nxt = starts + 1
-    ok = nxt < len(a)
-    starts, nxt = starts[ok], nxt[ok]
-    ok = a[nxt, _THREAD] == a[starts, _THREAD]  # rows are grouped per thread, START first
-    starts, nxt = starts[ok], nxt[ok]
-    gap[starts] += gap[nxt]
+    ok = starts + 1 < len(a)
+    starts = starts[ok]
+    ok = a[starts + 1, _THREAD] == a[starts, _THREAD]  # rows are grouped per thread, START first
+    starts = starts[ok]
+    created = a[starts + 1, _OP] == after_code  # START, AFTER (the creation), first op
+    host = np.where(created, starts + 1, starts)
+    nxt = host + 1
+    ok = (nxt < len(a)) & (a[np.minimum(nxt, len(a) - 1), _THREAD] == a[host, _THREAD])
+    host, nxt, starts = host[ok], nxt[ok], starts[ok]
+    gap[host] = np.where(host == starts, gap[host], 0) + gap[nxt]  # a known creation: from the creator's op
     gap[nxt] = 0
+    late[host] = True
     late[starts] = True
     return late
 
