@@ -187,6 +187,8 @@ def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS
     # A parent is taken to call wait right after its previous op: the time until the child ended is the child's,
     # which the child's replay takes (recorded as a gap it would be waited out even when the child ran faster);
     # so is a thread that joins another (whatif/threads.py), the time until the other's last op
+    # (a creation's AFTER comes right after its thread's START; a join's never does: its thread, the first, had an
+    # op before the joined thread's first)
     joined = (a[:, _OP] == code["WAIT"]) | ((a[:, _OP] == code["AFTER"]) & ~_follows_start(a, code["START"]))
     waited = np.where(joined, gap, 0)  # the recording's wait for a child or a thread, for the breakdown
     gap[joined] = 0

@@ -30,7 +30,7 @@ def joins(rows: np.ndarray, code: dict[str, int], proc_threads: list[list[tuple[
     `rows`: the plan's rows (any order); `proc_threads`: per process, (thread, first op start, last op end).  Each
     new row's OFFSET is the index in `rows` of the op it waits for (the caller turns it into the op's index in the
     sorted op list); its time is that op's end, so it sorts after it in its own thread."""
-    out: list[tuple[int, int, int, int, int]] = []  # (t, thread, obj, target row, seq)
+    out: list[tuple[int, int, int, int]] = []  # (t, thread, obj, target row)
     thread = rows[:, THREAD]
     pseudo = np.isin(rows[:, OP], [code["START"], code["EXIT"]])
     for pts in proc_threads:
@@ -49,15 +49,15 @@ def joins(rows: np.ndarray, code: dict[str, int], proc_threads: list[list[tuple[
                 continue
             mine = np.nonzero((thread == th) & ~pseudo)[0]
             last = mine[np.argmax(rows[mine, T] + rows[mine, DUR])]
-            out.append((int(x), first[0], th, int(last), -1))
+            out.append((int(x), first[0], th, int(last)))
             before = np.nonzero(me <= f)[0]
             if len(before):
                 b = main[before[-1]]
-                out.append((int(rows[b, T] + rows[b, DUR]), th, first[0], int(b), -1))
+                out.append((int(rows[b, T] + rows[b, DUR]), th, first[0], int(b)))
     new = np.zeros((len(out), rows.shape[1]), dtype=np.int64)
-    for r, (t, th, obj, target, seq) in enumerate(out):
-        new[r, T], new[r, OP], new[r, THREAD], new[r, OBJ], new[r, OFFSET], new[r, SEQ] = (
-            t, code["AFTER"], th, obj, target, seq)
+    for r, (t, th, obj, target) in enumerate(out):
+        new[r, T], new[r, OP], new[r, THREAD], new[r, OBJ], new[r, OFFSET] = t, code["AFTER"], th, obj, target
+    new[:, SEQ] = -1  # before an op that starts at the same time
     return new
 
 
