@@ -368,3 +368,53 @@ def test_a_copy_is_replayed_as_a_copy(tmp_path):
     assert res.errors == 0
     assert (log["op"] == code["COPY"]).sum() == len(dst) and (log["op"] == code["COPY_FROM"]).sum() == len(src)
     assert res.class_s["WRITE"] > 0 and not any(target.iterdir())
+
+
+def test_files_are_opened_as_the_step_named_and_opened_them(tmp_path, monkeypatch):
+    """The replayer names a file below the step's working directory from there (`in.dat`, not the 6-component
+    name below the replay root: each component is a lookup, and a shell's 2,000 creates paid 1.3 us more each),
+    and opens a file a process only read read-only and without O_CREAT (a creating, writable open takes the
+    directory's lock: `cat` of 2,000 files paid 1.5 us more per file).  Seen by strace on the replayer."""
+    from iolens.capture.reader import read_capture
+    from iolens.whatif.engine import replay_path
+    from iolens.whatif.plan import build_plan
+
+    strace = shutil.which("strace")
+    if strace is None:
+        pytest.fail("strace is not installed (dev/apt-packages.txt lists it)")
+    work, other = tmp_path / "work", tmp_path / "other"
+    work.mkdir()
+    other.mkdir()
+    (work / "in.dat").write_bytes(os.urandom(5000))
+    (other / "x.dat").write_bytes(os.urandom(3000))
+    cap = profile(work, "names", ["sh", "-c", f"mkdir -p sub && echo x > sub/made && cat in.dat sub/made > out.dat "
+                                  f"&& cat {other / 'x.dat'} > /dev/null"])
+    plan = build_plan(read_capture(cap))
+    assert plan.cwd == str(work).strip("/")
+    rel = {f.rel.rsplit("/", 1)[-1]: i for i, f in enumerate(plan.files)}
+    ro = {plan.files[f].rel.rsplit("/", 1)[-1] for h, f in enumerate(plan.handles) if plan.read_only[h]}
+    assert {"in.dat", "x.dat", "made"} <= ro and "out.dat" not in ro  # made: read-only in cat, not in the shell
+    assert "made" in rel
+
+    logs = tmp_path / "strace"
+    logs.mkdir()
+    wrapper = tmp_path / "engine.sh"
+    wrapper.write_text(f'#!/bin/sh\nexec {strace} -f -qq -e trace=openat2 -o {logs}/log.$$ {replay_path()} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("IOLENS_REPLAY_ENGINE", str(wrapper))
+    target = tmp_path / "t"
+    target.mkdir()
+    _plan, res, _log = replay_log(cap, target)
+    assert res.errors == 0
+    calls = [ln for p in logs.iterdir() for ln in p.read_text().splitlines() if "openat2(" in ln]
+    timed = [ln for ln in calls if "O_CREAT|O_TRUNC" not in ln or "out.dat" in ln]  # not the layout's writes
+
+    def opens(name: str) -> list[str]:
+        return [ln.split("flags=", 1)[1].split(",", 1)[0] for ln in timed if f', "{name}", ' in ln]
+
+    assert opens("in.dat") == ["O_RDONLY|O_NOFOLLOW|O_CLOEXEC"], calls
+    assert "O_RDWR|O_CREAT|O_NOFOLLOW|O_CLOEXEC" in opens("sub/made")  # the shell's create
+    assert "O_RDONLY|O_NOFOLLOW|O_CLOEXEC" in opens("sub/made")  # cat's read
+    assert opens("out.dat") and all("O_RDWR|O_CREAT" in f for f in opens("out.dat"))
+    far = [ln for ln in timed if ln.endswith("x.dat") or "/other/x.dat\"" in ln]
+    assert far and all(f'"{str(other / "x.dat").strip("/")}"' in ln for ln in far), far  # from the root

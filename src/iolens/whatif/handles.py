@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from iolens.whatif.rows import DUR, OBJ, OP, SEQ, THREAD, T
+from iolens.whatif.rows import DUR, FLAGS, OBJ, OP, SEQ, THREAD, T
 
 
 def closes_after_use(rows: np.ndarray, code: dict[str, int], handle_ops: tuple[str, ...]) -> np.ndarray:
@@ -64,3 +64,21 @@ def closes_after_use(rows: np.ndarray, code: dict[str, int], handle_ops: tuple[s
             close_after(last, None)
         i = j
     return np.concatenate([rows, np.array(added, dtype=np.int64).reshape(-1, rows.shape[1])]) if added else rows
+
+
+def read_only(rows: np.ndarray, handle_of: dict[tuple[int, int], int], created: set[tuple[int, int]],
+              code: dict[str, int], handle_ops: tuple[str, ...]) -> list[bool]:
+    """Per handle (numbered as in handle_of: (process, file) -> handle), whether its process only read through it:
+    no write, stdio drain, copy into it or truncating open, and the file not created by that process.  Such a
+    handle is opened read-only and without O_CREAT, as the step opened it: a creating, writable open takes the
+    directory's lock and write access (a `cat` of 2,000 small files paid 1.5 us more per file opened that way)."""
+    written = rows[:, OP] == code["WRITE"]
+    for name in ("SWRITE", "SFLUSH", "COPY"):
+        written |= rows[:, OP] == code[name]
+    written |= (rows[:, OP] == code["OPEN"]) & (rows[:, FLAGS] & 1 == 1)
+    on_handle = np.isin(rows[:, OP], [code[n] for n in handle_ops])
+    writers = set(rows[written & on_handle, OBJ].tolist())
+    out = [True] * len(handle_of)
+    for key, h in handle_of.items():
+        out[h] = h not in writers and key not in created
+    return out

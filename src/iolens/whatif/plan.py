@@ -26,7 +26,7 @@ from iolens import _format as F
 from iolens.capture.reader import Capture, Process
 from iolens.errors import UsageError
 from iolens.whatif.engine import describe, op_dtype
-from iolens.whatif.handles import closes_after_use
+from iolens.whatif.handles import closes_after_use, read_only
 from iolens.whatif.pipes import _pipe_needs
 from iolens.whatif.rows import DUR as _DUR
 from iolens.whatif.rows import OBJ as _OBJ
@@ -121,14 +121,17 @@ class Plan:
     wait_share: list[float] = field(default_factory=list)  # thread -> share of the rest waited out (see timeline)
     unreplayed_cpu_s: float = 0.0      # CPU of threads that made no file operation (burnt by burner threads)
     recorded: list[dict[str, float]] = field(default_factory=list)  # thread -> the recording's own timeline
+    cwd: str = ""                      # the step's working directory below the replay directory (names from there)
+    read_only: list[bool] = field(default_factory=list)  # handle -> only read through (opened O_RDONLY, no create)
 
     def job(self, root: str, ops_path: str, *, speed: str, cache: str, log: str | None = None,
             dependency_timeout_s: float | None = None) -> dict[str, Any]:
         extra = {} if dependency_timeout_s is None else {"dependency_timeout_s": dependency_timeout_s}
-        return {**extra, "root": root, "ops": ops_path, "speed": speed, "cache": cache, "log": log,
+        return {**extra, "root": root, "ops": ops_path, "speed": speed, "cache": cache, "log": log, "cwd": self.cwd,
                 "files": [{"path": f.rel, "dir": f.dir, "layout": -1 if f.created else f.layout,
                            "content": f.content} for f in self.files],
-                "handles": [{"file": h} for h in self.handles],
+                "handles": [{"file": h, "read_only": i < len(self.read_only) and self.read_only[i]}
+                            for i, h in enumerate(self.handles)],
                 "threads": [{"process": p, "cpu_share": self.cpu_share[i] if i < len(self.cpu_share) else 0.0,
                              "wait_share": self.wait_share[i] if i < len(self.wait_share) else 1.0}
                             for i, p in enumerate(self.threads)],
@@ -220,10 +223,15 @@ def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS
         waits += [0.0] * len(bprocs)
     recorded = recorded_threads(a, gap, waited, len(ops.threads), t0, {code["START"], code["EXIT"], code["SPAWN"]},
                                 {code["WAIT"], code["AFTER"], code["PIPE_READ"], code["PIPE_WRITE"]})
+    cwd = str(cap.meta.get("cwd") or "")
+    made = {(pi, local[pi][f["index"]][1]) for pi, p in enumerate(procs) for f in p.files
+            if f["flags"] & F.FILE_FLAGS["CREATED"][0] and local[pi].get(f["index"], (0,))[0] == _DATA}
     return Plan(files, ops.handles, ops.threads, len(procs), tree.roots, n_pipes, _op_array(a, gap),
                 float(cap.meta.get("wall_s") or 0.0), skipped_ops=ops.skipped, notes=notes,
                 overhead_s=overhead_ns / 1e9,
-                cpu_share=shares, wait_share=waits, unreplayed_cpu_s=cpu.unreplayed_s, recorded=recorded)
+                cpu_share=shares, wait_share=waits, unreplayed_cpu_s=cpu.unreplayed_s, recorded=recorded,
+                cwd=cwd.strip("/") if _is_data(cwd + "/") else "",
+                read_only=read_only(a, ops.handle_of, made, code, HANDLE_OPS))
 
 
 # what a process's file index stands for in the replay: a data file (by its index in the plan's files) or a pipe
