@@ -215,6 +215,21 @@ def test_latency_raises_small_file_create_time(labdir, local, remote):
     assert far > 2.5 * near and far - near > 0.2  # 20 files x several round trips x 5 ms
 
 
+def test_write_calibration_pays_the_upload_at_close(labdir, monkeypatch):
+    """s3fs keeps written data in a local cache and uploads the file at its close: the write calibration of
+    `iolens predict` ends with the close, so its per-op cost on a bandwidth-limited bucket is the upload's (32 MiB
+    through 50 Mbit/s: over 5 s), not the local cache's."""
+    from iolens.bench.targets import resolve
+    from iolens.whatif.predict import _cal_plan
+    from iolens.whatif.replay import replay_on
+
+    monkeypatch.setenv("IOLENS_LAB_DIR", str(labdir))
+    t = resolve("lab:s3-remote")
+    r = replay_on(_cal_plan("write_large"), t, speed="max")
+    print(f"write_large calibration on lab:s3-remote: {r.wall_s:.2f} s", file=sys.stderr)
+    assert r.wall_s > 4.0
+
+
 def test_random_writes_fail_on_rclone_cache_off_and_work_on_s3fs(labdir):
     base = os.urandom(256 * 1024)
     for name in ("s3", "s3-rclone"):

@@ -10,8 +10,9 @@ absolute times).  From the capture:
 From each target and from the capture's home storage: the cost per op of each class c_k (a small replay of a
 synthetic workload per class, stored in the results store and reused).  Writes are calibrated twice: buffered (no
 sync: what a step that never syncs waits for) and followed by an fdatasync (the writeback amortised over the
-writes: what a step that syncs waits for); a step's writes are charged the first unless it makes sync calls, and
-its syncs are a class of their own either way.  Then
+writes: what a step that syncs waits for), both up to the file's close (an object store's FUSE client uploads the
+file then); a step's writes are charged the first unless it makes sync calls, and its syncs are a class of their
+own either way.  Then
 
     dI = sum_k n_k * (c_k(target) - c_k(home)) / max(1, overlap),   W' = max(C, W + dI)
 
@@ -41,7 +42,7 @@ from iolens.whatif.plan import (STDIO_OPS, TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_O
 from iolens.whatif.timeline import event_costs
 
 CAL_KIND = "whatif-calibration"
-CAL_VERSION = 4
+CAL_VERSION = 5
 # Metadata by kind: a create costs a disk filesystem ten times a close, and a step's mix (a shell's loop: one
 # create, three closes, a stat) is not the calibration's, so one mean per metadata op mispriced it (up to +102%
 # on the throttled disks for the small-file step).  "meta": the other metadata ops (mkdir, rename, directory
@@ -215,8 +216,8 @@ def step_model(cap: Capture, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS,
 
 def _cal_plan(cls: str) -> Plan:
     """A small synthetic workload of one calibration run (CAL_RUNS), replayed at full speed.  The write classes
-    only write (buffered, as a step that never syncs); their `_synced` twins end with an fdatasync.  The metadata
-    run creates (open, close, stat), opens again (open, close) and unlinks 300 files."""
+    only write (buffered, as a step that never syncs) and close; their `_synced` twins fdatasync before the close.
+    The metadata run creates (open, close, stat), opens again (open, close) and unlinks 300 files."""
     c = op_codes()
     rows: list[tuple[int, int, int, int]] = []  # op, obj, offset, size
     files = [ReplayFile("/cal/data", "cal/data", layout=(32 << 20) if cls.startswith("read") else 0),
@@ -255,6 +256,10 @@ def _cal_plan(cls: str) -> Plan:
             rows.append((c["UNLINK"], 2 + i, 0, 0))
     if cls in SYNCED.values():  # the writes' writeback, waited for as a step that syncs waits for it
         rows.append((c["FDATASYNC"], 1, 0, 0))
+    if cls.startswith("write"):
+        # and the close that ends them: where the storage sends a written file on at its close (a FUSE client of
+        # an object store uploads it then; NFS writes it back), the close is what the writes cost
+        rows.append((c["CLOSE"], 1, 0, 0))
     rows = [(c["START"], 0, 0, 0)] + rows
     ops = np.zeros(len(rows), dtype=op_dtype())
     arr = np.array(rows, dtype=np.int64)
