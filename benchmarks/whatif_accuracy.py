@@ -1,10 +1,10 @@
 """How close replay and predict come to real runs: step x target -> actual, replayed, predicted, error %.
 
 First every step runs once, untimed, on every target (--warmup), so no capture pays a first run's costs (caches,
-a new directory's metadata).  Then each step is profiled
---profiles times (with --trace, default 3) on the root disk (--home) and the capture whose wall time is
-the median is kept (one capture taken at a bad moment would spoil every cell of its step; the walls of all are
-printed); what one involuntary context switch cost the steps is measured (run delay per switch, from /proc) and
+a new directory's metadata).  Then each step is profiled --profiles times (with --trace, default 3) on tmpfs
+(--home), round-robin over the steps, each capture paired with a plain run, and the capture whose wall time is the
+median is kept (one capture taken at a bad moment would spoil every cell of its step; the walls of all, and of the
+plain runs alongside, are printed); what one involuntary context switch cost the steps is measured (run delay per switch, from /proc) and
 given to the replay.  The capture is then replayed and predicted on every target, and the step run for real there.
 Real runs and replays are interleaved (run i of every step and target, then replay i, ...), so load from other work
 on the machine falls on both alike.  Predictions take as reference the capture's storage calibrated, as every
@@ -42,17 +42,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
-from iolens import _format as F
 from iolens.bench.targets import resolve
 from iolens.capture.record import Recording
 from iolens.pagecache import proactive_reclaim, warm
 from iolens.synth import fastq_text, synth
+from iolens.whatif.overhead import measure as profiler_cost
 from iolens.whatif.plan import build_plan
 from iolens.whatif.predict import calibrate, predict, step_model
 from iolens.whatif.replay import replay_on
-from iolens.whatif.timeline import PATH_NAMING_OPS, PREEMPT_S, breakdown
+from iolens.whatif.timeline import PREEMPT_S, breakdown
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from replay_cost import measure as replay_cost  # noqa: E402
@@ -154,18 +153,30 @@ def median_index(walls: list[float]) -> int:
     return order[(len(walls) - 1) // 2]
 
 
-def profile_median(argv: list[str], work: Path, n: int) -> tuple[Any, list[float], int]:
-    """Profiles the step n times in `work` (outputs removed before each) and keeps the capture of median wall
-    time: the capture, every capture's wall time, and the kept one's index."""
-    caps = []
-    for _ in range(n):
-        clean(work)
-        warm_step(work, argv)
-        settle()
-        caps.append(Recording(argv, trace=True, cwd=str(work)).run().capture)
-    walls = [float(c.meta["wall_s"]) for c in caps]
-    k = median_index(walls)
-    return caps[k], walls, k
+def profile_steps(steps: dict[str, list[str]], work: Path, n: int) -> dict[str, tuple[Any, list[float], int,
+                                                                                     list[float]]]:
+    """Profiles every step n times in `work` (outputs removed before each), round-robin over the steps and each
+    capture paired with a plain run (order alternating), so a slow minute of the machine does not fall on all the
+    captures of one step, and the plain runs show what the machine gave at the time.  Keeps each step's capture of
+    median wall time: per step the capture, every capture's wall time, the kept one's index, the plain walls."""
+    caps: dict[str, list] = {s: [] for s in steps}
+    plain: dict[str, list[float]] = {s: [] for s in steps}
+    for i in range(n):
+        for step, argv in steps.items():
+            for profiled in ((False, True) if i % 2 == 0 else (True, False)):
+                if not profiled:
+                    plain[step].append(real_run(work, argv))
+                    continue
+                clean(work)
+                warm_step(work, argv)
+                settle()
+                caps[step].append(Recording(argv, trace=True, cwd=str(work)).run().capture)
+    out = {}
+    for step in steps:
+        walls = [float(c.meta["wall_s"]) for c in caps[step]]
+        k = median_index(walls)
+        out[step] = (caps[step][k], walls, k, plain[step])
+    return out
 
 
 def median_ci(xs: list[float], level: float = 0.95) -> tuple[float, float, float]:
@@ -180,68 +191,6 @@ def median_ci(xs: list[float], level: float = 0.95) -> tuple[float, float, float
         if 1 - 2 * tail >= level:
             k = j
     return statistics.median(s), s[k - 1], s[n - k]
-
-
-def event_overhead_ns(runs: int = 5, n: int = 100_000) -> float:
-    """The profiler's cost per traced event outside the recorded call: the slope of a profiled `dd bs=1` (one
-    event per read and per write) over an unprofiled one, medians of `runs` each."""
-    d = Path(tempfile.mkdtemp(prefix="whatif-ovh-"))
-    argv = ["dd", "if=/dev/zero", f"of={d / 'out'}", "bs=1", f"count={n}", "status=none"]
-    try:
-        plain, prof, events = [], [], 0
-        for _ in range(runs):
-            t = time.perf_counter()
-            subprocess.run(argv, check=True, capture_output=True)
-            plain.append(time.perf_counter() - t)
-            cap = Recording(argv, trace=True, cwd=str(d)).run().capture
-            prof.append(float(cap.meta["wall_s"]))
-            events = sum(len(p.events) for p in cap.processes if p.events is not None)
-        return max(0.0, (statistics.median(prof) - statistics.median(plain)) / max(events, 1) * 1e9)
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
-
-
-PATH_LOOP = """
-import os, sys
-n = int(sys.argv[1])
-os.mkdir("d")
-for i in range(n):
-    fd = os.open(f"d/f{i}", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    os.close(fd)
-    os.stat(f"d/f{i}")
-dfd = os.open("d", os.O_RDONLY | os.O_DIRECTORY)
-for i in range(n):
-    os.unlink(f"f{i}", dir_fd=dfd)
-os.close(dfd)
-os.rmdir("d")
-"""
-
-
-def path_overhead_ns(per_event_ns: float, runs: int = 5, n: int = 2000) -> float:
-    """The profiler's cost per traced event that names a path (creating opens, stats, unlinks through a directory
-    descriptor: PATH_NAMING_OPS), from the slope over n and 2n iterations of a loop of them, profiled over
-    unprofiled, medians of `runs` each, on tmpfs; the loop's other events (its closes) taken at `per_event_ns`."""
-    codes = [i for i, (name, _cat) in enumerate(F.OPS) if name in PATH_NAMING_OPS]
-    d = Path(tempfile.mkdtemp(prefix="whatif-path-", dir="/dev/shm"))
-    try:
-        extra, named, other = {}, {}, {}
-        for k in (n, 2 * n):
-            argv = [sys.executable, "-c", PATH_LOOP, str(k)]
-            plain, prof = [], []
-            for _ in range(runs):
-                t = time.perf_counter()
-                subprocess.run(argv, cwd=d, check=True, capture_output=True)
-                plain.append(time.perf_counter() - t)
-                cap = Recording(argv, trace=True, cwd=str(d)).run().capture
-                prof.append(float(cap.meta["wall_s"]))
-                ops = np.concatenate([p.events["op"] for p in cap.processes if p.events is not None])
-                named[k] = int(np.isin(ops, codes).sum())
-                other[k] = len(ops) - named[k]
-            extra[k] = statistics.median(prof) - statistics.median(plain)
-        rest = (other[2 * n] - other[n]) * per_event_ns / 1e9
-        return max(0.0, (extra[2 * n] - extra[n] - rest) / max(named[2 * n] - named[n], 1) * 1e9)
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def preempt_per_switch_s(steps: dict[str, list[str]], work: Path, runs: int = 3) -> float | None:
@@ -371,8 +320,9 @@ def main() -> None:
                     "taken to have cost while profiling (default: measured on the steps)")
     ap.add_argument("--warmup", type=int, default=1, help="untimed real runs of every step on every target "
                     "before the captures (default 1)")
-    ap.add_argument("--home", choices=["rootdisk", "tmpfs"], default="rootdisk", help="the target the steps are "
-                    "profiled on (default: the root disk)")
+    ap.add_argument("--home", choices=["rootdisk", "tmpfs"], default="tmpfs", help="the target the steps are "
+                    "profiled on (default: tmpfs; a capture taken on the root disk here holds its create cost of the "
+                    "moment, which moves tenfold within minutes: docs/whatif.md)")
     ap.add_argument("--lab", action="store_true", help="also run on lab targets brought up here (root needed)")
     ap.add_argument("--lab-targets", default=LAB_TARGETS)
     ap.add_argument("--no-sleep-replay", action="store_true", help="skip the comparison replay with every gap slept")
@@ -404,27 +354,29 @@ def main() -> None:
             w = Path(tempfile.mkdtemp(prefix="whatif-work-", dir=t.path))
             works.append(w)
             prepare(w, a.scale)
-        ovh = a.overhead_ns if a.overhead_ns is not None else event_overhead_ns()
-        named = a.path_overhead_ns if a.path_overhead_ns is not None else path_overhead_ns(ovh)
+        cost = None if a.overhead_ns is not None and a.path_overhead_ns is not None else profiler_cost()
+        ovh = a.overhead_ns if cost is None or a.overhead_ns is not None else cost.event_ns
+        named = a.path_overhead_ns if cost is None or a.path_overhead_ns is not None else cost.path_ns
         print(f"profiler cost per traced event: {ovh:.0f} ns, and {named:.0f} ns for one that names a path (an "
-              "open, a stat, an unlink; taken out of the recorded compute gaps)")
+              "open, a stat, an unlink; taken out of the recorded compute gaps)" + (
+                  f"; measured in {cost.pairs} interleaved pairs, the path figure's interquartile range "
+                  f"{cost.spread:.0%} of it" if cost is not None else ""))
         home = names.index(a.home)  # where the captures are taken
         for _ in range(a.warmup):  # no capture pays a first run's costs
             for argv in steps.values():
                 for w in works:
                     real_run(w, argv)
-        caps, plans, sleeps, models = {}, {}, {}, {}
-        walls: dict[str, tuple[list[float], int]] = {}
-        for step, argv in steps.items():
-            caps[step], cap_walls, kept = profile_median(argv, works[home], a.profiles)
-            walls[step] = (cap_walls, kept)
+        plans, sleeps, models = {}, {}, {}
+        profiled = profile_steps(steps, works[home], a.profiles)
+        caps = {step: v[0] for step, v in profiled.items()}
         pre = a.preempt_ms / 1e3 if a.preempt_ms is not None else preempt_per_switch_s(steps, works[home])
         print("time one involuntary context switch cost (run delay per switch of the steps' main threads): "
               + (f"{pre * 1e3:.3f} ms" if pre is not None else f"not measured here, {PREEMPT_S * 1e3:.3f} ms assumed"))
         for step in steps:
-            cap_walls, kept = walls[step]
+            _c, cap_walls, kept, plain = profiled[step]
             print(f"{step}: capture walls " + ", ".join(f"{x:.3f}" for x in cap_walls) + f" s; kept "
-                  f"{cap_walls[kept]:.3f} s (the median)")
+                  f"{cap_walls[kept]:.3f} s (the median); plain runs alongside " +
+                  ", ".join(f"{x:.3f}" for x in plain) + " s")
             plans[step] = build_plan(caps[step], event_overhead_ns=int(ovh), path_overhead_ns=int(named),
                                      preempt_s=pre if pre is not None else PREEMPT_S)
             sleeps[step] = build_plan(caps[step], event_overhead_ns=int(ovh), path_overhead_ns=int(named),

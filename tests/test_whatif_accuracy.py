@@ -1,5 +1,6 @@
-"""benchmarks/whatif_accuracy.py: each step is profiled several times and the capture of median wall time is the
-one replayed and predicted (one capture taken at a bad moment would spoil every cell of its step)."""
+"""benchmarks/whatif_accuracy.py: each step is profiled several times, round-robin with the other steps and each
+capture paired with a plain run, and the capture of median wall time is the one replayed and predicted (one capture
+taken at a bad moment would spoil every cell of its step)."""
 
 from __future__ import annotations
 
@@ -36,15 +37,21 @@ def test_median_index():
 
 
 def test_the_capture_of_median_wall_time_is_kept(tmp_path):
-    """Three profiled runs that sleep 0.6, 0.05 and 0.25 s: the 0.25 s one is kept, every wall is returned."""
+    """Three profiled runs that sleep 0.6, 0.05 and 0.25 s: the 0.25 s one is kept, every wall is returned; each
+    capture is paired with a plain run (order alternating) and the steps take turns, so a slow minute of the
+    machine does not fall on every capture of one step."""
     m = accuracy_module()
-    script = ("n=$(cat n 2>/dev/null || echo 0); echo $((n+1)) > n; "
-              "case $n in 0) sleep 0.6;; 1) sleep 0.05;; *) sleep 0.25;; esac")
-    cap, walls, kept = m.profile_median(["sh", "-c", script], tmp_path, 3)
-    assert len(walls) == 3 and kept == 2
-    assert walls[1] < walls[2] < walls[0]
+    # a's runs in turn: plain, profiled; profiled, plain; plain, profiled: only runs 1, 2 and 5 sleep
+    a = ("n=$(cat n 2>/dev/null || echo 0); echo $((n+1)) > n; echo a >> order; "
+         "case $n in 1) sleep 0.6;; 2) sleep 0.05;; 5) sleep 0.25;; esac")
+    out = m.profile_steps({"a": ["sh", "-c", a], "b": ["sh", "-c", "echo b >> order"]}, tmp_path, 3)
+    cap, walls, kept, plain = out["a"]
+    assert len(walls) == 3 and kept == 2 and len(plain) == 3 and len(out["b"][1]) == 3
+    assert walls[1] < walls[2] < walls[0] and walls[1] >= 0.05
     assert float(cap.meta["wall_s"]) == walls[2]
-    assert (tmp_path / "n").read_text().strip() == "3"
+    assert max(plain) < 0.05  # the sleeps fell on the captures: the pairs alternate as said
+    assert (tmp_path / "n").read_text().strip() == "6"
+    assert (tmp_path / "order").read_text().split() == ["a", "a", "b", "b"] * 3
 
 
 def test_preemption_is_measured_from_the_steps_own_runs(tmp_path):

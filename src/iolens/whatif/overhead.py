@@ -1,0 +1,102 @@
+"""The profiler's own cost per traced event on this machine, measured now.
+
+A `--trace` capture's compute gaps hold the interposer's cost of recording the events around them; a replay takes
+it out (plan.TRACE_EVENT_OVERHEAD_NS and TRACE_PATH_OVERHEAD_NS are this measurement on a quiet 2-core VM).  The
+figures move with the machine and its load (84-136 ns and 0.73-1.06 us on the same VM on a busy day), so
+benchmarks/whatif_accuracy.py measures them again before it builds its replays.
+
+Each probe times its own loop inside the process (no interpreter start-up in the figure, which swamped the
+signal when whole-process walls were compared), profiled and plain in interleaved pairs, and takes medians:
+- an event: 1-byte writes to a file on tmpfs (one event each);
+- an event that names a path (timeline.PATH_NAMING_OPS): creating opens, stats and unlinks of new files, their
+  closes taken out at the per-event figure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from iolens.capture.record import Recording
+
+# One program, two timed loops; it writes each loop's seconds to ./result.  Run from a fresh directory.
+_PROBE = """
+import os, sys, time
+n_ev, n_path = int(sys.argv[1]), int(sys.argv[2])
+fd = os.open("ev", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+b = b"x"
+t = time.perf_counter()
+for _ in range(n_ev):
+    os.write(fd, b)
+ev = time.perf_counter() - t
+os.close(fd)
+os.mkdir("d")
+names = [f"d/f{i}" for i in range(n_path)]
+t = time.perf_counter()
+for p in names:
+    os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
+    os.stat(p)
+for p in names:
+    os.unlink(p)
+path = time.perf_counter() - t
+with open("result", "w") as f:
+    f.write(f"{ev} {path}")
+"""
+
+
+@dataclass
+class ProfilerCost:
+    event_ns: float          # an event, outside the recorded call
+    path_ns: float           # an event that names a path
+    pairs: int               # interleaved plain/profiled pairs behind the medians
+    spread: float            # the path figure's relative spread (interquartile range over median) across pairs
+
+
+def _run(d: Path, n_ev: int, n_path: int, profiled: bool) -> tuple[float, float]:
+    """One probe run in a fresh directory below d: (event loop s, path loop s)."""
+    w = Path(tempfile.mkdtemp(dir=d))
+    try:
+        argv = [sys.executable, "-c", _PROBE, str(n_ev), str(n_path)]
+        if profiled:
+            Recording(argv, trace=True, cwd=str(w)).run()
+        else:
+            subprocess.run(argv, cwd=w, check=True, capture_output=True)
+        ev, path = (float(x) for x in (w / "result").read_text().split())
+        return ev, path
+    finally:
+        shutil.rmtree(w, ignore_errors=True)
+
+
+def measure(pairs: int = 9, n_ev: int = 100_000, n_path: int = 4000) -> ProfilerCost:
+    """The profiler's cost per event and per path-naming event here, now (medians of `pairs` interleaved pairs;
+    the probe's files on tmpfs where there is one)."""
+    base = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    d = Path(tempfile.mkdtemp(prefix="iolens-cost-", dir=base))
+    try:
+        ev_d, path_d = [], []
+        for profiled in (False, True):  # untimed: the first runs pay for cold caches
+            _run(d, n_ev // 10, n_path // 10, profiled)
+        for k in range(pairs):
+            order = (False, True) if k % 2 == 0 else (True, False)
+            res = {p: _run(d, n_ev, n_path, p) for p in order}
+            plain, prof = res[False], res[True]
+            ev_ns = (prof[0] - plain[0]) / n_ev * 1e9
+            ev_d.append(ev_ns)
+            path_d.append(prof[1] - plain[1])
+        event_ns = max(0.0, statistics.median(ev_d))
+        # the path loop's events: per file a creating open, a close, a stat and an unlink; all but the close
+        # name a path
+        per_path = [(dt * 1e9 - n_path * event_ns) / (3 * n_path) for dt in path_d]
+        path_ns = max(event_ns, statistics.median(per_path))
+        q = np.percentile(per_path, [25, 75])
+        return ProfilerCost(event_ns, path_ns, pairs, float((q[1] - q[0]) / path_ns) if path_ns else 0.0)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
