@@ -374,9 +374,10 @@ def test_files_are_opened_as_the_step_named_and_opened_them(tmp_path, monkeypatc
     """The replayer names a file below the step's working directory from there (`in.dat`, not the 6-component
     name below the replay root: each component is a lookup, and a shell's 2,000 creates paid 1.3 us more each),
     and opens a file a process only read read-only and without O_CREAT (a creating, writable open takes the
-    directory's lock: `cat` of 2,000 files paid 1.5 us more per file).  Seen by strace on the replayer."""
+    directory's lock: `cat` of 2,000 files paid 1.5 us more per file); a stat the step made through a descriptor
+    (cat's fstat of each input) is one through the replayer's, with no lookup.  Seen by strace on the replayer."""
     from iolens.capture.reader import read_capture
-    from iolens.whatif.engine import replay_path
+    from iolens.whatif.engine import op_codes, replay_path
     from iolens.whatif.plan import build_plan
 
     strace = shutil.which("strace")
@@ -395,11 +396,14 @@ def test_files_are_opened_as_the_step_named_and_opened_them(tmp_path, monkeypatc
     ro = {plan.files[f].rel.rsplit("/", 1)[-1] for h, f in enumerate(plan.handles) if plan.read_only[h]}
     assert {"in.dat", "x.dat", "made"} <= ro and "out.dat" not in ro  # made: read-only in cat, not in the shell
     assert "made" in rel
+    code = op_codes()
+    fstats = plan.ops["obj"][plan.ops["op"] == code["FSTAT"]]
+    assert {plan.files[plan.handles[int(h)]].rel.rsplit("/", 1)[-1] for h in fstats} >= {"in.dat", "made"}
 
     logs = tmp_path / "strace"
     logs.mkdir()
     wrapper = tmp_path / "engine.sh"
-    wrapper.write_text(f'#!/bin/sh\nexec {strace} -f -qq -e trace=openat2 -o {logs}/log.$$ {replay_path()} "$@"\n')
+    wrapper.write_text(f'#!/bin/sh\nexec {strace} -f -qq -e trace=openat2,newfstatat,fstat,statx -o {logs}/log.$$ {replay_path()} "$@"\n')
     wrapper.chmod(0o755)
     monkeypatch.setenv("IOLENS_REPLAY_ENGINE", str(wrapper))
     target = tmp_path / "t"
@@ -416,5 +420,7 @@ def test_files_are_opened_as_the_step_named_and_opened_them(tmp_path, monkeypatc
     assert "O_RDWR|O_CREAT|O_NOFOLLOW|O_CLOEXEC" in opens("sub/made")  # the shell's create
     assert "O_RDONLY|O_NOFOLLOW|O_CLOEXEC" in opens("sub/made")  # cat's read
     assert opens("out.dat") and all("O_RDWR|O_CREAT" in f for f in opens("out.dat"))
+    stats = [ln for p in logs.iterdir() for ln in p.read_text().splitlines() if "stat" in ln.split("(")[0]]
+    assert not [ln for ln in stats if '"in.dat"' in ln or '"sub/made"' in ln], stats  # no lookup by name
     far = [ln for ln in timed if ln.endswith("x.dat") or "/other/x.dat\"" in ln]
     assert far and all(f'"{str(other / "x.dat").strip("/")}"' in ln for ln in far), far  # from the root

@@ -97,7 +97,9 @@ enum iolens_cat {
 };
 
 /* ---- operations: X(NAME, CATEGORY) --------------------------------------- */
-/* Every intercepted symbol maps to one of these (variants share an op). */
+/* Every intercepted symbol maps to one of these (variants share an op).  STAT names a path (stat, lstat,
+ * fstatat, statx); FSTAT is a stat through a descriptor (fstat, and fstatat or statx with AT_EMPTY_PATH): it
+ * looks nothing up, and costs the profiler and a replay what a read costs them, not what a path costs. */
 #define IOLENS_OPS(X) \
     X(OPEN, META) X(CLOSE, META) X(READ, READ) X(WRITE, WRITE) \
     X(PREAD, READ) X(PWRITE, WRITE) X(READV, READ) X(WRITEV, WRITE) \
@@ -113,7 +115,7 @@ enum iolens_cat {
     X(GETDELIM, READ) X(FPRINTF, WRITE) X(FSCANF, READ) X(FFLUSH, WRITE) \
     X(FSEEK, META) X(FTELL, META) X(MSYNC, SYNC) X(STDIO_FILL, READ) \
     X(STDIO_DRAIN, WRITE) X(MKSTEMP, META) X(GETDENTS, META) \
-    X(COPY_SOURCE, READ)
+    X(COPY_SOURCE, READ) X(FSTAT, META)
 
 enum iolens_op {
 #define IOLENS_X_OP(name, cat) IOLENS_OP_##name,

@@ -1086,7 +1086,8 @@ static void acct_file_meta(struct iolens_file *r, struct iolens_call *c, int ope
     int cat = iolens_op_cat[c->op];
     touch(r, cat, c);
     switch (c->op) {
-    case IOLENS_OP_STAT: iolens_add(&r->stats, 1); break;
+    case IOLENS_OP_STAT:
+    case IOLENS_OP_FSTAT: iolens_add(&r->stats, 1); break;
     case IOLENS_OP_LSEEK:
     case IOLENS_OP_FSEEK:
     case IOLENS_OP_FTELL: iolens_add(&r->seeks, 1); break;

@@ -34,10 +34,11 @@ static int fd_stat(int fd, int r, struct iolens_call *c, uint64_t dev, uint64_t 
     return r;
 }
 
+/* a stat through a descriptor: FSTAT, no path resolved or recorded */
 #define FSTATCALL(call, buf) \
     if (!iolens_on()) return call; \
     struct iolens_call c; \
-    iolens_begin(&c, IOLENS_OP_STAT); \
+    iolens_begin(&c, IOLENS_OP_FSTAT); \
     int r = call; \
     iolens_end(&c); \
     fd_stat(fd, r, &c, (buf)->st_dev, (buf)->st_ino, (buf)->st_mode); \
@@ -105,7 +106,7 @@ IOLENS_API int statx(int d, const char *p, int fl, unsigned mask, struct statx *
     if (at_fd(p, fl)) {
         if (!iolens_on()) return REAL(statx)(d, p, fl, mask, b);
         struct iolens_call c;
-        iolens_begin(&c, IOLENS_OP_STAT);
+        iolens_begin(&c, IOLENS_OP_FSTAT);
         int r = REAL(statx)(d, p, fl, mask, b);
         iolens_end(&c);
         fd_stat(d, r, &c, makedev(b->stx_dev_major, b->stx_dev_minor), b->stx_ino, b->stx_mode);

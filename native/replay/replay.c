@@ -400,6 +400,11 @@ static int file_op(const struct rp_op *o, struct handle *h, unsigned char *buf)
     case RP_OP_READ:
         if ((fd = handle_fd(h, 0)) < 0) return -1;
         return do_pread(fd, buf, o->size, o->offset);
+    case RP_OP_FSTAT: {
+        struct stat st;
+        if ((fd = handle_fd(h, 0)) < 0) return -1;
+        return fstat(fd, &st);
+    }
     case RP_OP_WRITE:
         if ((fd = handle_fd(h, 0)) < 0) return -1;
         return do_pwrite(fd, o->size, o->offset);

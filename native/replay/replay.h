@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #define RP_SCHEMA_MAJOR 1
-#define RP_SCHEMA_MINOR 4
+#define RP_SCHEMA_MINOR 5
 
 /* report classes, as in the capture's categories */
 #define RP_CLASSES(X) X(NONE) X(READ) X(WRITE) X(META) X(SYNC) X(STREAM)
@@ -48,7 +48,8 @@
     X(PIPE_READ, STREAM, "waits until the pipe's writers wrote `offset` bytes (obj: pipe)") \
     X(PIPE_WRITE, STREAM, "waits until the pipe's readers read `offset` bytes (obj: pipe)") \
     X(COPY_FROM, READ, "the source of its thread's next COPY: the handle, from `offset` (no call of its own)") \
-    X(COPY, WRITE, "copy_file_range `size` bytes from the thread's last COPY_FROM to the handle at `offset` (pread and pwrite where the kernel cannot)")
+    X(COPY, WRITE, "copy_file_range `size` bytes from the thread's last COPY_FROM to the handle at `offset` (pread and pwrite where the kernel cannot)") \
+    X(FSTAT, META, "fstat the handle's descriptor (a stat the step made through a descriptor: no lookup)")
 
 enum rp_class {
 #define RP_X_CLASS(n) RP_CLASS_##n,

@@ -68,7 +68,7 @@ _COPIES = {"SENDFILE", "COPY_FILE_RANGE"}  # priced whole by their call; their C
 _SYNCS = {"FSYNC", "FDATASYNC", "SYNC_FILE_RANGE", "SYNCFS", "SYNC", "MSYNC"}
 _OPENS = {"OPEN", "FOPEN", "MKSTEMP", "OPENDIR"}  # the first open of a file the process created: meta_create
 _META_KIND = {"CLOSE": "meta_close", "FCLOSE": "meta_close", "CLOSEDIR": "meta_close", "STAT": "meta_stat",
-              "ACCESS": "meta_stat", "UNLINK": "meta_unlink", "RMDIR": "meta_unlink"}
+              "FSTAT": "meta_stat", "ACCESS": "meta_stat", "UNLINK": "meta_unlink", "RMDIR": "meta_unlink"}
 _METAS = _OPENS | set(_META_KIND) | {"RENAME", "MKDIR", "READDIR", "GETDENTS"}
 
 
