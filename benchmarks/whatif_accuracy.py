@@ -4,8 +4,9 @@ First every step runs once, untimed, on every target (--warmup), so no capture p
 a new directory's metadata).  Then each step is profiled --profiles times (with --trace, default 3) on tmpfs
 (--home), round-robin over the steps, each capture paired with a plain run, and the capture whose wall time is the
 median is kept (one capture taken at a bad moment would spoil every cell of its step; the walls of all, and of the
-plain runs alongside, are printed); what one involuntary context switch cost the steps is measured (run delay per switch, from /proc) and
-given to the replay.  The capture is then replayed and predicted on every target, and the step run for real there.
+plain runs alongside, are printed); what one involuntary context switch cost the steps is measured (run delay per
+switch, from /proc) and given to the replay.  The capture is then replayed and predicted on every target, and the
+step run for real there.
 Real runs and replays are interleaved (run i of every step and target, then replay i, ...), so load from other work
 on the machine falls on both alike.  Predictions take as reference the capture's storage calibrated, as every
 target, after the real runs.  Per cell it prints the actual median with a 95% confidence interval of the median
@@ -13,7 +14,8 @@ target, after the real runs.  Per cell it prints the actual median with a 95% co
 and, for comparison, all slept), the predicted time, their errors, and whether each is inside the actual runs' own
 spread; then the mean absolute error of each mode, where each replay's time went against the recording
 (per-thread busy, gaps, CPU burnt, late, waits), the fidelity of each step (the replay on the capture's own
-storage against the original profiled run), what a replay of a million operations costs, and the load average
+storage against the original profiled run, and how far the machine's speed drifted between the captures and the
+rounds), what a replay of a million operations costs, and the load average
 at the start and the end.  Cache state: warm.  The step's inputs and programs are read back before every capture
 and real run, as the replay's freshly laid-out files are warm: where the kernel pages out idle memory by itself
 (DAMON, which cloud VMs run; printed at the start when it is on), inputs last read a round ago are partly gone.
@@ -38,7 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -257,6 +259,7 @@ class Cells:
     replayed: dict[tuple[str, str], list[float]]
     slept: dict[tuple[str, str], list[float]]
     parts: dict[tuple[str, str], list[dict[str, float]]]
+    plain_at_capture: dict[str, list[float]] = field(default_factory=dict)  # step -> plain runs beside its captures
 
 
 def report(c: Cells, plans: dict[str, Any], models: dict[str, Any], cals: list[dict[str, float]]) -> None:
@@ -295,13 +298,18 @@ def report(c: Cells, plans: dict[str, Any], models: dict[str, Any], cals: list[d
             print(f"{step:<13} {n:<10} {m['rec_busy']:>9.3f} {m['rep_busy']:>7.3f} {m['rec_gap']:>8.3f} "
                   f"{m['rep_gap']:>7.3f} {m['rep_cpu']:>6.3f} {m['rep_late']:>6.3f} {m['rec_dep']:>8.3f} "
                   f"{m['rep_dep']:>7.3f} {m['rec_end']:>8.3f} {m['rep_end']:>7.3f}")
-    print(f"\n{'fidelity':<13} {'original':>9} {'replayed':>9} {'fidelity':>9} {'burners CPU':>12}  (replay "
-          "on the capture's own storage vs the profiled run)")
+    print(f"\n{'fidelity':<13} {'original':>9} {'replayed':>9} {'fidelity':>9} {'burners CPU':>12} {'drift':>7}  "
+          "(replay on the capture's own storage vs the profiled run; drift: the real runs there in the rounds vs "
+          "the plain runs beside the captures, medians: how far the machine moved, which no replay of the capture "
+          "can follow)")
     for step in c.steps:
         orig = plans[step].wall_s
         rep = statistics.median(c.replayed[(step, c.names[c.home])])
+        beside = c.plain_at_capture.get(step)
+        drift = pct(statistics.median(c.actual[(step, c.names[c.home])]), statistics.median(beside)) if beside \
+            else float("nan")
         print(f"{step:<13} {orig:>8.3f}s {rep:>8.3f}s {pct(rep, orig):>+8.1f}% "
-              f"{plans[step].unreplayed_cpu_s:>11.3f}s")
+              f"{plans[step].unreplayed_cpu_s:>11.3f}s {drift:>+6.1f}%")
 
 
 def main() -> None:
@@ -384,7 +392,7 @@ def main() -> None:
             models[step] = step_model(caps[step], int(ovh), int(named))  # the plans' recording costs
             for n in plans[step].notes:
                 print(f"{step}: {n}")
-        cells = Cells(list(steps), names, home, {}, {}, {}, {})
+        cells = Cells(list(steps), names, home, {}, {}, {}, {}, {step: v[3] for step, v in profiled.items()})
         for k in range(a.runs):
             print(f"round {k + 1} of {a.runs} ({time.time() - t_start:.0f} s)", file=sys.stderr, flush=True)
             run_round(cells, steps, list(zip(names, works, targets)), plans, None if a.no_sleep_replay else sleeps)
