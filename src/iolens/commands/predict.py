@@ -37,15 +37,19 @@ def predict(capture, targets, cache, home, recalibrate, json_out, force):
     from iolens.commands.report import load_capture
     from iolens.output import check_outputs, write_output
     from iolens.store import ResultsStore
+    from iolens.whatif.overhead import for_capture
+    from iolens.whatif.plan import has_trace
     from iolens.whatif.predict import calibrate, home_dir, step_model, to_json
     from iolens.whatif.predict import predict as run_predict
 
     check_outputs({"--json": json_out}, force=force)
     cap = load_capture(capture)
-    model = step_model(cap)
     resolved = [resolve(t) for t in targets]
     home_spec = home or home_dir(cap)
     with ResultsStore() as store:
+        ev_ns, path_ns, cost_note = (for_capture(cap.meta.get("host"), store, refresh=recalibrate)
+                                      if has_trace(cap) else (0, 0, ""))
+        model = step_model(cap, ev_ns, path_ns)
         ref = calibrate(resolve(home_spec), cache=cache, store=store, refresh=recalibrate) if home_spec else None
         preds = [run_predict(model, calibrate(t, cache=cache, store=store, refresh=recalibrate), ref, t.spec)
                  for t in resolved]
@@ -58,6 +62,8 @@ def predict(capture, targets, cache, home, recalibrate, json_out, force):
                f"{model.io_wall_s:.3f} s{rec}")
     click.echo(f"  ({'from the trace' if model.traced else 'from counters, no trace'}; threads overlapped "
                f"{model.overlap:.2f}x)")
+    if cost_note:
+        click.echo(f"  {cost_note}")
     click.echo(f"{'target':<28} {'predicted':>10} {'interval':>19} {'I/O share':>9} {'I/O change':>11}  dominant class")
     for p in preds:
         click.echo(f"{shown(p.target):<28} {p.wall_s:>9.3f}s {p.low_s:>8.3f}-{p.high_s:<8.3f}s "

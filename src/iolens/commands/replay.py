@@ -38,14 +38,26 @@ def replay(capture, targets, speed, cache, fio_out, json_out, force):
     from iolens.commands.report import load_capture
     from iolens.errors import UsageError
     from iolens.output import check_outputs, write_output
-    from iolens.whatif.plan import build_plan
+    from iolens.store import ResultsStore, StoreError
+    from iolens.whatif.overhead import for_capture
+    from iolens.whatif.plan import build_plan, has_trace
     from iolens.whatif.replay import CLASSES, capture_devices, replay_on
 
     check_outputs({"--json": json_out, "--fio-iolog": fio_out}, force=force)
     if not targets and not fio_out:
         raise UsageError("give at least one --on TARGET (or --fio-iolog FILE)")
     cap = load_capture(capture)
-    plan = build_plan(cap)
+    if has_trace(cap):
+        try:
+            with ResultsStore() as store:
+                ev_ns, path_ns, cost_note = for_capture(cap.meta.get("host"), store)
+        except StoreError as err:  # a replay needs no store: the defaults, and why
+            ev_ns, path_ns, cost_note = for_capture(None, None)
+            cost_note = f"{cost_note.split(' (')[0]} ({err})"
+        plan = build_plan(cap, event_overhead_ns=ev_ns, path_overhead_ns=path_ns)
+        plan.notes.append(cost_note)
+    else:
+        plan = build_plan(cap)  # the one-line error for a capture without --trace
     if fio_out:
         from iolens.whatif.fio import iolog, layout_list
 

@@ -2,8 +2,9 @@
 
 A `--trace` capture's compute gaps hold the interposer's cost of recording the events around them; a replay takes
 it out (plan.TRACE_EVENT_OVERHEAD_NS and TRACE_PATH_OVERHEAD_NS are this measurement on a quiet 2-core VM).  The
-figures move with the machine and its load (84-136 ns and 0.73-1.06 us on the same VM on a busy day), so
-benchmarks/whatif_accuracy.py measures them again before it builds its replays.
+figures move with the machine and its load (84-163 ns and 0.73-1.28 us on the same VM on a busy day), so
+`iolens replay` and `predict` measure them once per host and iolens version (for_capture, stored in the results
+store) and benchmarks/whatif_accuracy.py again before it builds its replays.
 
 Each probe times its own loop inside the process (no interpreter start-up in the figure, which swamped the
 signal when whole-process walls were compared), profiled and plain in interleaved pairs, and takes medians:
@@ -16,10 +17,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,3 +103,38 @@ def measure(pairs: int = 9, n_ev: int = 100_000, n_path: int = 4000) -> Profiler
         return ProfilerCost(event_ns, path_ns, pairs, float((q[1] - q[0]) / path_ns) if path_ns else 0.0)
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+COST_KIND = "profiler-cost"
+
+
+def for_capture(host: str | None, store, *, refresh: bool = False) -> tuple[int, int, str]:
+    """The profiler's cost per event and per path-naming event to take out of a capture's gaps, and a line saying
+    where it comes from: measured on this host (stored in the results store and reused for this iolens version)
+    when the capture was taken here (`host`: its meta's), else the plan's defaults, measured on a quiet VM."""
+    from iolens import __version__
+    from iolens.whatif.plan import TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS
+
+    here = socket.gethostname()
+    if host != here:
+        return (TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS,
+                f"the profiler's cost taken out of the gaps: {TRACE_EVENT_OVERHEAD_NS} ns an event, "
+                f"{TRACE_PATH_OVERHEAD_NS} ns one that names a path (the capture was taken on another host)")
+    found = None
+    if not refresh:
+        for run in store.runs(kind=COST_KIND, limit=50):
+            if (run.get("host") == here and run["job"].get("iolens") == __version__
+                    and run["status"] == "complete"):
+                res = store.results(run["id"])
+                if res:
+                    found = res[0]["metrics"]
+                    break
+    if found is None:
+        cost = measure(pairs=5)
+        found = {"event_ns": cost.event_ns, "path_ns": cost.path_ns, "spread": cost.spread}
+        rid = store.add_run(COST_KIND, {"iolens": __version__}, {"iolens_version": __version__, "host": here,
+                                                                 "time": time.time()})
+        store.add_result(rid, "per_event_ns", found)
+    ev, path = int(round(found["event_ns"])), int(round(found["path_ns"]))
+    return ev, path, (f"the profiler's cost taken out of the gaps: {ev} ns an event, {path} ns one that names a "
+                      "path (measured on this host)")
