@@ -10,7 +10,8 @@ What the trace gives and how each part is used (see docs/whatif.md, "What the tr
 Not in the trace: descriptors (an op names a file, not an fd), the destination of a rename, the moment a thread
 or a child was created (taken as the process start, and the parent's last op before the child started; a thread
 created and joined by its process's first thread is told from the timing, see threads.py), and
-open flags (files are opened read-write, created when missing), and some closes (a descriptor dup2-ed over; see
+open flags (a handle is opened read-only where its process only read through it and did not create the file,
+else read-write and created when missing: handles.read_only), and some closes (a descriptor dup2-ed over; see
 handles.py).
 """
 
