@@ -281,7 +281,7 @@ static int open_rel(const char *rel, int flags, mode_t mode) { return open_at(R.
 
 /* A file as the step's timed ops name it: a name below the working directory is looked up from there, as a step
  * given relative names looks it up, not component by component from the replay root (a shell's 2,000 creates of
- * sf/fN from dev/shm/work/sf/fN cost the replay 1.3 us more each, 15% of the step). */
+ * sf/fN from a name three directories deeper cost the replay 1.3 us more each, 15% of the step). */
 static int open_file(const struct rfile *f, int flags, mode_t mode) { return open_at(f->at, f->name, flags, mode); }
 
 /* Opens the handle's file as the step did: a directory to list, a file it only read read-only (made when it is
