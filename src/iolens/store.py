@@ -375,6 +375,17 @@ class ResultsStore:
             sql += f" LIMIT {int(limit)}"
         return [self._run_dict(r) for r in self.db.execute(sql, (kind,) if kind else ())]
 
+    def reusable(self, kind: str, host: str, job: dict[str, Any], limit: int = 200) -> dict[str, Any] | None:
+        """The metrics of the newest complete run of `kind` made on `host` whose job holds every item of `job`: a
+        measurement of this machine to reuse (a calibration), or None."""
+        for run in self.runs(kind=kind, limit=limit):
+            if (run.get("host") == host and run["status"] == "complete"
+                    and all(run["job"].get(k) == v for k, v in job.items())):
+                res = self.results(run["id"])
+                if res:
+                    return dict(res[0]["metrics"])
+        return None
+
     @_guarded
     def run(self, run_id: int) -> dict[str, Any]:
         row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()

@@ -39,7 +39,7 @@ def replay(capture, targets, speed, cache, fio_out, json_out, force):
     from iolens.errors import UsageError
     from iolens.output import check_outputs, write_output
     from iolens.store import ResultsStore, StoreError
-    from iolens.whatif.overhead import for_capture
+    from iolens.whatif.overhead import defaults, for_capture
     from iolens.whatif.plan import build_plan, has_trace
     from iolens.whatif.replay import CLASSES, capture_devices, replay_on
 
@@ -52,8 +52,7 @@ def replay(capture, targets, speed, cache, fio_out, json_out, force):
             with ResultsStore() as store:
                 ev_ns, path_ns, cost_note = for_capture(cap.meta.get("host"), store)
         except StoreError as err:  # a replay needs no store: the defaults, and why
-            ev_ns, path_ns, cost_note = for_capture(None, None)
-            cost_note = f"{cost_note.split(' (')[0]} ({err})"
+            ev_ns, path_ns, cost_note = defaults(str(err))
         plan = build_plan(cap, event_overhead_ns=ev_ns, path_overhead_ns=path_ns)
         plan.notes.append(cost_note)
     else:

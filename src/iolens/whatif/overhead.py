@@ -28,7 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
+from iolens import __version__
 from iolens.capture.record import Recording
+from iolens.whatif.plan import TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS
 
 # One program, two timed loops; it writes each loop's seconds to ./result.  Run from a fresh directory.
 _PROBE = """
@@ -108,33 +110,28 @@ def measure(pairs: int = 9, n_ev: int = 100_000, n_path: int = 4000) -> Profiler
 COST_KIND = "profiler-cost"
 
 
+def _said(ev: int, path: int, why: str) -> tuple[int, int, str]:
+    return ev, path, f"the profiler's cost taken out of the gaps: {ev} ns an event, {path} ns one that names a " \
+                     f"path ({why})"
+
+
+def defaults(why: str) -> tuple[int, int, str]:
+    """The plan's default costs (measured on a quiet VM), and a line saying why they were taken."""
+    return _said(TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS, why)
+
+
 def for_capture(host: str | None, store, *, refresh: bool = False) -> tuple[int, int, str]:
     """The profiler's cost per event and per path-naming event to take out of a capture's gaps, and a line saying
     where it comes from: measured on this host (stored in the results store and reused for this iolens version)
-    when the capture was taken here (`host`: its meta's), else the plan's defaults, measured on a quiet VM."""
-    from iolens import __version__
-    from iolens.whatif.plan import TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS
-
+    when the capture was taken here (`host`: its meta's), else the defaults."""
     here = socket.gethostname()
     if host != here:
-        return (TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS,
-                f"the profiler's cost taken out of the gaps: {TRACE_EVENT_OVERHEAD_NS} ns an event, "
-                f"{TRACE_PATH_OVERHEAD_NS} ns one that names a path (the capture was taken on another host)")
-    found = None
-    if not refresh:
-        for run in store.runs(kind=COST_KIND, limit=50):
-            if (run.get("host") == here and run["job"].get("iolens") == __version__
-                    and run["status"] == "complete"):
-                res = store.results(run["id"])
-                if res:
-                    found = res[0]["metrics"]
-                    break
+        return defaults("the capture was taken on another host")
+    found = None if refresh else store.reusable(COST_KIND, here, {"iolens": __version__}, limit=50)
     if found is None:
         cost = measure(pairs=5)
         found = {"event_ns": cost.event_ns, "path_ns": cost.path_ns, "spread": cost.spread}
         rid = store.add_run(COST_KIND, {"iolens": __version__}, {"iolens_version": __version__, "host": here,
                                                                  "time": time.time()})
         store.add_result(rid, "per_event_ns", found)
-    ev, path = int(round(found["event_ns"])), int(round(found["path_ns"]))
-    return ev, path, (f"the profiler's cost taken out of the gaps: {ev} ns an event, {path} ns one that names a "
-                      "path (measured on this host)")
+    return _said(int(round(found["event_ns"])), int(round(found["path_ns"])), "measured on this host")

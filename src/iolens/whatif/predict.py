@@ -305,13 +305,9 @@ def calibrate(t: Target, *, cache: str = "warm", store=None, refresh: bool = Fal
 
     host = socket.gethostname()
     if store is not None and not refresh:
-        for run in store.runs(kind=CAL_KIND, limit=200):
-            j = run["job"]
-            if (j.get("target") == str(t.path) and j.get("cache") == cache and run.get("host") == host
-                    and j.get("version") == CAL_VERSION and run["status"] == "complete"):
-                res = store.results(run["id"])
-                if res:
-                    return dict(res[0]["metrics"])
+        found = store.reusable(CAL_KIND, host, {"target": str(t.path), "cache": cache, "version": CAL_VERSION})
+        if found is not None:
+            return found
     out: dict[str, float] = {}
     for cls in CAL_RUNS:
         samples, kinds = [], []
