@@ -209,3 +209,23 @@ def test_large_calls_are_priced_by_the_bytes_they_move():
     assert predict(m, slow, home, "slow").wall_s == pytest.approx(11.0)
     # no home calibration: the recorded time per MiB (2 s / 5 MiB) is the reference: 10 + 5 x (0.3 - 0.4)
     assert predict(m, slow, None, "slow").wall_s == pytest.approx(9.5)
+
+
+def test_a_calibration_is_stored_and_reused(tmp_path):
+    """A target's calibration is measured once and reused from the results store (same directory, host, cache and
+    calibration version); --recalibrate (refresh) measures it again; another cache state is another calibration."""
+    from iolens.bench.targets import resolve
+    from iolens.store import ResultsStore
+    from iolens.whatif.predict import CAL_KIND, calibrate
+
+    target = tmp_path / "t"
+    target.mkdir()
+    t = resolve(str(target))
+    with ResultsStore(tmp_path / "db.sqlite") as store:
+        first = calibrate(t, store=store)
+        assert len(store.runs(kind=CAL_KIND)) == 1
+        assert calibrate(t, store=store) == first  # reused, not measured again
+        assert len(store.runs(kind=CAL_KIND)) == 1
+        calibrate(t, store=store, refresh=True)
+        assert len(store.runs(kind=CAL_KIND)) == 2
+        assert calibrate(t, store=store) != first  # the newest one
