@@ -647,14 +647,14 @@ static char *slurp(const char *path, size_t *len)
     return b;
 }
 
-/* The step's working directory below the root (made if the layout did not), and every file below it named from
- * there (open_file).  Untimed. */
-static int mirror_cwd(const char *cwd, char *err, size_t errlen)
+/* Makes every directory of `rel` below the root that is not there: its parents, and with `whole` itself. */
+static int make_dirs(const char *rel, int whole, char *err, size_t errlen)
 {
-    char *p = strdup(cwd);
+    char *p = strdup(rel);
     for (char *s = p;; s++) {
         if (*s && *s != '/') continue;
         char c = *s;
+        if (!c && !whole) break;
         *s = 0;
         if (mkdirat(R.rootfd, p, 0755) && errno != EEXIST) {
             snprintf(err, errlen, "mkdir %s: %s", p, strerror(errno));
@@ -665,6 +665,14 @@ static int mirror_cwd(const char *cwd, char *err, size_t errlen)
         if (!c) break;
     }
     free(p);
+    return 0;
+}
+
+/* The step's working directory below the root (made if the layout did not), and every file below it named from
+ * there (open_file).  Untimed. */
+static int mirror_cwd(const char *cwd, char *err, size_t errlen)
+{
+    if (make_dirs(cwd, 1, err, errlen)) return -1;
     R.cwdfd = open_rel(cwd, O_RDONLY | O_DIRECTORY, 0);
     if (R.cwdfd < 0) {
         snprintf(err, errlen, "open %s: %s", cwd, strerror(errno));
@@ -687,17 +695,7 @@ static int layout(int cold, char *err, size_t errlen)
     unsigned char *pool[CONTENT__COUNT] = {0};
     for (size_t i = 0; i < R.nfiles; i++) {
         struct rfile *f = &R.files[i];
-        char *p = strdup(f->path);
-        for (char *s = strchr(p, '/'); s; s = strchr(s + 1, '/')) {
-            *s = 0;
-            if (mkdirat(R.rootfd, p, 0755) && errno != EEXIST) {
-                snprintf(err, errlen, "mkdir %s: %s", p, strerror(errno));
-                free(p);
-                return -1;
-            }
-            *s = '/';
-        }
-        free(p);
+        if (make_dirs(f->path, 0, err, errlen)) return -1;
         if (f->dir) {
             if (f->layout >= 0 && mkdirat(R.rootfd, f->path, 0755) && errno != EEXIST) {
                 snprintf(err, errlen, "mkdir %s: %s", f->path, strerror(errno));
@@ -815,7 +813,6 @@ int main(int argc, char **argv)
     R.cwdfd = -1;
     const char *cwd = json_str(job, "cwd", "", &bad);
     if (*cwd && !safe_rel(cwd)) return bad_job("unsafe working directory", cwd);
-    char *cwd_rel = strdup(cwd);
     R.speed_max = !strcmp(json_str(job, "speed", "recorded", &bad), "max");
     int cold = !strcmp(json_str(job, "cache", "warm", &bad), "cold");
 
@@ -917,7 +914,7 @@ int main(int argc, char **argv)
 
     uint64_t l0 = now_ns();
     int lrc = layout(cold, err, sizeof err);
-    if (!lrc && *cwd_rel) lrc = mirror_cwd(cwd_rel, err, sizeof err);
+    if (!lrc && *cwd) lrc = mirror_cwd(cwd, err, sizeof err);
     uint64_t layout_ns = now_ns() - l0;
     uint64_t setup_ns = l0 - main0; /* reading the job and the op list */
     int status = 0;
