@@ -123,10 +123,15 @@ def settle() -> None:
     os.sync()
 
 
-def real_run(work: Path, argv: list[str]) -> float:
+def ready(work: Path, argv: list[str]) -> None:
+    """The state every timed run starts from: the outputs removed, inputs and programs warm, writeback done."""
     clean(work)
     warm_step(work, argv)
     settle()
+
+
+def real_run(work: Path, argv: list[str]) -> float:
+    ready(work, argv)
     t = time.perf_counter()
     subprocess.run(argv, cwd=work, check=True, capture_output=True)
     return time.perf_counter() - t
@@ -169,9 +174,7 @@ def profile_steps(steps: dict[str, list[str]], work: Path, n: int) -> dict[str, 
                 if not profiled:
                     plain[step].append(real_run(work, argv))
                     continue
-                clean(work)
-                warm_step(work, argv)
-                settle()
+                ready(work, argv)
                 caps[step].append(Recording(argv, trace=True, cwd=str(work)).run().capture)
     out = {}
     for step in steps:
