@@ -424,3 +424,26 @@ def test_files_are_opened_as_the_step_named_and_opened_them(tmp_path, monkeypatc
     assert not [ln for ln in stats if '"in.dat"' in ln or '"sub/made"' in ln], stats  # no lookup by name
     far = [ln for ln in timed if ln.endswith("x.dat") or "/other/x.dat\"" in ln]
     assert far and all(f'"{str(other / "x.dat").strip("/")}"' in ln for ln in far), far  # from the root
+
+
+def test_a_shell_reading_its_childs_output_is_spawned_first(tmp_path):
+    """`x=$(cat a)`: the shell forks and at once blocks reading the child's pipe, so its read begins before the
+    child's record does.  The spawn goes before that read (the fork came first); placed at the child's start it
+    came after, and the replayed read waited for a writer that was never started until the dependency time-out."""
+    from iolens.bench.targets import resolve
+    from iolens.capture.reader import read_capture
+    from iolens.whatif.engine import op_codes
+    from iolens.whatif.plan import build_plan
+    from iolens.whatif.replay import replay_on
+
+    c = op_codes()
+    (tmp_path / "a").write_text("hello\n" * 100)
+    cap = profile(tmp_path, "subst", ["sh", "-c", 'x=$(cat a); echo "$x" > b'])
+    plan = build_plan(read_capture(cap))
+    shell = plan.ops[plan.ops["thread"] == 0]
+    kinds = [int(o) for o in shell["op"] if o in (c["SPAWN"], c["PIPE_READ"])]
+    assert kinds and kinds[0] == c["SPAWN"], kinds
+    target = tmp_path / "t"
+    target.mkdir()
+    res = replay_on(plan, resolve(str(target)), dependency_timeout_s=1.0)
+    assert res.dependency_timeouts == 0 and res.errors == 0 and res.wall_s < 0.9

@@ -61,7 +61,8 @@ class Tree:
             if parent is None:
                 self.roots.append(i)
             else:
-                pseudo.append((starts[i], code["SPAWN"], ops.thread_at(parent, starts[i]), i, 0))
+                th = ops.thread_at(parent, starts[i])
+                pseudo.append((self._spawned_at(parent, th, starts[i]), code["SPAWN"], th, i, 0))
             for c in p.children:
                 child = self.last_image.get(int(c["pid"]))
                 if child is not None and child != i:
@@ -73,6 +74,20 @@ class Tree:
             if self.ends[i]:  # a process with no events too: its life (a `sleep`) is a gap its parent waits for
                 pseudo.append((self.ends[i], code["EXIT"], self._last_thread(i), 0, 2))
         return pseudo
+
+    def _spawned_at(self, parent: int, th: int, t: int) -> int:
+        """When a child whose record starts at t was spawned by thread th of its parent: at t, or before the op
+        that thread was inside at t.  A shell running `$(...)` forks and at once blocks reading the child's
+        pipe; the read begins before the child's record does, and a spawn placed after its start would leave the
+        replayed read waiting for a writer not yet started."""
+        ev = self.procs[parent].events
+        tids = [tid for (q, tid), x in self.ops.thread_of.items() if q == parent and x == th]
+        if ev is None or not len(ev) or not tids:
+            return t
+        mine = ev[ev["tid"] == tids[0]]
+        st = mine["start_mono"].astype(np.int64)
+        inside = (st < t) & (st + mine["dur_ns"].astype(np.int64) > t)
+        return int(st[inside].min()) - 1 if inside.any() else t
 
     def _last_thread(self, i: int) -> int:
         if not self.ops.proc_threads[i]:
