@@ -106,3 +106,23 @@ def test_a_copy_says_which_file_it_read(profiled, tmp_path, counters_only):
     moved = [(files[int(ev["file"][i])]["path"], int(ev["offset"][i]), int(ev["size"][i])) for i in src_i
              if ev["size"][i]]
     assert moved == [(str(s), 0, len(s.read_text())) for s in srcs]
+
+
+def test_each_event_carries_the_recorders_own_time_before_it(profiled, tmp_path):
+    """EVENT own_ns: the recorder's time after its calls since the thread's previous event (the bookkeeping of
+    that call, its event, and of untraced hooked calls in between).  Every event but a thread's first follows a
+    hooked call, so has some, and it is a part of the gap it sits in."""
+    res, cap = profiled(["sh", "-c", "i=0; while [ $i -lt 300 ]; do echo $i > f$i; i=$((i+1)); done"], "--trace")
+    assert res.returncode == 0, res.stderr
+    ev = np.concatenate([p.events for p in cap.processes if p.events is not None and p.exe.endswith("sh")])
+    ev = ev[np.lexsort((ev["start_mono"], ev["tid"]))]
+    first = np.ones(len(ev), dtype=bool)
+    first[1:] = ev["tid"][1:] != ev["tid"][:-1]
+    later = ev[~first]
+    assert len(later) >= 1200 and (later["own_ns"] > 0).mean() > 0.99, np.sort(later["own_ns"])[:20]
+    gaps = later["start_mono"].astype(np.int64) - (ev["start_mono"][:-1] + ev["dur_ns"][:-1]).astype(np.int64)[
+        ~first[1:]]
+    assert int(later["own_ns"].astype(np.int64).sum()) < int(gaps.sum())  # inside the gaps it sits in
+    assert int(ev["own_ns"].astype(np.int64).sum()) < float(cap.meta["wall_s"]) * 1e9
+    opens = later[later["op"] == OPS.index("OPEN")]
+    assert len(opens) == 300

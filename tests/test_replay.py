@@ -245,6 +245,10 @@ def test_events_that_name_a_path_can_cost_more_than_the_others(known):
     from iolens.whatif.timeline import PATH_NAMING_OPS, event_costs
 
     cap = read_capture(known)
+    for p in cap.processes:  # the per-op figures alone, as for a capture without the recorder's own time
+        if p.events is not None:
+            p.events = p.events.copy()
+            p.events["own_ns"] = 0
     names = [name for name, _cat in F.OPS]
     ops = np.concatenate([p.events["op"] for p in cap.processes if p.events is not None]).astype(np.int64)
     named = int(np.isin(ops, [names.index(n) for n in PATH_NAMING_OPS]).sum())
@@ -424,6 +428,35 @@ def test_files_are_opened_as_the_step_named_and_opened_them(tmp_path, monkeypatc
     assert not [ln for ln in stats if '"in.dat"' in ln or '"sub/made"' in ln], stats  # no lookup by name
     far = [ln for ln in timed if ln.endswith("x.dat") or "/other/x.dat\"" in ln]
     assert far and all(f'"{str(other / "x.dat").strip("/")}"' in ln for ln in far), far  # from the root
+
+
+def test_the_recorders_own_time_comes_out_where_it_is_more(known):
+    """Each event's recording cost is the per-op figure or the recorder's own time measured after it (the next
+    event's own_ns), whichever is more; an older capture (own_ns 0) keeps the per-op figures."""
+    from iolens.capture.reader import read_capture
+    from iolens.whatif.plan import build_plan
+    from iolens.whatif.timeline import own_after, recording_cost
+
+    cap = read_capture(known)
+    procs = [p for p in cap.processes if p.events is not None and len(p.events)]
+    assert all((p.events["own_ns"][1:] > 0).any() for p in procs if len(p.events) > 1)  # recorded by this build
+    for p in procs:
+        p.events = p.events.copy()
+        p.events["own_ns"] = 0
+    old = build_plan(cap, event_overhead_ns=100, path_overhead_ns=100)
+    ev = procs[0].events
+    assert (own_after(ev) == 0).all() and (recording_cost(ev, 100) == 100).all()
+    for p in procs:
+        p.events["own_ns"] = 20_000  # 20 us after every event, above the per-op figure
+    ev = procs[0].events
+    per_thread_last = np.r_[ev["tid"][1:] != ev["tid"][:-1], True]  # this program's events are in time order
+    assert (own_after(ev)[~per_thread_last] == 20_000).all() and (own_after(ev)[per_thread_last] == 0).all()
+    assert (recording_cost(ev, 100) == np.where(per_thread_last, 100, 20_000)).all()
+    new = build_plan(cap, event_overhead_ns=100, path_overhead_ns=100)
+    assert new.overhead_s > old.overhead_s
+    assert (new.ops["gap"] <= old.ops["gap"]).all()
+    raw = build_plan(cap, event_overhead_ns=0, path_overhead_ns=None)
+    assert raw.overhead_s == 0  # no cost asked for: the gaps as recorded
 
 
 def test_a_shell_reading_its_childs_output_is_spawned_first(tmp_path):

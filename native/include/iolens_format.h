@@ -66,7 +66,7 @@
     X(6, TIMELINE, 1, "time-binned op counts and bytes of the current PROC") \
     X(7, CHILD, 1, "a child process reaped by the current PROC") \
     X(8, TRACE, 1, "zstd-compressed EVENT array of the current PROC") \
-    X(9, EVENT, 2, "one traced operation (inside TRACE payloads)") \
+    X(9, EVENT, 3, "one traced operation (inside TRACE payloads)") \
     X(10, CHECK, 1, "CRC-32C and running counts of the block before it; the last is the trailer")
 
 enum iolens_kind {
@@ -229,10 +229,16 @@ enum iolens_string_kind {
  * time, at the offset where it ended) is added to that event: size is the
  * bytes of all of them, repeats the calls beyond the first.  The calls' time
  * is in the gap to the next event either way; counts stay exact in PROC and
- * FILE.  Version 1 captures hold one event a call (repeats reads as 0). */
+ * FILE.  Version 1 captures hold one event a call (repeats reads as 0).
+ * EVENT version 3: own_ns, the recorder's own time on this thread since the
+ * previous event ended, outside the calls: what each hooked call (recorded or
+ * not: a dup2, a close) spent after its real call returned (bookkeeping, this
+ * event list, its flushes), the part of the gap before this event that is the
+ * profiler's.  What a hook spends before the real call starts is not in it.
+ * Earlier versions read as 0. */
 #define IOLENS_LAYOUT_EVENT(S, A) \
     S(u64, start_mono) S(u32, dur_ns) S(u32, op) S(u32, tid) S(u32, file) \
-    S(u64, offset) S(u64, size) S(u64, repeats)
+    S(u64, offset) S(u64, size) S(u64, repeats) S(u32, own_ns) S(u32, pad)
 
 /* Fixed parts of the SCHEMA record itself (bootstrap; never changes within a
  * container major version). */
@@ -304,7 +310,7 @@ _Static_assert(sizeof(struct iolens_rec_hdr) == 8, "record header is 8 bytes");
 _Static_assert(sizeof(struct iolens_check) == 48, "CHECK is 48 bytes");
 _Static_assert(sizeof(struct iolens_proc) % 8 == 0, "PROC is 8-aligned");
 _Static_assert(sizeof(struct iolens_file) % 8 == 0, "FILE is 8-aligned");
-_Static_assert(sizeof(struct iolens_event) == 48, "EVENT is 48 bytes");
+_Static_assert(sizeof(struct iolens_event) == 56, "EVENT is 56 bytes");
 _Static_assert(IOLENS_NOPS <= IOLENS_MAX_OPS, "op_count has room for every op");
 
 #endif

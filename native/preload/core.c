@@ -735,6 +735,9 @@ static void trace_event(struct iolens_call *c, struct iolens_file *rec, uint64_t
     e->offset = off;
     e->size = size;
     e->repeats = 0;
+    e->own_ns = (uint32_t)(iolens_tls.own > 0xffffffffu ? 0xffffffffu : iolens_tls.own);
+    e->pad = 0;
+    iolens_tls.own = 0;
     b->run = 0;
     iolens_add(&iolens_g.proc->trace_events, 1);
     if (b->n == TRACE_BUF_EVENTS) { /* system calls, inside the program's call: its errno is kept */
@@ -1720,6 +1723,7 @@ void iolens_after_fork_child(void)
     for (int i = 0; i < ntbufs; i++)
         if (tbufs[i]) tbufs[i]->n = tbufs[i]->run = 0; /* the parent's unflushed events are the parent's */
     iolens_srun_drop_all(); /* and so are its runs' counts */
+    iolens_tls.own = 0;     /* and its recorder's time */
     g->pending = IOLENS_PENDING_FORK;
 }
 

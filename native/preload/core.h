@@ -231,6 +231,7 @@ static inline void iolens_end(struct iolens_call *c)
 
 static inline void iolens_ret(struct iolens_call *c)
 {
+    if (UNLIKELY(iolens_g.trace)) iolens_tls.own += iolens_now() - c->t1; /* after the real call: the recorder's */
     iolens_guard = 0;
     errno = c->err;
 }
@@ -376,6 +377,7 @@ static inline __attribute__((always_inline)) void iolens_stdio_quick(struct iole
 static inline void iolens_data_slow(struct iolens_call c, struct iolens_fdstate *f, uint64_t off, int64_t n)
 {
     iolens_data_keep(&c, f, off, n);
+    if (UNLIKELY(iolens_g.trace)) iolens_tls.own += iolens_now() - c.t1; /* as iolens_ret does */
 }
 
 /* A timed data call (dir READ or WRITE) in its common case, inline: one
@@ -445,6 +447,7 @@ static inline __attribute__((always_inline)) void iolens_data_quick(struct iolen
     if (UNLIKELY(iolens_g.trace)) { /* keeps errno */
         struct iolens_call e = c;
         iolens_trace_event(&e, r, at, b);
+        iolens_tls.own += iolens_now() - c.t1; /* as iolens_ret does */
     }
 }
 

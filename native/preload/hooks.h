@@ -158,6 +158,7 @@ struct iolens_tls {
     int srun_open; /* this thread's run of untimed stdio calls is open (iolens_srun, core.h) */
     uint64_t last_t; /* see iolens_last_t (core.h) */
     struct iolens_srun *srun; /* this thread's run, once it had one */
+    uint64_t own;  /* --trace: the recorder's time after its calls since this thread's last event (EVENT own_ns) */
 };
 extern __thread struct iolens_tls iolens_tls __attribute__((tls_model("initial-exec")));
 #define iolens_resolving (iolens_tls.resolving)

@@ -29,15 +29,10 @@ from iolens.errors import UsageError
 from iolens.whatif.engine import describe, op_dtype
 from iolens.whatif.handles import closes_after_use, read_only
 from iolens.whatif.pipes import _pipe_needs
-from iolens.whatif.rows import DUR as _DUR
-from iolens.whatif.rows import OBJ as _OBJ
-from iolens.whatif.rows import OP as _OP
-from iolens.whatif.rows import SEQ as _SEQ
-from iolens.whatif.rows import T as _T
-from iolens.whatif.rows import THREAD as _THREAD
+from iolens.whatif.rows import DUR as _DUR, OBJ as _OBJ, OP as _OP, SEQ as _SEQ, T as _T, THREAD as _THREAD
 from iolens.whatif.threads import joins, target_positions
 from iolens.whatif.timeline import (PREEMPT_S, burners, cpu_shares, event_costs, less_recording_cost,
-                                   recorded_threads)
+                                   own_after, recorded_threads)
 from iolens.whatif.tree import Tree, with_pseudo
 
 NO_FILE = 0xFFFFFFFF
@@ -188,7 +183,7 @@ def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS
     a = allrows[order]
     target_positions(a, order, code["AFTER"])
     costs = event_costs(event_overhead_ns, path_overhead_ns)
-    gap, overhead_ns = _gaps(a, code["START"], tree.roots, t0, ops.event_times, ops.event_ops, costs)
+    gap, overhead_ns = _gaps(a, code["START"], tree.roots, t0, ops, costs)
     # A parent is taken to call wait right after its previous op: the time until the child ended is the child's,
     # which the child's replay takes (recorded as a gap it would be waited out even when the child ran faster);
     # so is a thread that joins another (whatif/threads.py), the time until the other's last op
@@ -294,6 +289,7 @@ class _Ops:
     proc_threads: list[list[tuple[int, float, float]]] = field(default_factory=list)  # (thread, first start, last end)
     event_times: dict[int, np.ndarray] = field(default_factory=dict)  # thread -> sorted start of every event
     event_ops: dict[int, np.ndarray] = field(default_factory=dict)  # thread -> the op code of each, in that order
+    event_own: dict[int, np.ndarray] = field(default_factory=dict)  # thread -> own_after of each, in that order
 
     def __post_init__(self) -> None:
         self.op_names = [name for name, _cat in F.OPS]
@@ -369,6 +365,7 @@ class _Ops:
     def _number_threads(self, pi: int, ev: np.ndarray, tids: np.ndarray) -> list[tuple[int, float, float]]:
         """Each thread of the process with the span of its events; notes every event's start per thread."""
         pts: list[tuple[int, float, float]] = []
+        own = own_after(ev)
         for tid in np.unique(tids):
             sel = tids == tid
             t = self.thread_id(pi, int(tid))
@@ -378,6 +375,7 @@ class _Ops:
             order = np.argsort(starts, kind="stable")
             self.event_times[t] = starts.astype(np.int64)[order]
             self.event_ops[t] = ev["op"][sel].astype(np.int64)[order]
+            self.event_own[t] = own[sel][order]
         return pts
 
     def _objects(self, pi: int, rp: np.ndarray, kind: np.ndarray, gid: np.ndarray) -> np.ndarray:
@@ -433,8 +431,8 @@ def _with_pipe_needs(allrows: np.ndarray, pr: np.ndarray, code: dict[str, int], 
                            np.column_stack([pr[:, :2], need, pr[:, 3:]])])
 
 
-def _gaps(a: np.ndarray, start_code: int, roots: list[int], t0: int, event_times: dict[int, np.ndarray],
-          event_ops: dict[int, np.ndarray], costs: np.ndarray) -> tuple[np.ndarray, int]:
+def _gaps(a: np.ndarray, start_code: int, roots: list[int], t0: int, ops: _Ops, costs: np.ndarray
+          ) -> tuple[np.ndarray, int]:
     """The compute time before each op of the rows `a` (sorted per thread, in time order), and the profiler's
     recording cost taken out of them.  A thread's first op follows its start; a root starts at t0."""
     if not len(a):
@@ -449,7 +447,7 @@ def _gaps(a: np.ndarray, start_code: int, roots: list[int], t0: int, event_times
     root_set = np.isin(a[:, _OBJ], roots) & is_start
     gap[is_start] = 0
     gap[root_set] = a[root_set, _T] - t0
-    return less_recording_cost(a, gap, event_times, event_ops, costs)
+    return less_recording_cost(a, gap, ops.event_times, ops.event_ops, costs, ops.event_own)
 
 
 def _follows_start(a: np.ndarray, start_code: int) -> np.ndarray:

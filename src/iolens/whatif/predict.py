@@ -39,7 +39,7 @@ from iolens.capture.reader import Capture, Process
 from iolens.whatif.engine import log_dtype, op_codes, op_dtype
 from iolens.whatif.plan import (STDIO_OPS, TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS, Plan, ReplayFile,
                                 _is_data, has_trace)
-from iolens.whatif.timeline import event_costs
+from iolens.whatif.timeline import event_costs, recording_cost
 
 CAL_KIND = "whatif-calibration"
 CAL_VERSION = 5
@@ -156,8 +156,7 @@ def step_model(cap: Capture, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS,
                 continue
             data = {f["index"] for f in p.files if not f["flags"] & pipe_flag and _is_data(f["path"])}
             on_data = np.isin(ev["file"], list(data))
-            op = ev["op"].astype(np.int64)
-            recording += float(costs[np.minimum(op, len(costs) - 1)].sum()) / 1e9
+            recording += float(recording_cost(ev, costs).sum()) / 1e9
             dur = ev["dur_ns"].astype(np.float64) / 1e9
             size = ev["size"].astype(np.int64)
             k = _event_classes(p, ev)

@@ -69,11 +69,29 @@ def event_costs(per_event_ns: int, path_ns: int | None = None) -> np.ndarray:
     return cost
 
 
-def _event_cost(ev: np.ndarray, per_event_ns: int | np.ndarray) -> np.ndarray:
-    """Each event's recording cost: one figure for all, or per op code (event_costs)."""
+def own_after(ev: np.ndarray) -> np.ndarray:
+    """Per event: the recorder's own time measured after it, up to its thread's next event (that event's
+    `own_ns`, EVENT version 3: the bookkeeping after the call, and after the untraced hooked calls between them,
+    such as a shell's dup2 and fcntl around a redirection); 0 for a thread's last event and in older captures."""
+    out = np.zeros(len(ev), dtype=np.int64)
+    if "own_ns" not in (ev.dtype.names or ()) or not ev["own_ns"].any():
+        return out
+    order = np.lexsort((ev["start_mono"], ev["tid"]))
+    cur, nxt = order[:-1], order[1:]
+    same = ev["tid"][cur] == ev["tid"][nxt]
+    out[cur[same]] = ev["own_ns"][nxt[same]]
+    return out
+
+
+def recording_cost(ev: np.ndarray, per_event_ns: int | np.ndarray) -> np.ndarray:
+    """Each event's recording cost: one figure for all, or per op code (event_costs), or what the recorder
+    measured of its own time after the event (own_after) where that is more; none when no figure is asked for
+    (all 0: the gaps as recorded)."""
     if isinstance(per_event_ns, np.ndarray):
-        return per_event_ns[np.minimum(ev["op"].astype(np.int64), len(per_event_ns) - 1)]
-    return np.full(len(ev), per_event_ns, dtype=np.int64)
+        base = per_event_ns[np.minimum(ev["op"].astype(np.int64), len(per_event_ns) - 1)]
+    else:
+        base = np.full(len(ev), per_event_ns, dtype=np.int64)
+    return np.maximum(base, own_after(ev)) if base.any() else base
 
 
 def cpu_shares(procs: list[Process], thread_proc: list[int], op_thread: np.ndarray, gap: np.ndarray,
@@ -133,7 +151,7 @@ def on_cpu_gap_s(p: Process, per_event_ns: int | np.ndarray) -> float:
     ev = p.events
     n = 0 if ev is None else len(ev)
     in_calls = 0 if ev is None or not n else int(ev["dur_ns"].astype(np.int64).sum())
-    recording = 0 if ev is None or not n else int(_event_cost(ev, per_event_ns).sum())
+    recording = 0 if ev is None or not n else int(recording_cost(ev, per_event_ns).sum())
     return max(0.0, (ut + max(0, st - in_calls) - recording - PROCESS_OVERHEAD_NS) / 1e9)
 
 
@@ -188,9 +206,11 @@ def breakdown(recorded: list[dict[str, float]], replayed: list[dict[str, float]]
 
 
 def less_recording_cost(a: np.ndarray, gap: np.ndarray, event_times: dict[int, np.ndarray],
-                   event_ops: dict[int, np.ndarray], costs: np.ndarray) -> tuple[np.ndarray, int]:
+                        event_ops: dict[int, np.ndarray], costs: np.ndarray,
+                        event_own: dict[int, np.ndarray] | None = None) -> tuple[np.ndarray, int]:
     """The gaps without the profiler's recording cost: each gap held the recording of the thread's events since
-    its previous op (that op's own, and those of the events not replayed), at `costs[op]` each (event_costs)."""
+    its previous op (that op's own, and those of the events not replayed), at `costs[op]` each (event_costs), or
+    at the recorder's own time measured after each (`event_own`: own_after, in the same order) where more."""
     if not costs.any() or not len(a):
         return gap, 0
     out = gap.copy()
@@ -199,6 +219,9 @@ def less_recording_cost(a: np.ndarray, gap: np.ndarray, event_times: dict[int, n
         if not len(sel):
             continue
         cum = np.searchsorted(times, a[sel, 0], side="left")
-        spent = np.concatenate([[0], np.cumsum(costs[np.minimum(event_ops[th], len(costs) - 1)])])
+        each = costs[np.minimum(event_ops[th], len(costs) - 1)]
+        if event_own and th in event_own:
+            each = np.maximum(each, event_own[th])
+        spent = np.concatenate([[0], np.cumsum(each)])
         out[sel] = np.maximum(gap[sel] - np.diff(spent[cum], prepend=0), 0)
     return out, int((gap - out).sum())
