@@ -16,7 +16,10 @@ spread; then the mean absolute error of each mode, where each replay's time went
 (per-thread busy, gaps, CPU burnt, late, waits), the fidelity of each step (the replay on the capture's own
 storage against the original profiled run, and how far the machine's speed drifted between the captures and the
 rounds), what a replay of a million operations costs, and the load average
-at the start and the end.  Cache state: warm.  The step's inputs and programs are read back before every capture
+at the start and the end.  With --capture-each-round every round also profiles each step again on the home target
+and replays and predicts that capture on every target, beside the kept one: the machine's speed moves between the
+captures and the rounds (the drift above), and captures from the same minutes as the real runs show how much of
+an error is that drift.  Cache state: warm.  The step's inputs and programs are read back before every capture
 and real run, as the replay's freshly laid-out files are warm: where the kernel pages out idle memory by itself
 (DAMON, which cloud VMs run; printed at the start when it is on), inputs last read a round ago are partly gone.
 
@@ -25,6 +28,7 @@ this script in a temporary lab directory (`iolens lab up --dir D --only ...`, ro
 
     python benchmarks/whatif_accuracy.py [--runs 5] [--profiles 3] [--scale 1] [--steps a,b] [--warmup 1]
                                          [--home rootdisk|tmpfs] [--lab [--lab-targets a,b]]
+                                         [--capture-each-round] [--no-sleep-replay] [--cost-ops N]
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -137,10 +142,18 @@ def real_run(work: Path, argv: list[str]) -> float:
     return time.perf_counter() - t
 
 
-def run_round(cells: Cells, steps: dict[str, list[str]], places: list, plans: dict, sleeps: dict | None) -> None:
+def run_round(cells: Cells, steps: dict[str, list[str]], places: list, plans: dict, sleeps: dict | None,
+              own: Callable[[Any], tuple[Any, Any]] | None = None) -> None:
     """One round: each step on each (name, work directory, target), run for real, replayed and (with `sleeps`)
-    replayed with every gap slept, interleaved, each from settled writeback."""
+    replayed with every gap slept, interleaved, each from settled writeback.  With `own` (a capture -> its plan
+    and model), the step is first profiled again on the home target and that capture replayed too."""
     for step, argv in steps.items():
+        mine = None
+        if own is not None:
+            w = places[cells.home][1]
+            ready(w, argv)
+            mine, model = own(Recording(argv, trace=True, cwd=str(w)).run().capture)
+            cells.own_models.setdefault(step, []).append(model)
         for n, w, t in places:
             cells.actual.setdefault((step, n), []).append(real_run(w, argv))
             clean(w)
@@ -151,6 +164,9 @@ def run_round(cells: Cells, steps: dict[str, list[str]], places: list, plans: di
             if sleeps is not None:
                 settle()
                 cells.slept.setdefault((step, n), []).append(replay_on(sleeps[step], t).wall_s)
+            if mine is not None:
+                settle()
+                cells.own.setdefault((step, n), []).append(replay_on(mine, t).wall_s)
 
 
 def median_index(walls: list[float]) -> int:
@@ -263,6 +279,27 @@ class Cells:
     slept: dict[tuple[str, str], list[float]]
     parts: dict[tuple[str, str], list[dict[str, float]]]
     plain_at_capture: dict[str, list[float]] = field(default_factory=dict)  # step -> plain runs beside its captures
+    # --capture-each-round: per (step, target) the replays of each round's own capture; per step its models
+    own: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    own_models: dict[str, list[Any]] = field(default_factory=dict)
+
+
+def own_errors(c: Cells, cals: list[dict[str, float]], errs: dict[str, list[float]]) -> None:
+    """--capture-each-round: per cell, the replay and the prediction of each round's own capture (medians over
+    the rounds) against the same real runs, so the captures come from the same minutes as the runs."""
+    print(f"\n{'step':<13} {'target':<10} {'actual':>8} {'replayed':>9} {'err':>7} {'predicted':>10} {'err':>7}  "
+          "(each round's own capture)")
+    errs["replay, each round's own capture"] = []
+    errs["predict, each round's own capture"] = []
+    for step in c.steps:
+        for i, n in enumerate(c.names):
+            act = statistics.median(c.actual[(step, n)])
+            rep = statistics.median(c.own[(step, n)])
+            pred = statistics.median(predict(m, cals[i], cals[c.home], n).wall_s for m in c.own_models[step])
+            errs["replay, each round's own capture"].append(abs(pct(rep, act)))
+            errs["predict, each round's own capture"].append(abs(pct(pred, act)))
+            print(f"{step:<13} {n:<10} {act:>7.3f}s {rep:>8.3f}s {pct(rep, act):>+6.1f}% {pred:>9.3f}s "
+                  f"{pct(pred, act):>+6.1f}%")
 
 
 def report(c: Cells, plans: dict[str, Any], models: dict[str, Any], cals: list[dict[str, float]]) -> None:
@@ -286,6 +323,8 @@ def report(c: Cells, plans: dict[str, Any], models: dict[str, Any], cals: list[d
             ci = f"{act:.3f}s [{lo:.3f}, {hi:.3f}]"
             print(f"{step:<13} {n:<10} {ci:>24} {rep:>8.3f}s {er:>+6.1f}% {slp:>7.3f}s {es:>+6.1f}% "
                   f"{pred:>9.3f}s {ep:>+6.1f}% {inside:>4}")
+    if c.own:
+        own_errors(c, cals, errs)
     for mode, e in errs.items():
         if e:
             print(f"mean absolute error: {mode} {statistics.mean(e):.1f}% (worst {max(e):.1f}%, {len(e)} cells)")
@@ -337,6 +376,9 @@ def main() -> None:
     ap.add_argument("--lab", action="store_true", help="also run on lab targets brought up here (root needed)")
     ap.add_argument("--lab-targets", default=LAB_TARGETS)
     ap.add_argument("--no-sleep-replay", action="store_true", help="skip the comparison replay with every gap slept")
+    ap.add_argument("--capture-each-round", action="store_true", help="also profile every step again on the "
+                    "home target in each round and replay and predict that capture beside the kept one (the "
+                    "captures then come from the same minutes as the real runs they are compared with)")
     ap.add_argument("--cost-ops", type=int, default=1_000_000, help="operations of the replay-cost step (0: skip)")
     a = ap.parse_args()
     if a.profiles < 1 or a.runs < 1:
@@ -383,22 +425,27 @@ def main() -> None:
         pre = a.preempt_ms / 1e3 if a.preempt_ms is not None else preempt_per_switch_s(steps, works[home])
         print("time one involuntary context switch cost (run delay per switch of the steps' main threads): "
               + (f"{pre * 1e3:.3f} ms" if pre is not None else f"not measured here, {PREEMPT_S * 1e3:.3f} ms assumed"))
+        def plan_of(cap: Any) -> Any:
+            return build_plan(cap, event_overhead_ns=int(ovh), path_overhead_ns=int(named),
+                              preempt_s=pre if pre is not None else PREEMPT_S)
+
         for step in steps:
             _c, cap_walls, kept, plain = profiled[step]
             print(f"{step}: capture walls " + ", ".join(f"{x:.3f}" for x in cap_walls) + f" s; kept "
                   f"{cap_walls[kept]:.3f} s (the median); plain runs alongside " +
                   ", ".join(f"{x:.3f}" for x in plain) + " s")
-            plans[step] = build_plan(caps[step], event_overhead_ns=int(ovh), path_overhead_ns=int(named),
-                                     preempt_s=pre if pre is not None else PREEMPT_S)
+            plans[step] = plan_of(caps[step])
             sleeps[step] = build_plan(caps[step], event_overhead_ns=int(ovh), path_overhead_ns=int(named),
                                       gaps="sleep")
             models[step] = step_model(caps[step], int(ovh), int(named))  # the plans' recording costs
             for n in plans[step].notes:
                 print(f"{step}: {n}")
+        own = (lambda cap: (plan_of(cap), step_model(cap, int(ovh), int(named)))) if a.capture_each_round else None
         cells = Cells(list(steps), names, home, {}, {}, {}, {}, {step: v[3] for step, v in profiled.items()})
         for k in range(a.runs):
             print(f"round {k + 1} of {a.runs} ({time.time() - t_start:.0f} s)", file=sys.stderr, flush=True)
-            run_round(cells, steps, list(zip(names, works, targets)), plans, None if a.no_sleep_replay else sleeps)
+            run_round(cells, steps, list(zip(names, works, targets)), plans, None if a.no_sleep_replay else sleeps,
+                      own)
         cals = [calibrate(t, refresh=True) for t in targets]
         report(cells, plans, models, cals)
         if a.cost_ops:

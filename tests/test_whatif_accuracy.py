@@ -60,3 +60,31 @@ def test_preemption_is_measured_from_the_steps_own_runs(tmp_path):
     busy = ["sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done"]
     v = m.preempt_per_switch_s({"busy": busy}, tmp_path, runs=2)
     assert v is None or 0 <= v < 1.0
+
+
+def test_each_round_can_replay_its_own_capture(tmp_path):
+    """--capture-each-round: before its real runs a round profiles the step again on the home target, and that
+    capture (here the one run that sleeps 0.3 s) is replayed beside the kept one, on the same targets."""
+    from iolens.bench.targets import resolve
+    from iolens.capture.record import Recording
+    from iolens.whatif.plan import build_plan
+
+    m = accuracy_module()
+    work = tmp_path / "work"
+    work.mkdir()
+    step = ["sh", "-c", "n=$(cat n 2>/dev/null || echo 0); echo $((n+1)) > n; case $n in 1) sleep 0.3;; esac"]
+    kept = build_plan(Recording(step, trace=True, cwd=str(work)).run().capture)  # run 0: no sleep
+    seen: list[float] = []
+
+    def own(cap):
+        seen.append(float(cap.meta["wall_s"]))
+        return build_plan(cap), "model"
+
+    cells = m.Cells(["a"], ["home"], 0, {}, {}, {}, {})
+    m.run_round(cells, {"a": step}, [("home", work, resolve(str(tmp_path)))], {"a": kept}, None, own)
+    assert len(seen) == 1 and seen[0] >= 0.3  # run 1, the round's capture, slept
+    assert cells.own_models == {"a": ["model"]}
+    assert cells.actual[("a", "home")][0] < 0.25  # run 2, for real
+    assert cells.replayed[("a", "home")][0] < 0.25  # the kept capture's replay
+    assert cells.own[("a", "home")][0] >= 0.28  # the round's own capture's replay
+    assert (work / "n").read_text().strip() == "3"
