@@ -321,7 +321,8 @@ def report(c: Cells, plans: dict[str, Any], models: dict[str, Any], cals: list[d
                 errs["replay (all gaps slept)"].append(abs(es))
             inside = ("r" if lo <= rep <= hi else "-") + ("p" if lo <= pred <= hi else "-")
             ci = f"{act:.3f}s [{lo:.3f}, {hi:.3f}]"
-            print(f"{step:<13} {n:<10} {ci:>24} {rep:>8.3f}s {er:>+6.1f}% {slp:>7.3f}s {es:>+6.1f}% "
+            slept = f"{slp:>7.3f}s {es:>+6.1f}%" if c.slept else f"{'-':>8} {'-':>7}"  # --no-sleep-replay
+            print(f"{step:<13} {n:<10} {ci:>24} {rep:>8.3f}s {er:>+6.1f}% {slept} "
                   f"{pred:>9.3f}s {ep:>+6.1f}% {inside:>4}")
     if c.own:
         own_errors(c, cals, errs)

@@ -214,6 +214,34 @@ def test_large_calls_are_priced_by_the_bytes_they_move():
     assert predict(m, slow, None, "slow").wall_s == pytest.approx(9.5)
 
 
+def test_small_calls_cost_their_own_and_their_bytes(tmp_path):
+    """A small write whose bytes the trace gives costs a + b * size on the line through the 4 KiB and the 1 MiB
+    calibration calls: where a 4 KiB write costs 0.1 ms and a 1 MiB one 25.6 ms (a FUSE client of an object
+    store that uploads at the close), a hundred 32 KiB writes cost what their 3.2 MiB cost, not a hundred 4 KiB
+    writes' worth.  Without bytes they are priced per call; at the calibration sizes the line meets both points."""
+    from iolens.whatif.predict import LARGE_CALL, SMALL_CALL, class_cost, predict
+
+    s3 = dict(ZERO, write_small=1e-4, write_large=0.0256)
+    per_byte = (0.0256 - 1e-4) / (LARGE_CALL - SMALL_CALL)
+    counts = dict.fromkeys(ZERO, 0) | {"write_small": 100}
+    m = model(class_n=counts, class_b={"write_small": 100 * 32768})
+    assert class_cost(m, "write_small", s3) == pytest.approx(100 * (1e-4 - per_byte * 4096) + 100 * 32768 * per_byte)
+    assert class_cost(m, "write_small", s3) > 7 * 100 * 1e-4
+    assert class_cost(model(class_n=counts), "write_small", s3) == pytest.approx(100 * 1e-4)  # no bytes known
+    at_4k = model(class_n=counts, class_b={"write_small": 100 * SMALL_CALL})
+    assert class_cost(at_4k, "write_small", s3) == pytest.approx(100 * 1e-4)
+    one_mib = model(class_n=dict(counts, write_small=1), class_b={"write_small": LARGE_CALL})
+    assert class_cost(one_mib, "write_small", s3) == pytest.approx(0.0256)
+    # large calls no dearer per byte than small ones: nothing is per byte, the call's cost stays
+    flat = dict(s3, write_large=1e-5)
+    assert class_cost(m, "write_small", flat) == pytest.approx(100 * 1e-4)
+    # the relative prediction takes the same line at home: tmpfs at 2 us and 0.2 ms
+    home = dict(ZERO, write_small=2e-6, write_large=2e-4)
+    rec = dict(ZERO, write_small=0.001)
+    p = predict(model(class_n=counts, class_s=rec, class_b=m.class_b), s3, home, "s3")
+    assert p.io_delta_s == pytest.approx(class_cost(m, "write_small", s3) - class_cost(m, "write_small", home))
+
+
 def test_a_calibration_is_stored_and_reused(tmp_path):
     """A target's calibration is measured once and reused from the results store (same directory, host, cache and
     calibration version); --recalibrate (refresh) measures it again; another cache state is another calibration."""

@@ -16,7 +16,9 @@ own either way.  Then
 
     dI = sum_k n_k * (c_k(target) - c_k(home)) / max(1, overlap),   W' = max(C, W + dI)
 
-that is the recorded time plus what each operation costs more (or less) there.  When the home storage cannot be
+that is the recorded time plus what each operation costs more (or less) there.  With a trace, the large classes
+are counted in calibration calls' worth of bytes, and a small read or write costs a + b * size on the line through
+the small and the large calibration call (class_cost).  When the home storage cannot be
 calibrated (the capture came from elsewhere), c_k(home) is replaced by the recorded mean time per op of class k.
 The interval widens with what the model cannot see.
 """
@@ -61,6 +63,11 @@ SMALL = 64 * 1024
 # large call is bandwidth-bound (pigz's 128 KiB reads on S3, priced per call at a 1 MiB read's cost, came out +65%).
 LARGE = ("read_large", "write_large")
 LARGE_CALL = 1 << 20
+# The small classes are calibrated with 4 KiB calls and, when the trace gives their bytes, priced on the line
+# through the small and the large call, a call's own cost plus its bytes': where a written file is sent on at its
+# close (an object store's FUSE client uploads it), a 32 KiB write costs eight 4 KiB writes' upload, not one's.
+SMALL_CALL = 4096
+LINEAR = {"read_small": "read_large", "write_small": "write_large"}
 
 _READS = {"READ", "PREAD", "READV", "PREADV", "FREAD", "FGETS", "FGETC", "GETDELIM", "FSCANF", "STDIO_FILL"}
 _WRITES = {"WRITE", "PWRITE", "WRITEV", "PWRITEV", "FWRITE", "FPUTS", "FPUTC", "FPRINTF", "STDIO_DRAIN", "FFLUSH"}
@@ -82,7 +89,7 @@ class StepModel:
     overlap: float                  # sum of storage-op time / storage I/O wall (>1: threads overlapped)
     unseen: list[str] = field(default_factory=list)
     recording_s: float = 0.0        # the profiler's own recording cost in wall_s (traced captures; estimated)
-    class_b: dict[str, int] = field(default_factory=dict)  # bytes of the large classes (traced captures)
+    class_b: dict[str, int] = field(default_factory=dict)  # bytes of the reads and writes (traced captures)
 
     @property
     def compute_s(self) -> float:
@@ -165,7 +172,7 @@ def step_model(cap: Capture, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS,
                 sel = keep & (k == ci)
                 class_s[c] += float(dur[sel].sum())
                 class_n[c] += int(sel.sum())
-                if c in LARGE:
+                if c in LARGE or c in LINEAR:
                     class_b[c] = class_b.get(c, 0) + int(size[sel].sum())
             st = ev["start_mono"][keep].astype(np.int64)
             starts.append(st)
@@ -347,19 +354,31 @@ def cost_key(model: StepModel, cls: str, cal: dict[str, float]) -> str:
     return synced if synced and model.class_n["sync"] and synced in cal else cls
 
 
+def class_cost(model: StepModel, c: str, cal: dict[str, float]) -> float:
+    """Seconds the step's ops of class `c` take on storage calibrated as `cal`: a large class per MiB moved, a
+    small read or write on the line through the small and the large calibration call (LINEAR) when its bytes are
+    known, any other class per op."""
+    n, moved, per_call = model.class_n[c], model.class_b.get(c, 0), cal[cost_key(model, c, cal)]
+    if c in LARGE and moved:
+        return moved / LARGE_CALL * per_call
+    big = cal.get(cost_key(model, LINEAR[c], cal)) if c in LINEAR and moved else None
+    if not big:
+        return n * per_call
+    per_byte = min(per_call / SMALL_CALL, max(0.0, (big - per_call) / (LARGE_CALL - SMALL_CALL)))
+    return n * (per_call - per_byte * SMALL_CALL) + moved * per_byte
+
+
 def predict(model: StepModel, cal: dict[str, float], home: dict[str, float] | None, target: str) -> Prediction:
-    """The step's wall time on a target: the recorded time plus, per class, its op count times the per-op cost
-    there less the per-op cost at home (see the module's docstring)."""
+    """The step's wall time on a target: the recorded time plus, per class, what its ops cost there less what
+    they cost at home (class_cost; see the module's docstring)."""
     delta: dict[str, float] = {}
     for c in CLASSES:
-        n = model.class_n[c]
-        if not n:
+        if not model.class_n[c]:
             delta[c] = 0.0
             continue
-        units = model.class_b[c] / LARGE_CALL if model.class_b.get(c) else n  # calibration calls' worth
-        hk = cost_key(model, c, home) if home else c
-        ref = home[hk] if home and home.get(hk) else model.class_s[c] / units
-        delta[c] = units * (cal[cost_key(model, c, cal)] - ref)
+        at_home = home is not None and bool(home.get(cost_key(model, c, home)))
+        delta[c] = class_cost(model, c, cal) - (class_cost(model, c, home) if home and at_home
+                                                else model.class_s[c])
     d_io = sum(delta.values()) / max(1.0, model.overlap)
     wall = max(model.compute_s, model.wall_s - model.recording_s + d_io)
     io = wall - model.compute_s
