@@ -110,7 +110,7 @@ def test_a_copy_says_which_file_it_read(profiled, tmp_path, counters_only):
 
 def test_each_event_carries_the_recorders_own_time_before_it(profiled, tmp_path):
     """EVENT own_ns: the recorder's time after its calls since the thread's previous event (the bookkeeping of
-    that call, its event, and of untraced hooked calls in between).  Every event but a thread's first follows a
+    that call and its event).  Every event but a thread's first follows a
     hooked call, so has some, and it is a part of the gap it sits in."""
     res, cap = profiled(["sh", "-c", "i=0; while [ $i -lt 300 ]; do echo $i > f$i; i=$((i+1)); done"], "--trace")
     assert res.returncode == 0, res.stderr

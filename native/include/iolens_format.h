@@ -231,9 +231,9 @@ enum iolens_string_kind {
  * is in the gap to the next event either way; counts stay exact in PROC and
  * FILE.  Version 1 captures hold one event a call (repeats reads as 0).
  * EVENT version 3: own_ns, the recorder's own time on this thread since the
- * previous event ended, outside the calls: what each hooked call (recorded or
- * not: a dup2, a close) spent after its real call returned (bookkeeping, this
- * event list, its flushes), the part of the gap before this event that is the
+ * previous event ended, outside the calls: what the hooked calls since then
+ * spent after their real call returned (bookkeeping, their events, a flush of
+ * the event buffer), the part of the gap before this event that is the
  * profiler's.  What a hook spends before the real call starts is not in it.
  * Earlier versions read as 0. */
 #define IOLENS_LAYOUT_EVENT(S, A) \

@@ -71,8 +71,8 @@ def event_costs(per_event_ns: int, path_ns: int | None = None) -> np.ndarray:
 
 def own_after(ev: np.ndarray) -> np.ndarray:
     """Per event: the recorder's own time measured after it, up to its thread's next event (that event's
-    `own_ns`, EVENT version 3: the bookkeeping after the call, and after the untraced hooked calls between them,
-    such as a shell's dup2 and fcntl around a redirection); 0 for a thread's last event and in older captures."""
+    `own_ns`, EVENT version 3: the recorder's bookkeeping after the call, its event, a flush of the event
+    buffer); 0 for a thread's last event and in older captures."""
     out = np.zeros(len(ev), dtype=np.int64)
     if "own_ns" not in (ev.dtype.names or ()) or not ev["own_ns"].any():
         return out
