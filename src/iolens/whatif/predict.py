@@ -376,9 +376,8 @@ def predict(model: StepModel, cal: dict[str, float], home: dict[str, float] | No
         if not model.class_n[c]:
             delta[c] = 0.0
             continue
-        at_home = home is not None and bool(home.get(cost_key(model, c, home)))
-        delta[c] = class_cost(model, c, cal) - (class_cost(model, c, home) if home and at_home
-                                                else model.class_s[c])
+        at_home = class_cost(model, c, home) if home and home.get(cost_key(model, c, home)) else model.class_s[c]
+        delta[c] = class_cost(model, c, cal) - at_home
     d_io = sum(delta.values()) / max(1.0, model.overlap)
     wall = max(model.compute_s, model.wall_s - model.recording_s + d_io)
     io = wall - model.compute_s

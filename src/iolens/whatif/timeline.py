@@ -83,15 +83,17 @@ def own_after(ev: np.ndarray) -> np.ndarray:
     return out
 
 
+def _costed(op: np.ndarray, costs: np.ndarray, own: np.ndarray | int) -> np.ndarray:
+    """Per event: the figure for its op code (event_costs), or the recorder's own time after it where more."""
+    return np.maximum(costs[np.minimum(op.astype(np.int64), len(costs) - 1)], own)
+
+
 def recording_cost(ev: np.ndarray, per_event_ns: int | np.ndarray) -> np.ndarray:
     """Each event's recording cost: one figure for all, or per op code (event_costs), or what the recorder
     measured of its own time after the event (own_after) where that is more; none when no figure is asked for
     (all 0: the gaps as recorded)."""
-    if isinstance(per_event_ns, np.ndarray):
-        base = per_event_ns[np.minimum(ev["op"].astype(np.int64), len(per_event_ns) - 1)]
-    else:
-        base = np.full(len(ev), per_event_ns, dtype=np.int64)
-    return np.maximum(base, own_after(ev)) if base.any() else base
+    costs = per_event_ns if isinstance(per_event_ns, np.ndarray) else event_costs(per_event_ns)
+    return _costed(ev["op"], costs, own_after(ev)) if costs.any() else np.zeros(len(ev), dtype=np.int64)
 
 
 def cpu_shares(procs: list[Process], thread_proc: list[int], op_thread: np.ndarray, gap: np.ndarray,
@@ -219,9 +221,7 @@ def less_recording_cost(a: np.ndarray, gap: np.ndarray, event_times: dict[int, n
         if not len(sel):
             continue
         cum = np.searchsorted(times, a[sel, 0], side="left")
-        each = costs[np.minimum(event_ops[th], len(costs) - 1)]
-        if event_own and th in event_own:
-            each = np.maximum(each, event_own[th])
+        each = _costed(event_ops[th], costs, event_own.get(th, 0) if event_own else 0)
         spent = np.concatenate([[0], np.cumsum(each)])
         out[sel] = np.maximum(gap[sel] - np.diff(spent[cum], prepend=0), 0)
     return out, int((gap - out).sum())
