@@ -6,9 +6,11 @@
 The small-file step of benchmarks/whatif_accuracy.py (a shell writing 2,000 files, `ls`, `cat` of them all,
 `rm -r`) is cut into its four phases; each runs plain and profiled with `--trace` (interleaved pairs, order
 shuffled, wall time; page cache warm, in a directory under --dir, tmpfs by default).  Per phase it prints the
-medians, the profiled run's events and those that name a path, what the replay's recording costs take out of
-the gaps for them (--event-ns and --path-ns, the defaults being the replay's), and what is left per file: the
-profiler's cost the replay keeps, so that a replay of the capture runs longer than the plain step.
+medians, the profiled run's events and those that name a path, the recorder's own time it timed after its
+calls (EVENT own_ns), what the replay takes out of the gaps for them (per event the figure for its kind,
+--event-ns and --path-ns, the defaults being the replay's, or its own time where more: timeline.recording_cost),
+and what is left per file: the profiler's cost the replay keeps, so that a replay of the capture runs longer than
+the plain step.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import numpy as np
 from iolens import _format as F
 from iolens.capture.record import Recording
 from iolens.whatif.plan import TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS
-from iolens.whatif.timeline import PATH_NAMING_OPS
+from iolens.whatif.timeline import PATH_NAMING_OPS, event_costs, recording_cost
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from whatif_accuracy import OUTPUTS, STEPS  # noqa: E402
@@ -39,8 +41,9 @@ FILES = int(CREATE.split("-lt ")[1].split()[0])
 PHASES = {"create": ("", CREATE), **{cmd.split()[0]: (CREATE, cmd) for cmd in REST.split(" && ")}}
 
 
-def once(work: Path, before: str, cmd: str, profiled: bool) -> tuple[float, int, int]:
-    """One run of a phase (after its set-up, untimed): wall seconds, events, events that name a path."""
+def once(work: Path, before: str, cmd: str, profiled: bool, costs: np.ndarray) -> tuple[float, int, int, float, float]:
+    """One run of a phase (after its set-up, untimed): wall seconds, events, events that name a path, and the
+    seconds of the recorder's own time and of what the replay takes out at `costs` (event_costs)."""
     for name in OUTPUTS:
         if (work / name).is_dir():
             shutil.rmtree(work / name)
@@ -52,11 +55,14 @@ def once(work: Path, before: str, cmd: str, profiled: bool) -> tuple[float, int,
     if not profiled:
         t = time.perf_counter()
         subprocess.run(argv, cwd=work, check=True)
-        return time.perf_counter() - t, 0, 0
+        return time.perf_counter() - t, 0, 0, 0.0, 0.0
     cap = Recording(argv, trace=True, cwd=str(work)).run().capture
-    ops = np.concatenate([p.events["op"] for p in cap.processes if p.events is not None])
+    evs = [p.events for p in cap.processes if p.events is not None]
+    ops = np.concatenate([ev["op"] for ev in evs])
     named = int(np.isin(ops, [i for i, (n, _c) in enumerate(F.OPS) if n in PATH_NAMING_OPS]).sum())
-    return float(cap.meta["wall_s"]), len(ops), named
+    own = sum(int(ev["own_ns"].astype(np.int64).sum()) for ev in evs) / 1e9
+    out = sum(int(recording_cost(ev, costs).sum()) for ev in evs) / 1e9
+    return float(cap.meta["wall_s"]), len(ops), named, own, out
 
 
 def main() -> int:
@@ -70,26 +76,27 @@ def main() -> int:
         print(f"iolens: error: --dir {a.dir}: no such directory", file=sys.stderr)
         return 2
     work = Path(tempfile.mkdtemp(prefix="iolens-phases-", dir=a.dir))
+    costs = event_costs(a.event_ns, a.path_ns)
     try:
         res: dict[str, dict[str, list]] = {k: {"plain": [], "prof": [], "ev": []} for k in PHASES}
         for _ in range(a.rounds):
             for phase, (before, cmd) in PHASES.items():
                 for profiled in random.sample([False, True], 2):
-                    wall, ev, named = once(work, before, cmd, profiled)
+                    wall, ev, named, own, out = once(work, before, cmd, profiled, costs)
                     res[phase]["prof" if profiled else "plain"].append(wall)
                     if profiled:
-                        res[phase]["ev"].append((ev, named))
-        print(f"# {a.rounds} interleaved pairs per phase, wall time, in {a.dir} ({FILES} files); recording costs "
-              f"taken out: {a.event_ns} ns an event, {a.path_ns} ns one that names a path")
-        print(f"{'phase':<7} {'plain':>9} {'--trace':>9} {'extra':>8} {'events':>7} {'paths':>6} {'taken out':>9} "
-              f"{'left':>8} {'left/file':>10}")
+                        res[phase]["ev"].append((ev, named, own, out))
+        print(f"# {a.rounds} interleaved pairs per phase, wall time, in {a.dir} ({FILES} files); taken out per event "
+              f"the figure for its kind, {a.event_ns} ns an event, {a.path_ns} ns one that names a path, or the "
+              "recorder's own time after it where more; own and taken out: the median profiled run's")
+        print(f"{'phase':<7} {'plain':>9} {'--trace':>9} {'extra':>8} {'events':>7} {'paths':>6} {'own':>8} "
+              f"{'taken out':>9} {'left':>8} {'left/file':>10}")
         for phase, v in res.items():
             plain, prof = statistics.median(v["plain"]), statistics.median(v["prof"])
-            ev, named = v["ev"][-1]
-            out = ((ev - named) * a.event_ns + named * a.path_ns) / 1e9
+            ev, named, own, out = v["ev"][sorted(range(len(v["prof"])), key=v["prof"].__getitem__)[len(v["prof"]) // 2]]
             left = prof - plain - out
             print(f"{phase:<7} {plain * 1e3:7.1f}ms {prof * 1e3:7.1f}ms {(prof - plain) * 1e3:6.1f}ms {ev:>7} "
-                  f"{named:>6} {out * 1e3:7.1f}ms {left * 1e3:+6.1f}ms {left / FILES * 1e6:+8.2f}µs")
+                  f"{named:>6} {own * 1e3:6.1f}ms {out * 1e3:7.1f}ms {left * 1e3:+6.1f}ms {left / FILES * 1e6:+8.2f}µs")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
