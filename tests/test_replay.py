@@ -179,7 +179,7 @@ def test_layout_and_setup_are_not_timed(tmp_path):
     assert res.wall_s < res.layout_s / 2, (res.wall_s, res.layout_s)
     assert 0.002 <= res.wall_s < 0.5
     [th] = res.threads
-    assert set(th) == {"begin", "end", "gap", "late", "dep", "busy"}
+    assert set(th) == {"begin", "end", "gap", "late", "dep", "busy", "own"}
     assert th["gap"] >= 0.0015 and th["end"] <= res.wall_s + 1e-6
     assert list(target.iterdir()) == []
 

@@ -252,3 +252,33 @@ def test_preemption_is_taken_out_at_the_given_cost_per_switch():
     assert got.share == [pytest.approx(0.4)] and got.wait == [pytest.approx(40 / 60)]
     assert cpu_shares([p], [0], np.array([0, 0]), gap, 0, 0.003).wait == [pytest.approx(0.0)]
     assert cpu_shares([p], [0], np.array([0, 0]), gap, 0, 0.0).wait == [pytest.approx(1.0)]
+
+
+def test_the_replayers_own_time_between_ops_comes_out_of_later_gaps(tmp_path):
+    """20,000 stats recorded back to back, then a 30 ms gap: the replayer's own time between the stats (its loop,
+    its clock reads) is not the step's, so what of it ran past their zero gaps is taken back from the 30 ms, and
+    the replay ends where the recorded schedule does instead of that much later.  With --speed max nothing is."""
+    from iolens.bench.targets import resolve
+    from iolens.whatif.engine import log_dtype, op_codes
+    from iolens.whatif.replay import replay_on
+
+    c = op_codes()
+    target = tmp_path / "t"
+    target.mkdir()
+    n, gap = 20_000, 30_000_000
+    rows = ([(c["START"], 0, 0, 0, 0, 0), (c["OPEN"], 0, 0, 0, 0, 0)] + [(c["FSTAT"], 0, 0, 0, 0, 0)] * n
+            + [(c["FSTAT"], 0, 0, 0, 0, gap), (c["CLOSE"], 0, 0, 0, 0, 0)])
+    plan = crafted(rows, [0], 1, cpu_share=[0.0], wait_share=[1.0])
+    log = tmp_path / "own.log"
+    res = replay_on(plan, resolve(str(target)), log=str(log))
+    assert res.errors == 0
+    [th] = res.threads
+    lg = np.fromfile(log, dtype=log_dtype())
+    waited = (int(lg["start"][-2]) - int(lg["end"][-3])) / 1e9  # before the stat that followed the 30 ms gap
+    # at least a clock read (tens of ns) per op ran past its zero gap, and at most the 30 ms were taken back
+    assert n * 10e-9 < th["own"] <= gap / 1e9, th
+    assert waited == pytest.approx(gap / 1e9 - th["own"], abs=0.002), (waited, th)
+    # at full speed there are no gaps to take anything back from
+    res = replay_on(plan, resolve(str(target)), speed="max")
+    assert res.threads[0]["own"] == 0
+    assert list(target.iterdir()) == []

@@ -38,6 +38,7 @@
 static uint64_t dep_timeout_ns = DEP_TIMEOUT_NS;
 #define IOBUF (1u << 20)
 #define BURN_MIN_NS 2000 /* shorter gaps are only waited out: reading the thread's CPU clock costs ~0.5 us */
+#define OWN_MAX_NS 2000  /* a thread past its gap by less was held up by the replayer's own work between ops */
 
 static const char *const OP_NAMES[] = {
 #define RP_X_OP(n, c, d) #n,
@@ -94,6 +95,8 @@ struct rthread {
     uint64_t dep_ns;           /* waited for another thread (process start, wait, pipes) */
     uint64_t busy_ns;          /* inside file operations */
     uint64_t cpu_ns;           /* compute burnt on the CPU for the on-CPU share of the gaps (thread CPU time) */
+    uint64_t own_ns;           /* the replayer's own time between ops, taken back from later gaps */
+    uint64_t owed_ns;          /* the replayer's own time not yet taken back (late when the thread ends) */
     double cpu_share;          /* the share of each recorded gap that was on the CPU (from the capture's CPU times) */
     double wait_share;         /* the share of the rest that was a real wait, not preemption (1: all of it) */
     int copy_fd;               /* the source of the thread's next COPY (set by COPY_FROM), or -1 */
@@ -150,13 +153,15 @@ static void ts_of(uint64_t ns, struct timespec *ts)
 }
 
 /* Wait until `deadline`: sleep for long gaps, spin for the last stretch (compute gaps are CPU time).
- * Returns how late the thread already was (0 when it had to wait). */
-static uint64_t pace(uint64_t deadline)
+ * Returns how late the thread already was (0 when it had to wait); *at: the time it returned. */
+static uint64_t pace(uint64_t deadline, uint64_t *at)
 {
     uint64_t t0 = now_ns();
+    *at = t0;
     if (t0 >= deadline) return t0 - deadline;
     for (;;) {
         uint64_t t = now_ns();
+        *at = t;
         if (t >= deadline || stop_signal) return 0;
         uint64_t left = deadline - t;
         if (left > 200000) {
@@ -497,32 +502,48 @@ static void *thread_main(void *arg)
             prev_end = now_ns();
             t->dep_ns += prev_end - d0;
         }
+        uint64_t a;
         if (!R.speed_max) {
             uint64_t p0 = now_ns();
+            /* The replayer's own time between two operations (its loop, its clock reads, the log) is not the
+             * step's: what of it ran past an op's gap is owed, and taken back from the next gaps it fits in. */
+            uint64_t gap = o->gap;
+            if (o->op != RP_OP_START && o->op != RP_OP_AFTER && t->owed_ns) {
+                uint64_t back = t->owed_ns < gap ? t->owed_ns : gap;
+                gap -= back;
+                t->owed_ns -= back;
+                t->own_ns += back;
+            }
             /* The gap's on-CPU share is burnt as compute (a burn slowed by other work makes the thread late); of
              * the rest, off the CPU, the share taken as real waits (untraced waits, page faults) is waited out
              * after it, and the share taken as preemption while recording (waiting for a CPU) is not: the burn
              * meets today's contention instead.  cpu_share 0 and wait_share 1 keep the recorded gap as a wait.
              * A SPAWN's gap holds its child's start-up and a root's START gap its own (exec, dynamic loading):
              * their size is that start-up's CPU, burnt instead of the thread's share. */
-            uint64_t on = o->op == RP_OP_SPAWN || o->op == RP_OP_START ? (o->size < o->gap ? o->size : o->gap)
+            uint64_t on = o->op == RP_OP_SPAWN || o->op == RP_OP_START ? (o->size < gap ? o->size : gap)
                           : o->op == RP_OP_AFTER                     ? 0
-                                                                     : (uint64_t)((double)o->gap * t->cpu_share);
-            uint64_t deadline = prev_end + o->gap;
-            if (on > 0 && o->gap >= BURN_MIN_NS) {
+                                                                     : (uint64_t)((double)gap * t->cpu_share);
+            uint64_t deadline = prev_end + gap;
+            int burnt = on > 0 && gap >= BURN_MIN_NS;
+            if (burnt) {
                 t->cpu_ns += burn(on);
                 uint64_t b = now_ns();
                 if (b > prev_end + on) t->late_ns += b - (prev_end + on);
-                deadline = (b > prev_end + on ? b : prev_end + on) +
-                           (uint64_t)((double)(o->gap - on) * t->wait_share);
+                deadline = (b > prev_end + on ? b : prev_end + on) + (uint64_t)((double)(gap - on) * t->wait_share);
             } else if (t->wait_share < 1 && o->op != RP_OP_START && o->op != RP_OP_AFTER) {
                 /* a thread's start, and the time after another thread's progress, are waited out whole */
-                deadline = prev_end + (uint64_t)((double)o->gap * t->wait_share);
+                deadline = prev_end + (uint64_t)((double)gap * t->wait_share);
             }
-            t->late_ns += pace(deadline);
-            t->gap_ns += now_ns() - p0;
+            uint64_t late = pace(deadline, &a);
+            /* Past a gap with nothing burnt, a short delay is the replayer's own time (owed); a long one is the
+             * thread's, kept as late (preempted, or a thread start waited for). */
+            uint64_t owed = burnt || o->op == RP_OP_START || o->op == RP_OP_AFTER ? 0 : late < OWN_MAX_NS ? late : 0;
+            t->owed_ns += owed;
+            t->late_ns += late - owed;
+            t->gap_ns += a - p0;
+        } else {
+            a = now_ns();
         }
-        uint64_t a = now_ns();
         int rc = 0, cls = o->op < RP_NOPS ? OP_CLASS[o->op] : RP_CLASS_NONE;
         switch (o->op) {
         case RP_OP_START:
@@ -589,6 +610,7 @@ static void *thread_main(void *arg)
         if (t->watched) passed(t, i + 1);
     }
     passed(t, t->first + t->n); /* ended, or stopped: nobody waits on it */
+    t->late_ns += t->owed_ns;   /* what no later gap could take back */
     t->end_ns = now_ns() - R.t0;
     free(buf);
     pthread_mutex_lock(&R.mu);
@@ -990,6 +1012,7 @@ int main(int argc, char **argv)
         jw_uint(&w, "late_ns", t->late_ns);
         jw_uint(&w, "dep_ns", t->dep_ns);
         jw_uint(&w, "busy_ns", t->busy_ns);
+        jw_uint(&w, "own_ns", t->own_ns);
         jw_end_obj(&w);
     }
     jw_end_arr(&w);
