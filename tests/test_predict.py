@@ -111,7 +111,8 @@ def test_writes_are_priced_buffered_unless_the_step_syncs():
 def test_write_calibration_syncs_only_in_its_synced_classes(tmp_path):
     from iolens.bench.targets import resolve
     from iolens.whatif.engine import op_codes
-    from iolens.whatif.predict import CAL_CLASSES, CAL_RUNS, CLASSES, META_KINDS, _cal_plan, calibrate
+    from iolens.whatif.predict import (CAL_CLASSES, CAL_RUNS, CLASSES, META_FILE_BYTES, META_KINDS, _cal_plan,
+                                       calibrate)
 
     c = op_codes()
     syncs = {c["FSYNC"], c["FDATASYNC"], c["SYNCFS"]}
@@ -129,6 +130,9 @@ def test_write_calibration_syncs_only_in_its_synced_classes(tmp_path):
             assert n_write == int((_cal_plan(cls.removesuffix("_synced")).ops["op"] == c["WRITE"]).sum())
         elif cls == "sync":
             assert n_sync == n_write == 64
+        elif cls == "meta":  # each created file gets a few bytes before its close, as a step's do
+            sizes = _cal_plan(cls).ops["size"][ops == c["WRITE"]]
+            assert n_sync == 0 and n_write == 300 and set(sizes.tolist()) == {META_FILE_BYTES}
         else:
             assert n_sync == 0, cls
     target = tmp_path / "t"
