@@ -88,3 +88,34 @@ def test_each_round_can_replay_its_own_capture(tmp_path):
     assert cells.replayed[("a", "home")][0] < 0.25  # the kept capture's replay
     assert cells.own[("a", "home")][0] >= 0.28  # the round's own capture's replay
     assert (work / "n").read_text().strip() == "3"
+
+
+def test_a_skipped_cell_is_not_run(tmp_path):
+    """--skip STEP@TARGET: the round runs and replays the step on the other targets only, and the cell is left out
+    of the cells that ran (the report says it was not run)."""
+    from iolens.bench.targets import resolve
+    from iolens.whatif.plan import build_plan
+    from iolens.capture.record import Recording
+
+    m = accuracy_module()
+    works = []
+    for name in ("home", "far"):
+        (tmp_path / name).mkdir()
+        works.append((name, tmp_path / name, resolve(str(tmp_path / name))))
+    step = ["sh", "-c", "echo x >> n"]
+    plan = build_plan(Recording(step, trace=True, cwd=str(works[0][1])).run().capture)
+    cells = m.Cells(["a"], ["home", "far"], 0, {}, {}, {}, {}, skip={("a", "far")})
+    m.run_round(cells, {"a": step}, works, {"a": plan}, None)
+    assert set(cells.actual) == set(cells.replayed) == {("a", "home")}
+    assert not (tmp_path / "far" / "n").exists()
+    assert cells.run() == [("a", 0, "home")]
+
+
+def test_the_noise_floor_is_the_medians_own_spread():
+    """A perfect prediction's error against the median of the real runs: 0 when the runs agree, larger as they
+    spread, and the same for the same runs (a fixed seed)."""
+    m = accuracy_module()
+    assert m.noise_floor([1.0] * 5) == 0.0
+    tight, wide = m.noise_floor([0.99, 1.0, 1.01, 1.0, 0.995]), m.noise_floor([0.8, 1.0, 1.2, 0.9, 1.1])
+    assert 0 < tight < 1 < wide < 20
+    assert m.noise_floor([0.8, 1.0, 1.2, 0.9, 1.1]) == wide
