@@ -67,7 +67,7 @@ def replay(capture, targets, speed, cache, fio_out, json_out, force):
     results = []
     for t in resolved:
         results.append(replay_on(plan, t, speed=speed, cache=cache, home_devs=home))
-    doc = {"tag": "iolens-replay", "schema_version": [1, 2], "capture": capture, "speed": speed, "cache": cache,
+    doc = {"tag": "iolens-replay", "schema_version": [1, 3], "capture": capture, "speed": speed, "cache": cache,
            "original_wall_s": plan.wall_s, "ops": int(len(plan.ops)), "skipped_ops": plan.skipped_ops,
            "profiler_overhead_s": plan.overhead_s, "unreplayed_cpu_s": plan.unreplayed_cpu_s,
            "recorded_threads": plan.recorded,
