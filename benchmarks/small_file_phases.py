@@ -33,7 +33,7 @@ from iolens.whatif.plan import TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS
 from iolens.whatif.timeline import PATH_NAMING_OPS, event_costs, recording_cost
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from whatif_accuracy import OUTPUTS, STEPS  # noqa: E402
+from whatif_accuracy import OUTPUTS, STEPS, median_index  # noqa: E402
 
 # the step's script: the shell's creating loop, then `ls`, `cat` and `rm -r`, each after the loop (untimed)
 CREATE, _, REST = STEPS["small-files"][-1].rpartition("; ")
@@ -93,7 +93,7 @@ def main() -> int:
               f"{'taken out':>9} {'left':>8} {'left/file':>10}")
         for phase, v in res.items():
             plain, prof = statistics.median(v["plain"]), statistics.median(v["prof"])
-            ev, named, own, out = v["ev"][sorted(range(len(v["prof"])), key=v["prof"].__getitem__)[len(v["prof"]) // 2]]
+            ev, named, own, out = v["ev"][median_index(v["prof"])]
             left = prof - plain - out
             print(f"{phase:<7} {plain * 1e3:7.1f}ms {prof * 1e3:7.1f}ms {(prof - plain) * 1e3:6.1f}ms {ev:>7} "
                   f"{named:>6} {own * 1e3:6.1f}ms {out * 1e3:7.1f}ms {left * 1e3:+6.1f}ms {left / FILES * 1e6:+8.2f}µs")

@@ -228,7 +228,8 @@ def step_model(cap: Capture, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS,
 def _cal_plan(cls: str) -> Plan:
     """A small synthetic workload of one calibration run (CAL_RUNS), replayed at full speed.  The write classes
     only write (buffered, as a step that never syncs) and close; their `_synced` twins fdatasync before the close.
-    The metadata run creates (open, close, stat), opens again (open, close) and unlinks 300 files."""
+    The metadata run creates (open, a write of META_FILE_BYTES, close, stat), opens again (open, close) and
+    unlinks 300 files."""
     c = op_codes()
     rows: list[tuple[int, int, int, int]] = []  # op, obj, offset, size
     files = [ReplayFile("/cal/data", "cal/data", layout=(32 << 20) if cls.startswith("read") else 0),
