@@ -8,7 +8,8 @@ The small-file step of benchmarks/whatif_accuracy.py (a shell writing 2,000 file
 shuffled, wall time; page cache warm, in a directory under --dir, tmpfs by default).  Per phase it prints the
 medians, the profiled run's events and those that name a path, the recorder's own time it timed after its
 calls (EVENT own_ns), what the replay takes out of the gaps for them (per event the figure for its kind,
---event-ns and --path-ns, the defaults being the replay's, or its own time where more: timeline.recording_cost),
+--event-ns and --path-ns, the defaults being the replay's, or its own time where more, and each image's time
+before its first event: timeline.recording_cost),
 and what is left per file: the profiler's cost the replay keeps, so that a replay of the capture runs longer than
 the plain step.
 """

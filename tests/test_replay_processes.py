@@ -1,8 +1,9 @@
-"""Process images in a replay: a replay of a step that starts many short processes wakes only the threads that
-wait for each start and end."""
+"""Process images in a replay: the profiler's cost of each image comes out of the gaps, and a replay of a step
+that starts many short processes wakes only the threads that wait for each start and end."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,43 @@ def profile(tmp_path: Path, argv: list[str]) -> Path:
     r = iolens("profile", "-q", "--trace", "-o", out, "--", *argv, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     return out
+
+
+def test_the_profilers_time_before_an_images_first_event_comes_out_of_the_gap_before_it(tmp_path, cprog):
+    """An image makes its capture part on its first recorded call, before the call starts: the recorder times
+    that into the first event's own_ns.  It, and the image's own cost (PROCESS_OVERHEAD_NS), come out of the gap
+    before the image's first op, not the gap after it."""
+    from iolens.capture.reader import read_capture
+    from iolens.whatif.engine import op_codes
+    from iolens.whatif.plan import build_plan
+    from iolens.whatif.timeline import PROCESS_OVERHEAD_NS, before_first
+
+    (tmp_path / "in.dat").write_bytes(os.urandom(600_000))
+    cap = read_capture(profile(tmp_path, [str(cprog("replay_known")), "in.dat", "out.dat"]))
+    procs = [p for p in cap.processes if p.events is not None and len(p.events)]
+    assert len(procs) == 1  # one image, two threads
+    ev = procs[0].events
+    tids = np.unique(ev["tid"])
+    firsts = np.array([np.nonzero(ev["tid"] == t)[0][np.argmin(ev["start_mono"][ev["tid"] == t])] for t in tids])
+    later = np.setdiff1d(np.arange(len(ev)), firsts)
+    # the thread that made the part (a file, a mapping, the start's records) carries tens of us before its first
+    # event, many times an event's own time after a call
+    made = int(ev["own_ns"][firsts].max())
+    assert made > 20_000 and made > 10 * float(np.median(ev["own_ns"][later])), (made, ev["own_ns"][later])
+    bf = before_first(ev)
+    assert (bf[later] == 0).all()
+    image_first = int(np.argmin(ev["start_mono"]))
+    assert (bf[firsts] == ev["own_ns"][firsts] + np.where(firsts == image_first, PROCESS_OVERHEAD_NS, 0)).all()
+    c = op_codes()
+    raw = build_plan(cap, event_overhead_ns=0, path_overhead_ns=None)
+    costed = build_plan(cap, event_overhead_ns=1, path_overhead_ns=1)  # per-event figures next to nothing
+    for k, t in enumerate(tids):  # plan thread k is the image's k-th tid; its first op follows its START
+        rows = np.nonzero(raw.ops["thread"] == k)[0]
+        assert raw.ops["op"][rows[0]] == c["START"]
+        first_op = rows[1]
+        taken = int(raw.ops["gap"][first_op]) - int(costed.ops["gap"][first_op])
+        want = min(int(bf[firsts[k]]), int(raw.ops["gap"][first_op]))
+        assert abs(taken - want) <= 10, (k, taken, want)  # the 1 ns figures of events before it aside
 
 
 def test_a_shell_loops_children_are_woken_only_by_their_own_start_and_end(tmp_path):

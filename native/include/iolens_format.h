@@ -234,8 +234,9 @@ enum iolens_string_kind {
  * previous event ended, outside the calls: what the hooked calls since then
  * spent after their real call returned (bookkeeping, their events, a flush of
  * the event buffer), the part of the gap before this event that is the
- * profiler's.  What a hook spends before the real call starts is not in it.
- * Earlier versions read as 0. */
+ * profiler's; a thread's first event also carries the making of its image's
+ * part, when that call made it.  What a hook spends before the real call
+ * starts is not in it otherwise.  Earlier versions read as 0. */
 #define IOLENS_LAYOUT_EVENT(S, A) \
     S(u64, start_mono) S(u32, dur_ns) S(u32, op) S(u32, tid) S(u32, file) \
     S(u64, offset) S(u64, size) S(u64, repeats) S(u32, own_ns) S(u32, pad)

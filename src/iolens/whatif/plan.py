@@ -31,8 +31,8 @@ from iolens.whatif.handles import closes_after_use, read_only
 from iolens.whatif.pipes import _pipe_needs
 from iolens.whatif.rows import DUR as _DUR, OBJ as _OBJ, OP as _OP, SEQ as _SEQ, T as _T, THREAD as _THREAD
 from iolens.whatif.threads import joins, target_positions
-from iolens.whatif.timeline import (PREEMPT_S, burners, cpu_shares, event_costs, less_recording_cost,
-                                   own_after, recorded_threads)
+from iolens.whatif.timeline import (PREEMPT_S, before_first, burners, cpu_shares, event_costs,
+                                   less_recording_cost, own_after, recorded_threads)
 from iolens.whatif.tree import Tree, with_pseudo
 
 NO_FILE = 0xFFFFFFFF
@@ -290,6 +290,7 @@ class _Ops:
     event_times: dict[int, np.ndarray] = field(default_factory=dict)  # thread -> sorted start of every event
     event_ops: dict[int, np.ndarray] = field(default_factory=dict)  # thread -> the op code of each, in that order
     event_own: dict[int, np.ndarray] = field(default_factory=dict)  # thread -> own_after of each, in that order
+    event_before: dict[int, np.ndarray] = field(default_factory=dict)  # thread -> before_first of each, same
 
     def __post_init__(self) -> None:
         self.op_names = [name for name, _cat in F.OPS]
@@ -365,7 +366,7 @@ class _Ops:
     def _number_threads(self, pi: int, ev: np.ndarray, tids: np.ndarray) -> list[tuple[int, float, float]]:
         """Each thread of the process with the span of its events; notes every event's start per thread."""
         pts: list[tuple[int, float, float]] = []
-        own = own_after(ev)
+        own, before = own_after(ev), before_first(ev)
         for tid in np.unique(tids):
             sel = tids == tid
             t = self.thread_id(pi, int(tid))
@@ -376,6 +377,7 @@ class _Ops:
             self.event_times[t] = starts.astype(np.int64)[order]
             self.event_ops[t] = ev["op"][sel].astype(np.int64)[order]
             self.event_own[t] = own[sel][order]
+            self.event_before[t] = before[sel][order]
         return pts
 
     def _objects(self, pi: int, rp: np.ndarray, kind: np.ndarray, gid: np.ndarray) -> np.ndarray:
@@ -447,7 +449,7 @@ def _gaps(a: np.ndarray, start_code: int, roots: list[int], t0: int, ops: _Ops, 
     root_set = np.isin(a[:, _OBJ], roots) & is_start
     gap[is_start] = 0
     gap[root_set] = a[root_set, _T] - t0
-    return less_recording_cost(a, gap, ops.event_times, ops.event_ops, costs, ops.event_own)
+    return less_recording_cost(a, gap, ops.event_times, ops.event_ops, costs, ops.event_own, ops.event_before)
 
 
 def _follows_start(a: np.ndarray, start_code: int) -> np.ndarray:

@@ -83,17 +83,40 @@ def own_after(ev: np.ndarray) -> np.ndarray:
     return out
 
 
+def before_first(ev: np.ndarray) -> np.ndarray:
+    """Per event of one process image: the profiler's time before it when it is its thread's first event, else 0.
+    That is the recorder's own time before the first event (its `own_ns`: making the image's part, 0.1-0.2 ms,
+    and the first calls' bookkeeping on cold caches) and, before the image's first event, the per-image cost that
+    no event holds (PROCESS_OVERHEAD_NS: loading the library, its constructor, what it writes at exit)."""
+    out = np.zeros(len(ev), dtype=np.int64)
+    if not len(ev):
+        return out
+    order = np.lexsort((ev["start_mono"], ev["tid"]))
+    first = order[np.r_[True, ev["tid"][order][1:] != ev["tid"][order][:-1]]]
+    if "own_ns" in (ev.dtype.names or ()):
+        out[first] = ev["own_ns"][first]
+    out[int(np.argmin(ev["start_mono"]))] += PROCESS_OVERHEAD_NS
+    return out
+
+
 def _costed(op: np.ndarray, costs: np.ndarray, own: np.ndarray | int) -> np.ndarray:
     """Per event: the figure for its op code (event_costs), or the recorder's own time after it where more."""
     return np.maximum(costs[np.minimum(op.astype(np.int64), len(costs) - 1)], own)
 
 
+def _as_costs(per_event_ns: int | np.ndarray) -> np.ndarray:
+    return per_event_ns if isinstance(per_event_ns, np.ndarray) else event_costs(per_event_ns)
+
+
 def recording_cost(ev: np.ndarray, per_event_ns: int | np.ndarray) -> np.ndarray:
     """Each event's recording cost: one figure for all, or per op code (event_costs), or what the recorder
-    measured of its own time after the event (own_after) where that is more; none when no figure is asked for
-    (all 0: the gaps as recorded)."""
-    costs = per_event_ns if isinstance(per_event_ns, np.ndarray) else event_costs(per_event_ns)
-    return _costed(ev["op"], costs, own_after(ev)) if costs.any() else np.zeros(len(ev), dtype=np.int64)
+    measured of its own time after the event (own_after) where that is more; plus, at each thread's first event,
+    the profiler's time before it (before_first).  None when no figure is asked for (all 0: the gaps as
+    recorded)."""
+    costs = _as_costs(per_event_ns)
+    if not costs.any():
+        return np.zeros(len(ev), dtype=np.int64)
+    return _costed(ev["op"], costs, own_after(ev)) + before_first(ev)
 
 
 def cpu_shares(procs: list[Process], thread_proc: list[int], op_thread: np.ndarray, gap: np.ndarray,
@@ -151,10 +174,12 @@ def on_cpu_gap_s(p: Process, per_event_ns: int | np.ndarray) -> float:
     ut = max(0, int(p.utime_ns) - int(p.utime_start_ns))
     st = max(0, int(p.stime_ns) - int(p.stime_start_ns))
     ev = p.events
-    n = 0 if ev is None else len(ev)
-    in_calls = 0 if ev is None or not n else int(ev["dur_ns"].astype(np.int64).sum())
-    recording = 0 if ev is None or not n else int(recording_cost(ev, per_event_ns).sum())
-    return max(0.0, (ut + max(0, st - in_calls) - recording - PROCESS_OVERHEAD_NS) / 1e9)
+    if ev is None or not len(ev):
+        return max(0.0, (ut + st - PROCESS_OVERHEAD_NS) / 1e9)
+    in_calls = int(ev["dur_ns"].astype(np.int64).sum())
+    # the image's own cost (PROCESS_OVERHEAD_NS) is in its events' recording cost when one is asked for
+    recording = int(recording_cost(ev, per_event_ns).sum()) if _as_costs(per_event_ns).any() else PROCESS_OVERHEAD_NS
+    return max(0.0, (ut + max(0, st - in_calls) - recording) / 1e9)
 
 
 def startup_cpu_ns(p: Process, before: Process | None) -> int:
@@ -209,10 +234,12 @@ def breakdown(recorded: list[dict[str, float]], replayed: list[dict[str, float]]
 
 def less_recording_cost(a: np.ndarray, gap: np.ndarray, event_times: dict[int, np.ndarray],
                         event_ops: dict[int, np.ndarray], costs: np.ndarray,
-                        event_own: dict[int, np.ndarray] | None = None) -> tuple[np.ndarray, int]:
+                        event_own: dict[int, np.ndarray] | None = None,
+                        event_before: dict[int, np.ndarray] | None = None) -> tuple[np.ndarray, int]:
     """The gaps without the profiler's recording cost: each gap held the recording of the thread's events since
     its previous op (that op's own, and those of the events not replayed), at `costs[op]` each (event_costs), or
-    at the recorder's own time measured after each (`event_own`: own_after, in the same order) where more."""
+    at the recorder's own time measured after each (`event_own`: own_after, in the same order) where more; and
+    the profiler's time before the events up to and including the op (`event_before`: before_first)."""
     if not costs.any() or not len(a):
         return gap, 0
     out = gap.copy()
@@ -222,6 +249,9 @@ def less_recording_cost(a: np.ndarray, gap: np.ndarray, event_times: dict[int, n
             continue
         cum = np.searchsorted(times, a[sel, 0], side="left")
         each = _costed(event_ops[th], costs, event_own.get(th, 0) if event_own else 0)
-        spent = np.concatenate([[0], np.cumsum(each)])
-        out[sel] = np.maximum(gap[sel] - np.diff(spent[cum], prepend=0), 0)
+        spent = np.concatenate([[0], np.cumsum(each)])[cum]
+        if event_before and th in event_before:
+            spent = spent + np.concatenate([[0], np.cumsum(event_before[th])])[
+                np.searchsorted(times, a[sel, 0], side="right")]
+        out[sel] = np.maximum(gap[sel] - np.diff(spent, prepend=0), 0)
     return out, int((gap - out).sum())
