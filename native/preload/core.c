@@ -1736,7 +1736,7 @@ void iolens_materialize(void)
     int kind = g->pending;
     if (!kind) return;
     /* Making the part (a file, its mapping, the start's records) is the recorder's time in the gap before the
-     * thread's first event: it joins that event's own_ns (100-200 us an image on a 2-CPU VM). */
+     * thread's first event: it joins that event's own_ns (0.08-0.14 ms an image on a 2-CPU VM). */
     uint64_t m0 = g->trace ? iolens_now() : 0;
     int guard = iolens_guard;
     iolens_guard = 1;
