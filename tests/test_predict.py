@@ -133,6 +133,8 @@ def test_write_calibration_syncs_only_in_its_synced_classes(tmp_path):
         elif cls == "meta":  # each created file gets a few bytes before its close, as a step's do
             sizes = _cal_plan(cls).ops["size"][ops == c["WRITE"]]
             assert n_sync == 0 and n_write == 300 and set(sizes.tolist()) == {META_FILE_BYTES}
+            assert int((ops == c["READDIR"]).sum()) == 1  # the directory of the files, listed once
+            assert int((ops == c["FSTAT"]).sum()) == 300  # each file stat'ed through a descriptor once
         else:
             assert n_sync == 0, cls
     target = tmp_path / "t"
@@ -141,8 +143,10 @@ def test_write_calibration_syncs_only_in_its_synced_classes(tmp_path):
     assert set(cal) == set(CAL_CLASSES) and set(CLASSES) < set(cal) and set(META_KINDS) < set(cal)
     assert all(v > 0 for v in cal.values()), cal
     assert list(target.iterdir()) == []
-    # each metadata kind priced from the metadata run's own ops: a create costs more than a close
+    # each metadata kind priced from the metadata run's own ops: a create costs more than a close, and more than
+    # listing one entry of a directory
     assert cal["meta_create"] > 2 * cal["meta_close"], cal
+    assert cal["meta_list"] < cal["meta_create"], cal
 
 
 def test_metadata_is_modelled_by_kind(tmp_path):
@@ -155,16 +159,22 @@ def test_metadata_is_modelled_by_kind(tmp_path):
     cap_path = tmp_path / "sh.iolens"
     r = iolens("profile", "--trace", "-o", cap_path, "--", "sh", "-c",
                "for i in 1 2 3 4 5; do echo $i > f$i; done; echo 6 >> f1; cat f2 > /dev/null; "
-               "test -e f3; rm f4", cwd=tmp_path)
+               "test -e f3; rm f4; ls > /dev/null", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     m = step_model(read_capture(cap_path))
     assert m.class_n["meta_create"] == 5  # f1..f5, not f1 again
     assert m.class_n["meta_open"] >= 2  # f1 appended to, f2 by cat
     assert m.class_n["meta_unlink"] == 1 and m.class_n["meta_close"] >= 7
     assert m.class_n["meta_stat"] >= 1  # test -e
+    assert m.class_n["meta_fstat"] >= 1  # cat's fstat of what it opened, not a stat by name
+    # ls: each entry it read is one listed (f1..f5 less f4, the dots), not a metadata op of the calibration's mean
+    assert m.class_n["meta_list"] >= 6 and m.class_n["meta"] == 0
     home = dict.fromkeys(ZERO, 1e-6)
     there = dict(home, meta_create=1e-3 + 1e-6)
     assert predict(m, there, home, "there").io_delta_s == pytest.approx(5e-3 / max(1.0, m.overlap))
+    listing = dict(home, meta_list=1e-3 + 1e-6)
+    assert predict(m, listing, home, "there").io_delta_s == pytest.approx(m.class_n["meta_list"] * 1e-3
+                                                                          / max(1.0, m.overlap))
 
 
 def test_buffered_stdio_calls_are_not_storage_requests(cprog, tmp_path):

@@ -44,12 +44,16 @@ from iolens.whatif.plan import (STDIO_OPS, TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_O
 from iolens.whatif.timeline import event_costs, recording_cost
 
 CAL_KIND = "whatif-calibration"
-CAL_VERSION = 6
+CAL_VERSION = 7
 # Metadata by kind: a create costs a disk filesystem ten times a close, and a step's mix (a shell's loop: one
 # create, three closes, a stat) is not the calibration's, so one mean per metadata op mispriced it (up to +102%
-# on the throttled disks for the small-file step).  "meta": the other metadata ops (mkdir, rename, directory
-# listing), priced at the mean of the metadata calibration.
-META_KINDS = ("meta_create", "meta_open", "meta_close", "meta_stat", "meta_unlink")
+# on the throttled disks for the small-file step).  "meta": the other metadata ops (mkdir, rename), priced at the
+# mean of the metadata calibration.  "meta_list": a directory's entries as listed, priced per entry (a traced
+# readdir returns one, from a buffer its getdents filled; the calibration lists its directory of META_FILES): at
+# the metadata mean per entry the small-file step's 6,000 came to 90 s on S3 behind 5 ms, where its real run
+# took 224 s in all.  "meta_fstat": a stat through a descriptor, which a FUSE client answers from what the open
+# fetched (9 us on S3 behind 5 ms, where a stat by name asks the server: 7.9 ms).
+META_KINDS = ("meta_create", "meta_open", "meta_close", "meta_stat", "meta_fstat", "meta_unlink", "meta_list")
 # A small copy_file_range or sendfile (cat, cp of small files) is one call that reads and writes: on btrfs it costs
 # ~50 us where a small read and write cost a few, so it has its own class.  A large copy is priced as a large write.
 CLASSES = ("read_small", "read_large", "write_small", "write_large", "sync", "meta") + META_KINDS + ("copy_small",)
@@ -73,6 +77,7 @@ LINEAR = {"read_small": "read_large", "write_small": "write_large"}
 # some back (2,000 files of a few bytes: a create every ~55 held up 7 ms, 140 us a create on average against 14 us
 # for empty files).  The bytes are priced as small writes, not as the create.
 META_FILE_BYTES = 100
+META_FILES = 300  # files the metadata calibration creates, lists, opens again and unlinks
 
 _READS = {"READ", "PREAD", "READV", "PREADV", "FREAD", "FGETS", "FGETC", "GETDELIM", "FSCANF", "STDIO_FILL"}
 _WRITES = {"WRITE", "PWRITE", "WRITEV", "PWRITEV", "FWRITE", "FPUTS", "FPUTC", "FPRINTF", "STDIO_DRAIN", "FFLUSH"}
@@ -80,7 +85,8 @@ _COPIES = {"SENDFILE", "COPY_FILE_RANGE"}  # priced whole by their call; their C
 _SYNCS = {"FSYNC", "FDATASYNC", "SYNC_FILE_RANGE", "SYNCFS", "SYNC", "MSYNC"}
 _OPENS = {"OPEN", "FOPEN", "MKSTEMP", "OPENDIR"}  # the first open of a file the process created: meta_create
 _META_KIND = {"CLOSE": "meta_close", "FCLOSE": "meta_close", "CLOSEDIR": "meta_close", "STAT": "meta_stat",
-              "FSTAT": "meta_stat", "ACCESS": "meta_stat", "UNLINK": "meta_unlink", "RMDIR": "meta_unlink"}
+              "FSTAT": "meta_fstat", "ACCESS": "meta_stat", "UNLINK": "meta_unlink", "RMDIR": "meta_unlink",
+              "READDIR": "meta_list", "GETDENTS": "meta_list"}
 _METAS = _OPENS | set(_META_KIND) | {"RENAME", "MKDIR", "READDIR", "GETDENTS"}
 
 
@@ -228,8 +234,8 @@ def step_model(cap: Capture, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS,
 def _cal_plan(cls: str) -> Plan:
     """A small synthetic workload of one calibration run (CAL_RUNS), replayed at full speed.  The write classes
     only write (buffered, as a step that never syncs) and close; their `_synced` twins fdatasync before the close.
-    The metadata run creates (open, a write of META_FILE_BYTES, close, stat), opens again (open, close) and
-    unlinks 300 files."""
+    The metadata run creates META_FILES files (open, a write of META_FILE_BYTES, close, stat), lists their
+    directory (open, readdir, close), opens them again (open, fstat, close) and unlinks them."""
     c = op_codes()
     rows: list[tuple[int, int, int, int]] = []  # op, obj, offset, size
     files = [ReplayFile("/cal/data", "cal/data", layout=(32 << 20) if cls.startswith("read") else 0),
@@ -257,15 +263,17 @@ def _cal_plan(cls: str) -> Plan:
             rows += [(c["OPEN"], h, 0, 0), (c["COPY_FROM"], h, 0, n), (c["COPY"], 1, i * n, n),
                      (c["COPY_FROM"], h, n, 0), (c["COPY"], 1, (i + 1) * n, 0), (c["CLOSE"], h, 0, 0)]
     elif cls == "meta":
-        for i in range(300):
+        for i in range(META_FILES):
             files.append(ReplayFile(f"/cal/m/f{i}", f"cal/m/f{i}", created=True))
-        h0 = 2
-        for i in range(300):
+        h0, listed = 2, 2 + META_FILES
+        files.append(ReplayFile("/cal/m", "cal/m", dir=True))
+        for i in range(META_FILES):
             rows += [(c["OPEN"], h0 + i, 0, 0), (c["WRITE"], h0 + i, 0, META_FILE_BYTES), (c["CLOSE"], h0 + i, 0, 0),
                      (c["STAT"], 2 + i, 0, 0)]
-        for i in range(300):
-            rows += [(c["OPEN"], h0 + i, 0, 0), (c["CLOSE"], h0 + i, 0, 0)]
-        for i in range(300):
+        rows += [(c["OPEN"], listed, 0, 0), (c["READDIR"], listed, 0, 0), (c["CLOSE"], listed, 0, 0)]
+        for i in range(META_FILES):
+            rows += [(c["OPEN"], h0 + i, 0, 0), (c["FSTAT"], h0 + i, 0, 0), (c["CLOSE"], h0 + i, 0, 0)]
+        for i in range(META_FILES):
             rows.append((c["UNLINK"], 2 + i, 0, 0))
     if cls in SYNCED.values():  # the writes' writeback, waited for as a step that syncs waits for it
         rows.append((c["FDATASYNC"], 1, 0, 0))
@@ -282,22 +290,26 @@ def _cal_plan(cls: str) -> Plan:
 
 def _cal_ops(cls: str) -> int:
     return {"read_small": 4096, "read_large": 32, "write_small": 4096, "write_large": 32, "sync": 64,
-            "meta": 2100, "copy_small": 600}[cls.removesuffix("_synced")]
+            "meta": 8 * META_FILES + 3, "copy_small": 600}[cls.removesuffix("_synced")]
 
 
 def _meta_kinds(ops: np.ndarray, log: np.ndarray) -> dict[str, float]:
     """Seconds per op of each metadata kind in a replay of the metadata calibration, from its per-op log (one
-    entry per op, in the ops' order): the first open of each file is its create, the second a plain open."""
+    entry per op, in the ops' order): the first open of each file is its create, the second a plain open; the
+    listing (the directory's handle, the last: _cal_plan) per entry of the directory, its files and its two dots."""
     c = op_codes()
     dur = (log["end"].astype(np.float64) - log["start"]) / 1e9
-    opens = np.nonzero(ops["op"] == c["OPEN"])[0]
+    on_dir = ops["obj"] == ops["obj"].max()
+    opens = np.nonzero((ops["op"] == c["OPEN"]) & ~on_dir)[0]
     _u, first = np.unique(ops["obj"][opens], return_index=True)
     create = np.zeros(len(ops), dtype=bool)
     create[opens[first]] = True
-    sel = {"meta_create": create, "meta_open": (ops["op"] == c["OPEN"]) & ~create,
-           "meta_close": ops["op"] == c["CLOSE"], "meta_stat": ops["op"] == c["STAT"],
-           "meta_unlink": ops["op"] == c["UNLINK"]}
-    return {k: float(dur[m].mean()) for k, m in sel.items()}
+    sel = {"meta_create": create, "meta_open": (ops["op"] == c["OPEN"]) & ~create & ~on_dir,
+           "meta_close": (ops["op"] == c["CLOSE"]) & ~on_dir, "meta_stat": ops["op"] == c["STAT"],
+           "meta_fstat": ops["op"] == c["FSTAT"], "meta_unlink": ops["op"] == c["UNLINK"]}
+    out = {k: float(dur[m].mean()) for k, m in sel.items()}
+    out["meta_list"] = float(dur[ops["op"] == c["READDIR"]].sum()) / (META_FILES + 2)
+    return out
 
 
 def _copy_cost(ops: np.ndarray, log: np.ndarray) -> dict[str, float]:
