@@ -52,7 +52,7 @@ CAL_VERSION = 7
 # readdir returns one, from a buffer its getdents filled; the calibration lists its directory of META_FILES): at
 # the metadata mean per entry the small-file step's 6,000 came to 90 s on S3 behind 5 ms, where its real run
 # took 224 s in all.  "meta_fstat": a stat through a descriptor, which a FUSE client answers from what the open
-# fetched (9 us on S3 behind 5 ms, where a stat by name asks the server: 7.9 ms).
+# fetched (4-9 us on S3 behind 5 ms, where a stat by name asks the server: 7.7-7.9 ms).
 META_KINDS = ("meta_create", "meta_open", "meta_close", "meta_stat", "meta_fstat", "meta_unlink", "meta_list")
 # A small copy_file_range or sendfile (cat, cp of small files) is one call that reads and writes: on btrfs it costs
 # ~50 us where a small read and write cost a few, so it has its own class.  A large copy is priced as a large write.
