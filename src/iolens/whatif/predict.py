@@ -87,7 +87,7 @@ _OPENS = {"OPEN", "FOPEN", "MKSTEMP", "OPENDIR"}  # the first open of a file the
 _META_KIND = {"CLOSE": "meta_close", "FCLOSE": "meta_close", "CLOSEDIR": "meta_close", "STAT": "meta_stat",
               "FSTAT": "meta_fstat", "ACCESS": "meta_stat", "UNLINK": "meta_unlink", "RMDIR": "meta_unlink",
               "READDIR": "meta_list", "GETDENTS": "meta_list"}
-_METAS = _OPENS | set(_META_KIND) | {"RENAME", "MKDIR", "READDIR", "GETDENTS"}
+_METAS = _OPENS | set(_META_KIND) | {"RENAME", "MKDIR"}
 
 
 @dataclass
@@ -296,10 +296,10 @@ def _cal_ops(cls: str) -> int:
 def _meta_kinds(ops: np.ndarray, log: np.ndarray) -> dict[str, float]:
     """Seconds per op of each metadata kind in a replay of the metadata calibration, from its per-op log (one
     entry per op, in the ops' order): the first open of each file is its create, the second a plain open; the
-    listing (the directory's handle, the last: _cal_plan) per entry of the directory, its files and its two dots."""
+    listing per entry of the directory, its files and its two dots (the directory's own open and close apart)."""
     c = op_codes()
     dur = (log["end"].astype(np.float64) - log["start"]) / 1e9
-    on_dir = ops["obj"] == ops["obj"].max()
+    on_dir = np.isin(ops["obj"], ops["obj"][ops["op"] == c["READDIR"]])
     opens = np.nonzero((ops["op"] == c["OPEN"]) & ~on_dir)[0]
     _u, first = np.unique(ops["obj"][opens], return_index=True)
     create = np.zeros(len(ops), dtype=bool)
