@@ -8,12 +8,11 @@ a millisecond).  Each round, in a directory under --dir (tmpfs by default; warm 
 a plain run, a profiled run with `--trace`, and replays of that capture with two plans in alternating order: as
 built (the profiler's time before each image's first event taken out: timeline.before_first) and without that
 (the gaps as they were before it).  It prints the medians and the median of the per-round ratios replay / plain.
-The per-event costs default to the plan's (plan.TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS).
+The per-event costs default to the plan's (small_file_phases.parse_args).
 """
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import statistics
 import subprocess
@@ -28,8 +27,11 @@ from iolens.bench.targets import resolve
 from iolens.capture.record import Recording
 from iolens.whatif import plan as plan_mod
 from iolens.whatif import timeline
-from iolens.whatif.plan import TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS, build_plan
+from iolens.whatif.plan import build_plan
 from iolens.whatif.replay import replay_on
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from small_file_phases import parse_args  # noqa: E402
 
 
 def _plan(cap, with_images: bool, ev_ns: int, path_ns: int):
@@ -44,16 +46,7 @@ def _plan(cap, with_images: bool, ev_ns: int, path_ns: int):
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rounds", type=int, default=9)
-    ap.add_argument("--children", type=int, default=40)
-    ap.add_argument("--dir", type=Path, default=Path("/dev/shm"))
-    ap.add_argument("--event-ns", type=int, default=TRACE_EVENT_OVERHEAD_NS)
-    ap.add_argument("--path-ns", type=int, default=TRACE_PATH_OVERHEAD_NS)
-    a = ap.parse_args()
-    if not a.dir.is_dir():
-        print(f"iolens: error: --dir {a.dir}: no such directory", file=sys.stderr)
-        return 2
+    a = parse_args(__doc__, lambda ap: ap.add_argument("--children", type=int, default=40))
     top = Path(tempfile.mkdtemp(prefix="iolens-starts-", dir=a.dir))
     work, target = top / "step", top / "target"
     work.mkdir()

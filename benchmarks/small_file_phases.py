@@ -66,16 +66,26 @@ def once(work: Path, before: str, cmd: str, profiled: bool, costs: np.ndarray) -
     return float(cap.meta["wall_s"]), len(ops), named, own, out
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def parse_args(doc: str, extra=None) -> argparse.Namespace:
+    """The arguments of this benchmark and of process_starts.py: --rounds, --dir (tmpfs by default; exits 2 with
+    one line when it is not a directory), --event-ns and --path-ns (the replay's costs by default); `extra` adds
+    a script's own to the parser."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--dir", type=Path, default=Path("/dev/shm"))
     ap.add_argument("--event-ns", type=int, default=TRACE_EVENT_OVERHEAD_NS)
     ap.add_argument("--path-ns", type=int, default=TRACE_PATH_OVERHEAD_NS)
+    if extra:
+        extra(ap)
     a = ap.parse_args()
     if not a.dir.is_dir():
         print(f"iolens: error: --dir {a.dir}: no such directory", file=sys.stderr)
-        return 2
+        raise SystemExit(2)
+    return a
+
+
+def main() -> int:
+    a = parse_args(__doc__)
     work = Path(tempfile.mkdtemp(prefix="iolens-phases-", dir=a.dir))
     costs = event_costs(a.event_ns, a.path_ns)
     try:
