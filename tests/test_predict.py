@@ -41,6 +41,7 @@ def test_relative_prediction_by_hand():
     assert p.low_s < 13.0 < p.high_s
     assert p.io_share == pytest.approx((13.0 - 6.0) / 13.0)
     assert p.dominant == "write_large"  # 2 + 2 s against 2 + 1 s
+    assert p.class_s == pytest.approx({"read_small": 3.0, "write_large": 4.0})  # only the classes the step has
     # two threads in storage calls at once: the extra time overlaps too
     assert predict(model(overlap=2.0), slow, home, "slow").wall_s == pytest.approx(11.5)
     # the same storage as home: the recorded time

@@ -59,5 +59,7 @@ def test_the_small_file_step_is_predicted_near_its_replay_on_btrfs(labdir, home,
     [pred] = json.loads(r.stdout)["targets"]
     print(f"small-file step on lab:btrfs-zstd: replayed {walls}, predicted {pred['wall_s']:.3f} s "
           f"[{pred['low_s']:.3f}, {pred['high_s']:.3f}]", file=sys.stderr)
-    assert pred["dominant"] == "meta_create", pred
+    # The creates are priced as the step's (a few bytes each), not as empty files: they take a large share of the
+    # replayed time.  Which class comes out largest varies: cat's 4,000 small copies cost as much there.
+    assert pred["class_s"]["meta_create"] >= 0.25 * replayed, (pred, walls)
     assert 0.75 <= pred["wall_s"] / replayed <= 1.4, (pred, walls)

@@ -364,6 +364,7 @@ class Prediction:
     dominant: str
     reference: str   # "home storage calibration" or "recorded per-op times"
     io_delta_s: float = 0.0  # the change in storage-I/O time against the recorded run
+    class_s: dict[str, float] = field(default_factory=dict)  # predicted seconds per class the step has ops of
 
 
 def cost_key(model: StepModel, cls: str, cal: dict[str, float]) -> str:
@@ -405,7 +406,8 @@ def predict(model: StepModel, cal: dict[str, float], home: dict[str, float] | No
     pred_class = {c: model.class_s[c] + delta[c] for c in CLASSES}
     dominant = max(pred_class, key=lambda c: pred_class[c]) if any(model.class_n.values()) else "none"
     return Prediction(target, wall, max(model.compute_s, wall - spread), wall + spread, io / wall if wall else 0.0,
-                      dominant, "home storage calibration" if home else "recorded per-op times", d_io)
+                      dominant, "home storage calibration" if home else "recorded per-op times", d_io,
+                      {c: s for c, s in pred_class.items() if model.class_n[c]})
 
 
 def home_dir(cap: Capture, plan_files: list[str] | None = None) -> str | None:
