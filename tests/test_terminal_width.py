@@ -8,6 +8,7 @@ At 80 columns no line is longer than 80 characters and no table row wraps: a tab
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -17,8 +18,8 @@ CAPTURE = datapath("report", "small.iolens")
 STORE = datapath("bench", "store-v1.sqlite")
 
 
-def run(*args, columns: int, **kw) -> str:
-    env = {**os.environ, "COLUMNS": str(columns)}
+def run(*args, columns: int, env_extra: dict[str, str] | None = None, **kw) -> str:
+    env = {**os.environ, **(env_extra or {}), "COLUMNS": str(columns)}
     env.pop("LINES", None)
     res = iolens(*args, env=env, **kw)
     assert res.returncode == 0, res.stderr
@@ -126,3 +127,39 @@ def test_profile_summary_at_80_columns(tmp_path):
     assert title in body.splitlines()[0]  # the title is one line
     assert len(rows(narrow)) == len(rows(wide)) > 0
     assert "copy.bin" in narrow and "copy.gz" in narrow
+
+
+@pytest.fixture(scope="module")
+def traced_step(tmp_path_factory):
+    """A traced capture of a step that makes, lists, reads and removes small files, with a directory to play
+    its target and home, and a results store of its own (predict stores its calibrations there)."""
+    d = tmp_path_factory.mktemp("whatif")
+    (d / "in.dat").write_bytes(os.urandom(200_000))
+    step = "mkdir sf && for i in 1 2 3 4 5 6 7 8; do cat in.dat > sf/f$i; done; ls sf > list; cat sf/* > all; rm -r sf"
+    res = iolens("profile", "--trace", "-o", d / "step.iolens", "--", "sh", "-c", step, cwd=d)
+    assert res.returncode == 0, res.stderr
+    (d / "target_directory_with_a_long_name").mkdir()
+    return d, {"IOLENS_DB": str(d / "results.db")}
+
+
+def test_predict_at_80_and_200_columns(traced_step):
+    d, env = traced_step
+    target = d / "target_directory_with_a_long_name"
+    narrow, wide = (run("predict", d / "step.iolens", "--on", target, "--home", d, columns=c, cwd=d,
+                        env_extra=env) for c in (80, 200))
+    check(narrow, wide)
+    assert "I/O share" in header(wide, "target") and "I/O share" not in header(narrow, "target")
+    for text in (narrow, wide):  # the largest classes of each target, each with its figure
+        line = next(ln for ln in text.splitlines() if "largest classes:" in ln)
+        assert re.search(r"largest classes: \w+ \d+\.\d{3} s", line), line
+    assert "the model cannot see:" in narrow
+
+
+def test_replay_at_80_and_200_columns(traced_step):
+    d, env = traced_step
+    target = d / "target_directory_with_a_long_name"
+    narrow, wide = (run("replay", d / "step.iolens", "--on", target, "--on", d, columns=c, cwd=d, env_extra=env)
+                    for c in (80, 200))
+    check(narrow, wide)
+    assert "STREAM" in header(wide, "target") and "fidelity" in header(narrow, "target")
+    assert re.search(r"│ +[+-]\d+\.\d%$", rows(narrow)[1]), rows(narrow)  # the capture's own storage: fidelity

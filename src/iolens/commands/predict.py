@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import click
 
-from iolens.names import shown
 from iolens.output import FORCE_OPTION
 
 
@@ -36,6 +35,8 @@ def predict(capture, targets, cache, home, recalibrate, json_out, force):
     from iolens.bench.targets import resolve
     from iolens.commands.report import load_capture
     from iolens.output import check_outputs, write_output
+    from iolens.render.terminal import console as terminal
+    from iolens.render.whatif_text import render_predict
     from iolens.store import ResultsStore
     from iolens.whatif.overhead import for_capture
     from iolens.whatif.plan import has_trace
@@ -57,18 +58,4 @@ def predict(capture, targets, cache, home, recalibrate, json_out, force):
         write_output(json_out, to_json(model, preds, cache).encode(), force=force, opt="--json")
     if json_out == "-":
         return
-    rec = f" + profiler {model.recording_s:.3f} s" if model.recording_s >= 0.0005 else ""
-    click.echo(f"{shown(capture)}: wall {model.wall_s:.3f} s = compute {model.compute_s:.3f} s + storage I/O "
-               f"{model.io_wall_s:.3f} s{rec}")
-    click.echo(f"  ({'from the trace' if model.traced else 'from counters, no trace'}; threads overlapped "
-               f"{model.overlap:.2f}x)")
-    if cost_note:
-        click.echo(f"  {cost_note}")
-    click.echo(f"{'target':<28} {'predicted':>10} {'interval':>19} {'I/O share':>9} {'I/O change':>11}  dominant class")
-    for p in preds:
-        click.echo(f"{shown(p.target):<28} {p.wall_s:>9.3f}s {p.low_s:>8.3f}-{p.high_s:<8.3f}s "
-                   f"{p.io_share * 100:>8.0f}% {p.io_delta_s:>+10.3f}s  {p.dominant}")
-    click.echo("the model cannot see:")
-    for u in model.unseen + [f"the page cache state: assumed {cache} for the inputs (--cache)",
-                             "reference: " + (preds[0].reference if preds else "-")]:
-        click.echo(f"  - {shown(u)}")
+    render_predict(terminal(), capture, model, preds, cost_note, cache)

@@ -6,7 +6,6 @@ import json
 
 import click
 
-from iolens.names import shown
 from iolens.output import FORCE_OPTION
 
 
@@ -38,6 +37,8 @@ def replay(capture, targets, speed, cache, fio_out, json_out, force):
     from iolens.commands.report import load_capture
     from iolens.errors import UsageError
     from iolens.output import check_outputs, write_output
+    from iolens.render.terminal import console as terminal
+    from iolens.render.whatif_text import render_replay
     from iolens.store import ResultsStore, StoreError
     from iolens.whatif.overhead import defaults, for_capture
     from iolens.whatif.plan import build_plan, has_trace
@@ -81,21 +82,4 @@ def replay(capture, targets, speed, cache, fio_out, json_out, force):
         write_output(json_out, (json.dumps(doc, indent=2) + "\n").encode(), force=force, opt="--json")
     if json_out == "-":
         return
-    click.echo(f"{shown(capture)}: {len(plan.ops)} operations in {len(plan.threads)} threads of {plan.processes} "
-               f"processes; original wall {plan.wall_s:.3f} s ({plan.skipped_ops} ops on system files, seeks "
-               "and mmaps kept as compute)")
-    for n in plan.notes:
-        click.echo(f"note: {shown(n)}")
-    if not results:
-        return
-    head = f"{'target':<28} {'replayed':>10} " + " ".join(f"{c:>8}" for c in CLASSES) + f" {'fidelity':>9}"
-    click.echo(head)
-    for r in results:
-        fid = f"{r.fidelity * 100:+.1f}%" if r.fidelity is not None else "-"
-        click.echo(f"{shown(r.target):<28} {r.wall_s:>9.3f}s " + " ".join(f"{r.class_s[c]:>7.3f}s" for c in CLASSES)
-                   + f" {fid:>9}")
-        if r.dependency_timeouts:
-            click.echo(f"  note: {r.dependency_timeouts} ordering dependencies could not be met from the trace "
-                       "and were given up after 10 s")
-    if not any(r.same_storage for r in results):
-        click.echo("fidelity: add a target on the storage the capture was taken on to compare with the original")
+    render_replay(terminal(), capture, plan, results, CLASSES)

@@ -1,0 +1,79 @@
+"""Terminal rendering of `replay` and `predict` results: fitted tables (render/terminal.py), prose folded at the
+console's width.  The numbers come from iolens.whatif; nothing here computes them."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from iolens.names import shown
+from iolens.render.terminal import Col, FitTable
+
+STYLE: dict[str, Any] = {"show_edge": False, "pad_edge": False, "title_justify": "left", "title_style": "bold"}
+_UNIT = re.compile(r"\d (?:s|ms|ns|MB|GB|KiB|MiB|GiB)\b")
+_GLUE = "\x00"  # holds a figure and its unit together while folding (no shown() text holds it)
+TOP_CLASSES = 3  # the classes listed under a prediction, largest first
+
+
+def _s(x: float) -> str:
+    return f"{x:.3f} s"
+
+
+def _prose(con: Console, text: str, indent: int = 0) -> None:
+    """A line of prose (a name in it shown as it is), folded at the console's width under its own indent."""
+    pad = " " * indent
+    kept = _UNIT.sub(lambda m: m[0].replace(" ", _GLUE), shown(text))  # a figure is never parted from its unit
+    for line in textwrap.wrap(kept, con.width, initial_indent=pad, subsequent_indent=pad + "  ",
+                              break_on_hyphens=False) or [""]:
+        con.print(Text(line.replace(_GLUE, " ")), soft_wrap=True)
+
+
+def render_replay(con: Console, capture: str, plan: Any, results: Sequence[Any], classes: Sequence[str]) -> None:
+    _prose(con, f"{capture}: {len(plan.ops)} operations in {len(plan.threads)} threads of {plan.processes} "
+                f"processes; original wall {plan.wall_s:.3f} s ({plan.skipped_ops} ops on system files, seeks and "
+                "mmaps kept as compute)")
+    for n in plan.notes:
+        _prose(con, f"note: {n}")
+    if not results:
+        return
+    t = FitTable([Col("target", "left", flex="left"), Col("replayed"), *(Col(c, drop=2) for c in classes),
+                  Col("fidelity", drop=1)], title="Replayed time (I/O time by class, summed over threads)", **STYLE)
+    for r in results:
+        t.add_row(r.target, _s(r.wall_s), *(_s(r.class_s[c]) for c in classes),
+                  f"{r.fidelity * 100:+.1f}%" if r.fidelity is not None else "-")
+    con.print(t)
+    for r in results:
+        if r.dependency_timeouts:
+            _prose(con, f"note: {r.target}: {r.dependency_timeouts} ordering dependencies could not be met from the "
+                        "trace and were given up after 10 s")
+    if not any(r.same_storage for r in results):
+        _prose(con, "fidelity: add a target on the storage the capture was taken on to compare with the original")
+
+
+def render_predict(con: Console, capture: str, model: Any, preds: Sequence[Any], cost_note: str, cache: str) -> None:
+    rec = f" + profiler {model.recording_s:.3f} s" if model.recording_s >= 0.0005 else ""
+    _prose(con, f"{capture}: wall {model.wall_s:.3f} s = compute {model.compute_s:.3f} s + storage I/O "
+                f"{model.io_wall_s:.3f} s{rec}")
+    _prose(con, f"({'from the trace' if model.traced else 'from counters, no trace'}; threads overlapped "
+                f"{model.overlap:.2f}x)", 2)
+    if cost_note:
+        _prose(con, cost_note, 2)
+    t = FitTable([Col("target", "left", flex="left"), Col("predicted"), Col("interval"), Col("I/O share", drop=2),
+                  Col("I/O change", drop=1), Col("dominant class", "left")], title="Predicted wall time", **STYLE)
+    for p in preds:
+        t.add_row(p.target, _s(p.wall_s), f"{p.low_s:.3f}-{p.high_s:.3f} s", f"{p.io_share * 100:.0f}%",
+                  f"{p.io_delta_s:+.3f} s", p.dominant)
+    con.print(t)
+    for p in preds:
+        top = sorted(p.class_s.items(), key=lambda kv: -kv[1])[:TOP_CLASSES]
+        if top:
+            _prose(con, f"{p.target}, largest classes: " + ", ".join(f"{c} {_s(sec)}" for c, sec in top), 2)
+    con.print("the model cannot see:")
+    for u in [*model.unseen, f"the page cache state: assumed {cache} for the inputs (--cache)",
+              "reference: " + (preds[0].reference if preds else "-")]:
+        _prose(con, f"- {u}", 2)
