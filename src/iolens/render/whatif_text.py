@@ -6,13 +6,18 @@ from __future__ import annotations
 import re
 import textwrap
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.text import Text
 
 from iolens.names import shown
 from iolens.render.terminal import Col, FitTable
+
+if TYPE_CHECKING:
+    from iolens.whatif.plan import Plan
+    from iolens.whatif.predict import Prediction, StepModel
+    from iolens.whatif.replay import TargetReplay
 
 STYLE: dict[str, Any] = {"show_edge": False, "pad_edge": False, "title_justify": "left", "title_style": "bold"}
 _UNIT = re.compile(r"\d (?:s|ms|ns|MB|GB|KiB|MiB|GiB)\b")
@@ -33,7 +38,8 @@ def _prose(con: Console, text: str, indent: int = 0) -> None:
         con.print(Text(line.replace(_GLUE, " ")), soft_wrap=True)
 
 
-def render_replay(con: Console, capture: str, plan: Any, results: Sequence[Any], classes: Sequence[str]) -> None:
+def render_replay(con: Console, capture: str, plan: Plan, results: Sequence[TargetReplay],
+                  classes: Sequence[str]) -> None:
     _prose(con, f"{capture}: {len(plan.ops)} operations in {len(plan.threads)} threads of {plan.processes} "
                 f"processes; original wall {plan.wall_s:.3f} s ({plan.skipped_ops} ops on system files, seeks and "
                 "mmaps kept as compute)")
@@ -55,7 +61,8 @@ def render_replay(con: Console, capture: str, plan: Any, results: Sequence[Any],
         _prose(con, "fidelity: add a target on the storage the capture was taken on to compare with the original")
 
 
-def render_predict(con: Console, capture: str, model: Any, preds: Sequence[Any], cost_note: str, cache: str) -> None:
+def render_predict(con: Console, capture: str, model: StepModel, preds: Sequence[Prediction], cost_note: str,
+                   cache: str) -> None:
     rec = f" + profiler {model.recording_s:.3f} s" if model.recording_s >= 0.0005 else ""
     _prose(con, f"{capture}: wall {model.wall_s:.3f} s = compute {model.compute_s:.3f} s + storage I/O "
                 f"{model.io_wall_s:.3f} s{rec}")
