@@ -163,3 +163,13 @@ def test_replay_at_80_and_200_columns(traced_step):
     check(narrow, wide)
     assert "STREAM" in header(wide, "target") and "fidelity" in header(narrow, "target")
     assert re.search(r"│ +[+-]\d+\.\d%$", rows(narrow)[1]), rows(narrow)  # the capture's own storage: fidelity
+
+
+def test_fold_keeps_a_figure_with_its_unit_and_hangs_its_continuations():
+    from iolens.render.terminal import fold
+
+    text = "  sf.iolens: wall 0.074 s = compute 0.022 s + storage I/O 0.034 s + profiler 0.018 s"
+    lines = fold(text, 78, "  ")
+    assert lines == ["  sf.iolens: wall 0.074 s = compute 0.022 s + storage I/O 0.034 s + profiler",
+                     "    0.018 s"]
+    assert fold("", 80) == [""]

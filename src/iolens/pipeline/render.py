@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import html
 import json
-import textwrap
 from typing import Any
 
+from iolens.render.terminal import fold
 from iolens.units import human_bytes as fmt_bytes
 
 
@@ -30,7 +30,7 @@ WIDTH = 80  # the terminal floor every renderer fits (render/terminal.py)
 
 def _wrap(text: str, indent: str = "  ") -> list[str]:
     """One line of the report, folded at WIDTH (paths and advice can be long); the continuation is indented."""
-    return textwrap.wrap(text, WIDTH - 1, subsequent_indent=indent + "  ", break_on_hyphens=False) or [""]
+    return fold(text, WIDTH - 1, indent)
 
 
 def _rule_rows(rep: dict[str, Any], top: int) -> list[str]:

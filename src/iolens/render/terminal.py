@@ -6,10 +6,13 @@ printed as they are (with their control characters spelled out, `iolens.names.sh
 rich table whose rows never wrap: while the table is wider than the console it drops the columns marked least
 important, and then gives what is left of the width to one "flex" column (a path or a name), whose cells are
 ellipsized instead of wrapped.  A table cell never holds markup or a control character (`FitTable.add_row`).
+`fold()` folds a line of prose at a width, under a hanging indent.
 """
 
 from __future__ import annotations
 
+import re
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -50,6 +53,18 @@ class Col:
     justify: Literal["left", "right", "center"] = "right"
     drop: int = 0
     flex: Literal["", "left", "right", "middle"] = ""
+
+
+_UNIT = re.compile(r"\d (?:s|ms|us|µs|ns|B|KB|MB|GB|KiB|MiB|GiB)\b")
+_GLUE = "\x00"  # holds a figure and its unit together while folding (shown() spells out a NUL, so no text holds it)
+
+
+def fold(text: str, width: int, indent: str = "  ") -> list[str]:
+    """A line of prose folded at `width`, each continuation under `indent` and two more spaces (the text's own
+    leading spaces stay on its first line); a figure is never parted from its unit, a word never at a hyphen."""
+    kept = _UNIT.sub(lambda m: m[0].replace(" ", _GLUE), text)
+    lines = textwrap.wrap(kept, width, subsequent_indent=indent + "  ", break_on_hyphens=False) or [""]
+    return [line.replace(_GLUE, " ") for line in lines]
 
 
 def plain(cell: RenderableType) -> str:

@@ -3,8 +3,6 @@ console's width.  The numbers come from iolens.whatif; nothing here computes the
 
 from __future__ import annotations
 
-import re
-import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -12,7 +10,7 @@ from rich.console import Console
 from rich.text import Text
 
 from iolens.names import shown
-from iolens.render.terminal import Col, FitTable
+from iolens.render.terminal import Col, FitTable, fold
 
 if TYPE_CHECKING:
     from iolens.whatif.plan import Plan
@@ -20,8 +18,6 @@ if TYPE_CHECKING:
     from iolens.whatif.replay import TargetReplay
 
 STYLE: dict[str, Any] = {"show_edge": False, "pad_edge": False, "title_justify": "left", "title_style": "bold"}
-_UNIT = re.compile(r"\d (?:s|ms|ns|MB|GB|KiB|MiB|GiB)\b")
-_GLUE = "\x00"  # holds a figure and its unit together while folding (no shown() text holds it)
 TOP_CLASSES = 3  # the classes listed under a prediction, largest first
 
 
@@ -32,10 +28,8 @@ def _s(x: float) -> str:
 def _prose(con: Console, text: str, indent: int = 0) -> None:
     """A line of prose (a name in it shown as it is), folded at the console's width under its own indent."""
     pad = " " * indent
-    kept = _UNIT.sub(lambda m: m[0].replace(" ", _GLUE), shown(text))  # a figure is never parted from its unit
-    for line in textwrap.wrap(kept, con.width, initial_indent=pad, subsequent_indent=pad + "  ",
-                              break_on_hyphens=False) or [""]:
-        con.print(Text(line.replace(_GLUE, " ")), soft_wrap=True)
+    for line in fold(pad + shown(text), con.width, pad):
+        con.print(Text(line), soft_wrap=True)
 
 
 def render_replay(con: Console, capture: str, plan: Plan, results: Sequence[TargetReplay],
