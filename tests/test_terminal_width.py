@@ -169,7 +169,7 @@ def test_fold_keeps_a_figure_with_its_unit_and_hangs_its_continuations():
     from iolens.render.terminal import fold
 
     text = "  sf.iolens: wall 0.074 s = compute 0.022 s + storage I/O 0.034 s + profiler 0.018 s"
-    lines = fold(text, 84, "  ")  # "... profiler 0.018" would fit in 84, and leave its unit alone below
+    lines = fold(text, 83, "  ")  # "... profiler 0.018" would fit in 83, and leave its unit alone below
     assert lines == ["  sf.iolens: wall 0.074 s = compute 0.022 s + storage I/O 0.034 s + profiler",
                      "    0.018 s"]
     assert fold("", 80) == [""]
