@@ -4,9 +4,10 @@ First every step runs once, untimed, on every target (--warmup), so no capture p
 a new directory's metadata).  Then each step is profiled --profiles times (with --trace, default 3) on tmpfs
 (--home), round-robin over the steps, each capture paired with a plain run, and the capture whose wall time is the
 median is kept (one capture taken at a bad moment would spoil every cell of its step; the walls of all, and of the
-plain runs alongside, are printed); what one involuntary context switch cost the steps is measured (run delay per
-switch, from /proc) and given to the replay.  The capture is then replayed and predicted on every target, and the
-step run for real there.
+plain runs alongside, are printed, and the kept one's steal: the hypervisor's share of the CPU time asked for,
+which the plan takes out; the steal over the rounds is printed after them); what one involuntary context switch
+cost the steps is measured (run delay per switch, from /proc) and given to the replay.  The capture is then
+replayed and predicted on every target, and the step run for real there.
 Real runs and replays are interleaved (run i of every step and target, then replay i, ...), so load from other work
 on the machine falls on both alike.  Predictions take as reference the capture's storage calibrated, as every
 target, after the real runs.  Per cell it prints the actual median with a 95% confidence interval of the median
@@ -58,7 +59,8 @@ from iolens.whatif.overhead import measure as profiler_cost
 from iolens.whatif.plan import build_plan
 from iolens.whatif.predict import calibrate, predict, step_model
 from iolens.whatif.replay import replay_on
-from iolens.whatif.timeline import PREEMPT_S, breakdown
+from iolens.sysinfo import cpu_delta, cpu_seconds
+from iolens.whatif.timeline import PREEMPT_S, breakdown, steal_share
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from replay_cost import measure as replay_cost  # noqa: E402
@@ -169,6 +171,19 @@ def run_round(cells: Cells, steps: dict[str, list[str]], places: list, plans: di
             if mine is not None:
                 settle()
                 cells.own.setdefault((step, n), []).append(replay_on(mine, t).wall_s)
+
+
+def run_rounds(runs: int, cells: Cells, steps: dict[str, list[str]], places: list, plans: dict,
+               sleeps: dict | None, own: Callable[[Any], tuple[Any, Any]] | None, t_start: float) -> None:
+    """The rounds (run_round), then how much of the CPU time the machine asked for meanwhile its hypervisor took
+    (steal): the captures' own is printed beside their walls."""
+    before = cpu_seconds()
+    for k in range(runs):
+        print(f"round {k + 1} of {runs} ({time.time() - t_start:.0f} s)", file=sys.stderr, flush=True)
+        run_round(cells, steps, places, plans, sleeps, own)
+    rounds = cpu_delta(before, cpu_seconds())
+    print("steal over the rounds (the hypervisor's share of the CPU time asked for): "
+          + (f"{steal_share({'machine_cpu_s': rounds}):.1%}" if rounds else "not known here"))
 
 
 def median_index(walls: list[float]) -> int:
@@ -458,8 +473,8 @@ def main() -> None:
         for step in steps:
             _c, cap_walls, kept, plain = profiled[step]
             print(f"{step}: capture walls " + ", ".join(f"{x:.3f}" for x in cap_walls) + f" s; kept "
-                  f"{cap_walls[kept]:.3f} s (the median); plain runs alongside " +
-                  ", ".join(f"{x:.3f}" for x in plain) + " s")
+                  f"{cap_walls[kept]:.3f} s (the median), steal {steal_share(caps[step].meta):.1%}; plain runs "
+                  "alongside " + ", ".join(f"{x:.3f}" for x in plain) + " s")
             plans[step] = plan_of(caps[step])
             sleeps[step] = build_plan(caps[step], event_overhead_ns=int(ovh), path_overhead_ns=int(named),
                                       gaps="sleep")
@@ -469,10 +484,8 @@ def main() -> None:
         own = (lambda cap: (plan_of(cap), step_model(cap, int(ovh), int(named)))) if a.capture_each_round else None
         cells = Cells(list(steps), names, home, {}, {}, {}, {}, {step: v[3] for step, v in profiled.items()},
                       skip=skip)
-        for k in range(a.runs):
-            print(f"round {k + 1} of {a.runs} ({time.time() - t_start:.0f} s)", file=sys.stderr, flush=True)
-            run_round(cells, steps, list(zip(names, works, targets)), plans, None if a.no_sleep_replay else sleeps,
-                      own)
+        run_rounds(a.runs, cells, steps, list(zip(names, works, targets)), plans,
+                   None if a.no_sleep_replay else sleeps, own, t_start)
         cals = [calibrate(t, refresh=True) for t in targets]
         report(cells, plans, models, cals)
         if a.cost_ops:

@@ -99,3 +99,26 @@ def host_facts() -> dict[str, Any]:
         # where the kernel pages out memory idle this many seconds by itself (DAMON): a "warm" page cache decays
         "proactive_reclaim_idle_s": proactive_reclaim(),
     }
+
+
+def cpu_seconds(path: str = "/proc/stat") -> dict[str, float] | None:
+    """The machine's CPU time since boot over all CPUs, in seconds: `busy` (user, nice, system, irq, softirq) and
+    `steal` (time a virtual CPU had work to run while its hypervisor ran something else: the task's own CPU times
+    leave it out where the kernel accounts steal, so it shows only as wall time); None where unreadable."""
+    try:
+        with open(path) as f:
+            first = f.readline().split()
+        tick = os.sysconf("SC_CLK_TCK")
+        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in first[1:9])
+    except (OSError, ValueError):
+        return None
+    return {"busy": (user + nice + system + irq + softirq) / tick, "steal": steal / tick, "tick": 1 / tick}
+
+
+def cpu_delta(before: dict[str, float] | None, after: dict[str, float] | None) -> dict[str, float] | None:
+    """The machine's busy and stolen CPU seconds between two cpu_seconds() readings (META machine_cpu_s, read by
+    whatif.timeline.steal_share); None when either is missing."""
+    if before is None or after is None:
+        return None
+    return {"busy": round(after["busy"] - before["busy"], 6), "steal": round(after["steal"] - before["steal"], 6),
+            "tick": after["tick"]}

@@ -240,8 +240,9 @@ _META_TYPES: dict[str, tuple[type, ...]] = {
     "wall_s": (int, float), "exit_status": (int,), "trace": (bool,), "mounts": (list,), "host": (str,),
     "kernel": (str,), "cpus": (int,), "mem_bytes": (int,), "cpu_model": (str,), "start_real_ns": (int,),
     "start_mono": (int,), "end_mono": (int,), "children_rusage": (dict,), "parts": (int,),
-    "running_at_save": (list,),
+    "running_at_save": (list,), "machine_cpu_s": (dict,),
 }
+_NUMBER_DICTS = ("children_rusage", "machine_cpu_s")  # META keys whose values are all finite numbers
 
 
 def _meta_ok(key: str, value: Any) -> bool:
@@ -261,7 +262,7 @@ def _meta_ok(key: str, value: Any) -> bool:
                    m.values()) for m in value)
     if key == "running_at_save" and isinstance(value, list):
         return all(isinstance(p, int) and not isinstance(p, bool) and 0 < p < 1 << 31 for p in value)
-    if key == "children_rusage" and isinstance(value, dict):
+    if key in _NUMBER_DICTS and isinstance(value, dict):
         return all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
                    and abs(v) < 1 << 63 for v in value.values())
     return True

@@ -34,7 +34,7 @@ from iolens.capture.reader import Capture, decode
 from iolens.errors import CommandNotFound
 from iolens.native import preload_library
 from iolens.redact import redact_argv
-from iolens.sysinfo import host_facts, mount_of, mounts
+from iolens.sysinfo import cpu_delta, cpu_seconds, host_facts, mount_of, mounts
 
 SHM = "/dev/shm"
 RAM_FSTYPES = ("tmpfs", "ramfs")
@@ -106,6 +106,7 @@ class _Timing:
     start_mono: int
     end_mono: int
     rusage: Any = None
+    cpu: tuple[dict[str, float] | None, dict[str, float] | None] = (None, None)  # the machine's CPU times
 
 
 class Recording:
@@ -167,7 +168,7 @@ class Recording:
             if self.warn:
                 self.warn(f"iolens: warning: no staging directory ({err}); the command runs unprofiled")
             env = dict(self.base_env)
-        self._timing = _Timing(time.time_ns(), time.monotonic_ns(), 0)
+        self._timing = _Timing(time.time_ns(), time.monotonic_ns(), 0, cpu=(cpu_seconds(), None))
         try:
             self.proc = subprocess.Popen(self.argv, env=env, cwd=self.cwd)
         except OSError as err:
@@ -194,6 +195,7 @@ class Recording:
             for sig, handler in forwarded.items():
                 signal.signal(sig, handler)
         timing.end_mono = time.monotonic_ns()
+        timing.cpu = (timing.cpu[0], cpu_seconds())
         status = 128 + os.WTERMSIG(wstatus) if os.WIFSIGNALED(wstatus) else os.WEXITSTATUS(wstatus)
         proc.returncode = status  # reaped above; keep Popen from waiting again
         return self.finish(status, (timing.end_mono - timing.start_mono) / 1e9)
@@ -226,6 +228,9 @@ class Recording:
                 ru = t.rusage
                 meta["children_rusage"] = {"utime_s": ru.ru_utime, "stime_s": ru.ru_stime, "maxrss_kb": ru.ru_maxrss,
                                            "inblock": ru.ru_inblock, "oublock": ru.ru_oublock}
+            machine = cpu_delta(*t.cpu)  # the whole machine's, while the command ran
+            if machine is not None:
+                meta["machine_cpu_s"] = machine
         return meta
 
     def finish(self, status: int, wall_s: float) -> RecordingResult:

@@ -58,6 +58,7 @@ def render_replay(con: Console, capture: str, plan: Plan, results: Sequence[Targ
 def render_predict(con: Console, capture: str, model: StepModel, preds: Sequence[Prediction], cost_note: str,
                    cache: str) -> None:
     rec = f" + profiler {model.recording_s:.3f} s" if model.recording_s >= 0.0005 else ""
+    rec += f" + steal {model.stolen_s:.3f} s" if model.stolen_s >= 0.0005 else ""
     _prose(con, f"{capture}: wall {model.wall_s:.3f} s = compute {model.compute_s:.3f} s + storage I/O "
                 f"{model.io_wall_s:.3f} s{rec}")
     _prose(con, f"({'from the trace' if model.traced else 'from counters, no trace'}; threads overlapped "

@@ -41,7 +41,8 @@ from iolens.capture.reader import Capture, Process
 from iolens.whatif.engine import log_dtype, op_codes, op_dtype
 from iolens.whatif.plan import (STDIO_OPS, TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS, Plan, ReplayFile,
                                 _is_data, has_trace)
-from iolens.whatif.timeline import event_costs, recording_cost
+from iolens.whatif.timeline import (STEAL_NOTE, event_costs, on_cpu_gap_s, recording_cost, steal_note,
+                                   steal_share)
 
 CAL_KIND = "whatif-calibration"
 CAL_VERSION = 7
@@ -101,10 +102,11 @@ class StepModel:
     unseen: list[str] = field(default_factory=list)
     recording_s: float = 0.0        # the profiler's own recording cost in wall_s (traced captures; estimated)
     class_b: dict[str, int] = field(default_factory=dict)  # bytes of the reads and writes (traced captures)
+    stolen_s: float = 0.0           # wall time the hypervisor took from the step's computing (steal; estimated)
 
     @property
     def compute_s(self) -> float:
-        return max(0.0, self.wall_s - self.recording_s - self.io_wall_s)
+        return max(0.0, self.wall_s - self.recording_s - self.stolen_s - self.io_wall_s)
 
 
 def _union(starts: np.ndarray, ends: np.ndarray) -> float:
@@ -226,7 +228,23 @@ def step_model(cap: Capture, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS,
         unseen.append(f"{(kernel_b - traced_b) / 1e6:.1f} MB moved by the kernel were not attributed to traced "
                       "calls (coverage): their cost is not modelled")
     recording = min(recording / max(1.0, overlap), max(0.0, wall - io_wall))
-    return StepModel(wall, io_wall, class_s, class_n, traced, overlap, unseen, recording, class_b)
+    stolen = _stolen(cap, max(0.0, wall - io_wall - recording), event_costs(event_overhead_ns, path_overhead_ns)
+                     if traced else 0)
+    if stolen and (note := steal_note(cap.meta, f"{stolen:.3f} s of the step's computing, taken out; steal on a "
+                                                 "target is not predicted")):
+        unseen.append(note)
+    return StepModel(wall, io_wall, class_s, class_n, traced, overlap, unseen, recording, class_b, stolen)
+
+
+def _stolen(cap: Capture, compute: float, costs: np.ndarray | int) -> float:
+    """The wall time steal took from the step's `compute` seconds: a share f of it where the step computed all
+    along (its threads ran side by side), at most the cpu * f / (1 - f) that its processes' CPU time outside their
+    calls waited (whatif/timeline.py); 0 under STEAL_NOTE, where /proc/stat's ticks cannot tell it from none."""
+    f = steal_share(cap.meta)
+    if f < STEAL_NOTE:
+        return 0.0
+    cpu = sum(on_cpu_gap_s(p, costs) for p in cap.processes)
+    return min(f * compute, cpu * f / (1.0 - f))
 
 
 # ---- calibration -------------------------------------------------------------------------------------------
@@ -399,7 +417,7 @@ def predict(model: StepModel, cal: dict[str, float], home: dict[str, float] | No
         at_home = class_cost(model, c, home) if home and home.get(cost_key(model, c, home)) else model.class_s[c]
         delta[c] = class_cost(model, c, cal) - at_home
     d_io = sum(delta.values()) / max(1.0, model.overlap)
-    wall = max(model.compute_s, model.wall_s - model.recording_s + d_io)
+    wall = max(model.compute_s, model.wall_s - model.recording_s - model.stolen_s + d_io)
     io = wall - model.compute_s
     rel = (0.10 if home else 0.30) if model.traced else (0.25 if home else 0.45)
     spread = 0.03 * wall + rel * io + 0.5 * rel * abs(d_io)
@@ -419,9 +437,10 @@ def home_dir(cap: Capture, plan_files: list[str] | None = None) -> str | None:
 
 
 def to_json(model: StepModel, preds: list[Prediction], cache: str) -> str:
-    return json.dumps({"tag": "iolens-predict", "schema_version": [1, 0], "cache": cache,
+    return json.dumps({"tag": "iolens-predict", "schema_version": [1, 1], "cache": cache,
                        "model": {"wall_s": model.wall_s, "recording_s": model.recording_s,
                                  "io_wall_s": model.io_wall_s, "compute_s": model.compute_s,
+                                 "stolen_s": model.stolen_s,
                                  "class_s": model.class_s, "class_n": model.class_n, "traced": model.traced,
                                  "overlap": model.overlap},
                        "cannot_see": model.unseen,
