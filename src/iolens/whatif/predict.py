@@ -41,8 +41,7 @@ from iolens.capture.reader import Capture, Process
 from iolens.whatif.engine import log_dtype, op_codes, op_dtype
 from iolens.whatif.plan import (STDIO_OPS, TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS, Plan, ReplayFile,
                                 _is_data, has_trace)
-from iolens.whatif.timeline import (STEAL_NOTE, event_costs, on_cpu_gap_s, recording_cost, steal_note,
-                                   steal_share)
+from iolens.whatif.timeline import event_costs, on_cpu_gap_s, recording_cost, steal_note, steal_share
 
 CAL_KIND = "whatif-calibration"
 CAL_VERSION = 7
@@ -239,9 +238,9 @@ def step_model(cap: Capture, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS,
 def _stolen(cap: Capture, compute: float, costs: np.ndarray | int) -> float:
     """The wall time steal took from the step's `compute` seconds: a share f of it where the step computed all
     along (its threads ran side by side), at most the cpu * f / (1 - f) that its processes' CPU time outside their
-    calls waited (whatif/timeline.py); 0 under STEAL_NOTE, where /proc/stat's ticks cannot tell it from none."""
+    calls waited (whatif/timeline.py, whose share the replay takes out too)."""
     f = steal_share(cap.meta)
-    if f < STEAL_NOTE:
+    if not f:
         return 0.0
     cpu = sum(on_cpu_gap_s(p, costs) for p in cap.processes)
     return min(f * compute, cpu * f / (1.0 - f))
