@@ -59,8 +59,8 @@ from iolens.whatif.overhead import measure as profiler_cost
 from iolens.whatif.plan import build_plan
 from iolens.whatif.predict import calibrate, predict, step_model
 from iolens.whatif.replay import replay_on
-from iolens.sysinfo import cpu_delta, cpu_seconds
-from iolens.whatif.timeline import PREEMPT_S, breakdown, steal_share
+from iolens.sysinfo import cpu_delta, cpu_seconds, steal_share
+from iolens.whatif.timeline import PREEMPT_S, breakdown
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from replay_cost import measure as replay_cost  # noqa: E402

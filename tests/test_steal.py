@@ -66,7 +66,7 @@ def test_a_garbled_machine_cpu_record_is_dropped_not_trusted():
 
 
 def test_steal_share_takes_off_one_tick_and_knows_nothing_of_older_captures():
-    from iolens.whatif.timeline import STEAL_MAX, steal_share
+    from iolens.sysinfo import STEAL_MAX, steal_share
 
     assert steal_share({"machine_cpu_s": {"busy": 0.7, "steal": 0.31, "tick": 0.01}}) == pytest.approx(0.3)
     assert steal_share({"machine_cpu_s": {"busy": 0.05, "steal": 0.01, "tick": 0.01}}) == 0.0  # one tick: unsure
@@ -166,3 +166,14 @@ def test_predict_says_where_the_recorded_wall_went_steal_included(computing_capt
     assert set(parts) >= {"wall", "compute", "I/O", "steal"}, head
     assert parts["compute"] + parts["I/O"] + parts.get("profiler", 0) + parts["steal"] == pytest.approx(
         parts["wall"], abs=0.003)
+
+
+def test_the_run_summary_warns_that_its_compute_time_holds_the_steal(computing_capture):
+    """`iolens profile`'s end-of-run summary (and its JSON) says when the hypervisor took a share of the CPU time
+    while the step ran: the compute time it shows includes that."""
+    from iolens.analysis.summary import summarize
+
+    warned = [p for p in summarize(_with_steal(computing_capture, 0.3)).problems if "hypervisor" in p]
+    assert warned == ["the hypervisor took 30% of the CPU time asked for while the step was recorded (steal): the "
+                      "compute time here includes it"]
+    assert not [p for p in summarize(_with_steal(computing_capture, 0.0)).problems if "hypervisor" in p]

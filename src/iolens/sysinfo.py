@@ -117,8 +117,33 @@ def cpu_seconds(path: str = "/proc/stat") -> dict[str, float] | None:
 
 def cpu_delta(before: dict[str, float] | None, after: dict[str, float] | None) -> dict[str, float] | None:
     """The machine's busy and stolen CPU seconds between two cpu_seconds() readings (META machine_cpu_s, read by
-    whatif.timeline.steal_share); None when either is missing."""
+    steal_share); None when either is missing."""
     if before is None or after is None:
         return None
     return {"busy": round(after["busy"] - before["busy"], 6), "steal": round(after["steal"] - before["steal"], 6),
             "tick": after["tick"]}
+
+
+STEAL_NOTE = 0.02  # a steal share from this on is said in notes and warnings
+STEAL_MAX = 0.9  # a steal share above this is taken as this (cpu * f / (1 - f) has no bound as f nears 1)
+
+
+def steal_share(meta: dict[str, Any]) -> float:
+    """The share of the CPU time the machine asked for that its hypervisor took (steal) while a capture ran: 0
+    where the capture does not say (older captures, no /proc/stat).  /proc/stat counts in ticks, so one tick is
+    taken off the stolen time: a short step shows steal only when it surely had some."""
+    m = meta.get("machine_cpu_s")
+    if not isinstance(m, dict):
+        return 0.0
+    steal = max(0.0, float(m.get("steal", 0.0)) - float(m.get("tick", 0.0)))
+    busy = max(0.0, float(m.get("busy", 0.0)))
+    return min(STEAL_MAX, steal / (busy + steal)) if busy + steal > 0 else 0.0
+
+
+def steal_note(meta: dict[str, Any], what: str) -> str | None:
+    """One line for notes and warnings when the capture's steal share reaches STEAL_NOTE, ending with `what`
+    (what the reader makes of it), else None."""
+    f = steal_share(meta)
+    if f < STEAL_NOTE:
+        return None
+    return f"the hypervisor took {f:.0%} of the CPU time asked for while the step was recorded (steal): {what}"

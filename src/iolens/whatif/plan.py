@@ -26,13 +26,14 @@ import numpy as np
 from iolens import _format as F
 from iolens.capture.reader import Capture, Process
 from iolens.errors import UsageError
+from iolens.sysinfo import steal_note, steal_share
 from iolens.whatif.engine import describe, op_dtype
 from iolens.whatif.handles import closes_after_use, read_only
 from iolens.whatif.pipes import _pipe_needs
 from iolens.whatif.rows import DUR as _DUR, OBJ as _OBJ, OP as _OP, SEQ as _SEQ, T as _T, THREAD as _THREAD
 from iolens.whatif.threads import joins, target_positions
 from iolens.whatif.timeline import (PREEMPT_S, before_first, burners, cpu_shares, event_costs,
-                                   less_recording_cost, own_after, recorded_threads, steal_note, steal_share)
+                                   less_recording_cost, own_after, recorded_threads)
 from iolens.whatif.tree import Tree, with_pseudo
 
 NO_FILE = 0xFFFFFFFF
@@ -205,8 +206,7 @@ def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS
     notes = []
     if any(p.fields.get("trace_lost") for p in procs):
         notes.append("some trace events were lost while recording; the replay misses them")
-    # a late thread's START gap, its wait to be created, is no compute of the process's: out of the gaps its CPU
-    # time is shared over
+    # a late thread's START gap (its wait to be created) is no compute: out of the gaps its CPU is shared over
     notes += [n for n in (steal_note(cap.meta, "the replay does not wait it out"),) if n and gaps == "cpu"]
     cpu = cpu_shares(procs, ops.threads, a[:, _THREAD], np.where(late_start, 0, gap), costs, preempt_s,
                      steal_share(cap.meta))

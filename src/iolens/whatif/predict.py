@@ -38,10 +38,11 @@ from iolens import __version__
 from iolens import _format as F
 from iolens.bench.targets import Target
 from iolens.capture.reader import Capture, Process
+from iolens.sysinfo import steal_note, steal_share
 from iolens.whatif.engine import log_dtype, op_codes, op_dtype
 from iolens.whatif.plan import (STDIO_OPS, TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS, Plan, ReplayFile,
                                 _is_data, has_trace)
-from iolens.whatif.timeline import event_costs, on_cpu_gap_s, recording_cost, steal_note, steal_share
+from iolens.whatif.timeline import event_costs, on_cpu_gap_s, recording_cost
 
 CAL_KIND = "whatif-calibration"
 CAL_VERSION = 7

@@ -26,8 +26,8 @@ others are not, because the burn meets the replay machine's own contention and s
 involuntary context switches (nivcsw), not their length: each is taken to have cost PREEMPT_S.  Where the kernel
 accounts steal, a task's CPU times leave it out; the capture carries the whole machine's busy and stolen CPU time
 over the run (META machine_cpu_s, from /proc/stat), so a process that got `cpu` seconds of CPU while a share f of
-the CPU time asked for was stolen waited cpu * f / (1 - f) for it (steal_share).  The time not replayed as a wait is
-min(off-CPU time, nivcsw * PREEMPT_S + that).
+the CPU time asked for was stolen waited cpu * f / (1 - f) for it (sysinfo.steal_share).  The time not replayed as
+a wait is min(off-CPU time, nivcsw * PREEMPT_S + that).
 
 PREEMPT_S is measured, not a scheduler slice: the run delay (/proc/PID/schedstat: runnable, waiting for a CPU) over
 the involuntary switches of single-threaded samtools runs on a 2-CPU machine at load average about 3 was 0.1-0.2 ms
@@ -38,7 +38,6 @@ step for preemption.  benchmarks/whatif_accuracy.py measures it on each run.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -51,8 +50,6 @@ from iolens.capture.reader import Process
 PROCESS_OVERHEAD_NS = 170_000
 PREEMPT_S = 0.0002  # the time one involuntary context switch is taken to have cost (measured: the module's docstring)
 BURNER_MIN_S = 0.001  # less CPU than this beyond a process's replayed gaps is left out
-STEAL_NOTE = 0.02  # a steal share from this on is said in the replay's and the prediction's notes
-STEAL_MAX = 0.9  # a steal share above this is taken as this (cpu * f / (1 - f) has no bound as f nears 1)
 
 
 @dataclass
@@ -126,27 +123,6 @@ def recording_cost(ev: np.ndarray, per_event_ns: int | np.ndarray) -> np.ndarray
     if not costs.any():
         return np.zeros(len(ev), dtype=np.int64)
     return _costed(ev["op"], costs, own_after(ev)) + before_first(ev)
-
-
-def steal_share(meta: dict[str, Any]) -> float:
-    """The share of the CPU time the machine asked for that its hypervisor took (steal) while the capture ran: 0
-    where the capture does not say (older captures, no /proc/stat).  /proc/stat counts in ticks, so one tick is
-    taken off the stolen time: a short step shows steal only when it surely had some."""
-    m = meta.get("machine_cpu_s")
-    if not isinstance(m, dict):
-        return 0.0
-    steal = max(0.0, float(m.get("steal", 0.0)) - float(m.get("tick", 0.0)))
-    busy = max(0.0, float(m.get("busy", 0.0)))
-    return min(STEAL_MAX, steal / (busy + steal)) if busy + steal > 0 else 0.0
-
-
-def steal_note(meta: dict[str, Any], what: str) -> str | None:
-    """One line for the notes when the capture's steal share reaches STEAL_NOTE: that the recording's steal is
-    taken out (`what`: how), else None."""
-    f = steal_share(meta)
-    if f < STEAL_NOTE:
-        return None
-    return f"the hypervisor took {f:.0%} of the CPU time asked for while the step was recorded (steal): {what}"
 
 
 def cpu_shares(procs: list[Process], thread_proc: list[int], op_thread: np.ndarray, gap: np.ndarray,
