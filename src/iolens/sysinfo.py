@@ -140,10 +140,10 @@ def steal_share(meta: dict[str, Any]) -> float:
     return min(STEAL_MAX, steal / (busy + steal)) if busy + steal > 0 else 0.0
 
 
-def steal_note(meta: dict[str, Any], what: str) -> str | None:
-    """One line for notes and warnings when the capture's steal share reaches STEAL_NOTE, ending with `what`
-    (what the reader makes of it), else None."""
+def steal_notes(meta: dict[str, Any], what: str) -> list[str]:
+    """The line for notes and warnings when the capture's steal share reaches STEAL_NOTE, ending with `what`
+    (what the reader makes of it); none below it."""
     f = steal_share(meta)
     if f < STEAL_NOTE:
-        return None
-    return f"the hypervisor took {f:.0%} of the CPU time asked for while the step was recorded (steal): {what}"
+        return []
+    return [f"the hypervisor took {f:.0%} of the CPU time asked for while the step was recorded (steal): {what}"]

@@ -15,7 +15,7 @@ from iolens.analysis.files import is_program
 from iolens.analysis.model import FileSummary, ProcSummary, RunSummary
 from iolens.analysis.mounts import MountResolver
 from iolens.capture.reader import Capture, Process
-from iolens.sysinfo import steal_note
+from iolens.sysinfo import steal_notes
 
 __all__ = ["FileSummary", "ProcSummary", "RunSummary", "file_kind", "summarize"]
 
@@ -62,7 +62,7 @@ def summarize(cap: Capture, top: int = 10, *, files: bool = True) -> RunSummary:
         tree=tree,
         mounts=_mount_sums(real_files),
         problems=list(cap.problems) + ([] if procs else [NO_PROCESS]) + _detached(cap.meta)
-        + [n for n in (steal_note(cap.meta, "the compute time here includes it"),) if n],
+        + steal_notes(cap.meta, "the compute time here includes it"),
     )
 
 

@@ -26,7 +26,7 @@ import numpy as np
 from iolens import _format as F
 from iolens.capture.reader import Capture, Process
 from iolens.errors import UsageError
-from iolens.sysinfo import steal_note, steal_share
+from iolens.sysinfo import steal_notes, steal_share
 from iolens.whatif.engine import describe, op_dtype
 from iolens.whatif.handles import closes_after_use, read_only
 from iolens.whatif.pipes import _pipe_needs
@@ -206,8 +206,8 @@ def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS
     notes = []
     if any(p.fields.get("trace_lost") for p in procs):
         notes.append("some trace events were lost while recording; the replay misses them")
+    notes += steal_notes(cap.meta, "the replay does not wait it out") if gaps == "cpu" else []
     # a late thread's START gap (its wait to be created) is no compute: out of the gaps its CPU is shared over
-    notes += [n for n in (steal_note(cap.meta, "the replay does not wait it out"),) if n and gaps == "cpu"]
     cpu = cpu_shares(procs, ops.threads, a[:, _THREAD], np.where(late_start, 0, gap), costs, preempt_s,
                      steal_share(cap.meta))
     shares = [cpu.share[p] if gaps == "cpu" else 0.0 for p in ops.threads]

@@ -38,7 +38,7 @@ from iolens import __version__
 from iolens import _format as F
 from iolens.bench.targets import Target
 from iolens.capture.reader import Capture, Process
-from iolens.sysinfo import steal_note, steal_share
+from iolens.sysinfo import steal_notes, steal_share
 from iolens.whatif.engine import log_dtype, op_codes, op_dtype
 from iolens.whatif.plan import (STDIO_OPS, TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS, Plan, ReplayFile,
                                 _is_data, has_trace)
@@ -230,9 +230,9 @@ def step_model(cap: Capture, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS,
     recording = min(recording / max(1.0, overlap), max(0.0, wall - io_wall))
     stolen = _stolen(cap, max(0.0, wall - io_wall - recording), event_costs(event_overhead_ns, path_overhead_ns)
                      if traced else 0)
-    if stolen and (note := steal_note(cap.meta, f"{stolen:.3f} s of the step's computing, taken out; steal on a "
-                                                 "target is not predicted")):
-        unseen.append(note)
+    if stolen:
+        unseen += steal_notes(cap.meta, f"{stolen:.3f} s of the step's computing, taken out; steal on a target is "
+                                        "not predicted")
     return StepModel(wall, io_wall, class_s, class_n, traced, overlap, unseen, recording, class_b, stolen)
 
 
