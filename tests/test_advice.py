@@ -257,7 +257,15 @@ def test_storage_not_bottleneck_says_so_plainly():
                                            cpu=99.0))
     assert a is not None and a.severity == "info"
     assert a.time_at_stake_s == pytest.approx(1.0)
-    assert "No storage upgrade will help" in a.fix
+    assert "No storage upgrade will help" in a.fix and "steal" not in " ".join(a.evidence)
+
+
+def test_storage_not_bottleneck_names_the_hypervisors_steal():
+    """A compute-bound step on a VM whose CPUs were a fifth stolen: the advice says so, and what to do."""
+    a = fire(A.storage_not_bottleneck, one(["minimap2"], [fil("/data/in.fq", reads=100, read_size=MiB, read_time=1.0)],
+                                           cpu=99.0), machine_cpu_s={"busy": 80.0, "steal": 20.01, "tick": 0.01})
+    assert a is not None and "took 20% of the CPU time" in " ".join(a.evidence)
+    assert "CPU credits" in a.fix
 
 
 def test_io_bound_run_is_not_told_storage_does_not_matter():

@@ -177,3 +177,25 @@ def test_the_run_summary_warns_that_its_compute_time_holds_the_steal(computing_c
     assert warned == ["the hypervisor took 30% of the CPU time asked for while the step was recorded (steal): the "
                       "compute time here includes it"]
     assert not [p for p in summarize(_with_steal(computing_capture, 0.0)).problems if "hypervisor" in p]
+
+
+def test_the_report_says_how_much_of_the_recording_was_stolen(tmp_path):
+    """`iolens report` carries the steal share in its JSON (null when the capture does not say) and notes it in
+    the terminal and HTML reports from STEAL_NOTE on; a capture with no steal gets no note."""
+    import json
+
+    from helpers.capture import fil, proc, write_capture
+
+    procs = [proc(100, ["gzip", "-c", "reads.fq"], end=2.0, cpu=1.5, files=[fil("/data/reads.fq", reads=10,
+                                                                                  read_size=65536, read_time=0.1)])]
+    shares = {}
+    for name, cpu in (("stolen", {"busy": 1.5, "steal": 0.51, "tick": 0.01}),
+                      ("quiet", {"busy": 1.5, "steal": 0.01, "tick": 0.01}), ("older", None)):
+        cap = write_capture(tmp_path / f"{name}.iolens", procs, {"machine_cpu_s": cpu} if cpu else {})
+        r = iolens("report", cap, "--json", tmp_path / f"{name}.json", "--html", tmp_path / f"{name}.html")
+        assert r.returncode == 0, r.stderr
+        shares[name] = json.loads((tmp_path / f"{name}.json").read_text())["capture"]["steal_share"]
+        noted = "the hypervisor took 25% of the CPU time" in " ".join(r.stdout.split())
+        assert noted == (name == "stolen"), r.stdout
+        assert ("(steal)" in (tmp_path / f"{name}.html").read_text()) == (name == "stolen")
+    assert shares == {"stolen": pytest.approx(0.25), "quiet": 0.0, "older": None}

@@ -143,7 +143,11 @@ def steal_share(meta: dict[str, Any]) -> float:
 def steal_notes(meta: dict[str, Any], what: str) -> list[str]:
     """The line for notes and warnings when the capture's steal share reaches STEAL_NOTE, ending with `what`
     (what the reader makes of it); none below it."""
-    f = steal_share(meta)
-    if f < STEAL_NOTE:
+    return steal_lines(steal_share(meta), what)
+
+
+def steal_lines(f: float | None, what: str) -> list[str]:
+    """steal_notes from a steal share already worked out (a report's `capture.steal_share`; None: not recorded)."""
+    if f is None or f < STEAL_NOTE:
         return []
     return [f"the hypervisor took {f:.0%} of the CPU time asked for while the step was recorded (steal): {what}"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from iolens.analysis.advice_kit import _make, _own
 from iolens.analysis.model import Advice, ProcRow
+from iolens.sysinfo import STEAL_NOTE
 from iolens.units import human_bytes, human_seconds
 
 def _partial_coverage(r, cov: float, unseen: int) -> Advice:
@@ -95,6 +96,11 @@ def storage_not_bottleneck(r, th) -> Advice | None:
     ev += [f"{p.name} [{p.pid}]: {human_seconds(p.cpu_s)} CPU" for p in busiest if p.cpu_s > 0]
     fix = (f"No storage upgrade will help: even infinitely fast storage saves at most {human_seconds(io)}. "
            "Spend on CPU instead (more threads, e.g. -t/-@, or a faster machine), and keep the cheapest storage")
+    stolen = r.capture.get("steal_share") or 0.0
+    if stolen >= STEAL_NOTE:
+        ev.append(f"the hypervisor took {100 * stolen:.0f}% of the CPU time the machine asked for (steal)")
+        fix += ("; the virtual machine's CPUs were shared: on a burstable instance check its CPU credits, or choose "
+                "one with dedicated CPUs")
     return _make(r, "storage_not_bottleneck",
                  f"storage is not the bottleneck: I/O is {100 * share:.1f}% of process time", io, ev, fix,
                  {"io_s": io, "io_share": share}, severity="info")

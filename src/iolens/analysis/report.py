@@ -27,6 +27,7 @@ from iolens.analysis.storage import available_mounts, fold_mounts
 from iolens.analysis.thresholds import with_overrides
 from iolens.analysis.timeline import report_timeline
 from iolens.capture.reader import Capture
+from iolens.sysinfo import steal_share
 
 
 def build_report(cap: Capture, thresholds: dict[str, float] | None = None, *, advise: bool = True) -> Report:
@@ -113,6 +114,7 @@ def _capture_info(cap: Capture, whole: Integrity) -> dict[str, Any]:
         "partial_reason": whole.reason,
         "overflow_processes": len(whole.overflow),
         "running_at_save": [int(p) for p in meta.get("running_at_save") or [] if isinstance(p, int)],
+        "steal_share": steal_share(meta) if isinstance(meta.get("machine_cpu_s"), dict) else None,
     }
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from iolens.names import json_safe
 
 TAG = "iolens-report"
-SCHEMA_VERSION = [1, 1]
+SCHEMA_VERSION = [1, 2]
 
 
 def _clean(v: Any) -> Any:

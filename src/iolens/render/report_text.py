@@ -10,6 +10,7 @@ from iolens.analysis.files import top_files
 from iolens.analysis.processes import chain_rows
 from iolens.names import shown_text
 from iolens.render.terminal import Col, FitTable
+from iolens.sysinfo import steal_lines
 from iolens.units import human_bytes, human_seconds, pct
 
 COLORS = {
@@ -38,7 +39,8 @@ def breakdown_bar(breakdown: dict[str, float], width: int = 72) -> Text:
 
 
 def integrity_lines(r) -> list[str]:
-    """The partial-capture banner and the OVERFLOW note, shared by the terminal and HTML reports."""
+    """The partial-capture banner and the notes on what the capture misses or holds too much of (OVERFLOW, detached
+    processes, the hypervisor's steal), shared by the terminal and HTML reports."""
     cap, out = r.capture, []
     if cap["partial"]:
         at = "" if cap["partial_at_byte"] is None else f" at byte {cap['partial_at_byte']:,}"
@@ -54,6 +56,8 @@ def integrity_lines(r) -> list[str]:
         out.append(f"note: {len(running)} process(es) were still running when the capture was saved (detached, "
                    f"e.g. a daemon or `cmd &`: pid {', '.join(map(str, running[:5]))}): their I/O after that "
                    "moment is not captured.")
+    out += [f"note: {line}" for line in steal_lines(
+        cap["steal_share"], "the compute and call times here include it; replay and predict take it out")]
     return out
 
 
