@@ -165,11 +165,13 @@ def test_replay_at_80_and_200_columns(traced_step):
     assert re.search(r"│ +[+-]\d+\.\d%$", rows(narrow)[1]), rows(narrow)  # the capture's own storage: fidelity
 
 
-def test_fold_keeps_a_figure_with_its_unit_and_hangs_its_continuations():
+def test_fold_keeps_a_figure_with_its_unit_and_label_and_hangs_its_continuations():
     from iolens.render.terminal import fold
 
     text = "  sf.iolens: wall 0.074 s = compute 0.022 s + storage I/O 0.034 s + profiler 0.018 s"
-    lines = fold(text, 83, "  ")  # "... profiler 0.018" would fit in 83, and leave its unit alone below
-    assert lines == ["  sf.iolens: wall 0.074 s = compute 0.022 s + storage I/O 0.034 s + profiler",
-                     "    0.018 s"]
+    # "... profiler 0.018" would fit in 83 and leave its unit alone below; "... profiler" would fit in 80
+    for width in (83, 80):
+        assert fold(text, width, "  ") == ["  sf.iolens: wall 0.074 s = compute 0.022 s + storage I/O 0.034 s +",
+                                           "    profiler 0.018 s"]
+    assert fold("took (compute -1.5 s) now", 20, "") == ["took", "  (compute -1.5 s)", "  now"]
     assert fold("", 80) == [""]

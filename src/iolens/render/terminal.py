@@ -57,12 +57,14 @@ class Col:
 
 _UNIT = re.compile(r"\d (?:s|ms|us|µs|ns|B|KB|MB|GB|KiB|MiB|GiB)\b")
 _GLUE = "\x00"  # holds a figure and its unit together while folding (shown() spells out a NUL, so no text holds it)
+_LABEL = re.compile(r"(?<![^ (])([A-Za-z_/]+) (?=[+-]?[\d.,]+\x00)")  # a one-word label before a glued figure
 
 
 def fold(text: str, width: int, indent: str = "  ") -> list[str]:
     """A line of prose folded at `width`, each continuation under `indent` and two more spaces (the text's own
-    leading spaces stay on its first line); a figure is never parted from its unit, a word never at a hyphen."""
-    kept = _UNIT.sub(lambda m: m[0].replace(" ", _GLUE), text)
+    leading spaces stay on its first line); a figure is never parted from its unit nor from a one-word label
+    before it ("profiler 0.018 s"), a word never at a hyphen."""
+    kept = _LABEL.sub(lambda m: m[1] + _GLUE, _UNIT.sub(lambda m: m[0].replace(" ", _GLUE), text))
     lines = textwrap.wrap(kept, width, subsequent_indent=indent + "  ", break_on_hyphens=False) or [""]
     return [line.replace(_GLUE, " ") for line in lines]
 
