@@ -4,6 +4,9 @@ its own, consecutive calls a stream's buffer served in one event of all their by
 
 from __future__ import annotations
 
+import os
+import sys
+
 import numpy as np
 import pytest
 
@@ -106,6 +109,30 @@ def test_a_copy_says_which_file_it_read(profiled, tmp_path, counters_only):
     moved = [(files[int(ev["file"][i])]["path"], int(ev["offset"][i]), int(ev["size"][i])) for i in src_i
              if ev["size"][i]]
     assert moved == [(str(s), 0, len(s.read_text())) for s in srcs]
+
+
+def test_own_time_stays_inside_its_gap_when_the_clock_is_rescaled(profiled, tmp_path):
+    """A 2.5 s reader of 32 KiB blocks, computing between them: the timeline is coarsened and the call clock
+    rescaled from the TSC anchor during the run (clock.c), and a rescale can set the clock a few microseconds back.
+    The recorder's own time measured across one must not wrap to a saturated 4.3 s: every event's own_ns (and
+    duration) stays inside the wall time, and each but a thread's first inside the gap before it."""
+    data = tmp_path / "in.bin"
+    data.write_bytes(os.urandom(32768) * 200)
+    code = ("import sys, time\nf = open(sys.argv[1], 'rb', buffering=0)\nend = time.monotonic() + 2.5\n"
+            "while time.monotonic() < end:\n    if not f.read(32768): f.seek(0)\n"
+            "    t = time.process_time()\n    while time.process_time() - t < 0.001: pass\n")
+    res, cap = profiled([sys.executable, "-c", code, str(data)], "--trace")
+    assert res.returncode == 0, res.stderr
+    ev = np.concatenate([p.events for p in cap.processes if p.events is not None])
+    ev = ev[np.lexsort((ev["start_mono"], ev["tid"]))]
+    assert (ev["op"] == OPS.index("READ")).sum() > 1000
+    wall_ns = float(cap.meta["wall_s"]) * 1e9
+    assert int(ev["own_ns"].max()) < wall_ns and int(ev["dur_ns"].max()) < wall_ns, (ev["own_ns"].max(),
+                                                                                        ev["dur_ns"].max())
+    same = ev["tid"][1:] == ev["tid"][:-1]
+    gaps = ev["start_mono"][1:].astype(np.int64) - (ev["start_mono"][:-1] + ev["dur_ns"][:-1]).astype(np.int64)
+    over = ev["own_ns"][1:].astype(np.int64)[same] - gaps[same]
+    assert (over <= 1_000).all(), np.sort(over)[-5:]  # a clock step back of up to a microsecond aside
 
 
 def test_each_event_carries_the_recorders_own_time_before_it(profiled, tmp_path):

@@ -1781,6 +1781,6 @@ void iolens_materialize(void)
     }
     if (old_base) sys_munmap(old_base, g->reserve);
     g->active = 1;
-    if (g->trace) iolens_tls.own += iolens_now() - m0;
+    if (g->trace) iolens_tls.own += iolens_since(m0);
     iolens_guard = guard;
 }

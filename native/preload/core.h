@@ -151,6 +151,15 @@ static inline uint64_t iolens_now(void)
     return iolens_now_calibrating();
 }
 
+/* The time since t, never below 0: a rescale of the call clock (clock.c) or two CPUs' TSCs may put a later reading a
+ * few nanoseconds before an earlier one, and an unsigned difference would then be 584 years (a saturated 4.3 s in an
+ * EVENT's u32 fields). */
+static inline uint64_t iolens_since(uint64_t t)
+{
+    uint64_t n = iolens_now();
+    return n > t ? n - t : 0;
+}
+
 void iolens_materialize(void);
 
 /* True when this call should be recorded; false when off or nested.  In a
@@ -219,7 +228,7 @@ static inline void iolens_begin(struct iolens_call *c, int op) { iolens_begin_ca
 /* The end of the real call, errno untouched (the clock never changes it). */
 static inline void iolens_end_keep(struct iolens_call *c)
 {
-    c->t1 = iolens_now();
+    c->t1 = c->t0 + iolens_since(c->t0);
     if (UNLIKELY(c->mt)) iolens_wall_leave(c->cat, c->t1);
 }
 
@@ -231,7 +240,7 @@ static inline void iolens_end(struct iolens_call *c)
 
 static inline void iolens_ret(struct iolens_call *c)
 {
-    if (UNLIKELY(iolens_g.trace)) iolens_tls.own += iolens_now() - c->t1; /* after the real call: the recorder's */
+    if (UNLIKELY(iolens_g.trace)) iolens_tls.own += iolens_since(c->t1); /* after the real call: the recorder's */
     iolens_guard = 0;
     errno = c->err;
 }
@@ -377,7 +386,7 @@ static inline __attribute__((always_inline)) void iolens_stdio_quick(struct iole
 static inline void iolens_data_slow(struct iolens_call c, struct iolens_fdstate *f, uint64_t off, int64_t n)
 {
     iolens_data_keep(&c, f, off, n);
-    if (UNLIKELY(iolens_g.trace)) iolens_tls.own += iolens_now() - c.t1; /* as iolens_ret does */
+    if (UNLIKELY(iolens_g.trace)) iolens_tls.own += iolens_since(c.t1); /* as iolens_ret does */
 }
 
 /* A timed data call (dir READ or WRITE) in its common case, inline: one
@@ -447,7 +456,7 @@ static inline __attribute__((always_inline)) void iolens_data_quick(struct iolen
     if (UNLIKELY(iolens_g.trace)) { /* keeps errno */
         struct iolens_call e = c;
         iolens_trace_event(&e, r, at, b);
-        iolens_tls.own += iolens_now() - c.t1; /* as iolens_ret does */
+        iolens_tls.own += iolens_since(c.t1); /* as iolens_ret does */
     }
 }
 

@@ -523,7 +523,7 @@ IOLENS_API pid_t wait4(pid_t pid, int *st, int opt, struct rusage *ru)
     struct rusage mine;
     uint64_t t0 = iolens_on() ? iolens_now() : 0; /* makes a fork child's part */
     pid_t r = REAL(wait4)(pid, st ? st : &s, opt, ru ? ru : &mine);
-    if (t0) iolens_add(&iolens_g.proc->wait_ns, iolens_now() - t0);
+    if (t0) iolens_add(&iolens_g.proc->wait_ns, iolens_since(t0));
     if (r > 0) {
         int e = errno;
         reaped(r, st ? st : &s, ru ? ru : &mine);
@@ -540,7 +540,7 @@ IOLENS_API int sigsuspend(const sigset_t *mask)
     uint64_t t0 = iolens_on() ? iolens_now() : 0; /* makes a fork child's part */
     int r = REAL(sigsuspend)(mask);
     int e = errno;
-    if (t0) iolens_add(&iolens_g.proc->wait_ns, iolens_now() - t0);
+    if (t0) iolens_add(&iolens_g.proc->wait_ns, iolens_since(t0));
     errno = e;
     return r;
 }
@@ -550,7 +550,7 @@ IOLENS_API int waitid(idtype_t type, id_t id, siginfo_t *info, int opt)
     uint64_t t0 = iolens_on() ? iolens_now() : 0; /* makes a fork child's part */
     int r = REAL(waitid)(type, id, info, opt);
     int e = errno;
-    if (t0) iolens_add(&iolens_g.proc->wait_ns, iolens_now() - t0);
+    if (t0) iolens_add(&iolens_g.proc->wait_ns, iolens_since(t0));
     if (r == 0 && info && info->si_pid > 0 && !(opt & WNOWAIT) &&
         (info->si_code == CLD_EXITED || info->si_code == CLD_KILLED || info->si_code == CLD_DUMPED)) {
         int status = info->si_code == CLD_EXITED ? (info->si_status & 0xff) << 8 : info->si_status & 0x7f;

@@ -75,17 +75,28 @@ def event_costs(per_event_ns: int, path_ns: int | None = None) -> np.ndarray:
     return cost
 
 
+OWN_LOST = 0xFFFFFFFF  # an own_ns saturated: a recorder before the clamp measured a clock step back as 4.3 s
+
+
+def _own(ev: np.ndarray) -> np.ndarray:
+    """The events' own_ns, 0 where saturated (OWN_LOST: no figure survived)."""
+    own = ev["own_ns"].astype(np.int64)
+    return np.where(own >= OWN_LOST, 0, own)
+
+
 def own_after(ev: np.ndarray) -> np.ndarray:
     """Per event: the recorder's own time measured after it, up to its thread's next event (that event's
     `own_ns`, EVENT version 3: the recorder's bookkeeping after the call, its event, a flush of the event
-    buffer); 0 for a thread's last event and in older captures."""
+    buffer), never more than the gap between the two; 0 for a thread's last event and in older captures."""
     out = np.zeros(len(ev), dtype=np.int64)
     if "own_ns" not in (ev.dtype.names or ()) or not ev["own_ns"].any():
         return out
     order = np.lexsort((ev["start_mono"], ev["tid"]))
     cur, nxt = order[:-1], order[1:]
     same = ev["tid"][cur] == ev["tid"][nxt]
-    out[cur[same]] = ev["own_ns"][nxt[same]]
+    cur, nxt = cur[same], nxt[same]
+    gap = ev["start_mono"][nxt].astype(np.int64) - (ev["start_mono"][cur] + ev["dur_ns"][cur]).astype(np.int64)
+    out[cur] = np.minimum(_own(ev)[nxt], np.maximum(gap, 0))
     return out
 
 
@@ -100,7 +111,7 @@ def before_first(ev: np.ndarray) -> np.ndarray:
     order = np.lexsort((ev["start_mono"], ev["tid"]))
     first = order[np.r_[True, ev["tid"][order][1:] != ev["tid"][order][:-1]]]
     if "own_ns" in (ev.dtype.names or ()):
-        out[first] = ev["own_ns"][first]
+        out[first] = _own(ev)[first]
     out[int(np.argmin(ev["start_mono"]))] += PROCESS_OVERHEAD_NS
     return out
 
