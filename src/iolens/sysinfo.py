@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 import socket
@@ -128,16 +129,35 @@ STEAL_NOTE = 0.02  # a steal share from this on is said in notes and warnings
 STEAL_MAX = 0.9  # a steal share above this is taken as this (cpu * f / (1 - f) has no bound as f nears 1)
 
 
+def cpu_record_ok(m: Any) -> bool:
+    """Whether `m` has the shape of a cpu_delta() record (META machine_cpu_s): exactly busy, steal and tick, the
+    first two finite and not negative, the tick a finite fraction of a second."""
+    if not isinstance(m, dict) or set(m) != {"busy", "steal", "tick"}:
+        return False
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in m.values()):
+        return False
+    return m["busy"] >= 0 and m["steal"] >= 0 and 0 < m["tick"] <= 1
+
+
 def steal_share(meta: dict[str, Any]) -> float:
     """The share of the CPU time the machine asked for that its hypervisor took (steal) while a capture ran: 0
-    where the capture does not say (older captures, no /proc/stat).  /proc/stat counts in ticks, so one tick is
-    taken off the stolen time: a short step shows steal only when it surely had some."""
+    where the capture does not say (older captures, no /proc/stat, a record out of shape).  /proc/stat counts in
+    ticks per CPU, so a tick per CPU is taken off the stolen time and added to the whole: the share is a lower
+    bound, and a short step shows steal only when it surely had some."""
     m = meta.get("machine_cpu_s")
-    if not isinstance(m, dict):
+    if not isinstance(m, dict) or not cpu_record_ok(m):
         return 0.0
-    steal = max(0.0, float(m.get("steal", 0.0)) - float(m.get("tick", 0.0)))
-    busy = max(0.0, float(m.get("busy", 0.0)))
-    return min(STEAL_MAX, steal / (busy + steal)) if busy + steal > 0 else 0.0
+    cpus = meta.get("cpus")
+    slack = m["tick"] * (cpus if isinstance(cpus, int) and not isinstance(cpus, bool) and cpus > 0 else 1)
+    whole = m["busy"] + m["steal"] + slack
+    return min(STEAL_MAX, max(0.0, m["steal"] - slack) / whole)
+
+
+def stolen_wait(cpu_s: float, f: float) -> float:
+    """The wall time a process that got `cpu_s` of CPU waited for steal, a share `f` of the CPU time asked for
+    being stolen: cpu * f / (1 - f), f taken within [0, STEAL_MAX]."""
+    f = min(STEAL_MAX, max(0.0, f))
+    return cpu_s * f / (1.0 - f)
 
 
 def steal_notes(meta: dict[str, Any], what: str) -> list[str]:

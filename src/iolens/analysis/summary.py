@@ -62,7 +62,8 @@ def summarize(cap: Capture, top: int = 10, *, files: bool = True) -> RunSummary:
         tree=tree,
         mounts=_mount_sums(real_files),
         problems=list(cap.problems) + ([] if procs else [NO_PROCESS]) + _detached(cap.meta)
-        + steal_notes(cap.meta, "the compute time here includes it"),
+        + steal_notes(cap.meta, "the compute time here includes it; profile again when the machine is quieter, or "
+                                "use replay or predict, which take it out"),
     )
 
 

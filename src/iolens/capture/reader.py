@@ -23,6 +23,7 @@ import numpy as np
 from iolens import _format as F
 from iolens.capture.container import FILE_HDR
 from iolens.errors import CaptureError, CaptureTruncated
+from iolens.sysinfo import cpu_record_ok
 
 from iolens.capture.layout import KNOWN_VERSION, Layout, MAX_VALUE, _CURRENT, parse_schema
 from iolens.capture.walk import Damage, RawRecord, _Walk
@@ -242,7 +243,7 @@ _META_TYPES: dict[str, tuple[type, ...]] = {
     "start_mono": (int,), "end_mono": (int,), "children_rusage": (dict,), "parts": (int,),
     "running_at_save": (list,), "machine_cpu_s": (dict,),
 }
-_NUMBER_DICTS = ("children_rusage", "machine_cpu_s")  # META keys whose values are all finite numbers
+_NUMBER_DICTS = ("children_rusage",)  # META keys whose values are all finite numbers
 
 
 def _meta_ok(key: str, value: Any) -> bool:
@@ -262,6 +263,8 @@ def _meta_ok(key: str, value: Any) -> bool:
                    m.values()) for m in value)
     if key == "running_at_save" and isinstance(value, list):
         return all(isinstance(p, int) and not isinstance(p, bool) and 0 < p < 1 << 31 for p in value)
+    if key == "machine_cpu_s":
+        return cpu_record_ok(value)
     if key in _NUMBER_DICTS and isinstance(value, dict):
         return all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
                    and abs(v) < 1 << 63 for v in value.values())

@@ -38,7 +38,7 @@ from iolens import __version__
 from iolens import _format as F
 from iolens.bench.targets import Target
 from iolens.capture.reader import Capture, Process
-from iolens.sysinfo import steal_notes, steal_share
+from iolens.sysinfo import steal_notes, steal_share, stolen_wait
 from iolens.whatif.engine import log_dtype, op_codes, op_dtype
 from iolens.whatif.plan import (STDIO_OPS, TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS, Plan, ReplayFile,
                                 _is_data, has_trace)
@@ -244,7 +244,7 @@ def _stolen(cap: Capture, compute: float, costs: np.ndarray | int) -> float:
     if not f:
         return 0.0
     cpu = sum(on_cpu_gap_s(p, costs) for p in cap.processes)
-    return min(f * compute, cpu * f / (1.0 - f))
+    return min(f * compute, stolen_wait(cpu, f))
 
 
 # ---- calibration -------------------------------------------------------------------------------------------

@@ -43,6 +43,7 @@ import numpy as np
 
 from iolens import _format as F
 from iolens.capture.reader import Process
+from iolens.sysinfo import stolen_wait
 
 
 # the profiler's own cost per process image (loading the larger library, its constructor and the part written at
@@ -153,7 +154,7 @@ def cpu_shares(procs: list[Process], thread_proc: list[int], op_thread: np.ndarr
         extra.append(max(0.0, cpu - gap_s[pi]))
         shares.append(share)
         off = max(0.0, gap_s[pi] - cpu)
-        stolen = cpu * steal / (1.0 - steal)
+        stolen = stolen_wait(cpu, steal)
         preempted = min(off, int(p.nivcsw) * preempt_s + stolen) if share > 0 else 0.0
         waits.append(1.0 - preempted / off if off > 0 else 1.0)
     return CpuShare(shares, waits, float(sum(extra)), extra)
