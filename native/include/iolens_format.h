@@ -25,7 +25,9 @@
  * CHILD and TRACE records after it belong to that image.
  *
  * Rules for changing this file:
- *   - add fields only at the end of a kind and bump that kind's version;
+ *   - add fields only at the end of a kind and bump that kind's version (or
+ *     give a padding field, always written 0, a meaning whose 0 is what an
+ *     older capture means, and bump the version);
  *   - add ops, flags and string kinds only at the end of their lists;
  *   - anything else is a new container major version, which older readers
  *     refuse with a clear message.
@@ -66,7 +68,7 @@
     X(6, TIMELINE, 1, "time-binned op counts and bytes of the current PROC") \
     X(7, CHILD, 1, "a child process reaped by the current PROC") \
     X(8, TRACE, 1, "zstd-compressed EVENT array of the current PROC") \
-    X(9, EVENT, 3, "one traced operation (inside TRACE payloads)") \
+    X(9, EVENT, 4, "one traced operation (inside TRACE payloads)") \
     X(10, CHECK, 1, "CRC-32C and running counts of the block before it; the last is the trailer")
 
 enum iolens_kind {
@@ -236,10 +238,15 @@ enum iolens_string_kind {
  * the event buffer), the part of the gap before this event that is the
  * profiler's; a thread's first event also carries the making of its image's
  * part, when that call made it.  What a hook spends before the real call
- * starts is not in it otherwise.  Earlier versions read as 0. */
+ * starts is not in it otherwise.  Earlier versions read as 0.
+ * EVENT version 4: dur_ms, the call's duration in whole milliseconds when it
+ * does not fit dur_ns (4.29 s and longer: a read of a pipe whose writer is
+ * still loading, an fsync on a slow disk), dur_ns then holding its top value;
+ * 0 otherwise.  It was the layout's padding, always 0, so earlier captures
+ * read as "fits" and earlier readers still see the saturated dur_ns. */
 #define IOLENS_LAYOUT_EVENT(S, A) \
     S(u64, start_mono) S(u32, dur_ns) S(u32, op) S(u32, tid) S(u32, file) \
-    S(u64, offset) S(u64, size) S(u64, repeats) S(u32, own_ns) S(u32, pad)
+    S(u64, offset) S(u64, size) S(u64, repeats) S(u32, own_ns) S(u32, dur_ms)
 
 /* Fixed parts of the SCHEMA record itself (bootstrap; never changes within a
  * container major version). */

@@ -728,7 +728,9 @@ static void trace_event(struct iolens_call *c, struct iolens_file *rec, uint64_t
     }
     struct iolens_event *e = &b->ev[b->n++];
     e->start_mono = c->t0;
-    e->dur_ns = (uint32_t)(c->t1 - c->t0 > 0xffffffffu ? 0xffffffffu : c->t1 - c->t0);
+    uint64_t dur = c->t1 - c->t0; /* never below 0: iolens_end_keep */
+    e->dur_ns = (uint32_t)(dur > 0xffffffffu ? 0xffffffffu : dur);
+    e->dur_ms = dur > 0xffffffffu ? (uint32_t)(dur / 1000000u > 0xffffffffu ? 0xffffffffu : dur / 1000000u) : 0;
     e->op = (uint32_t)c->op;
     e->tid = b->tid;
     e->file = rec ? (uint32_t)rec->index : 0xffffffffu;
@@ -736,7 +738,6 @@ static void trace_event(struct iolens_call *c, struct iolens_file *rec, uint64_t
     e->size = size;
     e->repeats = 0;
     e->own_ns = (uint32_t)(iolens_tls.own > 0xffffffffu ? 0xffffffffu : iolens_tls.own);
-    e->pad = 0;
     iolens_tls.own = 0;
     b->run = 0;
     iolens_add(&iolens_g.proc->trace_events, 1);

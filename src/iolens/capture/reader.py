@@ -92,17 +92,21 @@ def _event_dtype(layout: Layout) -> np.dtype:
     return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": layout.size})
 
 
-_EVENT_DTYPE = _event_dtype(_CURRENT["EVENT"])
+DUR_TOP = 0xFFFFFFFF  # an EVENT dur_ns that did not fit (EVENT version 4: dur_ms holds it)
+# Events as read: the current EVENT layout's fields, packed, with dur_ns widened to hold every call's duration
+_EVENT_DTYPE = np.dtype([(name, "<u8" if name == "dur_ns" else {"u8": "u1", "u32": "<u4", "u64": "<u8"}[typ])
+                         for name, typ, _count, _off in _CURRENT["EVENT"].fields])
 
 
 def _upgrade_events(ev: np.ndarray) -> np.ndarray:
-    """Events in the current EVENT layout: fields an older (or damaged) layout lacks are zero."""
-    if ev.dtype == _EVENT_DTYPE:
-        return ev
+    """Events as read (_EVENT_DTYPE): fields an older (or damaged) layout lacks are zero, and a duration that did
+    not fit dur_ns is taken from dur_ms (EVENT version 4)."""
     out = np.zeros(len(ev), dtype=_EVENT_DTYPE)
     for name in _EVENT_DTYPE.names or ():
         if name in (ev.dtype.names or ()):
             out[name] = ev[name]
+    long = (out["dur_ns"] == DUR_TOP) & (out["dur_ms"] > 0)
+    out["dur_ns"][long] = out["dur_ms"][long].astype(np.uint64) * 1_000_000
     return out
 
 
