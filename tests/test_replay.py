@@ -96,6 +96,27 @@ def test_pipe_reader_cannot_run_ahead(tmp_path):
     assert res.wall_s > 0.45
 
 
+def test_a_pipe_readers_end_of_file_waits_for_its_last_writer(tmp_path):
+    """`(sleep 0.6; echo hi; sleep 0.8) | cat`: cat's last read met the end of the pipe only when the subshell's
+    final `sleep` exited, 0.8 s after the only write.  The replay moves no data, so it waits for that image's end
+    after the read: cat's replayed thread ends with the writer's, not 0.8 s early.  `sleep 4.5 | cat`: a read
+    blocked longer than an EVENT's dur_ns holds (4.29 s) is recorded whole (dur_ms) and replayed the same way."""
+    from iolens.capture.reader import read_capture
+
+    for name, argv, at in (("eof", "(sleep 0.6; echo hi; sleep 0.8) | cat", 1.4), ("long", "sleep 4.5 | cat", 4.5)):
+        cap = profile(tmp_path, name, ["sh", "-c", argv])
+        if name == "long":
+            cat = next(p for p in read_capture(cap).processes if p.argv[:1] == ["cat"])
+            assert int(cat.events["dur_ns"].max()) >= 4.4e9, cat.events["dur_ns"]
+        target = tmp_path / f"t-{name}"
+        target.mkdir()
+        plan, res, _log = replay_log(cap, target)
+        assert res.dependency_timeouts == 0 and res.errors == 0
+        reader = [i for i, p in enumerate(plan.threads) if read_capture(cap).processes[p].argv[:1] == ["cat"]]
+        assert len(reader) == 1
+        assert res.threads[reader[0]]["end"] > at - 0.1, (name, res.threads[reader[0]])
+
+
 def test_no_trace_gives_one_line_and_predict_still_works(tmp_path):
     (tmp_path / "in.dat").write_bytes(os.urandom(100_000))
     cap = profile(tmp_path, "plain", ["sh", "-c", "cat in.dat > copy"], trace=False)

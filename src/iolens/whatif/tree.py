@@ -8,7 +8,7 @@ import numpy as np
 
 from iolens import _format as F
 from iolens.capture.reader import Process
-from iolens.whatif.rows import OBJ, OP, SEQ, THREAD, T
+from iolens.whatif.rows import DUR, OBJ, OP, SEQ, SIZE, THREAD, T
 from iolens.whatif.timeline import startup_cpu_ns
 
 if TYPE_CHECKING:
@@ -73,7 +73,44 @@ class Tree:
                 pseudo.append((starts[i], code["START"], th, i, -1))
             if self.ends[i]:  # a process with no events too: its life (a `sleep`) is a gap its parent waits for
                 pseudo.append((self.ends[i], code["EXIT"], self._last_thread(i), 0, 2))
-        return pseudo
+        return pseudo + self._eof_waits(code)
+
+    def _eof_waits(self, code: dict[str, int]) -> list[_Pseudo]:
+        """A read that met a pipe's end of file waited for its last writer to let go of the pipe, at its end (a
+        `sleep 5 | cat`, or a sort reading its aligner's output before merging); the replay, which moves no data,
+        would return it at once.  After each such read, its thread waits for the image whose end came last while
+        the read was blocked, not one of the reader's ancestors: one that used the pipe where any did.  That image
+        ended before the read did in the recording (within the clocks' error), so the wait can close
+        no cycle."""
+        if not self.ops.pipe_rows:
+            return []
+        pr = np.concatenate(self.ops.pipe_rows)
+        owner = np.asarray(self.ops.threads, dtype=np.int64)
+        users: dict[int, set[int]] = {}
+        for pipe, th in zip(pr[:, OBJ].tolist(), pr[:, THREAD].tolist()):
+            users.setdefault(pipe, set()).add(int(owner[th]))
+        ends = np.asarray(self.ends, dtype=np.int64)
+        out: list[_Pseudo] = []
+        for row in pr[(pr[:, OP] == code["PIPE_READ"]) & (pr[:, SIZE] == 0)]:
+            start, end, th = int(row[T]), int(row[T] + row[DUR]), int(row[THREAD])
+            # a duration that did not fit is in whole ms (dur_ms), and each image scales its own clock (its error
+            # grows over a long blocked call: cat's 3 s read ended 0.4 ms before the exit that ended it)
+            slack = 1_000_000 + int(row[DUR]) // 1000
+            mine = self._ancestry(int(owner[th]))  # the reader's own image and those that wait for it
+            during = [j for j in np.nonzero((ends > start) & (ends <= end + slack))[0].tolist() if j not in mine]
+            near = [j for j in during if j in users[int(row[OBJ])]] or during
+            if near:
+                out.append((end, code["WAIT"], th, max(near, key=lambda j: ends[j]), 1))
+        return out
+
+    def _ancestry(self, i: int) -> set[int]:
+        """Image i and the images that started it, up to its root."""
+        out: set[int] = set()
+        j: int | None = i
+        while j is not None and j not in out:
+            out.add(j)
+            j = self.parent(j)
+        return out
 
     def _spawned_at(self, parent: int, th: int, t: int) -> int:
         """When a child whose record starts at t was spawned by thread th of its parent: at t, or before the op
