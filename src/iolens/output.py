@@ -1,7 +1,7 @@
 """The one policy for every file a command writes.
 
 - `-` means standard output;
-- an existing file is never overwritten unless the user passed `--force`;
+- an existing file is never overwritten unless the user passed `--force`, and a device or a pipe never is;
 - outputs are checked before any work starts (exists, directory writable, two outputs on one path), so a long
   run never ends in "cannot write";
 - a file is written under a temporary name in its directory and moved into place only when complete, so an error
@@ -29,6 +29,11 @@ def _exists_message(opt: str, path: str | os.PathLike[str]) -> str:
     return f"{opt} {path} already exists; choose another name or remove it, or pass --force to overwrite"
 
 
+def _special_message(opt: str, path: str | os.PathLike[str]) -> str:
+    return (f"{opt} {path} is not a regular file (a device or a pipe), which an output would replace; give a file "
+            "name, or '-' for standard output")
+
+
 def check_outputs(outputs: Mapping[str, str | os.PathLike[str] | None], *, force: bool = False) -> None:
     """Refuse, before any work, outputs that cannot be written: `outputs` maps an option name to its path."""
     given = {opt: str(p) for opt, p in outputs.items() if p is not None and str(p) != ""}
@@ -45,6 +50,8 @@ def check_outputs(outputs: Mapping[str, str | os.PathLike[str] | None], *, force
         path = Path(p)
         if path.is_dir():
             raise UsageError(f"{opt} {p} is a directory; give a file name")
+        if path.exists() and not path.is_file():
+            raise UsageError(_special_message(opt, p))
         if path.exists() and not force:
             raise UsageError(_exists_message(opt, p))
         parent = path.parent if str(path.parent) else Path(".")
@@ -59,6 +66,8 @@ def write_output(path: str | os.PathLike[str], data: bytes, *, force: bool = Fal
         sys.stdout.flush()
         return
     target = Path(path)
+    if target.exists() and not target.is_file() and not target.is_dir():
+        raise UsageError(_special_message(opt, path))
     parent = target.parent if str(target.parent) else Path(".")
     tmp = None
     try:

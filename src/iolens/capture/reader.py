@@ -298,13 +298,20 @@ def decode(data: bytes, path: str = "<capture>") -> Capture:
 def read_capture(path: str | Path, *, strict: bool = False) -> Capture:
     p = Path(path)
     try:
+        if p.is_dir():
+            raise IsADirectoryError
+        if not p.is_file() and p.exists():  # a device or a pipe: /dev/zero never ends, a FIFO may never start
+            raise CaptureError(f"{p}: is not a regular file (a device or a pipe); give the capture file "
+                               "`iolens profile -o` wrote")
         data = p.read_bytes()
     except FileNotFoundError:
-        raise CaptureError(f"{p}: no such capture file") from None
+        raise CaptureError(f"{p}: no such capture file; check the path (`iolens profile -o FILE` writes one)") from None
     except IsADirectoryError:
         raise CaptureError(f"{p}: is a directory, not a capture file") from None
     except PermissionError:
-        raise CaptureError(f"{p}: permission denied") from None
+        raise CaptureError(f"{p}: permission denied; make it readable or run as its owner") from None
+    except OSError as err:  # a symbolic link loop, a name too long, an I/O error
+        raise CaptureError(f"{p}: cannot read the capture file: {err.strerror or err}") from None
     cap = decode(data, str(p))
     if strict and cap.problems:
         first = cap.damage[0] if cap.damage else Damage(len(data), cap.problems[0].split(": ", 1)[-1])

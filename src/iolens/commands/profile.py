@@ -36,8 +36,10 @@ def check_output(out: Path, *, force: bool = False) -> str | None:
 
     An existing file is refused before the run unless `force` (the output policy); a directory that is missing or
     not writable only costs the saved capture: the program still runs and the summary is still printed."""
-    if (out.exists() or out.is_symlink()) and not force:
-        check_outputs({"-o": out})  # refuses, with the policy's message
+    if str(out) == "-":
+        raise UsageError("-o - : a capture is binary and cannot go to standard output; give a file name")
+    if ((out.exists() or out.is_symlink()) and not force) or (out.exists() and not out.is_file()):
+        check_outputs({"-o": out})  # refuses, with the policy's message (a device or a pipe also with --force)
     parent = out.parent if str(out.parent) else Path(".")
     if not parent.is_dir():
         return f"directory {parent} does not exist"
