@@ -14,7 +14,7 @@ import click
 
 from iolens import __version__
 from iolens.commands import COMMANDS, load
-from iolens.errors import IolensError
+from iolens.errors import IolensError, Terminated
 
 
 class IolensGroup(click.Group):
@@ -57,6 +57,9 @@ class IolensGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("iolens: interrupted", err=True)
             sys.exit(130)
+        except Terminated as err:
+            click.echo(f"iolens: stopped by {err}", err=True)
+            sys.exit(128 + err.signum)
         except BrokenPipeError:
             sys.exit(141)
 

@@ -49,3 +49,13 @@ class TargetError(IolensError):
     """A storage target is missing, read-only, full or unsafe to write to."""
 
     exit_code = 5
+
+
+class Terminated(Exception):
+    """The process got SIGTERM or SIGHUP (bench.safety.signals_as_exceptions): unwind, clean up, exit 128 + signal."""
+
+    def __init__(self, signum: int):
+        import signal
+
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum

@@ -76,6 +76,7 @@ SCHEMA_VERSION = MIGRATIONS[-1][0]
 # `iolens results import` reads it back (parse_export).
 RESULTS_TAG = "iolens-results"
 RESULTS_SCHEMA = (1, 0)
+ANOTHER_DB = "set IOLENS_DB (or --db, where a command has it) to another file"
 
 
 class StoreError(IolensError):
@@ -212,7 +213,7 @@ class ResultsStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
         except (OSError, sqlite3.Error) as err:
-            raise StoreError(f"cannot open the results store {self.path}: {err}; set --db or IOLENS_DB") from None
+            raise StoreError(f"cannot open the results store {self.path}: {err}; {ANOTHER_DB}") from None
         self.db.row_factory = sqlite3.Row
         try:
             self.db.execute("PRAGMA busy_timeout = 30000")
@@ -233,10 +234,9 @@ class ResultsStore:
         text = " ".join(str(err).split())[:300] or type(err).__name__  # SQLite's check reports span lines
         if isinstance(err, sqlite3.OperationalError) and not any(
                 w in text for w in ("malformed", "not a database", "decode", "no such", "corrupt")):
-            return f"cannot use the results store {self.path}: {text}; set --db or IOLENS_DB"
+            return f"cannot use the results store {self.path}: {text}; {ANOTHER_DB}"
         return (f"{self.path} is not a usable iolens results store: it is damaged ({text}); move it aside and "
-                f"iolens starts a new one (`sqlite3 {self.path.name} .recover` may save its runs), or give another "
-                "--db")
+                f"iolens starts a new one (`sqlite3 {self.path.name} .recover` may save its runs), or {ANOTHER_DB}")
 
     def _check(self) -> None:
         """SQLite's own structure check: damage is found here, not halfway through a command."""

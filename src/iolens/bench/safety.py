@@ -19,6 +19,7 @@ import shutil
 import signal
 import socket
 import tempfile
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,20 +27,12 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from iolens.bench.targets import Target
-from iolens.errors import TargetError
+from iolens.errors import TargetError, Terminated
 from iolens.units import human_bytes
 
 WORKDIR_PREFIX = "iolens-bench-"
 MARKER = ".iolens-bench-owner"
 MARKER_TAG = "iolens-bench-workdir"
-
-
-class Terminated(Exception):
-    """The process got SIGTERM or SIGHUP: unwind, clean up, exit 128 + signal."""
-
-    def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
 
 
 @contextmanager
@@ -96,8 +89,16 @@ class WorkDirs:
         return d
 
     def remove_all(self) -> list[str]:
-        # removal must finish even if another signal arrives meanwhile
+        # Removal must finish even if another signal arrives meanwhile.  Blocking the signals holds them off this
+        # thread only: another thread of the process (a library's) takes them, and Python runs their handlers here
+        # all the same.  So, in the main thread, the handlers only note a signal until the removal is done, and
+        # it is raised again afterwards.
         masked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+        pending: list[int] = []
+        held = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                held[sig] = signal.signal(sig, lambda signum, _frame: pending.append(signum))
         try:
             for spec, d in list(self.dirs.items()):
                 try:
@@ -112,7 +113,11 @@ class WorkDirs:
                 else:
                     del self.dirs[spec]
         finally:
+            for sig, handler in held.items():
+                signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
             signal.pthread_sigmask(signal.SIG_SETMASK, masked)
+        if pending:
+            signal.raise_signal(pending[0])  # to the handler it would have met: KeyboardInterrupt, Terminated
         return self.problems
 
     def __enter__(self) -> "WorkDirs":
@@ -255,8 +260,10 @@ def reserve_bytes(t: Target) -> int:
     return int(max(4 << 20, min(1 << 30, 0.05 * total)))
 
 
-def check_space(t: Target, need_bytes: int, need_inodes: int, what: str) -> None:
-    """Refuses (TargetError) when the peak footprint would not fit on the target with the reserve to spare."""
+def check_space(t: Target, need_bytes: int, need_inodes: int, what: str,
+                fix: tuple[str, str] = ("use --size to make it smaller", "use --files to make it smaller")) -> None:
+    """Refuses (TargetError) when the peak footprint would not fit on the target with the reserve to spare; `fix`
+    says what to do about the bytes and about the inodes."""
     if t.path is None:
         return
     t.refresh_space()
@@ -266,8 +273,8 @@ def check_space(t: Target, need_bytes: int, need_inodes: int, what: str) -> None
     unsized = t.free_bytes is None and t.free_unknown  # an object store: no size to check against
     if not unsized and need > free - reserve:
         raise TargetError(
-            f"{t.spec}: {what} needs {human_bytes(need)} but only {human_bytes(free)} is free "
-            f"(keeping {human_bytes(reserve)} spare); use --size to make it smaller")
+            f"{t.spec}: {what} needs {human_bytes(need)} and {human_bytes(free)} is free, of which "
+            f"{human_bytes(reserve)} is kept spare; {fix[0]}")
     if t.free_inodes is not None and need_inodes + 64 > t.free_inodes:
         raise TargetError(f"{t.spec}: {what} needs {need_inodes:,} inodes but only {t.free_inodes:,} are free; "
-                          "use --files to make it smaller")
+                          f"{fix[1]}")

@@ -261,6 +261,8 @@ def resolve(spec: str) -> Target:
     if spec == "null":
         return Target(spec="null", kind="null", fstype="null", device_class="none",
                       notes=["no storage: measures the engine's own per-operation overhead"])
+    if not spec.strip():
+        raise TargetError("a target was given an empty name; give a directory or lab:NAME")
     t = Target(spec=spec, kind="dir")
     if lab.is_lab_spec(spec):
         _apply_lab(t)
@@ -270,7 +272,7 @@ def resolve(spec: str) -> Target:
     try:
         st = os.stat(t.path)
     except FileNotFoundError:
-        raise TargetError(f"{spec}: no such directory") from None
+        raise TargetError(f"{spec}: no such directory; create it, or give a directory on the storage to test") from None
     except PermissionError:
         raise TargetError(f"{spec}: permission denied") from None
     except OSError as err:
@@ -281,7 +283,8 @@ def resolve(spec: str) -> Target:
     if stat.S_ISCHR(st.st_mode):
         raise TargetError(f"{spec} is a character device; give a directory (or `null` for no storage)")
     if not stat.S_ISDIR(st.st_mode):
-        raise TargetError(f"{spec} is not a directory; iolens bench writes its files inside a directory")
+        raise TargetError(f"{spec} is not a directory; iolens writes its test files inside a directory on the "
+                          "storage: give one")
     t.path = t.path.resolve()
     describe_path(t)
     if (t.fstype or "") in PSEUDO_FS:

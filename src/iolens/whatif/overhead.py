@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -30,6 +31,7 @@ import numpy as np
 
 from iolens import __version__
 from iolens.capture.record import Recording
+from iolens.whatif.engine import ReplayError
 from iolens.whatif.plan import TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS
 
 # One program, two timed loops; it writes each loop's seconds to ./result.  Run from a fresh directory.
@@ -71,10 +73,17 @@ def _run(d: Path, n_ev: int, n_path: int, profiled: bool) -> tuple[float, float]
     try:
         argv = [sys.executable, "-c", _PROBE, str(n_ev), str(n_path)]
         if profiled:
-            Recording(argv, trace=True, cwd=str(w)).run()
+            status = Recording(argv, trace=True, cwd=str(w)).run().status
         else:
-            subprocess.run(argv, cwd=w, check=True, capture_output=True)
-        ev, path = (float(x) for x in (w / "result").read_text().split())
+            status = subprocess.run(argv, cwd=w, capture_output=True).returncode
+            status = 128 - status if status < 0 else status  # killed by signal N: -N
+        if status in (128 + signal.SIGINT, 128 + signal.SIGTERM, 128 + signal.SIGHUP):
+            raise KeyboardInterrupt  # the probe got the user's Ctrl-C (or was stopped) with this process
+        try:
+            ev, path = (float(x) for x in (w / "result").read_text().split())
+        except (OSError, ValueError):
+            raise ReplayError(f"the profiler-cost probe failed (exit status {status}); run the command again "
+                              "once the machine has room in /dev/shm and /tmp") from None
         return ev, path
     finally:
         shutil.rmtree(w, ignore_errors=True)
