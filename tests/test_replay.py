@@ -176,6 +176,19 @@ def test_fio_iolog_is_accepted_by_fio(known, tmp_path):
     assert job["write"]["io_bytes"] == 512 * 1024
 
 
+def test_fio_iolog_keeps_the_order_between_processes(tmp_path):
+    """The shell writes f, waits 0.3 s, then `cat` reads it: in the merged iolog the read comes after the write
+    (each thread's times counted from when it began, not from 0, which put cat's read before the shell's write)."""
+    cap = profile(tmp_path, "order", ["sh", "-c", "head -c 100000 /dev/zero > f; sleep 0.3; cat f > /dev/null"])
+    log = tmp_path / "o.iolog"
+    r = iolens("replay", cap, "--fio-iolog", log)
+    assert r.returncode == 0, r.stderr
+    acts = [ln.split() for ln in log.read_text().splitlines()[1:]]
+    writes = [int(a[0]) for a in acts if a[1].endswith("__f") and a[2] == "write"]
+    reads = [int(a[0]) for a in acts if a[1].endswith("__f") and a[2] == "read"]
+    assert writes and reads and max(writes) + 250 <= min(reads), (writes, reads)
+
+
 def test_layout_and_setup_are_not_timed(tmp_path):
     """The replayed wall time starts after the layout (and its writeback) and covers only the ops."""
     from iolens.bench.targets import resolve

@@ -88,6 +88,7 @@ struct rthread {
     uint32_t proc;
     size_t first, n; /* its ops */
     uint64_t cls_ns[RP_NCLASS], errors, dep_timeouts, ops;
+    int first_errno, first_op; /* the first failed op of this thread, and why */
     /* where its time went, for comparing with the trace's per-thread timeline (see the result's "threads") */
     uint64_t begin_ns, end_ns; /* first op start and last op end, since the replay started */
     uint64_t gap_ns;           /* waited for recorded compute gaps */
@@ -607,7 +608,12 @@ static void *thread_main(void *arg)
         }
         }
         uint64_t b = now_ns();
-        if (rc) t->errors++;
+        if (rc) {
+            if (!t->errors++) {
+                t->first_errno = errno;
+                t->first_op = (int)o->op;
+            }
+        }
         t->cls_ns[cls] += b - a;
         if (cls == RP_CLASS_STREAM || o->op == RP_OP_WAIT) t->dep_ns += b - a;
         else if (cls != RP_CLASS_NONE) t->busy_ns += b - a;
@@ -977,8 +983,12 @@ int main(int argc, char **argv)
         }
     }
     uint64_t cls[RP_NCLASS] = {0}, errors = 0, timeouts = 0, nops = 0;
+    char first_error[160] = "";
     for (size_t i = 0; i < R.nthreads; i++) {
         for (int c = 0; c < RP_NCLASS; c++) cls[c] += R.threads[i].cls_ns[c];
+        if (R.threads[i].errors && !errors)
+            snprintf(first_error, sizeof first_error, "%s: %s", OP_NAMES[R.threads[i].first_op],
+                     R.threads[i].first_errno ? strerror(R.threads[i].first_errno) : "failed");
         errors += R.threads[i].errors;
         timeouts += R.threads[i].dep_timeouts;
         nops += R.threads[i].ops;
@@ -1009,6 +1019,7 @@ int main(int argc, char **argv)
     jw_end_obj(&w);
     jw_uint(&w, "ops", nops);
     jw_uint(&w, "errors", errors);
+    jw_str(&w, "first_error", first_error); /* 1.8: the first failed op of the first thread with one, and why */
     jw_uint(&w, "dependency_timeouts", timeouts);
     jw_uint(&w, "threads", R.nthreads);
     jw_uint(&w, "processes", R.nprocs);

@@ -34,6 +34,7 @@ def predict(capture, targets, cache, home, recalibrate, json_out, force):
     """
     from iolens.bench.targets import resolve
     from iolens.commands.report import load_capture
+    from iolens.errors import TargetError, UsageError
     from iolens.output import check_outputs, write_output
     from iolens.render.terminal import console as terminal
     from iolens.render.whatif_text import render_predict
@@ -46,12 +47,18 @@ def predict(capture, targets, cache, home, recalibrate, json_out, force):
     check_outputs({"--json": json_out}, force=force)
     cap = load_capture(capture)
     resolved = [resolve(t) for t in targets]
+    if home is not None and not home.strip():
+        raise UsageError("--home was given an empty name; give a directory on the storage the capture was taken on")
     home_spec = home or home_dir(cap)
+    try:
+        home_target = resolve(home_spec) if home_spec else None
+    except TargetError as err:
+        raise TargetError(f"--home {err}" if home else f"the capture's home storage: {err}; give --home DIR") from None
     with ResultsStore() as store:
         ev_ns, path_ns, cost_note = (for_capture(cap.meta.get("host"), store, refresh=recalibrate)
                                       if has_trace(cap) else (0, 0, ""))
         model = step_model(cap, ev_ns, path_ns)
-        ref = calibrate(resolve(home_spec), cache=cache, store=store, refresh=recalibrate) if home_spec else None
+        ref = calibrate(home_target, cache=cache, store=store, refresh=recalibrate) if home_target else None
         preds = [run_predict(model, calibrate(t, cache=cache, store=store, refresh=recalibrate), ref, t.spec)
                  for t in resolved]
     if json_out:

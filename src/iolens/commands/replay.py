@@ -7,6 +7,9 @@ import json
 import click
 
 from iolens.output import FORCE_OPTION
+from iolens.units import human_bytes
+
+LOUD_LAYOUT = 1 << 30  # a layout this large is announced before it is written
 
 
 @click.command()
@@ -42,12 +45,19 @@ def replay(capture, targets, speed, cache, fio_out, json_out, force):
     from iolens.store import ResultsStore, StoreError
     from iolens.whatif.overhead import defaults, for_capture
     from iolens.whatif.plan import build_plan, has_trace
-    from iolens.whatif.replay import CLASSES, capture_devices, replay_on
+    from iolens.errors import TargetError
+    from iolens.whatif.replay import CLASSES, ReplayError, capture_devices, preflight, replay_on
 
-    check_outputs({"--json": json_out, "--fio-iolog": fio_out}, force=force)
+    if fio_out == "-":
+        raise UsageError("--fio-iolog needs a file name: it also writes FILE.layout, the files to lay out first")
+    check_outputs({"--json": json_out, "--fio-iolog": fio_out,
+                   "--fio-iolog (its layout list)": f"{fio_out}.layout" if fio_out else None}, force=force)
     if not targets and not fio_out:
         raise UsageError("give at least one --on TARGET (or --fio-iolog FILE)")
     cap = load_capture(capture)
+    if not has_trace(cap) and cap.meta.get("trace"):
+        raise UsageError(f"{capture} was recorded with --trace, but no trace is left in it (damaged, cut short, or "
+                         "the step was stopped before it was saved); profile the step again to replay it")
     if has_trace(cap):
         try:
             with ResultsStore() as store:
@@ -62,24 +72,45 @@ def replay(capture, targets, speed, cache, fio_out, json_out, force):
         from iolens.whatif.fio import iolog, layout_list
 
         write_output(fio_out, iolog(plan), force=force, opt="--fio-iolog")
-        write_output(f"{fio_out}.layout", layout_list(plan), force=True, opt="--fio-iolog")
+        write_output(f"{fio_out}.layout", layout_list(plan), force=force, opt="--fio-iolog (its layout list)")
     resolved = [resolve(t) for t in targets]
     home = capture_devices(cap, plan)
-    results = []
+    if cap.problems:  # a partial capture: what came before the cut, against the whole run's wall time
+        plan.notes.append("the capture is partial: only what came before the damage is replayed, so no fidelity "
+                          "is given")
+    for t in resolved:  # every target is checked before the first replay starts
+        preflight(plan, t)
+    results, failed = [], []
     for t in resolved:
-        results.append(replay_on(plan, t, speed=speed, cache=cache, home_devs=home))
-    doc = {"tag": "iolens-replay", "schema_version": [1, 3], "capture": capture, "speed": speed, "cache": cache,
+        if plan.layout_bytes >= LOUD_LAYOUT:  # minutes of writing with nothing on the screen look like a hang
+            click.echo(f"iolens: laying out {human_bytes(plan.layout_bytes)} of the step's input files on {t.spec} "
+                       "(their recorded sizes) before the replay", err=True)
+        try:
+            results.append(replay_on(plan, t, speed=speed, cache=cache, home_devs=home))
+        except (TargetError, ReplayError) as err:  # the other targets' results are still worth having
+            if len(resolved) == 1:
+                raise
+            failed.append({"target": t.spec, "error": str(err)})
+    for r in results if cap.problems else []:
+        r.fidelity = None
+    doc = {"tag": "iolens-replay", "schema_version": [1, 4], "capture": capture, "speed": speed, "cache": cache,
            "original_wall_s": plan.wall_s, "ops": int(len(plan.ops)), "skipped_ops": plan.skipped_ops,
            "profiler_overhead_s": plan.overhead_s, "unreplayed_cpu_s": plan.unreplayed_cpu_s,
            "recorded_threads": plan.recorded,
            "notes": plan.notes,
            "targets": [{"target": r.target, "wall_s": r.wall_s, "class_s": r.class_s, "ops": r.ops,
-                        "errors": r.errors, "dependency_timeouts": r.dependency_timeouts,
+                        "errors": r.errors, "first_error": r.first_error,
+                        "dependency_timeouts": r.dependency_timeouts,
                         "same_storage": r.same_storage, "fidelity": r.fidelity, "layout_s": r.layout_s,
                         "setup_s": r.setup_s, "threads": r.threads, "thread_cpu_s": r.thread_cpu}
-                       for r in results]}
+                       for r in results], "failed": failed}
     if json_out:
         write_output(json_out, (json.dumps(doc, indent=2) + "\n").encode(), force=force, opt="--json")
-    if json_out == "-":
-        return
-    render_replay(terminal(), capture, plan, results, CLASSES)
+    if json_out != "-":
+        render_replay(terminal(), capture, plan, results, CLASSES)
+    problems = [f"{f['target']}: {f['error']}" for f in failed] + [
+        f"{r.target}: {r.errors:,} of the replayed operations failed (first: {r.first_error or 'unknown'}), so its "
+        "times are not the step's; free space or permissions on the target, then replay again"
+        for r in results if r.errors]
+    if problems:
+        raise ReplayError("; ".join(problems))

@@ -4,8 +4,9 @@ fio replays data operations only.  What it cannot express, and how the export tr
 - metadata (stat, readdir, unlink, rename, mkdir) and the stdio buffering of small reads and writes: left out
   (stdio calls are written as the calls themselves, which fio issues unbuffered; consecutive calls a stream's
   buffer served are one event in the trace, so one call of their bytes here);
-- threads and processes: one iolog is one job, so all threads are merged into one stream in start order; the
-  ordering between processes (fork, wait, pipes) is kept only as far as the timestamps say;
+- threads and processes: one iolog is one job, so all threads are merged into one stream in the order of their
+  recorded times (each thread's from when it began in the recording); the ordering between processes (fork,
+  wait, pipes) is kept only as far as those times say;
 - compute gaps: kept as the timestamps (milliseconds since the start), which fio waits for before each op;
 - file names: fio opens the names as written, so they are written relative (`a/b/c` becomes `a__b__c`) for a run
   in an empty scratch directory, never the capture's own paths.  Files are `add`ed and `open`ed at first use;
@@ -40,7 +41,10 @@ def iolog(plan: Plan) -> bytes:
     csum = np.cumsum(step)
     base = np.maximum.accumulate(np.where(first, np.arange(len(ops)), 0))
     t = csum - (csum[base] - step[base]) - ops["dur"].astype(np.int64)
-    # thread starts are relative to their process start: approximate with the process's first op times
+    # each thread's timeline from when it began in the recording (its first op: its START), so that one thread's
+    # reads of a file come after another's writes of it
+    begin = np.array([round(r["begin"] * 1e9) for r in plan.recorded] or [0], dtype=np.int64)
+    t = begin[np.minimum(thr, len(begin) - 1)] + t - t[base]
     data = {c["READ"]: "read", c["SREAD"]: "read", c["COPY_FROM"]: "read", c["WRITE"]: "write",
             c["SWRITE"]: "write", c["COPY"]: "write", c["FSYNC"]: "sync", c["FDATASYNC"]: "datasync"}
     sel = np.nonzero(np.isin(ops["op"], list(data)))[0]

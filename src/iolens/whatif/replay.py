@@ -31,6 +31,7 @@ class TargetReplay:
     ops: int
     errors: int
     dependency_timeouts: int
+    first_error: str = ""          # the first failed op and why ("WRITE: No space left on device"), "" when none
     same_storage: bool = False
     fidelity: float | None = None  # replayed / original - 1, on the storage the capture was taken on
     layout_s: float = 0.0          # laying out the input files (not part of wall_s)
@@ -60,12 +61,19 @@ def written_bytes(plan: Plan) -> int:
     return int(ops["size"][sel].sum())
 
 
+def preflight(plan: Plan, t: Target) -> None:
+    """TargetError (one line) when t has not the room for the plan's layout and writes."""
+    room = "free space on it, or replay on a larger target"
+    check_space(t, plan.layout_bytes + written_bytes(plan), len(plan.files) + 16, "the replay",
+                (room, room.replace("space", "inodes")))
+
+
 def replay_on(plan: Plan, t: Target, *, speed: str = "recorded", cache: str = "warm", log: str | None = None,
               home_devs: set[int] | None = None, dependency_timeout_s: float | None = None) -> TargetReplay:
     """Lays out and replays the plan in a new directory on t, removed afterwards (also on Ctrl-C).
     `dependency_timeout_s`: how long every live replay thread may wait before the waits are given up (default
     the replayer's, 10 s)."""
-    check_space(t, plan.layout_bytes + written_bytes(plan), len(plan.files) + 16, "the replay")
+    preflight(plan, t)
     with signals_as_exceptions(), WorkDirs() as wd, tempfile.TemporaryDirectory(prefix="iolens-replay-") as tmp:
         d = wd.create(t)
         ops_path = Path(tmp) / "ops.bin"
@@ -84,7 +92,8 @@ def replay_on(plan: Plan, t: Target, *, speed: str = "recorded", cache: str = "w
     same = bool(home_devs) and t.path is not None and os.stat(t.path).st_dev in (home_devs or set())
     wall = res["wall_ns"] / 1e9
     out = TargetReplay(t.spec, wall, {k: res["class_ns"].get(k, 0) / 1e9 for k in CLASSES}, res["ops"],
-                       res["errors"], res["dependency_timeouts"], same_storage=same,
+                       res["errors"], res["dependency_timeouts"], first_error=res.get("first_error", ""),
+                       same_storage=same,
                        layout_s=res.get("layout_ns", 0) / 1e9, setup_s=res.get("setup_ns", 0) / 1e9,
                        threads=[{k.removesuffix("_ns"): v / 1e9 for k, v in th.items()}
                                 for th in res.get("thread_times", [])],
