@@ -38,14 +38,13 @@ def replay(capture, targets, speed, cache, fio_out, json_out, force):
     """
     from iolens.bench.targets import resolve
     from iolens.commands.report import load_capture
-    from iolens.errors import UsageError
+    from iolens.errors import TargetError, UsageError
     from iolens.output import check_outputs, write_output
     from iolens.render.terminal import console as terminal
     from iolens.render.whatif_text import render_replay
     from iolens.store import ResultsStore, StoreError
     from iolens.whatif.overhead import defaults, for_capture
     from iolens.whatif.plan import build_plan, has_trace
-    from iolens.errors import TargetError
     from iolens.whatif.replay import CLASSES, ReplayError, capture_devices, preflight, replay_on
 
     if fio_out == "-":
