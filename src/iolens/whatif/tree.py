@@ -80,8 +80,7 @@ class Tree:
         `sleep 5 | cat`, or a sort reading its aligner's output before merging); the replay, which moves no data,
         would return it at once.  After each such read, its thread waits for the image whose end came last while
         the read was blocked, not one of the reader's ancestors: one that used the pipe where any did.  That image
-        ended before the read did in the recording (within the clocks' error), so the wait can close
-        no cycle."""
+        ended before the read did in the recording (within the clocks' error), so the wait can close no cycle."""
         if not self.ops.pipe_rows:
             return []
         pr = np.concatenate(self.ops.pipe_rows)
@@ -91,12 +90,15 @@ class Tree:
             users.setdefault(pipe, set()).add(int(owner[th]))
         ends = np.asarray(self.ends, dtype=np.int64)
         out: list[_Pseudo] = []
+        lines: dict[int, set[int]] = {}
         for row in pr[(pr[:, OP] == code["PIPE_READ"]) & (pr[:, SIZE] == 0)]:
             start, end, th = int(row[T]), int(row[T] + row[DUR]), int(row[THREAD])
             # a duration that did not fit is in whole ms (dur_ms), and each image scales its own clock (its error
             # grows over a long blocked call: cat's 3 s read ended 0.4 ms before the exit that ended it)
             slack = 1_000_000 + int(row[DUR]) // 1000
-            mine = self._ancestry(int(owner[th]))  # the reader's own image and those that wait for it
+            if int(owner[th]) not in lines:  # the reader's own image and those that wait for it
+                lines[int(owner[th])] = self._ancestry(int(owner[th]))
+            mine = lines[int(owner[th])]
             during = [j for j in np.nonzero((ends > start) & (ends <= end + slack))[0].tolist() if j not in mine]
             near = [j for j in during if j in users[int(row[OBJ])]] or during
             if near:
