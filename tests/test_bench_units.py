@@ -164,7 +164,7 @@ def test_space_check_refuses_with_a_reason():
     from pathlib import Path
 
     t.path = Path("/tmp")
-    with pytest.raises(TargetError, match="needs .* but only"):
+    with pytest.raises(TargetError, match="needs .* and .* is free, of which .* is kept spare; use --size"):
         check_space(t, 1 << 60, 0, "the classic suite")
 
 
