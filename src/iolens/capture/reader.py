@@ -83,18 +83,21 @@ class Capture:
         }
 
 
+_NUMPY_TYPE = {"u8": "u1", "u32": "<u4", "u64": "<u8"}  # a SCHEMA field type as numpy's
+
+
 def _event_dtype(layout: Layout) -> np.dtype:
     names, formats, offsets = [], [], []
     for name, typ, count, off in layout.fields:
         names.append(name)
-        formats.append({"u8": "u1", "u32": "<u4", "u64": "<u8"}[typ])
+        formats.append(_NUMPY_TYPE[typ])
         offsets.append(off)
     return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": layout.size})
 
 
 DUR_TOP = 0xFFFFFFFF  # an EVENT dur_ns that did not fit (EVENT version 4: dur_ms holds it)
 # Events as read: the current EVENT layout's fields, packed, with dur_ns widened to hold every call's duration
-_EVENT_DTYPE = np.dtype([(name, "<u8" if name == "dur_ns" else {"u8": "u1", "u32": "<u4", "u64": "<u8"}[typ])
+_EVENT_DTYPE = np.dtype([(name, "<u8" if name == "dur_ns" else _NUMPY_TYPE[typ])
                          for name, typ, _count, _off in _CURRENT["EVENT"].fields])
 
 
