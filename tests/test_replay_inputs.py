@@ -172,3 +172,14 @@ def test_ctrl_c_while_a_work_directory_is_removed_does_not_leave_it_behind(tmp_p
         wd.remove_all()
         time.sleep(2)  # the interrupt, when it came before the removal began
     assert not d.exists() and not wd.problems
+
+
+def test_the_same_target_twice_is_refused_before_anything_runs(cap, tmp_path):
+    """`--on /tmp/x --on /tmp/x/` replayed (and calibrated) the same directory twice, under two names, as if they
+    were two kinds of storage."""
+    t = tmp_path / "t"
+    t.mkdir()
+    for cmd in ("replay", "predict"):
+        line = one_line(iolens(cmd, cap, "--on", t, "--on", f"{t}/", timeout=60))
+        assert f"{t}/ is the same directory as {t}; give each target once" in line, line
+        assert list(t.iterdir()) == []  # refused before any replay directory was made

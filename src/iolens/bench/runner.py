@@ -16,7 +16,7 @@ from iolens.bench import cache, engine, suites
 from iolens.bench.report import BenchReport
 from iolens.bench.safety import Terminated, WorkDirs, check_space, clean_leftovers, signals_as_exceptions
 from iolens.bench.suites import Options, Test
-from iolens.bench.targets import Target, resolve
+from iolens.bench.targets import Target, resolve_each
 from iolens.errors import UsageError
 from iolens.units import human_bytes
 from iolens.sysinfo import host_facts
@@ -117,15 +117,7 @@ def run_bench(specs: list[str], suite_names: list[str], opts: Options, *, repeat
     for s in suite_names:
         suites.lookup(s)  # an unknown suite fails here, before any target is touched
     desc = engine.describe()
-    targets: list[Target] = []
-    seen: dict[str, str] = {}
-    for spec in specs:
-        t = resolve(spec)
-        key = str(t.path) if t.path else t.spec
-        if key in seen:
-            raise UsageError(f"{spec} is the same directory as {seen[key]}; give each target once")
-        seen[key] = spec
-        targets.append(t)
+    targets = resolve_each(specs)
     if opts.content and opts.content not in desc["contents"]:
         raise UsageError(f"unknown content {opts.content!r}; choose from {', '.join(desc['contents'])}")
     real = [t for t in targets if t.kind != "null"]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from iolens import lab
-from iolens.errors import TargetError
+from iolens.errors import TargetError, UsageError
 from iolens.sysinfo import dev_string, mount_of
 
 # Filesystems that are not storage: writing benchmark files there is a mistake.
@@ -254,6 +254,21 @@ def _apply_lab(t: Target) -> None:
     if limits.get("read_bps"):
         t.lab_read_Bps = float(limits["read_bps"])
         t.lab_read_iops = float(limits["read_iops"]) if limits.get("read_iops") else None
+
+
+def resolve_each(specs: list[str] | tuple[str, ...]) -> list[Target]:
+    """resolve() of each spec, refusing one that names the same directory as an earlier one (`/tmp` and `/tmp/`):
+    it would be measured twice under two names."""
+    targets: list[Target] = []
+    seen: dict[str, str] = {}
+    for spec in specs:
+        t = resolve(spec)
+        key = str(t.path) if t.path else t.spec
+        if key in seen:
+            raise UsageError(f"{spec} is the same directory as {seen[key]}; give each target once")
+        seen[key] = spec
+        targets.append(t)
+    return targets
 
 
 def resolve(spec: str) -> Target:

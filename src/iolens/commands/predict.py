@@ -32,7 +32,7 @@ def predict(capture, targets, cache, home, recalibrate, json_out, force):
     Example:
       iolens predict sort.iolens --on /scratch --on lab:gp2
     """
-    from iolens.bench.targets import resolve
+    from iolens.bench.targets import resolve, resolve_each
     from iolens.commands.report import load_capture
     from iolens.errors import TargetError, UsageError
     from iolens.output import check_outputs, write_output
@@ -46,7 +46,7 @@ def predict(capture, targets, cache, home, recalibrate, json_out, force):
 
     check_outputs({"--json": json_out}, force=force)
     cap = load_capture(capture)
-    resolved = [resolve(t) for t in targets]
+    resolved = resolve_each(targets)
     if home is not None and not home.strip():
         raise UsageError("--home was given an empty name; give a directory on the storage the capture was taken on")
     home_spec = home or home_dir(cap)

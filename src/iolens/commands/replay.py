@@ -36,7 +36,7 @@ def replay(capture, targets, speed, cache, fio_out, json_out, force):
       iolens profile --trace -o sort.iolens -- samtools sort -m 1M in.sam -o out.bam
       iolens replay sort.iolens --on /scratch --on /mnt/nfs
     """
-    from iolens.bench.targets import resolve
+    from iolens.bench.targets import resolve_each
     from iolens.commands.report import load_capture
     from iolens.errors import TargetError, UsageError
     from iolens.output import check_outputs, write_output
@@ -53,6 +53,7 @@ def replay(capture, targets, speed, cache, fio_out, json_out, force):
                    "--fio-iolog (its layout list)": f"{fio_out}.layout" if fio_out else None}, force=force)
     if not targets and not fio_out:
         raise UsageError("give at least one --on TARGET (or --fio-iolog FILE)")
+    resolved = resolve_each(targets)  # a bad target is said before the capture is read
     cap = load_capture(capture)
     if not has_trace(cap) and cap.meta.get("trace"):
         raise UsageError(f"{capture} was recorded with --trace, but no trace is left in it (damaged, cut short, or "
@@ -72,7 +73,6 @@ def replay(capture, targets, speed, cache, fio_out, json_out, force):
 
         write_output(fio_out, iolog(plan), force=force, opt="--fio-iolog")
         write_output(f"{fio_out}.layout", layout_list(plan), force=force, opt="--fio-iolog (its layout list)")
-    resolved = [resolve(t) for t in targets]
     home = capture_devices(cap, plan)
     if cap.problems:  # a partial capture: what came before the cut, against the whole run's wall time
         plan.notes.append("the capture is partial: only what came before the damage is replayed, so no fidelity "
