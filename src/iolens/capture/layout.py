@@ -12,8 +12,8 @@ from iolens.capture.container import SCHEMA_FIELD, SCHEMA_KIND
 
 KIND_BY_ID = {kid: name for name, (kid, _ver, _doc) in F.KINDS.items()}
 KNOWN_VERSION = {name: ver for name, (_kid, ver, _doc) in F.KINDS.items()}
-_TYPECHAR = {"u8": "B", "u32": "I", "u64": "Q"}
-_TYPESIZE = {"u8": 1, "u32": 4, "u64": 8}
+STRUCT_CHAR = {"u8": "B", "u32": "I", "u64": "Q"}  # each of _format's TYPES as a struct format character
+_TYPESIZE = {typ: struct.calcsize("<" + c) for typ, c in STRUCT_CHAR.items()}
 MAX_RECORD = 1 << 31
 # No counter, time (ns since 1970: 2^62 is the year 2116), size or offset the interposer writes reaches 2^62, so a
 # larger value is damage; keeping values below it also keeps the analysis's int64 sums from overflowing.
@@ -57,7 +57,7 @@ class Layout:
                 items.append(f"{name!r}: v[{i}]")
                 i += 1
             else:
-                fmt.append(f"{count}{_TYPECHAR[typ]}")
+                fmt.append(f"{count}{STRUCT_CHAR[typ]}")
                 # an older, shorter array is upgraded by filling the entries it lacks with zero
                 pad = f" + (0,) * {want[2] - count}" if want is not None and want[2] > count else ""
                 items.append(f"{name!r}: v[{i}]" if count == 1 else f"{name!r}: v[{i}:{i + count}]{pad}")

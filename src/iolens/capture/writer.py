@@ -12,9 +12,9 @@ from typing import Any, BinaryIO
 
 from iolens import _format as F
 from iolens.capture.container import CHECK, CHECK_FINAL, FILE_HDR, REC_HDR, SCHEMA_FIELD, SCHEMA_KIND, crc32c
+from iolens.capture.layout import STRUCT_CHAR
 
 _TYPECODE = {name: code for code, name in F.TYPES.items()}
-_CHAR = {"u8": "B", "u32": "I", "u64": "Q"}
 
 
 def file_header(major: int = F.CONTAINER_MAJOR, minor: int = F.CONTAINER_MINOR) -> bytes:
@@ -43,11 +43,11 @@ def pack_fixed(kind: str, values: dict[str, Any], layouts: dict | None = None) -
     for name, typ, count, off in fields:
         v = values.get(name, 0)
         if count == 1:
-            struct.pack_into("<" + _CHAR[typ], buf, off, v)
+            struct.pack_into("<" + STRUCT_CHAR[typ], buf, off, v)
         else:
             vals = list(v) if v else [0] * count
             vals += [0] * (count - len(vals))
-            struct.pack_into(f"<{count}{_CHAR[typ]}", buf, off, *vals[:count])
+            struct.pack_into(f"<{count}{STRUCT_CHAR[typ]}", buf, off, *vals[:count])
     return bytes(buf)
 
 
