@@ -146,10 +146,39 @@ def test_each_event_carries_the_recorders_own_time_before_it(profiled, tmp_path)
     first = np.ones(len(ev), dtype=bool)
     first[1:] = ev["tid"][1:] != ev["tid"][:-1]
     later = ev[~first]
-    assert len(later) >= 1200 and (later["own_ns"] > 0).mean() > 0.99, np.sort(later["own_ns"])[:20]
+    # the copy half of a dup2 over a file's descriptor (the shell putting its stdout back) is an event of no time
+    # at the end of that file's close, which its hook recorded just before: no own time between them
+    copy = (later["op"] == OPS.index("DUP")) & (later["dur_ns"] == 0)
+    assert copy.sum() == 300
+    assert len(later) >= 1200 and (later["own_ns"][~copy] > 0).mean() > 0.99, np.sort(later["own_ns"])[:20]
     gaps = later["start_mono"].astype(np.int64) - (ev["start_mono"][:-1] + ev["dur_ns"][:-1]).astype(np.int64)[
         ~first[1:]]
     assert int(later["own_ns"].astype(np.int64).sum()) < int(gaps.sum())  # inside the gaps it sits in
     assert int(ev["own_ns"].astype(np.int64).sum()) < float(cap.meta["wall_s"]) * 1e9
     opens = later[later["op"] == OPS.index("OPEN")]
     assert len(opens) == 300
+
+
+def test_a_dup2_over_a_files_descriptor_is_that_files_close(profiled, tmp_path):
+    """dup2 onto a descriptor open on a file closes that file: on FUSE and NFS a flush, and for its last descriptor
+    the release (s3fs uploads the file there).  A shell's `echo x > f` closes f so when it puts its stdout back;
+    recorded as a DUP of the old stdout, that close was no close of f in the trace, and on s3fs its time (the
+    upload) was the terminal's or the pipe's.  It is now f's CLOSE, with the call's time, then the copy as a DUP
+    of no time on the descriptor copied."""
+    code = ("import os\nf = os.open('f', os.O_WRONLY | os.O_CREAT, 0o644)\nos.write(f, b'x')\n"
+            "g = os.open('g', os.O_WRONLY | os.O_CREAT, 0o644)\nos.dup2(g, f)\nos.write(f, b'y')\n"
+            "os.close(f)\nos.close(g)\n")
+    res, cap = profiled([sys.executable, "-c", code], "--trace", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    p = [p for p in cap.processes if p.events is not None and len(p.events)][0]
+    for op in ("CLOSE", "DUP"):  # the counters count both halves, as the trace does
+        assert p.op_count[OPS.index(op)] == int((p.events["op"] == OPS.index(op)).sum()), op
+    idx = {f["path"]: int(f["index"]) for f in p.files}
+    ev = p.events[np.isin(p.events["file"], [idx[str(tmp_path / "f")], idx[str(tmp_path / "g")]])]
+    names = [(OPS[int(e["op"])], "f" if int(e["file"]) == idx[str(tmp_path / "f")] else "g") for e in ev]
+    assert names == [("OPEN", "f"), ("WRITE", "f"), ("OPEN", "g"), ("CLOSE", "f"), ("DUP", "g"), ("WRITE", "g"),
+                     ("CLOSE", "g"), ("CLOSE", "g")], names
+    close, copy = ev[3], ev[4]
+    assert close["dur_ns"] > 0 and copy["dur_ns"] == 0
+    assert int(copy["start_mono"]) == int(close["start_mono"]) + int(close["dur_ns"])
+    assert (tmp_path / "f").read_bytes() == b"x" and (tmp_path / "g").read_bytes() == b"y"

@@ -338,11 +338,11 @@ def test_descriptor_table_is_sized_before_the_threads_start(tmp_path):
 
 
 def test_a_shell_redirects_files_closed_after_their_write(tmp_path):
-    """`echo $i > f$i` in dash: open f (fd 3), dup it onto stdout, close fd 3 (recorded), write through stdout, and
-    dup2 the old stdout back (not recorded as a close of f).  Replayed as recorded, each write reopened its file
+    """`echo $i > f$i` in dash: open f (fd 3), dup it onto stdout, close fd 3, write through stdout, and dup2 the
+    old stdout back, which closes f.  When that last close was not recorded as one, each write reopened its file
     after the close and the file stayed open to the end of the replay: a later `rm` unlinked open files, which s3fs
-    turned into a rename to .fuse_hidden and an S3 copy (4-6 ms an unlink against 0.5 ms).  The plan now closes
-    the handle after its last use, so while the replay sits in the step's final sleep none of the files is open."""
+    turned into a rename to .fuse_hidden and an S3 copy (4-6 ms an unlink against 0.5 ms).  Every handle now ends
+    with a close, so while the replay sits in the step's final sleep none of the files is open."""
     from iolens.capture.reader import read_capture
     from iolens.whatif.engine import op_codes, replay_path
     from iolens.whatif.plan import HANDLE_OPS, build_plan
@@ -381,6 +381,29 @@ def test_a_shell_redirects_files_closed_after_their_write(tmp_path):
     assert proc.returncode == 0, err
     assert seen, "the replayer was never seen running"
     assert most <= 2, f"{most} of the 40 redirected files were open at once during the replay"
+
+
+def test_a_redirect_replays_the_steps_descriptors_and_closes(tmp_path):
+    """dash's `echo hi > f`: open f, dup it onto stdout, close the first descriptor, write through stdout, and
+    close f by dup2-ing the old stdout back (recorded as f's close, then a DUP of no time).  The replayer makes the
+    same calls on f, seen by the kernel (strace -y): an open, a copy of the descriptor, the copy's close before
+    the write, and the last close after it.  Before, the copy was not made and the first close moved after the
+    write: on s3fs, where each close of a written file is a flush, a replay of the small-file step made one flush
+    per file where the step made two."""
+    strace = shutil.which("strace")
+    if strace is None:
+        pytest.fail("strace is not installed (dev/apt-packages.txt lists it)")
+    cap = profile(tmp_path, "redirect", ["sh", "-c", "echo hi > f; sleep 0.1"])
+    target = tmp_path / "t"
+    target.mkdir()
+    log = tmp_path / "strace.log"
+    res = subprocess.run([strace, "-f", "-y", "-e", "trace=openat2,fcntl,close,pwrite64", "-o", str(log),
+                          sys.executable, "-m", "iolens", "replay", str(cap), "--on", str(target)],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    calls = [ln.split(None, 1)[1].split("(", 1)[0] for ln in log.read_text().splitlines()
+             if "iolens-bench-" in ln and "/f>" in ln]
+    assert calls == ["openat2", "fcntl", "close", "pwrite64", "close"], calls
 
 
 def test_a_copy_is_replayed_as_a_copy(tmp_path):
@@ -531,3 +554,38 @@ def test_a_shell_reading_its_childs_output_is_spawned_first(tmp_path):
     target.mkdir()
     res = replay_on(plan, resolve(str(target)), dependency_timeout_s=1.0)
     assert res.dependency_timeouts == 0 and res.errors == 0 and res.wall_s < 0.9
+
+
+@pytest.mark.parametrize("recorded, added", [
+    (["OPEN", "DUP", "CLOSE", "WRITE", "CLOSE"], 0),  # dup2 over f recorded as f's close: nothing to add
+    (["OPEN", "DUP", "CLOSE", "WRITE"], 1),  # a capture from before that: f's last close after its write
+    (["OPEN", "DUP", "DUP", "WRITE"], 3),  # left to the exit: a close for each open and copy
+    (["WRITE", "DUP", "DUP", "CLOSE"], 1),  # an inherited descriptor (no open) and two copies, one closed
+])
+def test_every_handle_ends_closed_whatever_the_trace_saw_of_its_closes(recorded, added):
+    from iolens.whatif.engine import op_codes
+    from iolens.whatif.handles import closes_after_use
+    from iolens.whatif.plan import HANDLE_OPS
+    from iolens.whatif.rows import OBJ, OP, SEQ, T
+
+    code = op_codes()
+    rows = np.zeros((len(recorded), SEQ + 1), dtype=np.int64)
+    rows[:, T] = np.arange(len(recorded)) * 1000
+    rows[:, OP] = [code[n] for n in recorded]
+    rows[:, OBJ] = 7
+    out = closes_after_use(rows, code, HANDLE_OPS)
+    assert len(out) == len(rows) + added
+    assert (out[len(rows):, OP] == code["CLOSE"]).all() and (out[len(rows):, T] >= rows[-1, T]).all()
+    # replayed in time order as the replayer does (native/replay: an open or a copy counts, a close takes one back
+    # and closes the descriptor at none; any other use opens it when it is not), no descriptor is left open
+    refs, fd_open = 0, False
+    for op in out[np.lexsort((out[:, SEQ], out[:, T])), OP]:
+        if op == code["CLOSE"]:
+            if fd_open:
+                refs -= 1
+                fd_open = refs > 0
+                refs = max(refs, 0)
+        else:
+            refs += op in (code["OPEN"], code["DUP"])
+            fd_open = True
+    assert not fd_open, recorded

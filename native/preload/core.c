@@ -1115,6 +1115,16 @@ void iolens_fdop(struct iolens_call *c, struct iolens_fdstate *f)
     if (UNLIKELY(iolens_g.trace)) trace_event(c, r, 0, 0);
 }
 
+void iolens_dup_over(struct iolens_call *c, struct iolens_fdstate *over, struct iolens_fdstate *src)
+{
+    struct iolens_call copy = *c;
+    c->op = IOLENS_OP_CLOSE;
+    c->cat = iolens_op_cat[IOLENS_OP_CLOSE];
+    iolens_fdop(c, over);
+    copy.t0 = copy.t1; /* the copy itself, after the close it made */
+    iolens_fdop(&copy, src);
+}
+
 struct iolens_file *iolens_pathop(struct iolens_call *c, int dirfd, const char *path, uint64_t set_flags)
 {
     acct_proc(c, c->cat, 0, 0);

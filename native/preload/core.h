@@ -466,6 +466,9 @@ void iolens_stdio_exit(void);
 int iolens_stdio_waiting(void);
 /* Account a non-data call on a descriptor (or no file when f is 0). */
 void iolens_fdop(struct iolens_call *c, struct iolens_fdstate *f);
+/* Account a dup2/dup3 that covered a descriptor open on a file (`over`, its state before the call): the call as
+ * the close of that file, then the copy of `src` as a DUP of no time.  Leaves c as the close. */
+void iolens_dup_over(struct iolens_call *c, struct iolens_fdstate *over, struct iolens_fdstate *src);
 /* Account a call on a path (resolved against dirfd when relative). */
 struct iolens_file *iolens_pathop(struct iolens_call *c, int dirfd, const char *path, uint64_t set_flags);
 

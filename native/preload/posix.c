@@ -250,29 +250,39 @@ IOLENS_API off_t lseek64(int fd, off_t off, int whence) { return do_lseek(fd, of
 
 /* ---- descriptor copies ---- */
 
-#define DUPCALL(oldfd, call) \
+/* dup2 and dup3 onto a descriptor open on a file close that file first: a flush on FUSE and NFS, and for its last
+ * descriptor the release, where s3fs uploads what was written.  A shell's `echo x > f` closes f so when it puts
+ * its stdout back, and that is the close that costs on such a mount.  The call is then recorded as the close of
+ * the file it covered, with the call's time, followed by the copy as a DUP of no time (iolens_dup_over). */
+#define DUPCALL(oldfd, nfd, call) \
     if (iolens_g.pending == IOLENS_PENDING_FORK || !iolens_on()) { \
         int r_ = call; \
         if (r_ >= 0) iolens_dup(oldfd, r_); \
         return r_; \
     } \
+    struct iolens_fdstate over = {0}; \
+    int covers = (nfd) != (oldfd) && (unsigned)(nfd) < IOLENS_FDMAX && iolens_fds[nfd].state == FD_TRACKED; \
+    if (covers) over = iolens_fds[nfd]; \
     struct iolens_call c; \
     iolens_begin(&c, IOLENS_OP_DUP); \
     int r = call; \
     iolens_end(&c); \
-    iolens_fdop(&c, iolens_fd(oldfd)); \
+    if (covers && r >= 0) \
+        iolens_dup_over(&c, &over, iolens_fd(oldfd)); \
+    else \
+        iolens_fdop(&c, iolens_fd(oldfd)); \
     if (r >= 0) iolens_dup(oldfd, r); \
     iolens_ret(&c); \
     return r;
 
-IOLENS_API int dup(int fd) { DUPCALL(fd, REAL(dup)(fd)) }
-IOLENS_API int dup2(int fd, int nfd) { DUPCALL(fd, REAL(dup2)(fd, nfd)) }
-IOLENS_API int dup3(int fd, int nfd, int fl) { DUPCALL(fd, REAL(dup3)(fd, nfd, fl)) }
+IOLENS_API int dup(int fd) { DUPCALL(fd, -1, REAL(dup)(fd)) }
+IOLENS_API int dup2(int fd, int nfd) { DUPCALL(fd, nfd, REAL(dup2)(fd, nfd)) }
+IOLENS_API int dup3(int fd, int nfd, int fl) { DUPCALL(fd, nfd, REAL(dup3)(fd, nfd, fl)) }
 
 static int do_fcntl(int fd, int cmd, long arg, int (*real)(int, int, ...))
 {
     if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC) return real(fd, cmd, arg);
-    DUPCALL(fd, real(fd, cmd, arg))
+    DUPCALL(fd, -1, real(fd, cmd, arg))
 }
 IOLENS_API int fcntl(int fd, int cmd, ...)
 {

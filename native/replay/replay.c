@@ -78,6 +78,7 @@ struct rfile {
 struct handle {
     pthread_mutex_t mu;
     int fd, refs, file, listed;
+    int dups[RP_DUPS], ndup;  /* descriptors DUP made, closed first by the handle's closes */
     int read_only;            /* the step only read through it: opened O_RDONLY, without O_CREAT */
     uint64_t rlo, rhi;        /* stdio read buffer window */
     uint64_t woff, wlen;      /* stdio write buffer */
@@ -402,13 +403,26 @@ static int file_op(const struct rp_op *o, struct handle *h, unsigned char *buf)
         h->refs++;
         return handle_fd(h, (int)(o->flags & 1)) < 0 ? -1 : 0;
     }
-    case RP_OP_CLOSE:
+    case RP_OP_CLOSE: /* a close of a copy is a close too: a flush on FUSE and NFS */
         if (h->fd < 0) return 0;
-        if (--h->refs > 0) return 0;
+        if (--h->refs > 0) {
+            if (h->ndup) close(h->dups[--h->ndup]);
+            return 0;
+        }
         drain(h);
+        while (h->ndup) close(h->dups[--h->ndup]);
         close(h->fd);
         h->fd = -1;
         h->refs = 0;
+        return 0;
+    case RP_OP_DUP:
+        if ((fd = handle_fd(h, 0)) < 0) return -1;
+        h->refs++;
+        if (h->ndup < RP_DUPS) {
+            int d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+            if (d < 0) return -1;
+            h->dups[h->ndup++] = d;
+        }
         return 0;
     case RP_OP_READ:
         if ((fd = handle_fd(h, 0)) < 0) return -1;

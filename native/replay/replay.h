@@ -31,7 +31,7 @@
     X(WAIT, NONE, "waits for a process and its threads to finish (obj: process)") \
     X(AFTER, NONE, "waits until thread obj has done the op at index `offset` of the op list (a thread created or joined by another), then waits out its gap whole") \
     X(OPEN, META, "open or create (obj: handle)") \
-    X(CLOSE, META, "close the handle's descriptor when its last open is closed") \
+    X(CLOSE, META, "close one of the handle's descriptors: a copy made by DUP while there is one, else its own when its last open is closed") \
     X(READ, READ, "pread size bytes at offset") \
     X(WRITE, WRITE, "pwrite size bytes at offset") \
     X(SREAD, READ, "a stdio read: served from a 4 KiB stream buffer, refilled by pread") \
@@ -49,7 +49,8 @@
     X(PIPE_WRITE, STREAM, "waits until the pipe's readers read `offset` bytes (obj: pipe)") \
     X(COPY_FROM, READ, "the source of its thread's next COPY: the handle, from `offset` (no call of its own)") \
     X(COPY, WRITE, "copy_file_range `size` bytes from the thread's last COPY_FROM to the handle at `offset` (pread and pwrite where the kernel cannot)") \
-    X(FSTAT, META, "fstat the handle's descriptor (a stat the step made through a descriptor: no lookup)")
+    X(FSTAT, META, "fstat the handle's descriptor (a stat the step made through a descriptor: no lookup)") \
+    X(DUP, META, "another descriptor of the handle's file (a dup, opening the file first when the handle has none), counted as an open")
 
 enum rp_class {
 #define RP_X_CLASS(n) RP_CLASS_##n,
@@ -83,6 +84,7 @@ _Static_assert(sizeof(struct rp_op) == 48, "rp_op is 48 bytes");
 _Static_assert(sizeof(struct rp_log) == 24, "rp_log is 24 bytes");
 
 #define RP_STREAM_BUF 4096  /* glibc's stdio buffer on most filesystems (st_blksize) */
+#define RP_DUPS 4           /* copies of one descriptor a handle keeps open (more are counted, not made) */
 #define RP_PIPE_BUF 65536   /* Linux pipe capacity: a writer cannot run further ahead */
 
 #endif

@@ -10,13 +10,14 @@ from iolens.whatif.rows import DUR, FLAGS, OBJ, OP, SEQ, THREAD, T
 def closes_after_use(rows: np.ndarray, code: dict[str, int], handle_ops: tuple[str, ...]) -> np.ndarray:
     """The rows with each handle's descriptor closed after its last use, as the recorded step's was.
 
-    The trace does not see every close: a shell's `echo x > f` opens f, dups it onto stdout, closes the first
-    descriptor (recorded), writes through stdout, and closes that by dup2-ing the old stdout back (not recorded as a
-    close of f).  Replayed as recorded, the write after the close reopens the file and it stays open to the end of
-    the replay; a later `rm` then unlinks open files, which a FUSE mount turns into a rename to .fuse_hidden (an S3
-    copy) and a local filesystem into deferred deletion.  So a close followed by more use of the handle (before
-    its next open) moves to after that use, and a handle still open after its last op (reopened that way, or
-    left to the process's exit) gets a close there, with no recorded duration."""
+    A dup counts as an open (the replayer makes a copy of the descriptor) and each close closes one.  Captures made
+    before the recorder saw a dup2 over a file's descriptor as that file's close (a shell's `echo x > f` opens f,
+    dups it onto stdout, closes the first descriptor, writes through stdout, and closes f by dup2-ing the old stdout
+    back) leave such a handle open after its last write; replayed as recorded, it stayed open to the end of the
+    replay, and a later `rm` unlinked open files, which a FUSE mount turns into a rename to .fuse_hidden (an S3
+    copy) and a local filesystem into deferred deletion.  So a handle still open after its last op (left to the
+    process's exit, or unseen closes) gets its closes there, with no recorded duration; and a close followed by
+    more use of the handle before its next open (the replayer then reopens it) moves to after that use."""
     hcodes = np.array([code[n] for n in handle_ops])
     sel = np.nonzero(np.isin(rows[:, OP], hcodes))[0]
     if not len(sel):
@@ -24,16 +25,16 @@ def closes_after_use(rows: np.ndarray, code: dict[str, int], handle_ops: tuple[s
     rows = rows.copy()
     sub = rows[sel]
     order = sel[np.lexsort((sub[:, SEQ], sub[:, T], sub[:, OBJ]))]  # per handle, in time order
-    open_c, close_c = code["OPEN"], code["CLOSE"]
+    open_c, close_c, dup_c = code["OPEN"], code["CLOSE"], code["DUP"]
     added: list[list[int]] = []
 
-    def close_after(last: int, moved: int | None) -> None:
+    def close_after(last: int, moved: int | None, n: int = 1) -> None:
         t = int(rows[last, T] + rows[last, DUR])
         if moved is None:
             row = [0] * rows.shape[1]
             row[T], row[OP], row[SEQ] = t, close_c, 1
             row[THREAD], row[OBJ] = int(rows[last, THREAD]), int(rows[last, OBJ])
-            added.append(row)
+            added.extend([list(row) for _ in range(n)])
         else:
             rows[moved, T], rows[moved, THREAD], rows[moved, SEQ] = t, rows[last, THREAD], 1
 
@@ -55,13 +56,14 @@ def closes_after_use(rows: np.ndarray, code: dict[str, int], handle_ops: tuple[s
                     refs -= 1
                     if refs <= 0:
                         refs, is_open, pending = 0, False, int(k)
-            elif not is_open:  # used after its close: the replayer reopens it
-                is_open = True
+            else:
+                is_open = True  # used after its close: the replayer reopens it
+                refs += op == dup_c
             last = int(k)
         if pending is not None and is_open:
             close_after(last, pending)
         elif is_open and last >= 0:
-            close_after(last, None)
+            close_after(last, None, max(1, refs))
         i = j
     return np.concatenate([rows, np.array(added, dtype=np.int64).reshape(-1, rows.shape[1])]) if added else rows
 

@@ -57,6 +57,7 @@ _FILE_OPS = {
     "STAT": "STAT", "ACCESS": "STAT", "FSTAT": "FSTAT", "UNLINK": "UNLINK", "RMDIR": "UNLINK", "RENAME": "RENAME",
     "MKDIR": "MKDIR",
     "READDIR": "READDIR", "GETDENTS": "READDIR",
+    "DUP": "DUP",
 }
 PATH_OPS = ("STAT", "UNLINK", "RENAME", "MKDIR", "SYNCFS")
 # buffered stdio calls: a traced one with no time was served by its stream's buffer and reached no storage
@@ -67,7 +68,7 @@ _COPY_SOURCE = "COPY_SOURCE"
 _COPY_CALLS = ("COPY_FILE_RANGE", "SENDFILE")
 # the replay ops that act on a handle (a process's descriptor of a file): the file ops that name no path
 HANDLE_OPS = tuple(sorted((set(_FILE_OPS.values()) | {"COPY_FROM", "COPY"}) - set(PATH_OPS)))
-# not replayed (their time stays in the compute gap): LSEEK, DUP, FSEEK, FTELL, TRUNCATE, FALLOCATE, MMAP, MUNMAP
+# not replayed (their time stays in the compute gap): LSEEK, FSEEK, FTELL, TRUNCATE, FALLOCATE, MMAP, MUNMAP
 
 # The profiler's own cost per traced event that falls outside the recorded call (the hook's entry, the clock
 # reads, writing the event): it lands in the recorded compute gaps, and the replay would pay it again as compute.
