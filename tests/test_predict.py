@@ -275,3 +275,39 @@ def test_a_calibration_is_stored_and_reused(tmp_path):
         calibrate(t, store=store, refresh=True)
         assert len(store.runs(kind=CAL_KIND)) == 2
         assert calibrate(t, store=store) != first  # the newest one
+
+
+def test_what_the_model_cannot_see_is_said_and_only_that(tmp_path):
+    """A shell's kernel counters include the children it reaped: summed with theirs, a `sh -c 'cat a > b'` of
+    10 MB was said to have moved 10 MB the trace did not attribute, where `iolens report` shows full coverage.
+    A capture cut short and an image that never saved its end (killed with SIGKILL) are said, in the output and
+    in the JSON's cannot_see."""
+    import json
+
+    from iolens.capture.reader import read_capture
+    from iolens.whatif.caveats import model_notes
+
+    (tmp_path / "a").write_bytes(os.urandom(10 << 20))
+    cap = tmp_path / "c.iolens"
+    res = iolens("profile", "-q", "-o", cap, "--", "sh", "-c", "cat a > b", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert model_notes(read_capture(cap)) == []
+
+    cut = tmp_path / "cut.iolens"
+    cut.write_bytes(cap.read_bytes()[:len(cap.read_bytes()) * 2 // 3])
+    assert "capture is partial" in model_notes(read_capture(cut))[0]
+
+    killed = tmp_path / "k.iolens"  # the subshell wrote b2 itself (a builtin) and sleeps when it is killed
+    res = iolens("profile", "-q", "--trace", "-o", killed, "--", "sh", "-c",
+                 "(echo x > b2; sleep 3; true) & sleep 1; kill -9 $!; wait", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    t = tmp_path / "t"
+    t.mkdir()
+    out = tmp_path / "p.json"
+    res = iolens("predict", killed, "--on", t, "--json", out, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    said = [n for n in json.loads(out.read_text())["cannot_see"] if "never saved their end" in n]
+    assert len(said) == 1 and "sh [" in said[0], json.loads(out.read_text())["cannot_see"]
+    assert "never saved their end" in " ".join(res.stdout.split())
+    res = iolens("replay", killed, "--on", t, cwd=tmp_path)
+    assert res.returncode == 0 and "never saved their end" in " ".join((res.stdout + res.stderr).split())

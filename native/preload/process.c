@@ -159,18 +159,39 @@ IOLENS_COLD void iolens_signals_install(void)
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &prev, 0, sizeof prev);
 }
 
+static int is_fatal(int sig)
+{
+    for (int i = 0; i < NFATAL; i++)
+        if (fatal[i] == sig) return 1;
+    return 0;
+}
+
+/* A program that asks for the default action of a fatal signal gets ours, which stands for it (hidden, as at
+ * start).  A handler of the program's own that cleans up, puts the default back and raises the signal again
+ * (gzip on SIGPIPE, when `zcat | head` closes the pipe) so still ends the image with its counters and trace. */
+static int asks_default(int sig, const struct sigaction *act)
+{
+    return act && act->sa_handler == SIG_DFL && !(act->sa_flags & SA_SIGINFO) && sig > 0 && sig < NOURS &&
+           is_fatal(sig);
+}
+
 IOLENS_API int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
     if (iolens_in_vfork) return REAL(sigaction)(sig, act, old); /* the child's table is its own, ours[] is not */
     int mine = sig > 0 && sig < NOURS && ours[sig];
-    int r = REAL(sigaction)(sig, act, old);
-    if (r == 0 && mine) {
-        if (old) {
-            memset(old, 0, sizeof *old);
-            old->sa_handler = SIG_DFL;
-        }
-        if (act) ours[sig] = 0;
+    struct sigaction stand;
+    if (asks_default(sig, act)) {
+        stand = *act;
+        stand.sa_handler = on_fatal;
+        stand.sa_flags = SA_RESTART | SA_NODEFER;
+        act = &stand;
     }
+    int r = REAL(sigaction)(sig, act, old);
+    if (r == 0 && mine && old) {
+        memset(old, 0, sizeof *old);
+        old->sa_handler = SIG_DFL;
+    }
+    if (r == 0 && act) ours[sig] = act == &stand;
     return r;
 }
 
@@ -178,6 +199,13 @@ IOLENS_API __sighandler_t signal(int sig, __sighandler_t h)
 {
     if (iolens_in_vfork) return REAL(signal)(sig, h);
     int mine = sig > 0 && sig < NOURS && ours[sig];
+    if (h == SIG_DFL && sig > 0 && sig < NOURS && is_fatal(sig)) {
+        struct sigaction sa, old;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = SIG_DFL;
+        if (sigaction(sig, &sa, &old) != 0) return SIG_ERR; /* ours, standing for the default */
+        return mine ? SIG_DFL : old.sa_handler;
+    }
     __sighandler_t r = REAL(signal)(sig, h);
     if (r != SIG_ERR && mine) {
         ours[sig] = 0;

@@ -26,7 +26,8 @@ import numpy as np
 from iolens import _format as F
 from iolens.capture.reader import Capture, Process
 from iolens.errors import UsageError
-from iolens.sysinfo import steal_notes, steal_share
+from iolens.sysinfo import steal_share
+from iolens.whatif.caveats import plan_notes
 from iolens.whatif.engine import describe, op_dtype
 from iolens.whatif.handles import closes_after_use, read_only
 from iolens.whatif.pipes import _pipe_needs
@@ -204,10 +205,7 @@ def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS
         spawn = np.nonzero(a[:, _OP] == code["SPAWN"])[0]
         a[spawn, 3] = np.minimum([tree.startup_cpu(int(i)) for i in a[spawn, _OBJ]], gap[spawn])
         a[root_start, 3] = np.minimum([tree.startup_cpu(int(i)) for i in a[root_start, _OBJ]], gap[root_start])
-    notes = []
-    if any(p.fields.get("trace_lost") for p in procs):
-        notes.append("some trace events were lost while recording; the replay misses them")
-    notes += steal_notes(cap.meta, "the replay does not wait it out") if gaps == "cpu" else []
+    notes = plan_notes(cap, gaps == "cpu")
     # a late thread's START gap (its wait to be created) is no compute: out of the gaps its CPU is shared over
     cpu = cpu_shares(procs, ops.threads, a[:, _THREAD], np.where(late_start, 0, gap), costs, preempt_s,
                      steal_share(cap.meta))

@@ -39,6 +39,7 @@ from iolens import _format as F
 from iolens.bench.targets import Target
 from iolens.capture.reader import Capture, Process
 from iolens.sysinfo import steal_notes, steal_share, stolen_wait
+from iolens.whatif.caveats import model_notes
 from iolens.whatif.engine import log_dtype, op_codes, op_dtype
 from iolens.whatif.plan import (STDIO_OPS, TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS, Plan, ReplayFile,
                                 _is_data, has_trace)
@@ -222,11 +223,7 @@ def step_model(cap: Capture, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS,
     if mmap:
         unseen.append(f"{mmap / 1e6:.1f} MB of files were mmap'd: page faults on them are invisible (counted as "
                       "compute)")
-    traced_b = sum(p.bytes_read + p.bytes_written for p in cap.processes)
-    kernel_b = sum(max(0, p.k_rchar - p.k_rchar_start) + max(0, p.k_wchar - p.k_wchar_start) for p in cap.processes)
-    if kernel_b > traced_b * 1.05 and kernel_b - traced_b > 1 << 20:
-        unseen.append(f"{(kernel_b - traced_b) / 1e6:.1f} MB moved by the kernel were not attributed to traced "
-                      "calls (coverage): their cost is not modelled")
+    unseen += model_notes(cap)
     recording = min(recording / max(1.0, overlap), max(0.0, wall - io_wall))
     stolen = _stolen(cap, max(0.0, wall - io_wall - recording), event_costs(event_overhead_ns, path_overhead_ns)
                      if traced else 0)
