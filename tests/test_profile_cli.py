@@ -47,20 +47,23 @@ def test_existing_capture_is_never_overwritten(tmp_path):
     assert out.read_bytes() == b"user data"
 
 
-def test_unwritable_output_dir_still_runs_the_program(tmp_path):
+def test_an_output_directory_that_cannot_take_the_capture_is_refused_before_the_run(tmp_path):
+    """The command ran and only a warning, lost above the summary, said that its capture could not be saved: an
+    aligner's hours of profile gone.  Now a missing or read-only directory is one line, before anything runs."""
     ro = tmp_path / "ro"
     ro.mkdir()
     ro.chmod(0o500)
     marker = tmp_path / "ran"
+    outs = [tmp_path / "missing" / "c.iolens"] + ([ro / "c.iolens"] if os.geteuid() != 0 else [])  # root writes
     try:
-        res = iolens("profile", "-o", ro / "c.iolens", "--", "sh", "-c", f"echo ok > {marker}")
+        for out in outs:
+            res = iolens("profile", "--trace", "-o", out, "--", "sh", "-c", f"echo ok > {marker}")
+            assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+            lines = [ln for ln in res.stderr.splitlines() if ln.startswith("iolens: error:")]
+            assert len(lines) == 1 and "cannot save the capture" in lines[0] and "was not run" in lines[0], lines
+            assert not marker.exists() and not out.exists()
     finally:
         ro.chmod(0o700)
-    assert res.returncode == 0
-    assert marker.read_text() == "ok\n"
-    if os.geteuid() != 0:  # root can write anyway
-        assert "cannot save the capture" in res.stderr
-        assert not (ro / "c.iolens").exists()
 
 
 def test_unwritable_capture_dir_in_the_interposer(tmp_path):

@@ -183,3 +183,19 @@ def test_the_same_target_twice_is_refused_before_anything_runs(cap, tmp_path):
         line = one_line(iolens(cmd, cap, "--on", t, "--on", f"{t}/", timeout=60))
         assert f"{t}/ is the same directory as {t}; give each target once" in line, line
         assert list(t.iterdir()) == []  # refused before any replay directory was made
+
+
+def test_an_output_never_replaces_the_capture_it_is_made_from(cap, tmp_path):
+    """`--json c.iolens --force` (or --fio-iolog, or a FILE.layout that is the capture) replaced the capture the
+    command was reading, exit 0: the user's only copy of a long run's profile gone."""
+    t = tmp_path / "t"
+    t.mkdir()
+    before = cap.read_bytes()
+    layout_named = tmp_path / "c3.layout"
+    layout_named.write_bytes(before)
+    for args in (["replay", cap, "--on", t, "--json", cap], ["predict", cap, "--on", t, "--json", cap],
+                 ["replay", cap, "--fio-iolog", cap], ["replay", layout_named, "--fio-iolog", tmp_path / "c3"],
+                 ["report", cap, "--html", cap], ["diff", cap, cap, "--json", cap]):
+        line = one_line(iolens(*args, "--force", timeout=60))
+        assert "is a file this command reads" in line, (args, line)
+    assert cap.read_bytes() == before and layout_named.read_bytes() == before

@@ -34,11 +34,14 @@ def _special_message(opt: str, path: str | os.PathLike[str]) -> str:
             "name, or '-' for standard output")
 
 
-def check_outputs(outputs: Mapping[str, str | os.PathLike[str] | None], *, force: bool = False) -> None:
-    """Refuse, before any work, outputs that cannot be written: `outputs` maps an option name to its path."""
+def check_outputs(outputs: Mapping[str, str | os.PathLike[str] | None], *, force: bool = False,
+                  inputs: Sequence[str | os.PathLike[str]] = ()) -> None:
+    """Refuse, before any work, outputs that cannot be written: `outputs` maps an option name to its path; none may
+    be one of the command's `inputs` (the files it reads), which `--force` never replaces."""
     given = {opt: str(p) for opt, p in outputs.items() if p is not None and str(p) != ""}
     if sum(1 for p in given.values() if p == "-") > 1:
         raise UsageError("only one output can go to standard output ('-')")
+    read = {os.path.realpath(p) for p in inputs if str(p) not in ("", "-")}
     seen: dict[str, str] = {}
     for opt, p in given.items():
         if p == "-":
@@ -46,6 +49,9 @@ def check_outputs(outputs: Mapping[str, str | os.PathLike[str] | None], *, force
         real = os.path.realpath(p)
         if real in seen:
             raise UsageError(f"{seen[real]} and {opt} both write {p}; give them different names")
+        if real in read:
+            raise UsageError(f"{opt} {p} is a file this command reads; give the output another name (--force never "
+                             "replaces an input)")
         seen[real] = opt
         path = Path(p)
         if path.is_dir():

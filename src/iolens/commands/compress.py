@@ -84,7 +84,7 @@ def compress(files, codecs, threads_text, sample_text, full, min_time, on, fs, r
     threads = _threads(threads_text) if threads_text else sorted({1, os.cpu_count() or 1})
     if run and not fs:
         raise UsageError("--run needs --fs: it runs the command on each filesystem")
-    check_outputs({"--json": json_out, "--html": html_out}, force=force)
+    check_outputs({"--json": json_out, "--html": html_out}, force=force, inputs=list(files))
     if fs:
         if html_out is not None:
             raise UsageError("--html applies to codec measurements, not --fs")

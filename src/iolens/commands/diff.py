@@ -37,7 +37,7 @@ def diff(capture_a, capture_b, json_out, overrides, top, force):
     from iolens.commands.report import load_capture
     from iolens.output import check_outputs, write_output
 
-    check_outputs({"--json": json_out}, force=force)
+    check_outputs({"--json": json_out}, force=force, inputs=[capture_a, capture_b])
     th = with_overrides(list(overrides))
     ra = build_report(load_capture(capture_a), th)
     rb = build_report(load_capture(capture_b), th)

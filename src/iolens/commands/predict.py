@@ -44,7 +44,7 @@ def predict(capture, targets, cache, home, recalibrate, json_out, force):
     from iolens.whatif.predict import calibrate, home_dir, step_model, to_json
     from iolens.whatif.predict import predict as run_predict
 
-    check_outputs({"--json": json_out}, force=force)
+    check_outputs({"--json": json_out}, force=force, inputs=[capture])
     cap = load_capture(capture)
     resolved = resolve_each(targets)
     if home is not None and not home.strip():

@@ -31,21 +31,20 @@ def default_capture_name(argv: list[str]) -> Path:
     raise UsageError("cannot find a free capture name here; give one with -o")
 
 
-def check_output(out: Path, *, force: bool = False) -> str | None:
-    """None when the capture can be written, else why not (the run still goes ahead).
-
-    An existing file is refused before the run unless `force` (the output policy); a directory that is missing or
-    not writable only costs the saved capture: the program still runs and the summary is still printed."""
+def check_output(out: Path, *, force: bool = False) -> None:
+    """Refuse, before the command runs, a capture that could not be written: an existing file unless `force`, a
+    device or a pipe, a directory that is missing or not writable.  A run of hours whose capture is lost at the end
+    is the worse outcome: the user asked for the capture."""
     if str(out) == "-":
         raise UsageError("-o - : a capture is binary and cannot go to standard output; give a file name")
     if ((out.exists() or out.is_symlink()) and not force) or (out.exists() and not out.is_file()):
         check_outputs({"-o": out})  # refuses, with the policy's message (a device or a pipe also with --force)
     parent = out.parent if str(out.parent) else Path(".")
-    if not parent.is_dir():
-        return f"directory {parent} does not exist"
-    if not os.access(parent, os.W_OK):
-        return f"directory {parent} is not writable"
-    return None
+    why = ("does not exist" if not parent.is_dir() else "is not writable" if not os.access(parent, os.W_OK)
+           else None)
+    if why:
+        raise UsageError(f"cannot save the capture {shown(str(out))}: directory {shown(str(parent))} {why}; create it "
+                         "or give -o in a writable directory (the command was not run)")
 
 
 def render(result: RecordingResult, console: Console) -> None:
@@ -92,11 +91,8 @@ def run_profiled(argv: list[str], output: Path | None, *, trace: bool = False, m
         output, meta = capture_dir_entry(capture_dir, argv)
     out = output or default_capture_name(argv)
     console = console or summary_console()
-    cannot_save = check_output(out, force=force)
-    if cannot_save:
-        console.print(f"iolens: warning: cannot save the capture ({cannot_save}); the command runs, "
-                      "and the summary is still printed")
-    rec = Recording(argv, output=None if cannot_save else out, overwrite=force, trace=trace, max_files=max_files,
+    check_output(out, force=force)
+    rec = Recording(argv, output=out, overwrite=force, trace=trace, max_files=max_files,
                     warn=lambda msg: console.print(Text(shown(msg))), meta=meta)
     result = rec.run()
     if result.error:

@@ -50,7 +50,8 @@ def replay(capture, targets, speed, cache, fio_out, json_out, force):
     if fio_out == "-":
         raise UsageError("--fio-iolog needs a file name: it also writes FILE.layout, the files to lay out first")
     check_outputs({"--json": json_out, "--fio-iolog": fio_out,
-                   "--fio-iolog (its layout list)": f"{fio_out}.layout" if fio_out else None}, force=force)
+                   "--fio-iolog (its layout list)": f"{fio_out}.layout" if fio_out else None}, force=force,
+                  inputs=[capture])
     if not targets and not fio_out:
         raise UsageError("give at least one --on TARGET (or --fio-iolog FILE)")
     resolved = resolve_each(targets)  # a bad target is said before the capture is read

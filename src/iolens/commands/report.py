@@ -89,7 +89,7 @@ def report(capture, html_out, json_out, csv_out, trace_out, mqc_out, sample, ove
                           quiet=quiet, force=force, snakemake_log=snakemake_log)
     named = {"--html": html_out, "--json": json_out, "--csv": csv_out, "--chrome-trace": trace_out,
              "--multiqc": mqc_out}
-    check_outputs(named, force=force)
+    check_outputs(named, force=force, inputs=[capture])
     outs = [o for o in named.values() if o]
     from iolens.analysis.report import build_report
     from iolens.analysis.thresholds import with_overrides

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -12,6 +13,14 @@ from iolens.output import check_outputs, write_output
 PARTIAL_EXIT = 3
 
 
+def _files_in(path: str) -> list[str]:
+    """The files of a capture directory: none is ever an output."""
+    try:
+        return [os.path.join(path, n) for n in os.listdir(path)]
+    except OSError:
+        return []
+
+
 def report_dir(path: str, *, html_out: str | None, json_out: str | None, overrides: list[str], top: int,
                quiet: bool, force: bool, snakemake_log: str | None = None, jobs: int | None = None) -> None:
     """`iolens report DIR`: the pipeline report; exit 3 when some task is partial or was not profiled."""
@@ -19,7 +28,7 @@ def report_dir(path: str, *, html_out: str | None, json_out: str | None, overrid
     from iolens.pipeline.merge import build_pipeline
     from iolens.pipeline.render import render_html, render_json, render_text
 
-    check_outputs({"--html": html_out, "--json": json_out}, force=force)
+    check_outputs({"--html": html_out, "--json": json_out}, force=force, inputs=_files_in(path))
     rep = build_pipeline(path, with_overrides(overrides), jobs=jobs, snakemake_log=snakemake_log)
     if json_out:
         write_output(json_out, render_json(rep), force=force, opt="--json")
@@ -42,7 +51,7 @@ def diff_dirs(a: str, b: str, *, json_out: str | None, overrides: list[str], for
     from iolens.pipeline.merge import build_pipeline
     from iolens.pipeline.render import render_diff
 
-    check_outputs({"--json": json_out}, force=force)
+    check_outputs({"--json": json_out}, force=force, inputs=_files_in(a) + _files_in(b))
     th = with_overrides(overrides)
     ra, rb = build_pipeline(a, th), build_pipeline(b, th)
     if json_out:
