@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -176,6 +177,37 @@ def test_fio_iolog_is_accepted_by_fio(known, tmp_path):
     assert job["write"]["io_bytes"] == 512 * 1024
 
 
+def test_fio_names_are_flat_unambiguous_and_whole_words(tmp_path):
+    """Names with a space or a newline ended the name in the iolog (fio: "bad iolog file action: b.fa"), and
+    `col/a/b` and `col/a__b` were both written `col__a__b`: fio read one file for two."""
+    for rel in ("col/a/b", "col/a__b"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+    names = ["a b.fa", "new\nline", "col/a/b", "col/a__b", "ü.fq", "x" * 250 + "/" + "y" * 200]
+    (tmp_path / names[-1]).parent.mkdir()
+    for i, n in enumerate(names):
+        (tmp_path / n).write_bytes(b"z" * (100 + i))
+    reads = "; ".join(f"cat {shlex.quote(n)} > /dev/null" for n in names)
+    cap = profile(tmp_path, "names", ["sh", "-c", reads])
+    log = tmp_path / "n.iolog"
+    r = iolens("replay", cap, "--fio-iolog", log)
+    assert r.returncode == 0, r.stderr
+    layout = [ln.split(" ") for ln in (tmp_path / "n.iolog.layout").read_text().splitlines()]
+    ours = {int(s): n for s, n in layout if 100 <= int(s) < 100 + len(names)}
+    assert len(ours) == len(names) and len(set(ours.values())) == len(names), layout
+    assert all(len(n) <= 255 and n.isascii() and not any(c.isspace() for c in n) for n in ours.values())
+    run = tmp_path / "fio"
+    run.mkdir()
+    for s, n in layout:
+        (run / n).write_bytes(os.urandom(int(s)))
+    f = subprocess.run(["fio", f"--read_iolog={log}", "--name=replay", "--output-format=json"], cwd=run,
+                       capture_output=True, text=True, timeout=120)
+    assert f.returncode == 0 and "bad iolog" not in f.stderr, f.stderr + f.stdout
+    import json
+
+    job = json.loads(f.stdout[f.stdout.index("{"):])["jobs"][0]
+    assert job["read"]["io_bytes"] >= sum(100 + i for i in range(len(names)))
+
+
 def test_fio_iolog_keeps_the_order_between_processes(tmp_path):
     """The shell writes f, waits 0.3 s, then `cat` reads it: in the merged iolog the read comes after the write
     (each thread's times counted from when it began, not from 0, which put cat's read before the shell's write)."""
@@ -184,8 +216,8 @@ def test_fio_iolog_keeps_the_order_between_processes(tmp_path):
     r = iolens("replay", cap, "--fio-iolog", log)
     assert r.returncode == 0, r.stderr
     acts = [ln.split() for ln in log.read_text().splitlines()[1:]]
-    writes = [int(a[0]) for a in acts if a[1].endswith("__f") and a[2] == "write"]
-    reads = [int(a[0]) for a in acts if a[1].endswith("__f") and a[2] == "read"]
+    writes = [int(a[0]) for a in acts if a[1].endswith("%2Ff") and a[2] == "write"]
+    reads = [int(a[0]) for a in acts if a[1].endswith("%2Ff") and a[2] == "read"]
     assert writes and reads and max(writes) + 250 <= min(reads), (writes, reads)
 
 

@@ -8,13 +8,19 @@ fio replays data operations only.  What it cannot express, and how the export tr
   recorded times (each thread's from when it began in the recording); the ordering between processes (fork,
   wait, pipes) is kept only as far as those times say;
 - compute gaps: kept as the timestamps (milliseconds since the start), which fio waits for before each op;
-- file names: fio opens the names as written, so they are written relative (`a/b/c` becomes `a__b__c`) for a run
-  in an empty scratch directory, never the capture's own paths.  Files are `add`ed and `open`ed at first use;
+- file names: fio opens the names as written, so they are written relative and flat for a run in an empty
+  scratch directory, never the capture's own paths: every byte but letters, digits, `.`, `_` and `-` as `%XX`
+  (`a/b c` becomes `a%2Fb%20c`), so that no two files share a name and none holds the whitespace that ends a
+  name in the iolog; a name over fio's 255 characters keeps its end, after a digest of the whole.  Files are
+  `add`ed and `open`ed at first use;
   fio does not lay out files for a replayed log, so the files the step reads are listed with their sizes in
   FILE.layout (`SIZE NAME` lines): create them first, e.g. `while read s n; do head -c $s /dev/urandom > $n; done`.
 """
 
 from __future__ import annotations
+
+import hashlib
+import string
 
 import numpy as np
 
@@ -24,8 +30,18 @@ from iolens.whatif.plan import Plan
 HEADER = "fio version 3 iolog\n"
 
 
+_SAFE = frozenset(string.ascii_letters + string.digits + "._-")
+NAME_MAX = 255  # fio reads an iolog v3 name with sscanf("%256s"); a file name's own limit is 255 bytes
+
+
 def fio_name(rel: str) -> str:
-    return rel.replace("/", "__")
+    """The file's name in the iolog and its layout list (see above): flat, unambiguous, no whitespace."""
+    raw = rel.encode("utf-8", "surrogateescape")
+    name = "".join(chr(b) if chr(b) in _SAFE else f"%{b:02X}" for b in raw)
+    if len(name) > NAME_MAX:
+        digest = hashlib.sha256(raw).hexdigest()[:16]
+        name = f"{digest}~{name[-(NAME_MAX - len(digest) - 1):]}"
+    return name
 
 
 def iolog(plan: Plan) -> bytes:
