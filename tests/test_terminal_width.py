@@ -149,6 +149,8 @@ def test_predict_at_80_and_200_columns(traced_step):
                         env_extra=env) for c in (80, 200))
     check(narrow, wide)
     assert "I/O share" in header(wide, "target") and "I/O share" not in header(narrow, "target")
+    # a column left out says so (it was silent: a user could not tell a figure was missing)
+    assert "not shown at 80 columns: I/O share" in narrow and "not shown at" not in wide
     for text in (narrow, wide):  # the largest classes of each target, each with its figure
         line = next(ln for ln in text.splitlines() if "largest classes:" in ln)
         assert re.search(r"largest classes: \w+ \d+\.\d{3} s", line), line
@@ -162,6 +164,7 @@ def test_replay_at_80_and_200_columns(traced_step):
                     for c in (80, 200))
     check(narrow, wide)
     assert "STREAM" in header(wide, "target") and "fidelity" in header(narrow, "target")
+    assert ("STREAM" in header(narrow, "target")) != ("not shown at 80 columns:" in narrow and "STREAM" in narrow)
     assert re.search(r"│ +[+-]\d+\.\d%$", rows(narrow)[1]), rows(narrow)  # the capture's own storage: fidelity
 
 

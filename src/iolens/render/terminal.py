@@ -141,6 +141,11 @@ def fit_table(con: Console, cols: Sequence[Col], rows: Sequence[Sequence[Rendera
     flex_width = None
     if flex is not None and flex_min is not None and flex in keep:
         flex_width = max(flex_min, min(natural(flex), flex_min + width - need))
+    hidden = [cols[i].header for i in range(len(cols)) if i not in keep]
+    if hidden:  # a column left out says so: it may be the one that matters (a replay's STREAM time)
+        note = f"not shown at {width} columns: {', '.join(hidden)} (a wider terminal shows them)"
+        style = dict(style, caption=f"{style['caption']}; {note}" if style.get("caption") else note,
+                     caption_justify="left")
     sub = [cols[i] for i in keep]
     body = []
     for r in rows:
