@@ -199,3 +199,32 @@ def test_an_output_never_replaces_the_capture_it_is_made_from(cap, tmp_path):
         line = one_line(iolens(*args, "--force", timeout=60))
         assert "is a file this command reads" in line, (args, line)
     assert cap.read_bytes() == before and layout_named.read_bytes() == before
+
+
+def test_the_space_a_replay_asks_for_is_its_peak_not_every_write(tmp_path):
+    """A step that rewrites one 2 MB file ten times needs 4 MB at most (the input laid out, and its copy); asked
+    for 22 MB (every write summed), a 12 MB tmpfs was refused though the replay fits it."""
+    from iolens.capture.reader import read_capture
+    from iolens.whatif.plan import build_plan
+    from iolens.whatif.schedule import peak_bytes
+
+    (tmp_path / "ref.fa").write_bytes(os.urandom(2 << 20))
+    cap = tmp_path / "rw.iolens"
+    res = iolens("profile", "-q", "--trace", "-o", cap, "--", "sh", "-c",
+                 "for i in 1 2 3 4 5 6 7 8 9 10; do cat ref.fa > x.fa; done; cat x.fa > y.fa; rm x.fa; "
+                 "cat ref.fa > z.fa", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    plan = build_plan(read_capture(cap))
+    assert peak_bytes(plan) == 3 * (2 << 20)  # ref.fa, x.fa, y.fa at once; z.fa after x.fa is gone
+    if os.geteuid() != 0:
+        unavailable("needs root to mount a small tmpfs")
+    small = tmp_path / "small"
+    small.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12m", "tmpfs", str(small)],
+                      capture_output=True).returncode:
+        unavailable("cannot mount a tmpfs here")
+    try:
+        res = iolens("replay", cap, "--on", small)
+        assert res.returncode == 0, res.stderr
+    finally:
+        subprocess.run(["umount", str(small)], check=False)

@@ -26,6 +26,7 @@ import numpy as np
 
 from iolens.whatif.engine import op_codes
 from iolens.whatif.plan import Plan
+from iolens.whatif.schedule import op_times
 
 HEADER = "fio version 3 iolog\n"
 
@@ -48,19 +49,7 @@ def iolog(plan: Plan) -> bytes:
     """The plan as iolog v3 text."""
     c = op_codes()
     ops = plan.ops
-    # absolute (recorded) times: rebuild each thread's timeline from its gaps and durations
-    t = np.zeros(len(ops), dtype=np.int64)
-    thr = ops["thread"].astype(np.int64)
-    step = (ops["gap"] + ops["dur"]).astype(np.int64)
-    first = np.ones(len(ops), dtype=bool)
-    first[1:] = thr[1:] != thr[:-1]
-    csum = np.cumsum(step)
-    base = np.maximum.accumulate(np.where(first, np.arange(len(ops)), 0))
-    t = csum - (csum[base] - step[base]) - ops["dur"].astype(np.int64)
-    # each thread's timeline from when it began in the recording (its first op: its START), so that one thread's
-    # reads of a file come after another's writes of it
-    begin = np.array([round(r["begin"] * 1e9) for r in plan.recorded] or [0], dtype=np.int64)
-    t = begin[np.minimum(thr, len(begin) - 1)] + t - t[base]
+    t = op_times(plan)
     data = {c["READ"]: "read", c["SREAD"]: "read", c["COPY_FROM"]: "read", c["WRITE"]: "write",
             c["SWRITE"]: "write", c["COPY"]: "write", c["FSYNC"]: "sync", c["FDATASYNC"]: "datasync"}
     sel = np.nonzero(np.isin(ops["op"], list(data)))[0]

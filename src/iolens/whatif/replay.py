@@ -11,14 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
 from iolens.bench.safety import WorkDirs, check_space, signals_as_exceptions
 from iolens.bench.targets import Target
 from iolens.capture.reader import Capture
 from iolens.errors import TargetError
-from iolens.whatif.engine import ReplayError, op_codes, run
+from iolens.whatif.engine import ReplayError, run
 from iolens.whatif.plan import Plan
+from iolens.whatif.schedule import peak_bytes
 
 CLASSES = ("READ", "WRITE", "META", "SYNC", "STREAM")
 
@@ -54,17 +54,10 @@ def capture_devices(cap: Capture, plan: Plan) -> set[int]:
     return set(devs)
 
 
-def written_bytes(plan: Plan) -> int:
-    c = op_codes()
-    ops = plan.ops
-    sel = np.isin(ops["op"], [c["WRITE"], c["SWRITE"], c["COPY"]])
-    return int(ops["size"][sel].sum())
-
-
 def preflight(plan: Plan, t: Target) -> None:
     """TargetError (one line) when t has not the room for the plan's layout and writes."""
     room = "free space on it, or replay on a larger target"
-    check_space(t, plan.layout_bytes + written_bytes(plan), len(plan.files) + 16, "the replay",
+    check_space(t, peak_bytes(plan), len(plan.files) + 16, "the replay",
                 (room, room.replace("space", "inodes")))
 
 
