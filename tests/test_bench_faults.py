@@ -259,8 +259,8 @@ def test_only_leftovers_proven_ours_are_removed(tmp_path):
     text = "\n".join(notes + warnings)
     assert "left by an earlier run" not in text and "remove it" not in text
     assert f"removed {killed}" in text and f"{mine} is not an iolens work directory" in text
-    assert f"{alive} belongs to an iolens bench still running" in "\n".join(warnings)
-    assert f"{elsewhere} belongs to an iolens bench on another-host" in text
+    assert f"{alive} belongs to an iolens run still running" in "\n".join(warnings)
+    assert f"{elsewhere} belongs to an iolens run on another-host" in text
 
 
 def test_bench_leaves_a_users_directory_alone_and_cleans_a_killed_runs(tmp_path, monkeypatch):
@@ -282,7 +282,7 @@ def test_bench_leaves_a_users_directory_alone_and_cleans_a_killed_runs(tmp_path,
     everything = json.dumps(doc["warnings"] + doc["notes"])
     assert "left by an earlier run" not in everything
     assert any("iolens-bench-mine is not an iolens work directory" in n for n in doc["notes"])
-    assert any("iolens-bench-k1ll3d, left by an iolens bench that was killed" in n for n in doc["notes"])
+    assert any("iolens-bench-k1ll3d, left by an iolens run that was killed" in n for n in doc["notes"])
 
 
 # ---- the op sets and CLI choices are the engine's -------------------------------------------------------------

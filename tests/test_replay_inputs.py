@@ -228,3 +228,32 @@ def test_the_space_a_replay_asks_for_is_its_peak_not_every_write(tmp_path):
         assert res.returncode == 0, res.stderr
     finally:
         subprocess.run(["umount", str(small)], check=False)
+
+
+def test_what_a_replay_killed_with_sigkill_left_is_removed_by_the_next(tmp_path):
+    """SIGKILL leaves no cleanup to run: the replay directory on the target and the job directory (its op list,
+    48 bytes an op) stayed, and the next replay neither removed nor mentioned them, as bench does."""
+    import tempfile
+
+    d = tmp_path / "step"
+    d.mkdir()
+    out = tmp_path / "slow.iolens"
+    r = iolens("profile", "--trace", "-o", out, "--", "sh", "-c", "echo a > a; sleep 4; cat a > b", cwd=d)
+    assert r.returncode == 0, r.stderr
+    target = tmp_path / "t"
+    target.mkdir()
+    env = _absolute_pythonpath(dict(os.environ))
+    proc = subprocess.Popen([sys.executable, "-m", "iolens", "replay", str(out), "--on", str(target)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 30
+    while not list(target.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGKILL)  # the command and its replayer
+    proc.wait(timeout=60)
+    jobs = list(Path(tempfile.gettempdir()).glob(f"iolens-replay-{proc.pid}-*"))
+    assert list(target.iterdir()) and jobs, "nothing was left behind to clean"
+    res = iolens("replay", out, "--on", target)
+    assert res.returncode == 0, res.stderr
+    assert "iolens: note: removed" in res.stderr and "left by an iolens run that was killed" in res.stderr
+    assert not list(target.iterdir()) and not any(j.exists() for j in jobs)

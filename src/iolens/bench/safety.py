@@ -24,10 +24,11 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from iolens.bench.targets import Target
 from iolens.errors import TargetError, Terminated
+from iolens.names import shown
 from iolens.units import human_bytes
 
 WORKDIR_PREFIX = "iolens-bench-"
@@ -223,6 +224,17 @@ def stale_dirs(t: Target) -> list[Path]:
         return []
 
 
+def tidy_targets(targets: list[Target], say: Callable[[str], None]) -> None:
+    """clean_leftovers on each target, each note and warning said as one line (`iolens: note: ...`)."""
+    for t in targets:
+        if t.kind == "null":
+            continue
+        notes, warnings = clean_leftovers(t)
+        for kind, lines in (("note", notes), ("warning", warnings)):
+            for line in lines:
+                say(f"iolens: {kind}: {shown(line)}")
+
+
 def clean_leftovers(t: Target) -> tuple[list[str], list[str]]:
     """Removes the work directories that killed runs of ours left in t; (notes, warnings) about what was found.
 
@@ -236,18 +248,18 @@ def clean_leftovers(t: Target) -> tuple[list[str], list[str]]:
             try:
                 shutil.rmtree(d)
             except OSError as err:
-                warnings.append(f"could not remove {d}, left by a killed iolens bench (pid {m.get('pid')}): "
+                warnings.append(f"could not remove {d}, left by a killed iolens run (pid {m.get('pid')}): "
                                 f"{err.strerror}")
             else:
-                notes.append(f"removed {d}, left by an iolens bench that was killed (pid {m.get('pid')}, started "
+                notes.append(f"removed {d}, left by an iolens run that was killed (pid {m.get('pid')}, started "
                              f"{m.get('started')})")
         elif lo.owner == "running":
-            warnings.append(f"{d} belongs to an iolens bench still running (pid {m.get('pid')}): left alone; the "
+            warnings.append(f"{d} belongs to an iolens run still running (pid {m.get('pid')}): left alone; the "
                             "two runs share the target, so each disturbs the other's numbers")
         elif lo.owner == "other-host":
-            notes.append(f"{d} belongs to an iolens bench on {m.get('host')}: left alone")
+            notes.append(f"{d} belongs to an iolens run on {m.get('host')}: left alone")
         elif lo.owner == "other-user":
-            notes.append(f"{d} belongs to an iolens bench of another user: left alone")
+            notes.append(f"{d} belongs to an iolens run of another user: left alone")
         else:
             notes.append(f"{d} is not an iolens work directory (no iolens marker inside), although its name "
                          "looks like one: left alone")

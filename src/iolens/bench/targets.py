@@ -313,8 +313,9 @@ def resolve(spec: str) -> Target:
     except OSError as err:
         raise TargetError(f"{spec}: cannot read its filesystem: {err.strerror}") from None
     if vfs.f_flag & os.ST_RDONLY:
-        raise TargetError(f"{spec} is on a read-only filesystem")
+        raise TargetError(f"{spec} is on a read-only filesystem; give a directory on storage iolens may write to "
+                          "(it writes only in a new directory there, removed afterwards)")
     if not os.access(t.path, os.W_OK | os.X_OK):
-        raise TargetError(f"{spec} is not writable by this user")
+        raise TargetError(f"{spec} is not writable by this user; give a directory you can write to")
     t.refresh_space()
     return t

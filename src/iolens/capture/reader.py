@@ -299,6 +299,8 @@ def decode(data: bytes, path: str = "<capture>") -> Capture:
 
 
 def read_capture(path: str | Path, *, strict: bool = False) -> Capture:
+    if not str(path).strip():  # Path("") is ".", the working directory
+        raise CaptureError("an empty name was given for the capture; give the capture file `iolens profile -o` wrote")
     p = Path(path)
     try:
         if p.is_dir():
@@ -310,7 +312,8 @@ def read_capture(path: str | Path, *, strict: bool = False) -> Capture:
     except FileNotFoundError:
         raise CaptureError(f"{p}: no such capture file; check the path (`iolens profile -o FILE` writes one)") from None
     except IsADirectoryError:
-        raise CaptureError(f"{p}: is a directory, not a capture file") from None
+        raise CaptureError(f"{p}: is a directory, not a capture file; give a file `iolens profile -o` wrote (`iolens "
+                           "report DIR` reads a pipeline's capture directory)") from None
     except PermissionError:
         raise CaptureError(f"{p}: permission denied; make it readable or run as its owner") from None
     except OSError as err:  # a symbolic link loop, a name too long, an I/O error

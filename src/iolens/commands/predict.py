@@ -8,7 +8,7 @@ from iolens.output import FORCE_OPTION
 
 
 @click.command()
-@click.argument("capture", type=click.Path(dir_okay=False, path_type=str))
+@click.argument("capture", type=click.Path(path_type=str))  # the reader says what is wrong, in one line
 @click.option("--on", "targets", metavar="TARGET", multiple=True, required=True,
               help="A directory or lab:NAME to predict for (repeatable).")
 @click.option("--cache", type=click.Choice(["warm", "cold"]), default="warm", show_default=True,
@@ -32,6 +32,7 @@ def predict(capture, targets, cache, home, recalibrate, json_out, force):
     Example:
       iolens predict sort.iolens --on /scratch --on lab:gp2
     """
+    from iolens.bench.safety import tidy_targets
     from iolens.bench.targets import resolve, resolve_each
     from iolens.commands.report import load_capture
     from iolens.errors import TargetError, UsageError
@@ -54,6 +55,7 @@ def predict(capture, targets, cache, home, recalibrate, json_out, force):
         home_target = resolve(home_spec) if home_spec else None
     except TargetError as err:
         raise TargetError(f"--home {err}" if home else f"the capture's home storage: {err}; give --home DIR") from None
+    tidy_targets(resolved + ([home_target] if home_target else []), lambda line: click.echo(line, err=True))
     with ResultsStore() as store:
         ev_ns, path_ns, cost_note = (for_capture(cap.meta.get("host"), store, refresh=recalibrate)
                                       if has_trace(cap) else (0, 0, ""))

@@ -13,7 +13,7 @@ LOUD_LAYOUT = 1 << 30  # a layout this large is announced before it is written
 
 
 @click.command()
-@click.argument("capture", type=click.Path(dir_okay=False, path_type=str))
+@click.argument("capture", type=click.Path(path_type=str))  # the reader says what is wrong, in one line
 @click.option("--on", "targets", metavar="TARGET", multiple=True, help="A directory or lab:NAME to replay on "
               "(repeatable).")
 @click.option("--speed", type=click.Choice(["recorded", "max"]), default="recorded", show_default=True,
@@ -36,6 +36,7 @@ def replay(capture, targets, speed, cache, fio_out, json_out, force):
       iolens profile --trace -o sort.iolens -- samtools sort -m 1M in.sam -o out.bam
       iolens replay sort.iolens --on /scratch --on /mnt/nfs
     """
+    from iolens.bench.safety import tidy_targets
     from iolens.bench.targets import resolve_each
     from iolens.commands.report import load_capture
     from iolens.errors import TargetError, UsageError
@@ -57,6 +58,9 @@ def replay(capture, targets, speed, cache, fio_out, json_out, force):
     resolved = resolve_each(targets)  # a bad target is said before the capture is read
     cap = load_capture(capture)
     if not has_trace(cap) and cap.meta.get("trace"):
+        if not cap.problems and all(p.finalized for p in cap.processes):
+            raise UsageError(f"{capture}: the step made no file operation the trace records (no open, read, write "
+                             "or stat of a file): there is nothing to replay")
         raise UsageError(f"{capture} was recorded with --trace, but no trace is left in it (damaged, cut short, or "
                          "the step was stopped before it was saved); profile the step again to replay it")
     if has_trace(cap):
@@ -78,6 +82,9 @@ def replay(capture, targets, speed, cache, fio_out, json_out, force):
     if cap.problems:  # a partial capture: what came before the cut, against the whole run's wall time
         plan.notes.append("the capture is partial: only what came before the damage is replayed, so no fidelity "
                           "is given")
+    if speed == "max":  # the I/O alone, against the whole step: a fidelity would only say how much was compute
+        plan.notes.append("--speed max drops the compute gaps, so no fidelity is given")
+    tidy_targets(resolved, lambda line: click.echo(line, err=True))  # what killed runs left there, and its space
     for t in resolved:  # every target is checked before the first replay starts
         preflight(plan, t)
     results, failed = [], []
@@ -91,7 +98,7 @@ def replay(capture, targets, speed, cache, fio_out, json_out, force):
             if len(resolved) == 1:
                 raise
             failed.append({"target": t.spec, "error": str(err)})
-    for r in results if cap.problems else []:
+    for r in results if cap.problems or speed == "max" else []:
         r.fidelity = None
     doc = {"tag": "iolens-replay", "schema_version": [1, 4], "capture": capture, "speed": speed, "cache": cache,
            "original_wall_s": plan.wall_s, "ops": int(len(plan.ops)), "skipped_ops": plan.skipped_ops,

@@ -22,7 +22,7 @@ def load_capture(path: str):
 
     cap = read_capture(path)
     if cap.problems and not cap.processes:
-        raise CaptureError(cap.problems[0])
+        raise CaptureError(f"{cap.problems[0]}: nothing in it can be read; profile the step again")
     if not cap.processes:
         raise CaptureError(f"{path}: the capture holds no process records")
     for prob in cap.problems:

@@ -32,11 +32,15 @@ def _prose(con: Console, text: str, indent: int = 0) -> None:
         con.print(Text(line), soft_wrap=True)
 
 
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n:,} {one if n == 1 else many or one + 's'}"
+
+
 def render_replay(con: Console, capture: str, plan: Plan, results: Sequence[TargetReplay],
                   classes: Sequence[str]) -> None:
-    _prose(con, f"{capture}: {len(plan.ops)} operations in {len(plan.threads)} threads of {plan.processes} "
-                f"processes; original wall {plan.wall_s:.3f} s ({plan.skipped_ops} ops on system files, seeks and "
-                "mmaps kept as compute)")
+    _prose(con, f"{capture}: {_count(len(plan.ops), 'operation')} in {_count(len(plan.threads), 'thread')} of "
+                f"{_count(plan.processes, 'process', 'processes')}; original wall {plan.wall_s:.3f} s "
+                f"({plan.skipped_ops:,} ops on system files, seeks and mmaps kept as compute)")
     for n in plan.notes:
         _prose(con, f"note: {n}")
     if not results:
@@ -69,13 +73,14 @@ def render_predict(con: Console, capture: str, model: StepModel, preds: Sequence
                   Col("I/O change", drop=1), Col("dominant class", "left")], title="Predicted wall time", **STYLE)
     for p in preds:
         t.add_row(p.target, _s(p.wall_s), f"{p.low_s:.3f}-{p.high_s:.3f} s", f"{p.io_share * 100:.0f}%",
-                  f"{p.io_delta_s:+.3f} s", p.dominant)
+                  f"{round(p.io_delta_s, 3) + 0.0:+.3f} s", p.dominant)  # + 0.0: never "-0.000"
     con.print(t)
     for p in preds:
         top = sorted(p.class_s.items(), key=lambda kv: -kv[1])[:TOP_CLASSES]
         if top:
             _prose(con, f"{p.target}, largest classes: " + ", ".join(f"{c} {_s(sec)}" for c, sec in top), 2)
+    if preds:
+        _prose(con, f"each target against: {preds[0].reference}")
     con.print("the model cannot see:")
-    for u in [*model.unseen, f"the page cache state: assumed {cache} for the inputs (--cache)",
-              "reference: " + (preds[0].reference if preds else "-")]:
+    for u in [*model.unseen, f"the page cache state: assumed {cache} for the inputs (--cache)"]:
         _prose(con, f"- {u}", 2)

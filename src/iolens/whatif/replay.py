@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
@@ -61,13 +62,28 @@ def preflight(plan: Plan, t: Target) -> None:
                 (room, room.replace("space", "inodes")))
 
 
+JOB_PREFIX = "iolens-replay-"  # + the pid of the run that made it: its job file and op list, in the temp directory
+
+
+def _remove_stale_jobs() -> None:
+    """The job directories of replays killed with SIGKILL (no cleanup ran): an op list is 48 bytes an op."""
+    base = Path(tempfile.gettempdir())
+    for d in base.glob(f"{JOB_PREFIX}*-*"):
+        pid = d.name[len(JOB_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or Path(f"/proc/{pid}").exists():
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def replay_on(plan: Plan, t: Target, *, speed: str = "recorded", cache: str = "warm", log: str | None = None,
               home_devs: set[int] | None = None, dependency_timeout_s: float | None = None) -> TargetReplay:
     """Lays out and replays the plan in a new directory on t, removed afterwards (also on Ctrl-C).
     `dependency_timeout_s`: how long every live replay thread may wait before the waits are given up (default
     the replayer's, 10 s)."""
     preflight(plan, t)
-    with signals_as_exceptions(), WorkDirs() as wd, tempfile.TemporaryDirectory(prefix="iolens-replay-") as tmp:
+    _remove_stale_jobs()
+    with signals_as_exceptions(), WorkDirs() as wd, \
+            tempfile.TemporaryDirectory(prefix=f"{JOB_PREFIX}{os.getpid()}-") as tmp:
         d = wd.create(t)
         ops_path = Path(tmp) / "ops.bin"
         ops_path.write_bytes(plan.ops.tobytes())
