@@ -154,7 +154,7 @@ def run_round(cells: Cells, steps: dict[str, list[str]], places: list, plans: di
         if own is not None:
             w = places[cells.home][1]
             ready(w, argv)
-            mine, model = own(Recording(argv, trace=True, cwd=str(w)).run().capture)
+            mine, model = own(Recording(argv, trace=True, cwd=str(w), stdio=subprocess.DEVNULL).run().capture)
             cells.own_models.setdefault(step, []).append(model)
         for n, w, t in places:
             if (step, n) in cells.skip:
@@ -208,7 +208,9 @@ def profile_steps(steps: dict[str, list[str]], work: Path, n: int) -> dict[str, 
                     plain[step].append(real_run(work, argv))
                     continue
                 ready(work, argv)
-                caps[step].append(Recording(argv, trace=True, cwd=str(work)).run().capture)
+                # stdout and stderr as no file, as in the real runs (pipes): a shell's copies of a stdout that is a
+                # file (this script's log) were replayed on the target, where the real runs had none
+                caps[step].append(Recording(argv, trace=True, cwd=str(work), stdio=subprocess.DEVNULL).run().capture)
     out = {}
     for step in steps:
         walls = [float(c.meta["wall_s"]) for c in caps[step]]

@@ -119,14 +119,17 @@ class Recording:
     cwd, env   the command's working directory and base environment (default: this process's);
     preload_var  the variable that carries the interposer (compare's launcher moves it into LD_PRELOAD itself);
     warn       where notes go (for example "staging is not RAM-backed"); silent when None;
-    meta       extra META fields (a pipeline task's workflow names).
+    meta       extra META fields (a pipeline task's workflow names);
+    stdio      where the command's stdout and stderr go (subprocess.DEVNULL, a descriptor); default: this
+               process's.
     """
 
     def __init__(self, argv: Sequence[str], *, output: Path | None = None, overwrite: bool = False,
                  trace: bool = False, max_files: int | None = None, cwd: str | os.PathLike[str] | None = None,
                  env: Mapping[str, str] | None = None, preload_var: str = "LD_PRELOAD", warn: Warn | None = None,
-                 meta: Mapping[str, Any] | None = None):
+                 meta: Mapping[str, Any] | None = None, stdio: int | None = None):
         self.argv = list(argv)
+        self.stdio = stdio
         self.output = output
         self.overwrite = overwrite
         self.trace = trace
@@ -160,8 +163,8 @@ class Recording:
     # -- run it here ----------------------------------------------------------------------------------------
 
     def start(self) -> subprocess.Popen[bytes]:
-        """Start the command, stdin, stdout and stderr shared with this process.  Without a staging directory it
-        runs unprofiled (after a warning): the command itself always runs."""
+        """Start the command, stdin, stdout and stderr shared with this process (or `stdio`).  Without a staging
+        directory it runs unprofiled (after a warning): the command itself always runs."""
         try:
             env = self.environment()
         except OSError as err:
@@ -170,7 +173,7 @@ class Recording:
             env = dict(self.base_env)
         self._timing = _Timing(time.time_ns(), time.monotonic_ns(), 0, cpu=(cpu_seconds(), None))
         try:
-            self.proc = subprocess.Popen(self.argv, env=env, cwd=self.cwd)
+            self.proc = subprocess.Popen(self.argv, env=env, cwd=self.cwd, stdout=self.stdio, stderr=self.stdio)
         except OSError as err:
             self.close()
             raise CommandNotFound(f"cannot run {self.argv[0]}: {err.strerror}", exit_code=126) from None
