@@ -113,24 +113,31 @@ def test_failed_operations_and_a_failed_target_are_said_and_the_others_kept(tmp_
         subprocess.run(["umount", str(small)], check=False)
 
 
-def test_a_replay_stopped_by_sigterm_cleans_up_and_says_so(tmp_path):
-    """SIGTERM (a batch system's stop) mid-replay: exit 143 with one line, the replay directory removed."""
+def slow_replay(tmp_path: Path, sleep_s: int, **popen) -> tuple[Path, Path, subprocess.Popen]:
+    """A capture of a step that sleeps `sleep_s` between two writes, and its replay started on a new target, once
+    the replay's directory is there: (capture, target, the replay's process)."""
     d = tmp_path / "step"
     d.mkdir()
     out = tmp_path / "slow.iolens"
-    r = iolens("profile", "--trace", "-o", out, "--", "sh", "-c", "echo a > a; sleep 6; cat a > b", cwd=d)
+    r = iolens("profile", "--trace", "-o", out, "--", "sh", "-c", f"echo a > a; sleep {sleep_s}; cat a > b", cwd=d)
     assert r.returncode == 0, r.stderr
     target = tmp_path / "t"
     target.mkdir()
     env = _absolute_pythonpath(dict(os.environ))
     proc = subprocess.Popen([sys.executable, "-m", "iolens", "replay", str(out), "--on", str(target)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            **popen)
     deadline = time.monotonic() + 30
     while not list(target.iterdir()) and time.monotonic() < deadline:  # the replay's directory exists
         time.sleep(0.05)
+    return out, target, proc
+
+
+def test_a_replay_stopped_by_sigterm_cleans_up_and_says_so(tmp_path):
+    """SIGTERM (a batch system's stop) mid-replay: exit 143 with one line, the replay directory removed."""
+    _out, target, proc = slow_replay(tmp_path, 6, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(1.0)
     proc.send_signal(signal.SIGTERM)
-    _out, err = proc.communicate(timeout=60)
+    _stdout, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + signal.SIGTERM, err
     assert "Traceback" not in err and "stopped by SIGTERM" in err, err
     assert not list(target.iterdir())
@@ -235,19 +242,8 @@ def test_what_a_replay_killed_with_sigkill_left_is_removed_by_the_next(tmp_path)
     48 bytes an op) stayed, and the next replay neither removed nor mentioned them, as bench does."""
     import tempfile
 
-    d = tmp_path / "step"
-    d.mkdir()
-    out = tmp_path / "slow.iolens"
-    r = iolens("profile", "--trace", "-o", out, "--", "sh", "-c", "echo a > a; sleep 4; cat a > b", cwd=d)
-    assert r.returncode == 0, r.stderr
-    target = tmp_path / "t"
-    target.mkdir()
-    env = _absolute_pythonpath(dict(os.environ))
-    proc = subprocess.Popen([sys.executable, "-m", "iolens", "replay", str(out), "--on", str(target)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 30
-    while not list(target.iterdir()) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    out, target, proc = slow_replay(tmp_path, 4, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    start_new_session=True)
     time.sleep(0.5)
     os.killpg(proc.pid, signal.SIGKILL)  # the command and its replayer
     proc.wait(timeout=60)
