@@ -4,6 +4,7 @@ line on stderr, never a traceback, and nothing of the user's is lost."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import stat
@@ -83,19 +84,28 @@ def test_outputs_never_replace_a_layout_list_or_a_special_file(cap, tmp_path):
     assert "--home" in one_line(iolens("predict", cap, "--on", tmp_path, "--home", tmp_path / "absent"))
 
 
-def test_failed_operations_and_a_failed_target_are_said_and_the_others_kept(tmp_path):
-    """On a tmpfs too small for 2,000 files of a page each (the byte count fits; tmpfs gives each file a page), the
-    replay's creates fail: the table is printed (for the good target too), and the command says how many failed
-    and why, and exits non-zero, rather than showing the failed replay's times as the step's."""
+@contextlib.contextmanager
+def small_tmpfs(tmp_path: Path, size: str):
+    """A tmpfs of `size` mounted at tmp_path/small for the block's length (needs root)."""
     if os.geteuid() != 0:
         unavailable("needs root to mount a small tmpfs")
     small = tmp_path / "small"
     small.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=5500k", "tmpfs", str(small)],
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(small)],
                       capture_output=True).returncode:
         unavailable("cannot mount a tmpfs here")
-    cap = small_files(tmp_path, 2000)
     try:
+        yield small
+    finally:
+        subprocess.run(["umount", str(small)], check=False)
+
+
+def test_failed_operations_and_a_failed_target_are_said_and_the_others_kept(tmp_path):
+    """On a tmpfs too small for 2,000 files of a page each (the byte count fits; tmpfs gives each file a page), the
+    replay's creates fail: the table is printed (for the good target too), and the command says how many failed
+    and why, and exits non-zero, rather than showing the failed replay's times as the step's."""
+    with small_tmpfs(tmp_path, "5500k") as small:
+        cap = small_files(tmp_path, 2000)
         good = tmp_path / "good"
         good.mkdir()
         res = iolens("replay", cap, "--on", small, "--on", good, "--json", tmp_path / "r.json")
@@ -109,8 +119,6 @@ def test_failed_operations_and_a_failed_target_are_said_and_the_others_kept(tmp_
         assert by["good"]["errors"] == 0 and by["good"]["wall_s"] > 0
         assert "good" in res.stdout  # the good target's row is printed
         assert not list(small.iterdir()) and not list(good.iterdir())  # both replay directories removed
-    finally:
-        subprocess.run(["umount", str(small)], check=False)
 
 
 def slow_replay(tmp_path: Path, sleep_s: int, **popen) -> tuple[Path, Path, subprocess.Popen]:
@@ -223,18 +231,9 @@ def test_the_space_a_replay_asks_for_is_its_peak_not_every_write(tmp_path):
     assert res.returncode == 0, res.stderr
     plan = build_plan(read_capture(cap))
     assert peak_bytes(plan) == 3 * (2 << 20)  # ref.fa, x.fa, y.fa at once; z.fa after x.fa is gone
-    if os.geteuid() != 0:
-        unavailable("needs root to mount a small tmpfs")
-    small = tmp_path / "small"
-    small.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12m", "tmpfs", str(small)],
-                      capture_output=True).returncode:
-        unavailable("cannot mount a tmpfs here")
-    try:
+    with small_tmpfs(tmp_path, "12m") as small:
         res = iolens("replay", cap, "--on", small)
         assert res.returncode == 0, res.stderr
-    finally:
-        subprocess.run(["umount", str(small)], check=False)
 
 
 def test_what_a_replay_killed_with_sigkill_left_is_removed_by_the_next(tmp_path):
