@@ -81,3 +81,33 @@ def test_a_shell_loops_children_are_woken_only_by_their_own_start_and_end(tmp_pa
     switches = res.raw["voluntary_switches"] + res.raw["involuntary_switches"]
     # a few per child (its start, its parent's wait, the 50 ms re-checks), not one per waiting thread
     assert switches < 20 * n, switches
+
+
+def test_an_end_of_file_wait_is_never_for_an_image_started_after_the_read(tmp_path):
+    """A shell's `x=$(echo $i); true` reads its subshell's pipe to its end, reaps the subshell, then starts
+    `true`, which often ends within the slack the end-of-file wait allows for the clocks.  That wait was put on
+    `true`, before the shell's SPAWN of it: the replay stuck there for the 10 s dependency timeout, once per
+    iteration that hit.  Checked on the plan: no thread waits for an image before it started that image."""
+    from iolens.capture.reader import read_capture
+    from iolens.whatif.engine import op_codes
+    from iolens.whatif.plan import build_plan
+
+    cap = read_capture(profile(tmp_path, ["bash", "-c", "for i in $(seq 150); do x=$(echo $i); /bin/true; done"]))
+    plan = build_plan(cap)
+    c = op_codes()
+    ops = plan.ops
+    assert int((ops["op"] == c["SPAWN"]).sum()) >= 300  # the subshells and the `true`s
+    eof_waits = early = 0
+    for th in np.unique(ops["thread"]):
+        seq = ops[ops["thread"] == th]
+        spawned: set[int] = set()
+        for i, o in enumerate(seq):
+            if o["op"] == c["SPAWN"]:
+                spawned.add(int(o["obj"]))
+            elif o["op"] == c["WAIT"]:
+                after_eof = i > 0 and seq[i - 1]["op"] == c["PIPE_READ"] and seq[i - 1]["size"] == 0
+                eof_waits += after_eof
+                mine = [int(x["obj"]) for x in seq if x["op"] == c["SPAWN"]]
+                early += int(o["obj"]) in mine and int(o["obj"]) not in spawned
+    assert early == 0
+    assert eof_waits > 0  # the rule under test ran: the shell's end-of-file reads wait for their subshells

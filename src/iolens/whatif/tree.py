@@ -80,7 +80,8 @@ class Tree:
         `sleep 5 | cat`, or a sort reading its aligner's output before merging); the replay, which moves no data,
         would return it at once.  After each such read, its thread waits for the image whose end came last while
         the read was blocked, not one of the reader's ancestors: one that used the pipe where any did.  That image
-        ended before the read did in the recording (within the clocks' error), so the wait can close no cycle."""
+        ended before the read did in the recording (within the clocks' error) and started before it ended, so the
+        wait can close no cycle."""
         if not self.ops.pipe_rows:
             return []
         pr = np.concatenate(self.ops.pipe_rows)
@@ -89,6 +90,7 @@ class Tree:
         for pipe, th in zip(pr[:, OBJ].tolist(), pr[:, THREAD].tolist()):
             users.setdefault(pipe, set()).add(int(owner[th]))
         ends = np.asarray(self.ends, dtype=np.int64)
+        starts = np.asarray(self.starts, dtype=np.int64)
         out: list[_Pseudo] = []
         lines: dict[int, set[int]] = {}
         for row in pr[(pr[:, OP] == code["PIPE_READ"]) & (pr[:, SIZE] == 0)]:
@@ -99,7 +101,10 @@ class Tree:
             if int(owner[th]) not in lines:  # the reader's own image and those that wait for it
                 lines[int(owner[th])] = self._ancestry(int(owner[th]))
             mine = lines[int(owner[th])]
-            during = [j for j in np.nonzero((ends > start) & (ends <= end + slack))[0].tolist() if j not in mine]
+            # an image started after the read had ended held no end of the pipe: a shell's next child, ending
+            # within the slack, was waited for before the shell spawned it (a replay stuck for 10 s)
+            during = [j for j in np.nonzero((ends > start) & (ends <= end + slack) & (starts < end))[0].tolist()
+                      if j not in mine]
             near = [j for j in during if j in users[int(row[OBJ])]] or during
             if near:
                 out.append((end, code["WAIT"], th, max(near, key=lambda j: ends[j]), 1))
