@@ -282,3 +282,84 @@ def test_the_replayers_own_time_between_ops_comes_out_of_later_gaps(tmp_path):
     res = replay_on(plan, resolve(str(target)), speed="max")
     assert res.threads[0]["own"] == 0
     assert list(target.iterdir()) == []
+
+
+def test_compute_is_burnt_as_the_work_the_capture_timed(tmp_path):
+    """A capture keeps what a block of the replayer's burn cost the CPU while it was taken (`iolens-replay
+    --probe`); the replay burns a gap's compute as that many blocks, however long they take now.  A capture whose
+    CPU ran the block twice as fast did twice the work in the same CPU time: its 300 ms gap is twice the blocks,
+    and about twice the CPU time here.  Without the figure the burn is 300 ms of CPU time, as before."""
+    from iolens.whatif.engine import op_codes, probe_cpu
+
+    c = op_codes()
+    target = tmp_path / "t"
+    target.mkdir()
+    probe = probe_cpu()
+    assert probe is not None
+    _loop, per_block = probe
+    rows = [(c["START"], 0, 0, 0, 0, 0), (c["EXIT"], 0, 0, 0, 0, 300_000_000)]
+    same, _ = replay_cpu(crafted(rows, [0], 1, cpu_share=[1.0], wait_share=[1.0], cpu_ns_per_block=per_block),
+                         target)
+    fast, _ = replay_cpu(crafted(rows, [0], 1, cpu_share=[1.0], wait_share=[1.0],
+                                 cpu_ns_per_block=per_block / 2), target)
+    by_time, _ = replay_cpu(crafted(rows, [0], 1, cpu_share=[1.0], wait_share=[1.0]), target)
+    blocks = same.raw["burn_blocks"]
+    assert blocks == round(300_000_000 / per_block)
+    assert fast.raw["burn_blocks"] == round(300_000_000 / (per_block / 2))
+    assert by_time.raw["burn_blocks"] == 0 and by_time.cpu_ratio is None
+    assert 0.2 <= same.thread_cpu[0] <= 0.6, same.thread_cpu  # the same work: about the same CPU time
+    assert 1.4 <= fast.thread_cpu[0] / same.thread_cpu[0] <= 2.8, (fast.thread_cpu, same.thread_cpu)
+    assert same.cpu_ratio == pytest.approx(same.thread_cpu[0] * 1e9 / blocks / per_block)
+    assert list(target.iterdir()) == []
+
+
+def test_a_traced_capture_keeps_the_cpus_speed_and_its_plan_burns_by_it(tmp_path):
+    """`profile --trace` probes the CPU before and after the step (META cpu_probe, the replayer's burn loop); the
+    plan takes the mean.  A counters-only capture has no probe; a capture without one is replayed by CPU time,
+    and the plan says so."""
+    from iolens.capture.reader import read_capture
+    from iolens.sysinfo import cpu_probe_ns
+    from iolens.whatif.engine import describe
+    from iolens.whatif.plan import build_plan
+
+    (tmp_path / "a").write_bytes(b"x" * 5000)
+    for trace in (True, False):
+        out = tmp_path / f"s{trace}.iolens"
+        r = iolens("profile", "-q", *(["--trace"] if trace else []), "-o", out, "--", "cat", "a", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        cap = read_capture(out)
+        probe = cap.meta.get("cpu_probe")
+        if not trace:
+            assert probe is None
+            continue
+        assert probe["loop"] == describe()["burn_loop"] and len(probe["ns_per_block"]) == 2
+        assert all(0 < v < 1e6 for v in probe["ns_per_block"])
+        plan = build_plan(cap)
+        assert plan.cpu_ns_per_block == pytest.approx(sum(probe["ns_per_block"]) / 2)
+        assert plan.job("/r/iolens-bench-x", "ops", speed="recorded", cache="warm")["cpu_ns_per_block"] > 0
+        assert not any("CPU probe" in n for n in plan.notes)
+        assert build_plan(cap, gaps="sleep").cpu_ns_per_block == 0
+        del cap.meta["cpu_probe"]  # an earlier iolens's capture
+        bare = build_plan(cap)
+        assert bare.cpu_ns_per_block == 0 and any("no CPU probe" in n for n in bare.notes)
+        assert "cpu_ns_per_block" not in bare.job("/r/iolens-bench-x", "ops", speed="recorded", cache="warm")
+        assert cpu_probe_ns({"cpu_probe": {"loop": probe["loop"] + 1, "ns_per_block": [400.0]}},
+                            probe["loop"]) is None  # another loop's figure is not comparable
+
+
+def test_a_garbled_cpu_probe_is_dropped_not_trusted():
+    """Read from a capture file: a cpu_probe out of shape is dropped (and said), so the replay burns by CPU time."""
+    from helpers.capture import capture_bytes, fil, proc
+    from iolens.capture.reader import decode
+    from iolens.sysinfo import cpu_probe_ns
+
+    procs = [proc(100, ["gzip"], end=2.0, cpu=1.5, files=[fil("/data/r.fq", reads=10, read_size=65536,
+                                                              read_time=0.1)])]
+    good = decode(capture_bytes(procs, {"cpu_probe": {"loop": 1, "ns_per_block": [400.0, 420.0]}}))
+    assert cpu_probe_ns(good.meta, 1) == 410.0
+    for bad in ({"loop": 1, "ns_per_block": []}, {"loop": 1, "ns_per_block": [0.0]}, {"loop": "1", "ns_per_block":
+                [400.0]}, {"loop": 1, "ns_per_block": [float("inf")]}, {"loop": 1, "ns_per_block": [1.0, 2.0, 3.0]},
+                {"loop": True, "ns_per_block": [400.0]}, [400.0], {"ns_per_block": [400.0]}):
+        cap = decode(capture_bytes(procs, {"cpu_probe": bad}))
+        assert "cpu_probe" not in cap.meta and "'cpu_probe'" in " ".join(cap.problems), bad
+        assert cpu_probe_ns(cap.meta, 1) is None

@@ -3,6 +3,7 @@
  *
  *   iolens-replay JOB.json        result JSON on stdout (exit 0 ok, 1 failed, 2 bad job, 130 interrupted)
  *   iolens-replay --describe      op codes, classes and struct sizes, as JSON (from replay.h)
+ *   iolens-replay --probe         what one block of the compute burn costs this CPU now, as JSON
  *
  * Every recorded thread becomes one thread here; a recorded process is the group of its threads, started
  * when its parent replays the SPAWN op and finished when all its threads ended (WAIT).  Pipes are not
@@ -97,6 +98,7 @@ struct rthread {
     uint64_t dep_ns;           /* waited for another thread (process start, wait, pipes) */
     uint64_t busy_ns;          /* inside file operations */
     uint64_t cpu_ns;           /* compute burnt on the CPU for the on-CPU share of the gaps (thread CPU time) */
+    uint64_t blocks;           /* of it, burn blocks burnt as work (the job's cpu_ns_per_block) */
     uint64_t own_ns;           /* the replayer's own time between ops, taken back from later gaps */
     uint64_t owed_ns;          /* the replayer's own time not yet taken back (late when the thread ends) */
     double cpu_share;          /* the share of each recorded gap that was on the CPU (from the capture's CPU times) */
@@ -120,6 +122,7 @@ static struct {
     int rootfd;
     int cwdfd; /* the step's working directory mirrored below the root; -1: none */
     int speed_max;
+    double ns_per_block; /* the capture's cost of a burn block (the job's cpu_ns_per_block); 0: burn by time */
     struct rfile *files;
     size_t nfiles;
     struct handle *handles;
@@ -185,21 +188,69 @@ static uint64_t thread_cpu_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* One block of the compute burn: RP_BURN_BLOCK dependent multiply-adds (the probe times the same code). */
+static inline uint64_t burn_block(uint64_t x)
+{
+    for (int i = 0; i < RP_BURN_BLOCK; i++) x = x * 6364136223846793005ull + 1442695040888963407ull;
+    return x;
+}
+
 /* Burn `ns` of this thread's CPU time: the on-CPU share of a compute gap is replayed as compute, so it competes
  * for the CPUs as the recorded step's did (a sleep would not: on a loaded machine the real step slows, a sleeping
- * replay does not).  Measured on the thread's CPU clock, so time spent runnable but not running is not counted
- * and the burn takes longer when the CPUs are busy, as the step would.  Returns the CPU time burnt. */
-static uint64_t burn(uint64_t ns)
+ * replay does not).  With the capture's cost of a block (R.ns_per_block) the burn is that work, ns / cost blocks,
+ * however long they take now; without, it is measured on the thread's CPU clock.  Either way time spent runnable
+ * but not running is not counted and the burn takes longer when the CPUs are busy, as the step would.  Returns
+ * the CPU time burnt; counts the blocks burnt by work in *blocks. */
+static uint64_t burn(uint64_t ns, uint64_t *blocks)
 {
     uint64_t c0 = thread_cpu_ns(), c = c0;
     static volatile uint64_t sink;
-    while (c - c0 < ns && !stop_signal) {
-        uint64_t x = sink;
-        for (int i = 0; i < 256; i++) x = x * 6364136223846793005ull + 1442695040888963407ull;
+    if (R.ns_per_block > 0) {
+        uint64_t n = (uint64_t)((double)ns / R.ns_per_block + 0.5), x = sink;
+        for (uint64_t i = 0; i < n && !stop_signal; i++) x = burn_block(x);
         sink = x;
+        *blocks += n;
+        return thread_cpu_ns() - c0;
+    }
+    while (c - c0 < ns && !stop_signal) {
+        sink = burn_block(sink);
         c = thread_cpu_ns();
     }
     return c - c0;
+}
+
+/* `iolens-replay --probe`: the median CPU time of one burn block over 9 samples of about 2 ms each (after one
+ * untimed), on this thread's CPU clock. */
+static int probe(void)
+{
+    enum { SAMPLES = 9, CHUNK = 64 };
+    static volatile uint64_t sink;
+    double per[SAMPLES];
+    for (int s = -1; s < SAMPLES; s++) {
+        uint64_t c0 = thread_cpu_ns(), c = c0, n = 0, x = sink;
+        while (c - c0 < 2000000) {
+            for (int i = 0; i < CHUNK; i++) x = burn_block(x);
+            n += CHUNK;
+            c = thread_cpu_ns();
+        }
+        sink = x;
+        if (s >= 0) per[s] = (double)(c - c0) / (double)n;
+    }
+    for (int i = 1; i < SAMPLES; i++) /* insertion sort */
+        for (int j = i; j > 0 && per[j] < per[j - 1]; j--) {
+            double t = per[j];
+            per[j] = per[j - 1];
+            per[j - 1] = t;
+        }
+    jw w;
+    jw_init(&w, stdout);
+    jw_obj(&w, NULL);
+    jw_str(&w, "tag", "iolens-replay-probe");
+    jw_int(&w, "loop", RP_BURN_LOOP);
+    jw_num(&w, "ns_per_block", per[SAMPLES / 2]);
+    jw_end_obj(&w);
+    fputc('\n', stdout);
+    return 0;
 }
 
 /* ---- dependencies ------------------------------------------------------------------------------- */
@@ -548,7 +599,7 @@ static void *thread_main(void *arg)
             uint64_t deadline = prev_end + gap;
             int burnt = on > 0 && gap >= BURN_MIN_NS;
             if (burnt) {
-                t->cpu_ns += burn(on);
+                t->cpu_ns += burn(on, &t->blocks);
                 uint64_t b = now_ns();
                 if (b > prev_end + on) t->late_ns += b - (prev_end + on);
                 deadline = (b > prev_end + on ? b : prev_end + on) + (uint64_t)((double)(gap - on) * t->wait_share);
@@ -825,6 +876,7 @@ static void describe(void)
     jw_int(&w, "log_size", (int64_t)sizeof(struct rp_log));
     jw_int(&w, "stream_buffer", RP_STREAM_BUF);
     jw_int(&w, "pipe_buffer", RP_PIPE_BUF);
+    jw_int(&w, "burn_loop", RP_BURN_LOOP);
     jw_end_obj(&w);
     fputc('\n', stdout);
 }
@@ -836,8 +888,9 @@ int main(int argc, char **argv)
         describe();
         return 0;
     }
+    if (argc == 2 && !strcmp(argv[1], "--probe")) return probe();
     if (argc != 2) {
-        fprintf(stderr, "usage: iolens-replay JOB.json | --describe\n");
+        fprintf(stderr, "usage: iolens-replay JOB.json | --describe | --probe\n");
         return 2;
     }
     prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -864,6 +917,8 @@ int main(int argc, char **argv)
     if (*cwd && !safe_rel(cwd)) return bad_job("unsafe working directory", cwd);
     R.speed_max = !strcmp(json_str(job, "speed", "recorded", &bad), "max");
     int cold = !strcmp(json_str(job, "cache", "warm", &bad), "cold");
+    R.ns_per_block = json_num(job, "cpu_ns_per_block", 0, &bad);
+    if (!(R.ns_per_block > 0 && R.ns_per_block < 1e6)) R.ns_per_block = 0;
 
     const jval *files = json_get(job, "files");
     R.nfiles = json_len(files);
@@ -1059,6 +1114,15 @@ int main(int argc, char **argv)
     jw_arr(&w, "thread_cpu_ns"); /* per thread: CPU time burnt for the on-CPU share of its gaps */
     for (size_t i = 0; i < R.nthreads; i++) jw_uint(&w, NULL, R.threads[i].cpu_ns);
     jw_end_arr(&w);
+    /* 1.9: the burn blocks burnt as work and the CPU time they took: this replay's cost of a block */
+    uint64_t blocks = 0, block_ns = 0;
+    for (size_t i = 0; i < R.nthreads; i++) {
+        if (!R.threads[i].blocks) continue;
+        blocks += R.threads[i].blocks;
+        block_ns += R.threads[i].cpu_ns;
+    }
+    jw_uint(&w, "burn_blocks", blocks);
+    jw_uint(&w, "burn_block_cpu_ns", block_ns);
     jw_end_obj(&w);
     fputc('\n', stdout);
     json_free(job);

@@ -18,7 +18,16 @@
 #include <stdint.h>
 
 #define RP_SCHEMA_MAJOR 1
-#define RP_SCHEMA_MINOR 8
+#define RP_SCHEMA_MINOR 9
+
+/* The compute burn is blocks of RP_BURN_BLOCK dependent multiply-adds; RP_BURN_LOOP names this loop (a probe
+ * of another loop is not comparable).  `iolens-replay --probe` prints what one block costs this CPU now; a
+ * capture keeps that cost from while it was taken, and a job that gives it (`cpu_ns_per_block`) has its compute
+ * burnt as that many blocks: work, not time, so a CPU that runs slower or faster than while recording (another
+ * guest on the host's core, a changed clock) makes the compute take longer or shorter, as it makes the step's.
+ * (1.9) */
+#define RP_BURN_BLOCK 256
+#define RP_BURN_LOOP 1
 
 /* report classes, as in the capture's categories */
 #define RP_CLASSES(X) X(NONE) X(READ) X(WRITE) X(META) X(SYNC) X(STREAM)

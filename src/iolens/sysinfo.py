@@ -125,6 +125,26 @@ def cpu_delta(before: dict[str, float] | None, after: dict[str, float] | None) -
             "tick": after["tick"]}
 
 
+def cpu_probe_ok(m: Any) -> bool:
+    """Whether `m` has the shape of a META cpu_probe record: {"loop": the replayer's burn loop version,
+    "ns_per_block": [one or two costs of a block, before and after the step, each finite and positive]}."""
+    if not isinstance(m, dict) or set(m) != {"loop", "ns_per_block"}:
+        return False
+    loop, ns = m["loop"], m["ns_per_block"]
+    return (isinstance(loop, int) and not isinstance(loop, bool) and isinstance(ns, list) and 1 <= len(ns) <= 2
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1e6 for v in ns))
+
+
+def cpu_probe_ns(meta: dict[str, Any], loop: int) -> float | None:
+    """The cost of one block of the replayer's burn loop `loop` while the capture was taken (the mean of the probes
+    before and after the step); None when the capture has none, or one of another loop."""
+    m = meta.get("cpu_probe")
+    if not isinstance(m, dict) or not cpu_probe_ok(m) or m["loop"] != loop:
+        return None
+    ns: list[float] = m["ns_per_block"]
+    return sum(ns) / len(ns)
+
+
 STEAL_NOTE = 0.02  # a steal share from this on is said in notes and warnings
 STEAL_MAX = 0.9  # a steal share above this is taken as this (cpu * f / (1 - f) has no bound as f nears 1)
 

@@ -23,7 +23,7 @@ import numpy as np
 from iolens import _format as F
 from iolens.capture.container import FILE_HDR
 from iolens.errors import CaptureError, CaptureTruncated
-from iolens.sysinfo import cpu_record_ok
+from iolens.sysinfo import cpu_probe_ok, cpu_record_ok
 
 from iolens.capture.layout import KNOWN_VERSION, Layout, MAX_VALUE, _CURRENT, parse_schema
 from iolens.capture.walk import Damage, RawRecord, _Walk
@@ -248,7 +248,7 @@ _META_TYPES: dict[str, tuple[type, ...]] = {
     "wall_s": (int, float), "exit_status": (int,), "trace": (bool,), "mounts": (list,), "host": (str,),
     "kernel": (str,), "cpus": (int,), "mem_bytes": (int,), "cpu_model": (str,), "start_real_ns": (int,),
     "start_mono": (int,), "end_mono": (int,), "children_rusage": (dict,), "parts": (int,),
-    "running_at_save": (list,), "machine_cpu_s": (dict,),
+    "running_at_save": (list,), "machine_cpu_s": (dict,), "cpu_probe": (dict,),
 }
 _NUMBER_DICTS = ("children_rusage",)  # META keys whose values are all finite numbers
 
@@ -272,6 +272,8 @@ def _meta_ok(key: str, value: Any) -> bool:
         return all(isinstance(p, int) and not isinstance(p, bool) and 0 < p < 1 << 31 for p in value)
     if key == "machine_cpu_s":
         return cpu_record_ok(value)
+    if key == "cpu_probe":
+        return cpu_probe_ok(value)
     if key in _NUMBER_DICTS and isinstance(value, dict):
         return all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
                    and abs(v) < 1 << 63 for v in value.values())

@@ -107,6 +107,7 @@ class _Timing:
     end_mono: int
     rusage: Any = None
     cpu: tuple[dict[str, float] | None, dict[str, float] | None] = (None, None)  # the machine's CPU times
+    probes: list[tuple[int, float] | None] = field(default_factory=list)  # the CPU's speed before and after
 
 
 class Recording:
@@ -171,7 +172,8 @@ class Recording:
             if self.warn:
                 self.warn(f"iolens: warning: no staging directory ({err}); the command runs unprofiled")
             env = dict(self.base_env)
-        self._timing = _Timing(time.time_ns(), time.monotonic_ns(), 0, cpu=(cpu_seconds(), None))
+        probes = [_probe_cpu()] if self.trace else []  # before the clock starts: not the command's time
+        self._timing = _Timing(time.time_ns(), time.monotonic_ns(), 0, cpu=(cpu_seconds(), None), probes=probes)
         try:
             self.proc = subprocess.Popen(self.argv, env=env, cwd=self.cwd, stdout=self.stdio, stderr=self.stdio)
         except OSError as err:
@@ -201,6 +203,8 @@ class Recording:
         timing.cpu = (timing.cpu[0], cpu_seconds())
         status = 128 + os.WTERMSIG(wstatus) if os.WIFSIGNALED(wstatus) else os.WEXITSTATUS(wstatus)
         proc.returncode = status  # reaped above; keep Popen from waiting again
+        if self.trace:
+            timing.probes.append(_probe_cpu())
         return self.finish(status, (timing.end_mono - timing.start_mono) / 1e9)
 
     def run(self) -> RecordingResult:
@@ -234,6 +238,9 @@ class Recording:
             machine = cpu_delta(*t.cpu)  # the whole machine's, while the command ran
             if machine is not None:
                 meta["machine_cpu_s"] = machine
+            probes = [p for p in t.probes if p is not None]
+            if probes and all(p[0] == probes[0][0] for p in probes):  # one burn loop's
+                meta["cpu_probe"] = {"loop": probes[0][0], "ns_per_block": [round(p[1], 3) for p in probes]}
         return meta
 
     def finish(self, status: int, wall_s: float) -> RecordingResult:
@@ -264,6 +271,14 @@ class Recording:
         if self.stage is not None:
             shutil.rmtree(self.stage, ignore_errors=True)
             self.stage = None
+
+
+def _probe_cpu() -> tuple[int, float] | None:
+    """What the replayer's compute burn costs this CPU now (whatif.engine.probe_cpu): a traced capture keeps it,
+    so that a replay burns the step's compute as work, at whatever speed the CPU runs then."""
+    from iolens.whatif.engine import probe_cpu  # numpy and the replayer: only for traced captures
+
+    return probe_cpu()
 
 
 def still_running(stage: Path) -> list[int]:

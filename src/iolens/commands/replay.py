@@ -100,7 +100,7 @@ def replay(capture, targets, speed, cache, fio_out, json_out, force):
             failed.append({"target": t.spec, "error": str(err)})
     for r in results if cap.problems or speed == "max" else []:
         r.fidelity = None
-    doc = {"tag": "iolens-replay", "schema_version": [1, 4], "capture": capture, "speed": speed, "cache": cache,
+    doc = {"tag": "iolens-replay", "schema_version": [1, 5], "capture": capture, "speed": speed, "cache": cache,
            "original_wall_s": plan.wall_s, "ops": int(len(plan.ops)), "skipped_ops": plan.skipped_ops,
            "profiler_overhead_s": plan.overhead_s, "unreplayed_cpu_s": plan.unreplayed_cpu_s,
            "recorded_threads": plan.recorded,
@@ -109,7 +109,8 @@ def replay(capture, targets, speed, cache, fio_out, json_out, force):
                         "errors": r.errors, "first_error": r.first_error,
                         "dependency_timeouts": r.dependency_timeouts,
                         "same_storage": r.same_storage, "fidelity": r.fidelity, "layout_s": r.layout_s,
-                        "setup_s": r.setup_s, "threads": r.threads, "thread_cpu_s": r.thread_cpu}
+                        "setup_s": r.setup_s, "threads": r.threads, "thread_cpu_s": r.thread_cpu,
+                        "cpu_ratio": r.cpu_ratio}
                        for r in results], "failed": failed}
     if json_out:
         write_output(json_out, (json.dumps(doc, indent=2) + "\n").encode(), force=force, opt="--json")

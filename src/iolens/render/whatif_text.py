@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 STYLE: dict[str, Any] = {"show_edge": False, "pad_edge": False, "title_justify": "left", "title_style": "bold"}
 TOP_CLASSES = 3  # the classes listed under a prediction, largest first
+CPU_RATIO_NOTE = 0.05  # a replay's CPU this much slower or faster than while recording is said
 
 
 def _s(x: float) -> str:
@@ -52,6 +53,10 @@ def render_replay(con: Console, capture: str, plan: Plan, results: Sequence[Targ
                   f"{r.fidelity * 100:+.1f}%" if r.fidelity is not None else "-")
     con.print(t)
     for r in results:
+        if r.cpu_ratio is not None and abs(r.cpu_ratio - 1) >= CPU_RATIO_NOTE:
+            _prose(con, f"note: {r.target}: the CPU ran the step's compute {abs(r.cpu_ratio - 1) * 100:.0f}% "
+                        f"{'slower' if r.cpu_ratio > 1 else 'faster'} than while it was recorded (the compute is "
+                        "replayed as work, so its time follows)")
         if r.dependency_timeouts:
             _prose(con, f"note: {r.target}: {r.dependency_timeouts} ordering dependencies could not be met from the "
                         "trace and were given up after 10 s")
@@ -67,6 +72,10 @@ def render_predict(con: Console, capture: str, model: StepModel, preds: Sequence
                 f"{model.io_wall_s:.3f} s{rec}")
     _prose(con, f"({'from the trace' if model.traced else 'from counters, no trace'}; threads overlapped "
                 f"{model.overlap:.2f}x)", 2)
+    if abs(model.cpu_ratio - 1) >= CPU_RATIO_NOTE:
+        _prose(con, f"(this CPU runs the replayer's burn work {abs(model.cpu_ratio - 1) * 100:.0f}% "
+                    f"{'slower' if model.cpu_ratio > 1 else 'faster'} now than while the step was recorded: its "
+                    f"compute is taken as {model.compute_s * model.cpu_ratio:.3f} s)", 2)
     if cost_note:
         _prose(con, cost_note, 2)
     t = FitTable([Col("target", "left", flex="left"), Col("predicted"), Col("interval"), Col("I/O share", drop=2),

@@ -55,6 +55,20 @@ def op_codes() -> dict[str, int]:
     return {name: v["code"] for name, v in describe()["ops"].items()}
 
 
+def probe_cpu() -> tuple[int, float] | None:
+    """What one block of the replayer's compute burn costs this CPU now: (the burn loop's version, ns), from
+    `iolens-replay --probe` (about 20 ms of CPU); None where the replayer does not run or gives nothing usable.  A
+    traced capture keeps it from before and after the step (META cpu_probe, sysinfo.cpu_probe_ns), so that its
+    replay burns the step's compute as that much work."""
+    try:
+        out = subprocess.run([replay_path(), "--probe"], capture_output=True, timeout=30).stdout
+        d = json.loads(out)
+        loop, ns = d["loop"], float(d["ns_per_block"])
+    except (OSError, IolensError, subprocess.SubprocessError, ValueError, KeyError, TypeError):
+        return None
+    return (loop, ns) if isinstance(loop, int) and 0 < ns < 1e6 else None
+
+
 def run(job_path: str, *, preexec=None) -> dict[str, Any]:
     """Runs the replayer on a job file; the engine is stopped (then re-raised) on Ctrl-C or any error."""
     proc = subprocess.Popen([replay_path(), job_path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,

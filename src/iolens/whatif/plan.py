@@ -26,13 +26,13 @@ import numpy as np
 from iolens import _format as F
 from iolens.capture.reader import Capture, Process
 from iolens.errors import UsageError
-from iolens.sysinfo import steal_share
+from iolens.sysinfo import cpu_probe_ns, steal_share
 from iolens.whatif.caveats import plan_notes
 from iolens.whatif.engine import describe, op_dtype
 from iolens.whatif.handles import closes_after_use, read_only
 from iolens.whatif.pipes import _pipe_needs
 from iolens.whatif.rows import DUR as _DUR, OBJ as _OBJ, OP as _OP, SEQ as _SEQ, T as _T, THREAD as _THREAD
-from iolens.whatif.threads import joins, target_positions
+from iolens.whatif.threads import follows_start, joins, late_thread_starts, target_positions
 from iolens.whatif.timeline import (PREEMPT_S, before_first, burners, cpu_shares, event_costs,
                                    less_recording_cost, own_after, recorded_threads)
 from iolens.whatif.tree import Tree, with_pseudo
@@ -123,10 +123,13 @@ class Plan:
     recorded: list[dict[str, float]] = field(default_factory=list)  # thread -> the recording's own timeline
     cwd: str = ""                      # the step's working directory below the replay directory (names from there)
     read_only: list[bool] = field(default_factory=list)  # handle -> only read through (opened O_RDONLY, no create)
+    cpu_ns_per_block: float = 0.0      # the capture's cost of a burn block: compute burnt as work (0: as CPU time)
 
     def job(self, root: str, ops_path: str, *, speed: str, cache: str, log: str | None = None,
             dependency_timeout_s: float | None = None) -> dict[str, Any]:
-        extra = {} if dependency_timeout_s is None else {"dependency_timeout_s": dependency_timeout_s}
+        extra: dict[str, Any] = {} if dependency_timeout_s is None else {"dependency_timeout_s": dependency_timeout_s}
+        if self.cpu_ns_per_block > 0:
+            extra["cpu_ns_per_block"] = self.cpu_ns_per_block
         return {**extra, "root": root, "ops": ops_path, "speed": speed, "cache": cache, "log": log, "cwd": self.cwd,
                 "files": [{"path": f.rel, "dir": f.dir, "layout": -1 if f.created else f.layout,
                            "content": f.content} for f in self.files],
@@ -192,10 +195,10 @@ def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS
     # so is a thread that joins another (whatif/threads.py), the time until the other's last op
     # (a creation's AFTER comes right after its thread's START; a join's never does: its thread, the first, had an
     # op before the joined thread's first)
-    joined = (a[:, _OP] == code["WAIT"]) | ((a[:, _OP] == code["AFTER"]) & ~_follows_start(a, code["START"]))
+    joined = (a[:, _OP] == code["WAIT"]) | ((a[:, _OP] == code["AFTER"]) & ~follows_start(a, code["START"]))
     waited = np.where(joined, gap, 0)  # the recording's wait for a child or a thread, for the breakdown
     gap[joined] = 0
-    late_start = _late_thread_starts(a, gap, code["START"], code["AFTER"], ops.proc_threads)
+    late_start = late_thread_starts(a, gap, code["START"], code["AFTER"], ops.proc_threads)
     # a root's START gap runs from the run's start to its image's first record: its own start-up (exec, dynamic
     # loading), whose CPU the image's counters of its life do not hold; its first thread's START carries it, not
     # the threads it created later (each of samtools sort's 15 threads burnt the 1.5 ms start-up again)
@@ -206,6 +209,10 @@ def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS
         a[spawn, 3] = np.minimum([tree.startup_cpu(int(i)) for i in a[spawn, _OBJ]], gap[spawn])
         a[root_start, 3] = np.minimum([tree.startup_cpu(int(i)) for i in a[root_start, _OBJ]], gap[root_start])
     notes = plan_notes(cap, gaps == "cpu")
+    per_block = (cpu_probe_ns(cap.meta, d.get("burn_loop", 0)) or 0.0) if gaps == "cpu" else 0.0
+    if gaps == "cpu" and not per_block:
+        notes.append("the capture has no CPU probe (an earlier iolens took it): its compute is replayed as CPU "
+                     "time, which does not follow a CPU that runs slower or faster now than then")
     # a late thread's START gap (its wait to be created) is no compute: out of the gaps its CPU is shared over
     cpu = cpu_shares(procs, ops.threads, a[:, _THREAD], np.where(late_start, 0, gap), costs, preempt_s,
                      steal_share(cap.meta))
@@ -229,7 +236,8 @@ def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS
                 overhead_s=overhead_ns / 1e9,
                 cpu_share=shares, wait_share=waits, unreplayed_cpu_s=cpu.unreplayed_s, recorded=recorded,
                 cwd=cwd.strip("/") if _is_data(cwd + "/") else "",
-                read_only=read_only(a, ops.handle_of, made, code, HANDLE_OPS))
+                read_only=read_only(a, ops.handle_of, made, code, HANDLE_OPS),
+                cpu_ns_per_block=per_block)
 
 
 # what a process's file index stands for in the replay: a data file (by its index in the plan's files) or a pipe
@@ -451,44 +459,6 @@ def _gaps(a: np.ndarray, start_code: int, roots: list[int], t0: int, ops: _Ops, 
     gap[is_start] = 0
     gap[root_set] = a[root_set, _T] - t0
     return less_recording_cost(a, gap, ops.event_times, ops.event_ops, costs, ops.event_own, ops.event_before)
-
-
-def _follows_start(a: np.ndarray, start_code: int) -> np.ndarray:
-    """Per row: whether it comes right after its thread's START (rows grouped per thread, START first)."""
-    out = np.zeros(len(a), dtype=bool)
-    out[1:] = (a[:-1, _OP] == start_code) & (a[:-1, _THREAD] == a[1:, _THREAD])
-    return out
-
-
-def _late_thread_starts(a: np.ndarray, gap: np.ndarray, start_code: int, after_code: int,
-                        proc_threads: list[list[tuple[int, float, float]]]) -> np.ndarray:
-    """Moves the gap before the first op of each thread a process created after its start (all but the thread
-    whose first op came first) to what starts it, in place, and marks it and those threads' STARTs.  Every
-    thread's START is at its process's start; a thread created later did not exist until then, so that gap was no
-    compute of its own: the engine waits it out rather than burning the process's CPU share of it (samtools sort's
-    14 spill threads, each created a few ms after the last, were burnt from the process's start at once: +33%).
-    Where the thread's creation is known (whatif/threads.py: START, AFTER, first op), the gap goes to the AFTER,
-    from the creator's op: its creator's compute until the creation and the thread's own until its first op, not
-    told apart, so waited out as well."""
-    late = np.zeros(len(a), dtype=bool)
-    later = {th for threads in proc_threads for th, _f, _l in sorted(threads, key=lambda x: x[1])[1:]}
-    if not later or not len(a):
-        return late
-    starts = np.nonzero((a[:, _OP] == start_code) & np.isin(a[:, _THREAD], list(later)))[0]
-    ok = starts + 1 < len(a)
-    starts = starts[ok]
-    ok = a[starts + 1, _THREAD] == a[starts, _THREAD]  # rows are grouped per thread, START first
-    starts = starts[ok]
-    created = a[starts + 1, _OP] == after_code  # START, AFTER (the creation), first op
-    host = np.where(created, starts + 1, starts)
-    nxt = host + 1
-    ok = (nxt < len(a)) & (a[np.minimum(nxt, len(a) - 1), _THREAD] == a[host, _THREAD])
-    host, nxt, starts = host[ok], nxt[ok], starts[ok]
-    gap[host] = np.where(host == starts, gap[host], 0) + gap[nxt]  # a known creation: from the creator's op
-    gap[nxt] = 0
-    late[host] = True
-    late[starts] = True
-    return late
 
 
 def _op_array(a: np.ndarray, gap: np.ndarray) -> np.ndarray:

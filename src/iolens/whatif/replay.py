@@ -41,6 +41,9 @@ class TargetReplay:
     # waited for other threads, inside file operations (seconds)
     threads: list[dict[str, float]] = field(default_factory=list)
     thread_cpu: list[float] = field(default_factory=list)  # per thread: CPU burnt for the gaps' on-CPU share (s)
+    # the CPU's cost of the compute burn's work here against while the capture was taken (1.1: 10% slower); None
+    # when the compute was not burnt as work (no CPU probe in the capture, --speed max, nothing burnt)
+    cpu_ratio: float | None = None
     raw: dict[str, Any] = field(default_factory=dict)
 
 
@@ -109,4 +112,6 @@ def replay_on(plan: Plan, t: Target, *, speed: str = "recorded", cache: str = "w
                        thread_cpu=[v / 1e9 for v in res.get("thread_cpu_ns", [])], raw=res)
     if same and plan.wall_s > 0:
         out.fidelity = wall / plan.wall_s - 1.0
+    if plan.cpu_ns_per_block > 0 and res.get("burn_blocks"):
+        out.cpu_ratio = res["burn_block_cpu_ns"] / res["burn_blocks"] / plan.cpu_ns_per_block
     return out

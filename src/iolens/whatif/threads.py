@@ -68,3 +68,41 @@ def target_positions(a: np.ndarray, order: np.ndarray, after_code: int) -> None:
     pos[order] = np.arange(len(order))
     sel = a[:, OP] == after_code
     a[sel, OFFSET] = pos[a[sel, OFFSET]]
+
+
+def follows_start(a: np.ndarray, start_code: int) -> np.ndarray:
+    """Per row: whether it comes right after its thread's START (rows grouped per thread, START first)."""
+    out = np.zeros(len(a), dtype=bool)
+    out[1:] = (a[:-1, OP] == start_code) & (a[:-1, THREAD] == a[1:, THREAD])
+    return out
+
+
+def late_thread_starts(a: np.ndarray, gap: np.ndarray, start_code: int, after_code: int,
+                        proc_threads: list[list[tuple[int, float, float]]]) -> np.ndarray:
+    """Moves the gap before the first op of each thread a process created after its start (all but the thread
+    whose first op came first) to what starts it, in place, and marks it and those threads' STARTs.  Every
+    thread's START is at its process's start; a thread created later did not exist until then, so that gap was no
+    compute of its own: the engine waits it out rather than burning the process's CPU share of it (samtools sort's
+    14 spill threads, each created a few ms after the last, were burnt from the process's start at once: +33%).
+    Where the thread's creation is known (whatif/threads.py: START, AFTER, first op), the gap goes to the AFTER,
+    from the creator's op: its creator's compute until the creation and the thread's own until its first op, not
+    told apart, so waited out as well."""
+    late = np.zeros(len(a), dtype=bool)
+    later = {th for threads in proc_threads for th, _f, _l in sorted(threads, key=lambda x: x[1])[1:]}
+    if not later or not len(a):
+        return late
+    starts = np.nonzero((a[:, OP] == start_code) & np.isin(a[:, THREAD], list(later)))[0]
+    ok = starts + 1 < len(a)
+    starts = starts[ok]
+    ok = a[starts + 1, THREAD] == a[starts, THREAD]  # rows are grouped per thread, START first
+    starts = starts[ok]
+    created = a[starts + 1, OP] == after_code  # START, AFTER (the creation), first op
+    host = np.where(created, starts + 1, starts)
+    nxt = host + 1
+    ok = (nxt < len(a)) & (a[np.minimum(nxt, len(a) - 1), THREAD] == a[host, THREAD])
+    host, nxt, starts = host[ok], nxt[ok], starts[ok]
+    gap[host] = np.where(host == starts, gap[host], 0) + gap[nxt]  # a known creation: from the creator's op
+    gap[nxt] = 0
+    late[host] = True
+    late[starts] = True
+    return late
