@@ -56,10 +56,11 @@ from iolens.capture.record import Recording
 from iolens.pagecache import proactive_reclaim, warm
 from iolens.synth import fastq_text, synth
 from iolens.whatif.overhead import measure as profiler_cost
+from iolens.whatif.engine import describe, probe_cpu
 from iolens.whatif.plan import build_plan
 from iolens.whatif.predict import calibrate, predict, step_model
 from iolens.whatif.replay import replay_on
-from iolens.sysinfo import cpu_delta, cpu_seconds, steal_share
+from iolens.sysinfo import cpu_delta, cpu_probe_ns, cpu_seconds, steal_share
 from iolens.whatif.timeline import PREEMPT_S, breakdown
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -151,10 +152,14 @@ def run_round(cells: Cells, steps: dict[str, list[str]], places: list, plans: di
     and model), the step is first profiled again on the home target and that capture replayed too."""
     for step, argv in steps.items():
         mine = None
+        probe = probe_cpu()  # the CPU's speed this round, for the predictions (as `iolens predict` probes it)
+        cells.cpu.setdefault(step, []).append(probe[1] if probe else float("nan"))
         if own is not None:
             w = places[cells.home][1]
             ready(w, argv)
-            mine, model = own(Recording(argv, trace=True, cwd=str(w), stdio=subprocess.DEVNULL).run().capture)
+            cap = Recording(argv, trace=True, cwd=str(w), stdio=subprocess.DEVNULL).run().capture
+            mine, model = own(cap)
+            model.cpu_ratio = cpu_ratio([cells.cpu[step][-1]], cap)
             cells.own_models.setdefault(step, []).append(model)
         for n, w, t in places:
             if (step, n) in cells.skip:
@@ -164,6 +169,8 @@ def run_round(cells: Cells, steps: dict[str, list[str]], places: list, plans: di
             settle()
             r = replay_on(plans[step], t)
             cells.replayed.setdefault((step, n), []).append(r.wall_s)
+            if r.cpu_ratio is not None:
+                cells.replay_cpu.setdefault(step, []).append(r.cpu_ratio)
             cells.parts.setdefault((step, n), []).append(breakdown(plans[step].recorded, r.threads, r.thread_cpu))
             if sleeps is not None:
                 settle()
@@ -184,6 +191,14 @@ def run_rounds(runs: int, cells: Cells, steps: dict[str, list[str]], places: lis
     rounds = cpu_delta(before, cpu_seconds())
     print("steal over the rounds (the hypervisor's share of the CPU time asked for): "
           + (f"{steal_share({'machine_cpu_s': rounds}):.1%}" if rounds else "not known here"))
+
+
+def cpu_ratio(probes: list[float], cap: Any) -> float:
+    """The median of `probes` (ns a burn block) over the capture's own probe: the CPU's speed then against
+    while the capture was taken (predict.cpu_ratio_now, from probes already taken); 1 when either is missing."""
+    then = cpu_probe_ns(cap.meta, describe().get("burn_loop", 0))
+    now = [p for p in probes if p == p]  # not NaN
+    return statistics.median(now) / then if now and then else 1.0
 
 
 def median_index(walls: list[float]) -> int:
@@ -302,6 +317,10 @@ class Cells:
     own: dict[tuple[str, str], list[float]] = field(default_factory=dict)
     own_models: dict[str, list[Any]] = field(default_factory=dict)
     skip: set[tuple[str, str]] = field(default_factory=set)  # cells not run (--skip)
+    # per step, per round: what a block of the replayer's burn cost the CPU just before the step's runs (ns), and
+    # what it cost in the step's replays against the capture's probe (TargetReplay.cpu_ratio)
+    cpu: dict[str, list[float]] = field(default_factory=dict)
+    replay_cpu: dict[str, list[float]] = field(default_factory=dict)
 
     def run(self) -> list[tuple[str, int, str]]:
         """The cells that ran: (step, target index, target name)."""
@@ -377,18 +396,21 @@ def report(c: Cells, plans: dict[str, Any], models: dict[str, Any], cals: list[d
         print(f"{step:<13} {n:<10} {m['rec_busy']:>9.3f} {m['rep_busy']:>7.3f} {m['rec_gap']:>8.3f} "
               f"{m['rep_gap']:>7.3f} {m['rep_cpu']:>6.3f} {m['rep_late']:>6.3f} {m['rec_dep']:>8.3f} "
               f"{m['rep_dep']:>7.3f} {m['rec_end']:>8.3f} {m['rep_end']:>7.3f}")
-    print(f"\n{'fidelity':<13} {'original':>9} {'replayed':>9} {'fidelity':>9} {'burners CPU':>12} {'drift':>7}  "
-          "(replay on the capture's own storage vs the profiled run; drift: the real runs there in the rounds vs "
-          "the plain runs beside the captures, medians: how far the machine moved, which no replay of the capture "
-          "can follow)")
+    print(f"\n{'fidelity':<13} {'original':>9} {'replayed':>9} {'fidelity':>9} {'burners CPU':>12} {'drift':>7} "
+          f"{'CPU':>7} {'in rep':>7}  (replay on the capture's own storage vs the profiled run; drift: the real runs "
+          "there in the rounds vs the plain runs beside the captures, medians: how far the machine moved; CPU: "
+          "the burn work's cost in the rounds' probes, and in the replays, vs the capture's probe: the part of "
+          "the drift the CPU's speed shows, which the replays and predictions follow)")
     for step in c.steps:
         orig = plans[step].wall_s
         rep = statistics.median(c.replayed[(step, c.names[c.home])])
         beside = c.plain_at_capture.get(step)
         drift = pct(statistics.median(c.actual[(step, c.names[c.home])]), statistics.median(beside)) if beside \
             else float("nan")
+        cpu = (models[step].cpu_ratio - 1) * 100
+        in_rep = (statistics.median(c.replay_cpu[step]) - 1) * 100 if c.replay_cpu.get(step) else float("nan")
         print(f"{step:<13} {orig:>8.3f}s {rep:>8.3f}s {pct(rep, orig):>+8.1f}% "
-              f"{plans[step].unreplayed_cpu_s:>11.3f}s {drift:>+6.1f}%")
+              f"{plans[step].unreplayed_cpu_s:>11.3f}s {drift:>+6.1f}% {cpu:>+6.1f}% {in_rep:>+6.1f}%")
 
 
 def main() -> None:
@@ -489,6 +511,8 @@ def main() -> None:
         run_rounds(a.runs, cells, steps, list(zip(names, works, targets)), plans,
                    None if a.no_sleep_replay else sleeps, own, t_start)
         cals = [calibrate(t, refresh=True) for t in targets]
+        for step, m in models.items():  # each prediction as `iolens predict` would give it in the rounds
+            m.cpu_ratio = cpu_ratio(cells.cpu[step], caps[step])
         report(cells, plans, models, cals)
         if a.cost_ops:
             print()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -76,14 +77,18 @@ def test_each_round_can_replay_its_own_capture(tmp_path):
     kept = build_plan(Recording(step, trace=True, cwd=str(work)).run().capture)  # run 0: no sleep
     seen: list[float] = []
 
+    model = SimpleNamespace()
+
     def own(cap):
         seen.append(float(cap.meta["wall_s"]))
-        return build_plan(cap), "model"
+        return build_plan(cap), model
 
     cells = m.Cells(["a"], ["home"], 0, {}, {}, {}, {})
     m.run_round(cells, {"a": step}, [("home", work, resolve(str(tmp_path)))], {"a": kept}, None, own)
     assert len(seen) == 1 and seen[0] >= 0.3  # run 1, the round's capture, slept
-    assert cells.own_models == {"a": ["model"]}
+    assert cells.own_models == {"a": [model]}
+    # its prediction follows the CPU's speed in the round against its own capture's probe, taken minutes apart
+    assert len(cells.cpu["a"]) == 1 and 0.5 < model.cpu_ratio < 2.0
     assert cells.actual[("a", "home")][0] < 0.25  # run 2, for real
     assert cells.replayed[("a", "home")][0] < 0.25  # the kept capture's replay
     assert cells.own[("a", "home")][0] >= 0.28  # the round's own capture's replay

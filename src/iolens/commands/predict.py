@@ -42,7 +42,7 @@ def predict(capture, targets, cache, home, recalibrate, json_out, force):
     from iolens.store import ResultsStore
     from iolens.whatif.overhead import for_capture
     from iolens.whatif.plan import has_trace
-    from iolens.whatif.predict import calibrate, home_dir, step_model, to_json
+    from iolens.whatif.predict import calibrate, cpu_ratio_now, home_dir, step_model, to_json
     from iolens.whatif.predict import predict as run_predict
 
     check_outputs({"--json": json_out}, force=force, inputs=[capture])
@@ -60,6 +60,7 @@ def predict(capture, targets, cache, home, recalibrate, json_out, force):
         ev_ns, path_ns, cost_note = (for_capture(cap.meta.get("host"), store, refresh=recalibrate)
                                       if has_trace(cap) else (0, 0, ""))
         model = step_model(cap, ev_ns, path_ns)
+        model.cpu_ratio = cpu_ratio_now(cap) or 1.0
         ref = calibrate(home_target, cache=cache, store=store, refresh=recalibrate) if home_target else None
         preds = [run_predict(model, calibrate(t, cache=cache, store=store, refresh=recalibrate), ref, t.spec)
                  for t in resolved]

@@ -4,7 +4,8 @@ Model (relative fitness, after Mesnier et al., SIGMETRICS'07: predict the change
 absolute times).  From the capture:
 - the step's wall time W, and its storage-I/O wall time I (the time with at least one thread in a storage call:
   from the trace as the union of all threads' storage-op intervals, else the processes' io_wall_ns summed and
-  capped at W); compute C = W - I, taken as unchanged on every target;
+  capped at W); compute C = W - I, the same on every target, scaled by how much slower or faster this CPU runs
+  the replayer's burn work now than while the capture was taken (cpu_ratio_now; traced captures);
 - the number of operations n_k and the recorded time t_k of each class k, from the trace or the per-file counters;
 - the overlap: sum_k t_k / I (> 1 when threads were in storage calls at the same time).
 From each target and from the capture's home storage: the cost per op of each class c_k (a small replay of a
@@ -14,7 +15,7 @@ writes: what a step that syncs waits for), both up to the file's close (an objec
 file then); a step's writes are charged the first unless it makes sync calls, and its syncs are a class of their
 own either way.  Then
 
-    dI = sum_k n_k * (c_k(target) - c_k(home)) / max(1, overlap),   W' = max(C, W + dI)
+    dI = sum_k n_k * (c_k(target) - c_k(home)) / max(1, overlap),   W' = max(C r, W + dI + C (r - 1))
 
 that is the recorded time plus what each operation costs more (or less) there.  With a trace, the large classes
 are counted in calibration calls' worth of bytes, and a small read or write costs a + b * size on the line through
@@ -38,9 +39,9 @@ from iolens import __version__
 from iolens import _format as F
 from iolens.bench.targets import Target
 from iolens.capture.reader import Capture, Process
-from iolens.sysinfo import steal_notes, steal_share, stolen_wait
+from iolens.sysinfo import cpu_probe_ns, steal_notes, steal_share, stolen_wait
 from iolens.whatif.caveats import model_notes
-from iolens.whatif.engine import log_dtype, op_codes, op_dtype
+from iolens.whatif.engine import describe, log_dtype, op_codes, op_dtype, probe_cpu
 from iolens.whatif.plan import (STDIO_OPS, TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS, Plan, ReplayFile,
                                 _is_data, has_trace)
 from iolens.whatif.timeline import event_costs, on_cpu_gap_s, recording_cost
@@ -104,6 +105,8 @@ class StepModel:
     recording_s: float = 0.0        # the profiler's own recording cost in wall_s (traced captures; estimated)
     class_b: dict[str, int] = field(default_factory=dict)  # bytes of the reads and writes (traced captures)
     stolen_s: float = 0.0           # wall time the hypervisor took from the step's computing (steal; estimated)
+    cpu_ratio: float = 1.0          # this CPU's cost of the replayer's burn work now over while recording (1.1:
+    #                                 10% slower; cpu_ratio_now): the compute is taken as that much longer
 
     @property
     def compute_s(self) -> float:
@@ -224,6 +227,9 @@ def step_model(cap: Capture, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS,
         unseen.append(f"{mmap / 1e6:.1f} MB of files were mmap'd: page faults on them are invisible (counted as "
                       "compute)")
     unseen += model_notes(cap)
+    if traced and cpu_probe_ns(cap.meta, describe().get("burn_loop", 0)) is None:
+        unseen.append("the capture has no CPU probe (an earlier iolens took it): its compute is taken as recorded, "
+                      "whether this CPU runs slower or faster now")
     recording = min(recording / max(1.0, overlap), max(0.0, wall - io_wall))
     stolen = _stolen(cap, max(0.0, wall - io_wall - recording), event_costs(event_overhead_ns, path_overhead_ns)
                      if traced else 0)
@@ -403,6 +409,15 @@ def class_cost(model: StepModel, c: str, cal: dict[str, float]) -> float:
     return n * (per_call - per_byte * SMALL_CALL) + moved * per_byte
 
 
+def cpu_ratio_now(cap: Capture) -> float | None:
+    """What the replayer's burn work costs this CPU now over what it cost while the capture was taken (its META
+    cpu_probe; whatif.engine.probe_cpu, about 20 ms of CPU): 1.1 when the CPU runs 10% slower now.  None when the
+    capture has no probe (counters only, an earlier iolens) or this CPU cannot be probed."""
+    then = cpu_probe_ns(cap.meta, describe().get("burn_loop", 0))
+    now = probe_cpu() if then else None
+    return now[1] / then if now and then and now[0] == describe().get("burn_loop") else None
+
+
 def predict(model: StepModel, cal: dict[str, float], home: dict[str, float] | None, target: str) -> Prediction:
     """The step's wall time on a target: the recorded time plus, per class, what its ops cost there less what
     they cost at home (class_cost; see the module's docstring)."""
@@ -414,13 +429,15 @@ def predict(model: StepModel, cal: dict[str, float], home: dict[str, float] | No
         at_home = class_cost(model, c, home) if home and home.get(cost_key(model, c, home)) else model.class_s[c]
         delta[c] = class_cost(model, c, cal) - at_home
     d_io = sum(delta.values()) / max(1.0, model.overlap)
-    wall = max(model.compute_s, model.wall_s - model.recording_s - model.stolen_s + d_io)
-    io = wall - model.compute_s
+    d_cpu = model.compute_s * (model.cpu_ratio - 1.0)  # the compute on this CPU as it runs now
+    compute = model.compute_s + d_cpu
+    wall = max(compute, model.wall_s - model.recording_s - model.stolen_s + d_io + d_cpu)
+    io = wall - compute
     rel = (0.10 if home else 0.30) if model.traced else (0.25 if home else 0.45)
-    spread = 0.03 * wall + rel * io + 0.5 * rel * abs(d_io)
+    spread = 0.03 * wall + rel * io + 0.5 * rel * abs(d_io) + 0.25 * abs(d_cpu)
     pred_class = {c: model.class_s[c] + delta[c] for c in CLASSES}
     dominant = max(pred_class, key=lambda c: pred_class[c]) if any(model.class_n.values()) else "none"
-    return Prediction(target, wall, max(model.compute_s, wall - spread), wall + spread, io / wall if wall else 0.0,
+    return Prediction(target, wall, max(compute, wall - spread), wall + spread, io / wall if wall else 0.0,
                       dominant, "home storage calibration" if home else "recorded per-op times", d_io,
                       {c: s for c, s in pred_class.items() if model.class_n[c]})
 
@@ -434,10 +451,10 @@ def home_dir(cap: Capture, plan_files: list[str] | None = None) -> str | None:
 
 
 def to_json(model: StepModel, preds: list[Prediction], cache: str) -> str:
-    return json.dumps({"tag": "iolens-predict", "schema_version": [1, 1], "cache": cache,
+    return json.dumps({"tag": "iolens-predict", "schema_version": [1, 2], "cache": cache,
                        "model": {"wall_s": model.wall_s, "recording_s": model.recording_s,
                                  "io_wall_s": model.io_wall_s, "compute_s": model.compute_s,
-                                 "stolen_s": model.stolen_s,
+                                 "stolen_s": model.stolen_s, "cpu_ratio": model.cpu_ratio,
                                  "class_s": model.class_s, "class_n": model.class_n, "traced": model.traced,
                                  "overlap": model.overlap},
                        "cannot_see": model.unseen,
