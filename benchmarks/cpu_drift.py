@@ -11,7 +11,9 @@ and one whose array fits in the cache.  Per round it prints each run's wall time
 from its rusage, the replay's burnt on its threads' CPU clocks) and the steal around it (from /proc/stat); then
 the ranges, the medians, and the correlation of the plain runs' CPU time with each probe's.  A replay burns the
 recorded CPU time, so where the same work takes more CPU time from one run to the next (and no steal explains
-it), the replay cannot follow; the probe it correlates with says what the step's speed follows.
+it), a replay that burns the recorded CPU time cannot follow; one that burns the capture's work (its CPU probe,
+see docs/whatif.md) follows as far as the burn loop slows with the step, which the correlation of its burnt CPU
+with the real runs' says; the probe it correlates with says what the step's speed follows.
 """
 
 from __future__ import annotations
@@ -94,7 +96,11 @@ def main() -> None:
             print(f"{name:<17} {x[:, i].min():.3f}-{x[:, i].max():.3f} s, median {statistics.median(x[:, i]):.3f} s")
         print(f"steal: {np.nansum(x[:, 2]):.2f} s around the real runs, {np.nansum(x[:, 5]):.2f} s around the replays")
         print(f"correlation of the real runs' CPU time with the memory probe {np.corrcoef(x[:, 1], x[:, 6])[0, 1]:.2f}"
-              f", with the cached probe {np.corrcoef(x[:, 1], x[:, 7])[0, 1]:.2f}")
+              f", with the cached probe {np.corrcoef(x[:, 1], x[:, 7])[0, 1]:.2f}, with the replay's burnt CPU "
+              f"{np.corrcoef(x[:, 1], x[:, 4])[0, 1]:.2f}; of the real runs' wall with the replays' "
+              f"{np.corrcoef(x[:, 0], x[:, 3])[0, 1]:.2f}")
+        print("the replay burns " + ("the capture's work (its CPU time follows the CPU's speed)" if
+                                     plan.cpu_ns_per_block else "the capture's CPU time (no CPU probe)"))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
