@@ -60,7 +60,7 @@ from iolens.whatif.engine import describe, probe_cpu
 from iolens.whatif.plan import build_plan
 from iolens.whatif.predict import calibrate, predict, step_model
 from iolens.whatif.replay import replay_on
-from iolens.sysinfo import cpu_delta, cpu_probe_ns, cpu_seconds, steal_share
+from iolens.sysinfo import cpu_delta, cpu_probe_ns, cpu_seconds, device_io, steal_share
 from iolens.whatif.timeline import PREEMPT_S, breakdown
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -138,11 +138,18 @@ def ready(work: Path, argv: list[str]) -> None:
     settle()
 
 
-def real_run(work: Path, argv: list[str]) -> float:
+def real_run(work: Path, argv: list[str], io: list | None = None) -> float:
+    """One timed real run from the ready state; with `io`, appends (wall, bytes read, bytes written) of the work
+    directory's block device during it (None on tmpfs and FUSE)."""
     ready(work, argv)
+    d0 = device_io(work)
     t = time.perf_counter()
     subprocess.run(argv, cwd=work, check=True, capture_output=True)
-    return time.perf_counter() - t
+    wall = time.perf_counter() - t
+    d1 = device_io(work)
+    if io is not None:
+        io.append((wall, d1[0] - d0[0], d1[1] - d0[1]) if d0 and d1 else (wall, None, None))
+    return wall
 
 
 def run_round(cells: Cells, steps: dict[str, list[str]], places: list, plans: dict, sleeps: dict | None,
@@ -164,7 +171,7 @@ def run_round(cells: Cells, steps: dict[str, list[str]], places: list, plans: di
         for n, w, t in places:
             if (step, n) in cells.skip:
                 continue
-            cells.actual.setdefault((step, n), []).append(real_run(w, argv))
+            cells.actual.setdefault((step, n), []).append(real_run(w, argv, cells.real_io.setdefault((step, n), [])))
             clean(w)
             settle()
             r = replay_on(plans[step], t)
@@ -320,6 +327,8 @@ class Cells:
     # per step, per round: what a block of the replayer's burn cost the CPU just before the step's runs (ns), and
     # what it cost in the step's replays against the capture's probe (TargetReplay.cpu_ratio)
     cpu: dict[str, list[float]] = field(default_factory=dict)
+    # per cell, each real run's (wall, bytes its device read, wrote while it ran) (None, None off a block device)
+    real_io: dict[tuple[str, str], list[tuple]] = field(default_factory=dict)
     replay_cpu: dict[str, list[float]] = field(default_factory=dict)
 
     def run(self) -> list[tuple[str, int, str]]:
@@ -411,6 +420,25 @@ def report(c: Cells, plans: dict[str, Any], models: dict[str, Any], cals: list[d
         in_rep = (statistics.median(c.replay_cpu[step]) - 1) * 100 if c.replay_cpu.get(step) else float("nan")
         print(f"{step:<13} {orig:>8.3f}s {rep:>8.3f}s {pct(rep, orig):>+8.1f}% "
               f"{plans[step].unreplayed_cpu_s:>11.3f}s {drift:>+6.1f}% {cpu:>+6.1f}% {in_rep:>+6.1f}%")
+    spread_io(c)
+
+
+def spread_io(c: Cells) -> None:
+    """The cells whose real runs spread (the slowest 1.5x the fastest or more): what the work directory's block
+    device read and wrote during the fastest and the slowest, to tell a run that read evicted inputs back or met
+    writeback from one that computed slower."""
+    def run(x: tuple) -> str:
+        return f"{x[0]:.3f} s" + (f" (read {x[1] / 1e6:.1f} MB, wrote {x[2] / 1e6:.1f} MB)" if x[1] is not None
+                                  else " (no block device)")
+
+    def wall(x: tuple) -> float:
+        return x[0]
+
+    spread = [(k, v) for k, v in c.real_io.items() if v and max(v, key=wall)[0] >= 1.5 * min(v, key=wall)[0]]
+    if spread:
+        print("\nreal runs that spread (the slowest 1.5x the fastest or more), and their device's I/O during them")
+    for (step, n), v in spread:
+        print(f"{step:<13} {n:<10} fastest {run(min(v, key=wall))}, slowest {run(max(v, key=wall))}")
 
 
 def main() -> None:

@@ -124,3 +124,33 @@ def test_the_noise_floor_is_the_medians_own_spread():
     tight, wide = m.noise_floor([0.99, 1.0, 1.01, 1.0, 0.995]), m.noise_floor([0.8, 1.0, 1.2, 0.9, 1.1])
     assert 0 < tight < 1 < wide < 20
     assert m.noise_floor([0.8, 1.0, 1.2, 0.9, 1.1]) == wide
+
+
+def test_a_real_runs_device_io_is_counted_where_there_is_a_device(tmp_path, capsys):
+    """The benchmark keeps, per real run, what the work directory's block device read and wrote meanwhile
+    (sysinfo.device_io, from /sys/dev/block); tmpfs has no device.  A cell whose runs spread says both ends."""
+    import os
+    import shutil
+    import tempfile
+
+    from iolens.sysinfo import device_io
+
+    m = accuracy_module()
+    assert device_io("/dev/shm") is None
+    disk = Path(tempfile.mkdtemp(dir="/var/tmp"))
+    try:
+        before = device_io(disk)
+        assert before is not None, "no block device under /var/tmp"
+        io: list = []
+        m.real_run(disk, ["sh", "-c", "head -c 3000000 /dev/urandom > out.sam && sync out.sam"], io)
+        [(wall, read, written)] = io
+        assert wall > 0 and read >= 0 and written >= 3_000_000
+        assert device_io(disk)[1] >= before[1] + 3_000_000
+        cells = m.Cells(["a"], ["disk"], 0, {}, {}, {}, {})
+        cells.real_io[("a", "disk")] = [(0.1, 0, 4096), (0.4, 8_000_000, 0), (0.2, None, None)]
+        m.spread_io(cells)
+        out = capsys.readouterr().out
+        assert "fastest 0.100 s (read 0.0 MB, wrote 0.0 MB), slowest 0.400 s (read 8.0 MB, wrote 0.0 MB)" in out
+    finally:
+        shutil.rmtree(disk, ignore_errors=True)
+        os.sync()

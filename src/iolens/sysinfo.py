@@ -102,6 +102,19 @@ def host_facts() -> dict[str, Any]:
     }
 
 
+def device_io(path: str | os.PathLike[str]) -> tuple[int, int] | None:
+    """Bytes read and written so far by the block device that holds `path` (its /sys/dev/block/MAJ:MIN/stat,
+    in 512-byte sectors whatever the device's own); None for a filesystem with no block device (tmpfs, FUSE)."""
+    try:
+        dev = os.stat(path).st_dev
+        if os.major(dev) == 0:
+            return None
+        f = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}/stat").read_text().split()
+        return int(f[2]) * 512, int(f[6]) * 512
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def cpu_seconds(path: str = "/proc/stat") -> dict[str, float] | None:
     """The machine's CPU time since boot over all CPUs, in seconds: `busy` (user, nice, system, irq, softirq) and
     `steal` (time a virtual CPU had work to run while its hypervisor ran something else: the task's own CPU times
