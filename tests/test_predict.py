@@ -60,7 +60,7 @@ def test_the_compute_follows_the_cpus_speed_now_against_while_recording(tmp_path
     """A CPU that runs the replayer's burn work 50% slower now than while the step was recorded: the compute (10 -
     4 s) takes 3 s more on every target, and the interval widens with it.  cpu_ratio_now reads the capture's
     probe against one taken now; a counters-only capture has none, and the model then says nothing of it."""
-    from iolens.capture.reader import read_capture
+    from helpers.capture import traced_and_counted
     from iolens.whatif.predict import cpu_ratio_now, predict, step_model
 
     home = dict(ZERO, read_small=0.002, write_large=0.1)
@@ -71,16 +71,12 @@ def test_the_compute_follows_the_cpus_speed_now_against_while_recording(tmp_path
     assert later.low_s >= 9.0  # never below the compute as it runs now
     none = dict(ZERO, read_small=0.0, write_large=-1.0)
     assert predict(model(cpu_ratio=0.5), none, home, "x").wall_s == pytest.approx(3.0)  # its compute alone
-    (tmp_path / "a").write_bytes(b"x" * 5000)
-    for trace in (True, False):
-        out = tmp_path / f"s{trace}.iolens"
-        r = iolens("profile", "-q", *(["--trace"] if trace else []), "-o", out, "--", "cat", "a", cwd=tmp_path)
-        assert r.returncode == 0, r.stderr
-        cap = read_capture(out)
+    caps = traced_and_counted(tmp_path)
+    for trace, cap in caps.items():
         ratio = cpu_ratio_now(cap)
         assert (ratio is not None and 0.5 < ratio < 2.0) if trace else ratio is None
         assert not any("CPU probe" in n for n in step_model(cap).unseen)
-    traced = read_capture(tmp_path / "sTrue.iolens")
+    traced = caps[True]
     del traced.meta["cpu_probe"]  # an earlier iolens's traced capture
     assert cpu_ratio_now(traced) is None and any("no CPU probe" in n for n in step_model(traced).unseen)
 

@@ -317,17 +317,12 @@ def test_a_traced_capture_keeps_the_cpus_speed_and_its_plan_burns_by_it(tmp_path
     """`profile --trace` probes the CPU before and after the step (META cpu_probe, the replayer's burn loop); the
     plan takes the mean.  A counters-only capture has no probe; a capture without one is replayed by CPU time,
     and the plan says so."""
-    from iolens.capture.reader import read_capture
+    from helpers.capture import traced_and_counted
     from iolens.sysinfo import cpu_probe_ns
     from iolens.whatif.engine import describe
     from iolens.whatif.plan import build_plan
 
-    (tmp_path / "a").write_bytes(b"x" * 5000)
-    for trace in (True, False):
-        out = tmp_path / f"s{trace}.iolens"
-        r = iolens("profile", "-q", *(["--trace"] if trace else []), "-o", out, "--", "cat", "a", cwd=tmp_path)
-        assert r.returncode == 0, r.stderr
-        cap = read_capture(out)
+    for trace, cap in traced_and_counted(tmp_path).items():
         probe = cap.meta.get("cpu_probe")
         if not trace:
             assert probe is None

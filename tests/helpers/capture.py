@@ -220,3 +220,19 @@ def write_capture(path: str | Path, processes: list[dict[str, Any]], meta: dict[
     p = Path(path)
     p.write_bytes(capture_bytes(processes, meta))
     return p
+
+
+def traced_and_counted(tmp_path: Path) -> dict[bool, Capture]:
+    """`cat` of a 5,000-byte file profiled twice in tmp_path, with `--trace` (True) and without (False): real
+    captures of the current recorder, as `iolens profile` writes them."""
+    from conftest import iolens
+    from iolens.capture.reader import read_capture
+
+    (tmp_path / "a").write_bytes(b"x" * 5000)
+    out = {}
+    for trace in (True, False):
+        path = tmp_path / f"s{trace}.iolens"
+        r = iolens("profile", "-q", *(["--trace"] if trace else []), "-o", path, "--", "cat", "a", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        out[trace] = read_capture(path)
+    return out
