@@ -56,11 +56,11 @@ from iolens.capture.record import Recording
 from iolens.pagecache import proactive_reclaim, warm
 from iolens.synth import fastq_text, synth
 from iolens.whatif.overhead import measure as profiler_cost
-from iolens.whatif.engine import describe, probe_cpu
+from iolens.whatif.engine import probe_cpu, recorded_block_ns
 from iolens.whatif.plan import build_plan
 from iolens.whatif.predict import calibrate, predict, step_model
 from iolens.whatif.replay import replay_on
-from iolens.sysinfo import cpu_delta, cpu_probe_ns, cpu_seconds, device_io, steal_share
+from iolens.sysinfo import cpu_delta, cpu_seconds, device_io, steal_share
 from iolens.whatif.timeline import PREEMPT_S, breakdown
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -203,7 +203,7 @@ def run_rounds(runs: int, cells: Cells, steps: dict[str, list[str]], places: lis
 def cpu_ratio(probes: list[float], cap: Any) -> float:
     """The median of `probes` (ns a burn block) over the capture's own probe: the CPU's speed then against
     while the capture was taken (predict.cpu_ratio_now, from probes already taken); 1 when either is missing."""
-    then = cpu_probe_ns(cap.meta, describe().get("burn_loop", 0))
+    then = recorded_block_ns(cap.meta)
     now = [p for p in probes if p == p]  # not NaN
     return statistics.median(now) / then if now and then else 1.0
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from iolens.errors import IolensError
 from iolens.native import describe_program, native_path
+from iolens.sysinfo import cpu_probe_ns
 
 SCHEMA_MAJOR = 1
 _NP = {"uint64_t": "<u8", "uint32_t": "<u4"}
@@ -53,6 +54,12 @@ def log_dtype() -> np.dtype:
 
 def op_codes() -> dict[str, int]:
     return {name: v["code"] for name, v in describe()["ops"].items()}
+
+
+def recorded_block_ns(meta: dict[str, Any]) -> float | None:
+    """What a block of this replayer's burn loop cost the CPU while a capture was taken (its META cpu_probe,
+    sysinfo.cpu_probe_ns); None when it has none, or one of another loop."""
+    return cpu_probe_ns(meta, describe().get("burn_loop", 0))
 
 
 def probe_cpu() -> tuple[int, float] | None:

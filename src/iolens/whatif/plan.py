@@ -26,9 +26,9 @@ import numpy as np
 from iolens import _format as F
 from iolens.capture.reader import Capture, Process
 from iolens.errors import UsageError
-from iolens.sysinfo import cpu_probe_ns, steal_share
+from iolens.sysinfo import steal_share
 from iolens.whatif.caveats import plan_notes
-from iolens.whatif.engine import describe, op_dtype
+from iolens.whatif.engine import describe, op_dtype, recorded_block_ns
 from iolens.whatif.handles import closes_after_use, read_only
 from iolens.whatif.pipes import _pipe_needs
 from iolens.whatif.rows import DUR as _DUR, OBJ as _OBJ, OP as _OP, SEQ as _SEQ, T as _T, THREAD as _THREAD
@@ -209,7 +209,7 @@ def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS
         a[spawn, 3] = np.minimum([tree.startup_cpu(int(i)) for i in a[spawn, _OBJ]], gap[spawn])
         a[root_start, 3] = np.minimum([tree.startup_cpu(int(i)) for i in a[root_start, _OBJ]], gap[root_start])
     notes = plan_notes(cap, gaps == "cpu")
-    per_block = (cpu_probe_ns(cap.meta, d.get("burn_loop", 0)) or 0.0) if gaps == "cpu" else 0.0
+    per_block = (recorded_block_ns(cap.meta) or 0.0) if gaps == "cpu" else 0.0
     if gaps == "cpu" and not per_block:
         notes.append("the capture has no CPU probe (an earlier iolens took it): its compute is replayed as CPU "
                      "time, which does not follow a CPU that runs slower or faster now than then")

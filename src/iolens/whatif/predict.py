@@ -39,9 +39,9 @@ from iolens import __version__
 from iolens import _format as F
 from iolens.bench.targets import Target
 from iolens.capture.reader import Capture, Process
-from iolens.sysinfo import cpu_probe_ns, steal_notes, steal_share, stolen_wait
+from iolens.sysinfo import steal_notes, steal_share, stolen_wait
 from iolens.whatif.caveats import model_notes
-from iolens.whatif.engine import describe, log_dtype, op_codes, op_dtype, probe_cpu
+from iolens.whatif.engine import describe, log_dtype, op_codes, op_dtype, probe_cpu, recorded_block_ns
 from iolens.whatif.plan import (STDIO_OPS, TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS, Plan, ReplayFile,
                                 _is_data, has_trace)
 from iolens.whatif.timeline import event_costs, on_cpu_gap_s, recording_cost
@@ -227,7 +227,7 @@ def step_model(cap: Capture, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS,
         unseen.append(f"{mmap / 1e6:.1f} MB of files were mmap'd: page faults on them are invisible (counted as "
                       "compute)")
     unseen += model_notes(cap)
-    if traced and cpu_probe_ns(cap.meta, describe().get("burn_loop", 0)) is None:
+    if traced and recorded_block_ns(cap.meta) is None:
         unseen.append("the capture has no CPU probe (an earlier iolens took it): its compute is taken as recorded, "
                       "whether this CPU runs slower or faster now")
     recording = min(recording / max(1.0, overlap), max(0.0, wall - io_wall))
@@ -413,7 +413,7 @@ def cpu_ratio_now(cap: Capture) -> float | None:
     """What the replayer's burn work costs this CPU now over what it cost while the capture was taken (its META
     cpu_probe; whatif.engine.probe_cpu, about 20 ms of CPU): 1.1 when the CPU runs 10% slower now.  None when the
     capture has no probe (counters only, an earlier iolens) or this CPU cannot be probed."""
-    then = cpu_probe_ns(cap.meta, describe().get("burn_loop", 0))
+    then = recorded_block_ns(cap.meta)
     now = probe_cpu() if then else None
     return now[1] / then if now and then and now[0] == describe().get("burn_loop") else None
 
