@@ -94,3 +94,23 @@ def test_proactive_reclaim_reads_the_shortest_pageout_age(tmp_path):
     assert pagecache.proactive_reclaim(str(root)) == 60.0
     (root / "0" / "state").write_text("off\n")
     assert pagecache.proactive_reclaim(str(root)) is None
+
+
+def test_reclaim_is_off_inside_and_on_again_after_even_on_ctrl_c(tmp_path):
+    root = tmp_path / "kdamonds"
+    with pagecache.reclaim_paused(str(root)) as paused:
+        assert paused is None  # no DAMON here: nothing to turn off
+    root.mkdir()
+    _scheme(root, 0, "on", 5_000_000, "pageout", 12)
+    _scheme(root, 1, "on", 100_000, "stat", 1)       # only counts: left alone
+    _scheme(root, 2, "off", 100_000, "pageout", 10)  # not running: left off
+    state = {k: root / k / "state" for k in "012"}
+    with pagecache.reclaim_paused(str(root)) as paused:
+        assert paused is True
+        assert [state[k].read_text().strip() for k in "012"] == ["off", "on", "off"]
+        assert pagecache.proactive_reclaim(str(root)) is None
+    assert [state[k].read_text().strip() for k in "012"] == ["on", "on", "off"]
+    with pytest.raises(KeyboardInterrupt), pagecache.reclaim_paused(str(root)):
+        assert state["0"].read_text().strip() == "off"
+        raise KeyboardInterrupt
+    assert pagecache.proactive_reclaim(str(root)) == 60.0

@@ -8,6 +8,7 @@
     make_cold(files, method)    "auto" | "drop-caches" | "fadvise": evict the files; returns the method that worked
     warm(paths)                 read files whole and stat directory trees: their pages and inodes are cached again
     proactive_reclaim()         the idle age after which the kernel pages out memory by itself (DAMON), or None
+    reclaim_paused()            a context in which that reclaim is off (root), and on again after, whatever happens
 
 The bench engine (native/bench) evicts its own files in C; everything in Python uses this module.  Eviction
 cannot apply where the pages are the storage (tmpfs, ramfs): residency stays at 100% there.
@@ -19,6 +20,8 @@ import ctypes
 import ctypes.util
 import mmap
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 
 DROP_CACHES = "/proc/sys/vm/drop_caches"
@@ -143,6 +146,50 @@ def proactive_reclaim(root: str = DAMON_KDAMONDS) -> float | None:
                 idle = age * aggr / 1e6
                 best = idle if best is None else min(best, idle)
     return best
+
+
+def _reclaiming(root: str) -> list[str]:
+    """The state files of the running kdamonds with a pageout scheme."""
+    out = []
+    for kd in _numbered(root):
+        if _text(os.path.join(kd, "state")) != "on":
+            continue
+        schemes = [s for c in _numbered(os.path.join(kd, "contexts")) for s in _numbered(os.path.join(c, "schemes"))]
+        if any(_text(os.path.join(s, "action")) == "pageout" for s in schemes):
+            out.append(os.path.join(kd, "state"))
+    return out
+
+
+@contextmanager
+def reclaim_paused(root: str = DAMON_KDAMONDS) -> Iterator[bool | None]:
+    """Turns off the DAMON daemons that page idle memory out (proactive_reclaim) for the body, and on again
+    after it, also on an error or Ctrl-C.  Yields None where none runs, False where they cannot be turned off
+    (not root), True while they are off.
+
+    A benchmark that calls its page cache warm needs it: the reclaim takes what was idle a minute, the
+    filesystem's own metadata too (block bitmaps, inode tables, directories: nothing a program can read back), so
+    whatever runs first on a storage idle since then pays for reading it back and whatever runs next does not."""
+    states = _reclaiming(root)
+    if not states:
+        yield None
+        return
+    paused = []
+    try:
+        for st in states:
+            try:
+                with open(st, "w") as fh:
+                    fh.write("off\n")
+            except OSError:
+                break
+            paused.append(st)
+        yield len(paused) == len(states)
+    finally:
+        for st in paused:
+            try:
+                with open(st, "w") as fh:
+                    fh.write("on\n")
+            except OSError:
+                pass  # the next boot starts it again; nothing of the user's is lost
 
 
 def _text(path: str) -> str | None:
