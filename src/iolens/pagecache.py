@@ -173,23 +173,25 @@ def reclaim_paused(root: str = DAMON_KDAMONDS) -> Iterator[bool | None]:
     if not states:
         yield None
         return
-    paused = []
+    paused: list[str] = []
     try:
         for st in states:
-            try:
-                with open(st, "w") as fh:
-                    fh.write("off\n")
-            except OSError:
+            if not _set(st, "off"):
                 break
             paused.append(st)
         yield len(paused) == len(states)
     finally:
         for st in paused:
-            try:
-                with open(st, "w") as fh:
-                    fh.write("on\n")
-            except OSError:
-                pass  # the next boot starts it again; nothing of the user's is lost
+            _set(st, "on")  # where it fails, the next boot starts it again; nothing of the user's is lost
+
+
+def _set(path: str, value: str) -> bool:
+    try:
+        with open(path, "w") as fh:
+            fh.write(value + "\n")
+        return True
+    except OSError:
+        return False
 
 
 def _text(path: str) -> str | None:
