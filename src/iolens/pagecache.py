@@ -121,43 +121,31 @@ def _read_whole(path: str | os.PathLike[str], chunk: int) -> int:
 DAMON_KDAMONDS = "/sys/kernel/mm/damon/admin/kdamonds"
 
 
+def _pageout_schemes(root: str) -> Iterator[tuple[str, str, str]]:
+    """(kdamond, context, scheme) directories of every `pageout` scheme of a running kdamond under `root`."""
+    for kd in _numbered(root):
+        if _text(os.path.join(kd, "state")) != "on":
+            continue
+        for ctx in _numbered(os.path.join(kd, "contexts")):
+            for sch in _numbered(os.path.join(ctx, "schemes")):
+                if _text(os.path.join(sch, "action")) == "pageout":
+                    yield kd, ctx, sch
+
+
 def proactive_reclaim(root: str = DAMON_KDAMONDS) -> float | None:
     """The shortest idle time, in seconds, after which a running DAMON scheme pages memory out by itself (cloud VMs
     use it to hand unused memory back to the host), or None when no such scheme runs or it cannot be read.
 
     The minimum age of a scheme is counted in aggregation intervals: age/min x aggr_us."""
     best = None
-    try:
-        kdamonds = sorted(os.listdir(root))
-    except OSError:
-        return None
-    for k in kdamonds:
-        kd = os.path.join(root, k)
-        if not k.isdigit() or _text(os.path.join(kd, "state")) != "on":
+    for _kd, ctx, sch in _pageout_schemes(root):
+        aggr = _number(os.path.join(ctx, "monitoring_attrs", "intervals", "aggr_us"))
+        age = _number(os.path.join(sch, "access_pattern", "age", "min"))
+        if aggr is None or age is None:
             continue
-        for ctx in _numbered(os.path.join(kd, "contexts")):
-            aggr = _number(os.path.join(ctx, "monitoring_attrs", "intervals", "aggr_us"))
-            for sch in _numbered(os.path.join(ctx, "schemes")):
-                if _text(os.path.join(sch, "action")) != "pageout":
-                    continue
-                age = _number(os.path.join(sch, "access_pattern", "age", "min"))
-                if aggr is None or age is None:
-                    continue
-                idle = age * aggr / 1e6
-                best = idle if best is None else min(best, idle)
+        idle = age * aggr / 1e6
+        best = idle if best is None else min(best, idle)
     return best
-
-
-def _reclaiming(root: str) -> list[str]:
-    """The state files of the running kdamonds with a pageout scheme."""
-    out = []
-    for kd in _numbered(root):
-        if _text(os.path.join(kd, "state")) != "on":
-            continue
-        schemes = [s for c in _numbered(os.path.join(kd, "contexts")) for s in _numbered(os.path.join(c, "schemes"))]
-        if any(_text(os.path.join(s, "action")) == "pageout" for s in schemes):
-            out.append(os.path.join(kd, "state"))
-    return out
 
 
 @contextmanager
@@ -169,7 +157,7 @@ def reclaim_paused(root: str = DAMON_KDAMONDS) -> Iterator[bool | None]:
     A benchmark that calls its page cache warm needs it: the reclaim takes what was idle a minute, the
     filesystem's own metadata too (block bitmaps, inode tables, directories: nothing a program can read back), so
     whatever runs first on a storage idle since then pays for reading it back and whatever runs next does not."""
-    states = _reclaiming(root)
+    states = list(dict.fromkeys(os.path.join(kd, "state") for kd, _c, _s in _pageout_schemes(root)))
     if not states:
         yield None
         return
