@@ -31,7 +31,7 @@ nothing read with the reclaim off).
 Targets: a directory on tmpfs, one on the root disk, and with --lab the lab targets (--lab-targets), brought up by
 this script in a temporary lab directory (`iolens lab up --dir D --only ...`, root needed) and taken down at the end.
 
-    python benchmarks/whatif_accuracy.py [--runs 5] [--profiles 3] [--scale 1] [--steps a,b] [--warmup 1]
+    python benchmarks/whatif_accuracy.py [--runs 6] [--profiles 3] [--scale 1] [--steps a,b] [--warmup 1]
                                          [--home rootdisk|tmpfs] [--lab [--lab-targets a,b]]
                                          [--capture-each-round] [--no-sleep-replay] [--cost-ops N]
 """
@@ -158,10 +158,12 @@ def real_run(work: Path, argv: list[str], io: list | None = None) -> float:
 
 
 def run_round(cells: Cells, steps: dict[str, list[str]], places: list, plans: dict, sleeps: dict | None,
-              own: Callable[[Any], tuple[Any, Any]] | None = None) -> None:
-    """One round: each step on each (name, work directory, target), run for real, replayed and (with `sleeps`)
+              own: Callable[[Any], tuple[Any, Any]] | None = None, k: int = 0) -> None:
+    """Round `k`: each step on each (name, work directory, target), run for real, replayed and (with `sleeps`)
     replayed with every gap slept, interleaved, each from settled writeback.  With `own` (a capture -> its plan
-    and model), the step is first profiled again on the home target and that capture replayed too."""
+    and model), the step is first profiled again on the home target and that capture replayed too.  A cell's runs
+    go in an order rotated by one each round (cell_order), so that what one run leaves behind for the next on the
+    same storage is paid by each kind of run alike."""
     for step, argv in steps.items():
         mine = None
         probe = probe_cpu()  # the CPU's speed this round, for the predictions (as `iolens predict` probes it)
@@ -176,30 +178,56 @@ def run_round(cells: Cells, steps: dict[str, list[str]], places: list, plans: di
         for n, w, t in places:
             if (step, n) in cells.skip:
                 continue
-            cells.actual.setdefault((step, n), []).append(real_run(w, argv, cells.real_io.setdefault((step, n), [])))
-            clean(w)
-            settle()
-            r = replay_on(plans[step], t)
-            cells.replayed.setdefault((step, n), []).append(r.wall_s)
-            if r.cpu_ratio is not None:
-                cells.replay_cpu.setdefault(step, []).append(r.cpu_ratio)
-            cells.parts.setdefault((step, n), []).append(breakdown(plans[step].recorded, r.threads, r.thread_cpu))
+
+            def real(step: str = step, n: str = n, w: Path = w) -> None:
+                cells.actual.setdefault((step, n), []).append(
+                    real_run(w, argv, cells.real_io.setdefault((step, n), [])))
+
+            def replayed(step: str = step, n: str = n, w: Path = w, t: Any = t) -> None:
+                clean(w)
+                settle()
+                r = replay_on(plans[step], t)
+                cells.replayed.setdefault((step, n), []).append(r.wall_s)
+                if r.cpu_ratio is not None:
+                    cells.replay_cpu.setdefault(step, []).append(r.cpu_ratio)
+                cells.parts.setdefault((step, n), []).append(breakdown(plans[step].recorded, r.threads,
+                                                                       r.thread_cpu))
+
+            def other(into: dict, plan: Any, step: str = step, n: str = n, w: Path = w, t: Any = t) -> None:
+                clean(w)
+                settle()
+                into.setdefault((step, n), []).append(replay_on(plan, t).wall_s)
+
+            runs: list[Callable[[], None]] = [real, replayed]
             if sleeps is not None:
-                settle()
-                cells.slept.setdefault((step, n), []).append(replay_on(sleeps[step], t).wall_s)
+                runs.append(functools.partial(other, cells.slept, sleeps[step]))
             if mine is not None:
-                settle()
-                cells.own.setdefault((step, n), []).append(replay_on(mine, t).wall_s)
+                runs.append(functools.partial(other, cells.own, mine))
+            for run in cell_order(runs, k):
+                run()
+
+
+def cell_order(runs: list, k: int) -> list:
+    """The runs of one cell in round `k`: rotated left by k.  Each run's storage still holds what the one before
+    it did (the root disk's journal-less ext4 walks past every inode deleted in the last minute on each create,
+    "What the machine does by itself"); in a fixed order the replay always came right after the real run and paid
+    for its 2,000 deletes, and the real run never paid for the replay's. Rotated, over a multiple of len(runs)
+    rounds every kind of run comes first, second, ... equally often."""
+    i = k % len(runs) if runs else 0
+    return runs[i:] + runs[:i]
 
 
 def run_rounds(runs: int, cells: Cells, steps: dict[str, list[str]], places: list, plans: dict,
                sleeps: dict | None, own: Callable[[Any], tuple[Any, Any]] | None, t_start: float) -> None:
-    """The rounds (run_round), then how much of the CPU time the machine asked for meanwhile its hypervisor took
-    (steal): the captures' own is printed beside their walls."""
+    """The rounds (run_round, after saying the order of a cell's runs), then how much of the CPU time the machine
+    asked for meanwhile its hypervisor took (steal): the captures' own is printed beside their walls."""
+    kinds = ["real", "replay"] + ["gaps slept"] * (sleeps is not None) + ["own capture"] * (own is not None)
+    print(f"order: each cell's runs ({', '.join(kinds)}) rotated by one each round; {runs} rounds "
+          + ("balance it" if runs % len(kinds) == 0 else f"do not balance it (a multiple of {len(kinds)} would)"))
     before = cpu_seconds()
     for k in range(runs):
         print(f"round {k + 1} of {runs} ({time.time() - t_start:.0f} s)", file=sys.stderr, flush=True)
-        run_round(cells, steps, places, plans, sleeps, own)
+        run_round(cells, steps, places, plans, sleeps, own, k)
     rounds = cpu_delta(before, cpu_seconds())
     print("steal over the rounds (the hypervisor's share of the CPU time asked for): "
           + (f"{steal_share({'machine_cpu_s': rounds}):.1%}" if rounds else "not known here"))
@@ -460,7 +488,7 @@ def hold_warm(stack: contextlib.ExitStack) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--runs", type=int, default=5, help="interleaved real runs and replays per cell (>= 6 for a "
+    ap.add_argument("--runs", type=int, default=6, help="interleaved real runs and replays per cell (>= 6 for a "
                     "95%% interval of the median; fewer give the range)")
     ap.add_argument("--profiles", type=int, default=3, help="profiled runs per step; the capture of median wall "
                     "time is replayed and predicted (default 3)")

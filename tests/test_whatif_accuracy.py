@@ -95,6 +95,31 @@ def test_each_round_can_replay_its_own_capture(tmp_path):
     assert (work / "n").read_text().strip() == "3"
 
 
+def test_each_round_rotates_the_order_of_a_cells_runs(tmp_path, monkeypatch):
+    """What a run leaves on its storage is met by the next (the root disk's recently deleted inodes): over three
+    rounds the real run, the replay and the round's own capture's replay each come first, second and third once,
+    and each is preceded by each of the others at most once."""
+    from iolens.bench.targets import resolve
+
+    m = accuracy_module()
+    order: list[str] = []
+    kept, mine = SimpleNamespace(recorded=None), object()
+    monkeypatch.setattr(m, "real_run", lambda w, argv, io=None: order.append("real") or 1.0)
+    monkeypatch.setattr(m, "replay_on", lambda plan, t: order.append("replay" if plan is kept else "own")
+                        or SimpleNamespace(wall_s=1.0, cpu_ratio=None, threads=[], thread_cpu={}))
+    monkeypatch.setattr(m, "breakdown", lambda *a: {})
+    monkeypatch.setattr(m, "Recording", lambda *a, **k: SimpleNamespace(run=lambda: SimpleNamespace(
+        capture=SimpleNamespace(meta={}))))
+    monkeypatch.setattr(m, "cpu_ratio", lambda probes, cap: 1.0)
+    cells = m.Cells(["a"], ["home"], 0, {}, {}, {}, {})
+    for k in range(3):
+        m.run_round(cells, {"a": ["true"]}, [("home", tmp_path, resolve(str(tmp_path)))], {"a": kept}, None,
+                    lambda cap: (mine, SimpleNamespace()), k)
+    assert order == ["real", "replay", "own", "replay", "own", "real", "own", "real", "replay"]
+    assert len(cells.actual[("a", "home")]) == len(cells.replayed[("a", "home")]) == 3
+    assert m.cell_order([1, 2], 3) == [2, 1] and m.cell_order([], 1) == []
+
+
 def test_a_skipped_cell_is_not_run(tmp_path):
     """--skip STEP@TARGET: the round runs and replays the step on the other targets only, and the cell is left out
     of the cells that ran (the report says it was not run)."""
