@@ -183,26 +183,25 @@ def run_round(cells: Cells, steps: dict[str, list[str]], places: list, plans: di
                 cells.actual.setdefault((step, n), []).append(
                     real_run(w, argv, cells.real_io.setdefault((step, n), [])))
 
-            def replayed(step: str = step, n: str = n, w: Path = w, t: Any = t) -> None:
+            def replay(into: dict, plan: Any, step: str = step, n: str = n, w: Path = w, t: Any = t) -> Any:
                 clean(w)
                 settle()
-                r = replay_on(plans[step], t)
-                cells.replayed.setdefault((step, n), []).append(r.wall_s)
+                r = replay_on(plan, t)
+                into.setdefault((step, n), []).append(r.wall_s)
+                return r
+
+            def replayed(step: str = step, n: str = n) -> None:
+                r = replay(cells.replayed, plans[step])
                 if r.cpu_ratio is not None:
                     cells.replay_cpu.setdefault(step, []).append(r.cpu_ratio)
                 cells.parts.setdefault((step, n), []).append(breakdown(plans[step].recorded, r.threads,
                                                                        r.thread_cpu))
 
-            def other(into: dict, plan: Any, step: str = step, n: str = n, w: Path = w, t: Any = t) -> None:
-                clean(w)
-                settle()
-                into.setdefault((step, n), []).append(replay_on(plan, t).wall_s)
-
-            runs: list[Callable[[], None]] = [real, replayed]
+            runs: list[Callable[[], Any]] = [real, replayed]
             if sleeps is not None:
-                runs.append(functools.partial(other, cells.slept, sleeps[step]))
+                runs.append(functools.partial(replay, cells.slept, sleeps[step]))
             if mine is not None:
-                runs.append(functools.partial(other, cells.own, mine))
+                runs.append(functools.partial(replay, cells.own, mine))
             for run in cell_order(runs, k):
                 run()
 
