@@ -12,7 +12,6 @@ reads there are the filesystem's metadata the reclaim took, which no read of the
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
 import time
@@ -20,26 +19,21 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from whatif_accuracy import STEPS, lab_down, lab_up, prepare, ready, settle, warm_step  # noqa: E402
+from whatif_accuracy import STEPS, clean, lab_down, lab_up, prepare, real_run  # noqa: E402
 
 from iolens.bench.targets import resolve  # noqa: E402
 from iolens.pagecache import proactive_reclaim, reclaim_paused  # noqa: E402
-from iolens.sysinfo import device_io  # noqa: E402
 
 
 def runs(work: Path, argv: list[str], idles: list[float], label: str) -> None:
     for idle in idles:
-        ready(work, argv)
+        clean(work)  # the last run's outputs gone before the idle, so nothing untimed touches the disk after it
         time.sleep(idle)
-        warm_step(work, argv)
-        settle()
-        d0 = device_io(work)
-        t = time.perf_counter()
-        subprocess.run(argv, cwd=work, check=True, capture_output=True)
-        wall = time.perf_counter() - t
-        d1 = device_io(work)
-        io = f"read {(d1[0] - d0[0]) / 1e6:.2f} MB, wrote {(d1[1] - d0[1]) / 1e6:.2f} MB" if d0 and d1 else "no device"
-        print(f"reclaim {label:<3} idle {idle:5.0f} s: real {wall:.3f} s; the disk during it: {io}", flush=True)
+        io: list = []
+        wall = real_run(work, argv, io)  # inputs and programs read back, writeback settled, then timed
+        _w, rd, wr = io[0]
+        seen = f"read {rd / 1e6:.2f} MB, wrote {wr / 1e6:.2f} MB" if rd is not None else "no device"
+        print(f"reclaim {label:<3} idle {idle:5.0f} s: real {wall:.3f} s; the disk during it: {seen}", flush=True)
 
 
 def main() -> None:
