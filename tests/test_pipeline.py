@@ -115,6 +115,7 @@ def test_diff_compares_two_runs_rule_by_rule(tmp_path):
     d = json.loads((tmp_path / "d.json").read_text())
     row = next(r for r in d["rules"] if r["rule"] == "dd")
     assert (row["a"]["bytes_written"], row["b"]["bytes_written"]) == (1 << 20, 3 << 20)
+    assert d["tag"] == "iolens-pipeline-diff" and d["schema_version"] == [2, 0] and "schema" not in d
 
 
 def test_report_dir_html_and_errors(tmp_path):
@@ -127,6 +128,22 @@ def test_report_dir_html_and_errors(tmp_path):
     empty.mkdir()
     res = iolens("report", empty)
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "no task captures" in res.stderr
+    rep, _rc = pipeline_json(cap)
+    assert rep["tag"] == "iolens-pipeline" and rep["schema_version"] == [2, 0] and "schema" not in rep
+
+
+@pytest.mark.parametrize("opt", [("--csv", "x.csv"), ("--chrome-trace", "x.json"), ("--multiqc", "x_mqc.json"),
+                                 ("--sample", "S1")])
+def test_report_dir_refuses_the_options_of_one_capture(tmp_path, opt):
+    """A capture directory takes --html and --json; an option of one capture is refused, not silently ignored."""
+    cap = tmp_path / "cap"
+    _loose(tmp_path, cap, "exec true")
+    res = iolens("report", cap, opt[0], tmp_path / opt[1] if opt[0] != "--sample" else opt[1])
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+    assert opt[0] in res.stderr and "capture directory" in res.stderr and "Traceback" not in res.stderr
+    assert not (tmp_path / opt[1]).exists()
+    one = iolens("report", tmp_path / "nothing.iolens", "--snakemake-log", tmp_path / "log")
+    assert one.returncode == 2 and "--snakemake-log" in one.stderr
 
 
 def test_pipeline_page_in_a_browser_sorts_its_rule_table(tmp_path):
@@ -216,7 +233,7 @@ def test_a_reused_pid_is_another_task_and_an_exec_is_the_same_process():
 
 
 def test_the_terminal_report_fits_80_columns_with_long_paths_and_names():
-    from iolens.pipeline.render import render_text
+    from iolens.render.pipeline import render_text
 
     where = [{"mount": "/shared/" + "x" * 70, "fstype": "nfs4", "bytes": 1 << 30}]
     rep = {"directory": "/scratch/" + "very-long-directory/" * 6,

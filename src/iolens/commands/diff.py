@@ -28,7 +28,7 @@ def diff(capture_a, capture_b, json_out, overrides, top, force):
     import os
 
     if os.path.isdir(capture_a) and os.path.isdir(capture_b):
-        from iolens.pipeline.command import diff_dirs
+        from iolens.commands._pipeline_dir import diff_dirs
 
         return diff_dirs(capture_a, capture_b, json_out=json_out, overrides=list(overrides), force=force)
     from iolens.analysis.diff import diff_reports

@@ -82,11 +82,19 @@ def report(capture, html_out, json_out, csv_out, trace_out, mqc_out, sample, ove
         return
     if not capture:
         raise UsageError("no capture given; usage: iolens report CAPTURE [--html PATH] [--json PATH] ...")
+    single = {"--csv": csv_out, "--chrome-trace": trace_out, "--multiqc": mqc_out, "--sample": sample}
     if os.path.isdir(capture):
-        from iolens.pipeline.command import report_dir
+        from iolens.commands._pipeline_dir import report_dir
 
+        if any(single.values()):
+            given = ", ".join(k for k, v in single.items() if v)
+            raise UsageError(f"{shown(capture)} is a capture directory (a pipeline run), which takes --html and "
+                             f"--json; {given} apply to one capture: give one of its captures instead")
         return report_dir(capture, html_out=html_out, json_out=json_out, overrides=list(overrides), top=top,
                           quiet=quiet, force=force, snakemake_log=snakemake_log)
+    if snakemake_log:
+        raise UsageError("--snakemake-log is for a capture directory (a pipeline run), and "
+                         f"{shown(capture)} is one capture")
     named = {"--html": html_out, "--json": json_out, "--csv": csv_out, "--chrome-trace": trace_out,
              "--multiqc": mqc_out}
     check_outputs(named, force=force, inputs=[capture])

@@ -5,6 +5,7 @@ scan     what a capture directory holds: merged captures, per-task part director
          into tasks by process tree), and the tasks that were expected but left nothing;
 task     one task analysed (in a worker process) into a small summary;
 merge    summaries folded into per-rule aggregates, storage-bound rules ranked, advice per rule;
-render   text, JSON and HTML of the pipeline report, and the rule-by-rule diff;
 snippets what `iolens wrap` prints.
+The report is laid out by render/pipeline.py; `iolens report DIR` and `iolens diff DIR DIR` are
+commands/_pipeline_dir.py.
 """

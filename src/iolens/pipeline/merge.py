@@ -17,7 +17,7 @@ from iolens.errors import UsageError
 from iolens.pipeline.scan import Task, scan
 
 TAG = "iolens-pipeline"
-SCHEMA = [1, 0]
+SCHEMA = [2, 0]  # 2.0: the version's key is schema_version, as in every other iolens JSON
 IO_CLASSES = ["tiny_read", "small_read", "streaming_read", "random_read", "tiny_write", "small_write",
               "streaming_write", "random_write", "metadata", "sync"]
 LABELS = {"tiny_read": "tiny reads", "small_read": "small reads", "streaming_read": "streaming reads",
@@ -174,7 +174,7 @@ def fold(items: Iterable[dict[str, Any]], unprofiled: list[Task], root: str) -> 
             h[k] += r[k] or 0
     bound = sorted((r for r in rule_rows if r["storage_bound"]), key=lambda r: -r["time_at_stake_s"])
     return {
-        "tag": TAG, "schema": SCHEMA, "directory": root,
+        "tag": TAG, "schema_version": SCHEMA, "directory": root,
         "totals": {"tasks": len(rows), "not_profiled": len(not_profiled),
                    "partial": sum(bool(r["partial"]) for r in rows),
                    "rules": len(rule_rows), "time_s": sum(r["time_s"] for r in rule_rows),

@@ -14,6 +14,7 @@ from iolens.analysis.processes import chain_rows
 from iolens.names import shown
 from iolens.render.htmlsafe import esc_line as _h
 from iolens.render.htmlsafe import script_json
+from iolens.render.html_table import PAGE_CSS, SORTABLE_JS, td, table
 from iolens.render.multiqc import COLORS
 from iolens.render.report_text import integrity_lines
 from iolens.units import human_bytes, human_seconds, pct
@@ -21,22 +22,6 @@ from iolens.units import human_bytes, human_seconds, pct
 MAX_FILE_ROWS = 2000
 MAX_PHASES = 500
 MAX_PROC_BARS = 30
-
-
-def _num(v) -> float:
-    return 0.0 if v is None or (isinstance(v, float) and not math.isfinite(v)) else float(v)
-
-
-def _td(text, value=None, cls: str = "") -> str:
-    v = "" if value is None else f' data-v="{_num(value):.9g}"'
-    c = f' class="{cls}"' if cls else ""
-    return f"<td{v}{c}>{_h(text)}</td>"
-
-
-def _table(tid: str, headers: list[tuple[str, str]], rows: list[str]) -> str:
-    th = "".join(f'<th data-type="{t}" title="click to sort">{_h(h)}</th>' for h, t in headers)
-    return (f'<table class="sortable" id="{tid}"><thead><tr>{th}</tr></thead><tbody>' + "".join(rows)
-            + "</tbody></table>")
 
 
 def _files_table(r) -> str:
@@ -51,15 +36,15 @@ def _files_table(r) -> str:
         if f.text_format:
             note.append(f"uncompressed {f.text_format}")
         rows.append("<tr>" + "".join([
-            _td(f.path, cls="path"), _td(f.kind, cls="text"),
-            _td(" ".join(x for x in (f.storage, f.fstype, f.mount) if x), cls="text"),
-            _td(human_bytes(f.bytes_read), f.bytes_read), _td(human_bytes(f.bytes_written), f.bytes_written),
-            _td(f"{f.reads + f.writes:,}", f.reads + f.writes), _td(f"{f.metadata_ops:,}", f.metadata_ops),
-            _td(human_seconds(f.time_s), f.time_s),
-            _td(max(CLASSES, key=lambda c: f.breakdown[c]).replace("_", " ") if f.time_s > 0 else "-", cls="text"),
-            _td(f.dominant_size, cls="text"), _td(f.pattern, cls="text"),
-            _td(human_seconds(f.lifetime_s), f.lifetime_s),
-            _td("; ".join(note), cls="text"), _td(", ".join(f.tools), cls="text"),
+            td(f.path, cls="path"), td(f.kind, cls="text"),
+            td(" ".join(x for x in (f.storage, f.fstype, f.mount) if x), cls="text"),
+            td(human_bytes(f.bytes_read), f.bytes_read), td(human_bytes(f.bytes_written), f.bytes_written),
+            td(f"{f.reads + f.writes:,}", f.reads + f.writes), td(f"{f.metadata_ops:,}", f.metadata_ops),
+            td(human_seconds(f.time_s), f.time_s),
+            td(max(CLASSES, key=lambda c: f.breakdown[c]).replace("_", " ") if f.time_s > 0 else "-", cls="text"),
+            td(f.dominant_size, cls="text"), td(f.pattern, cls="text"),
+            td(human_seconds(f.lifetime_s), f.lifetime_s),
+            td("; ".join(note), cls="text"), td(", ".join(f.tools), cls="text"),
         ]) + "</tr>")
     headers = [("file", "s"), ("kind", "s"), ("storage", "s"), ("read", "n"), ("written", "n"),
                ("data calls", "n"), ("metadata calls", "n"), ("time", "n"), ("mostly", "s"), ("dominant size", "s"),
@@ -71,20 +56,20 @@ def _files_table(r) -> str:
     if programs:
         more += (f'<p class="note">{programs:,} executables and shared libraries that were only looked up or mapped '
                  "by the loader (no data calls) are left out; the JSON and CSV list them.</p>")
-    return _table("files", headers, rows) + more
+    return table("files", headers, rows) + more
 
 
 def _mounts_table(r) -> str:
     rows = []
     for m in r.mounts:
         rows.append("<tr>" + "".join([
-            _td(m.mount, cls="path"), _td(m.storage), _td(m.fstype or "-"), _td(m.source or "-"),
-            _td(human_bytes(m.bytes_read), m.bytes_read), _td(human_bytes(m.bytes_written), m.bytes_written),
-            _td(f"{m.reads + m.writes:,}", m.reads + m.writes), _td(f"{m.metadata_ops:,}", m.metadata_ops),
-            _td(human_seconds(m.time_s), m.time_s), _td(f"{m.files:,}", m.files),
-            _td(human_bytes(m.temp_bytes) if m.temp_files else "-", m.temp_bytes),
+            td(m.mount, cls="path"), td(m.storage), td(m.fstype or "-"), td(m.source or "-"),
+            td(human_bytes(m.bytes_read), m.bytes_read), td(human_bytes(m.bytes_written), m.bytes_written),
+            td(f"{m.reads + m.writes:,}", m.reads + m.writes), td(f"{m.metadata_ops:,}", m.metadata_ops),
+            td(human_seconds(m.time_s), m.time_s), td(f"{m.files:,}", m.files),
+            td(human_bytes(m.temp_bytes) if m.temp_files else "-", m.temp_bytes),
         ]) + "</tr>")
-    return _table("mounts", [("mount", "s"), ("storage", "s"), ("fs", "s"), ("device", "s"), ("read", "n"),
+    return table("mounts", [("mount", "s"), ("storage", "s"), ("fs", "s"), ("device", "s"), ("read", "n"),
                              ("written", "n"), ("data calls", "n"), ("metadata calls", "n"), ("time", "n"),
                              ("files", "n"), ("temp written", "n")], rows)
 
@@ -93,16 +78,16 @@ def _procs_table(r) -> str:
     rows = []
     for p in chain_rows(r.processes)[:MAX_PHASES]:
         rows.append("<tr>" + "".join([
-            _td("\u00a0\u00a0" * p.depth + f"{p.label} [{p.pid}]", p.images[0], cls="path"),
-            _td(human_seconds(p.start_s), p.start_s), _td(human_seconds(p.wall_s), p.wall_s),
-            _td(human_seconds(p.cpu_s), p.cpu_s), _td(human_seconds(p.io_s), p.io_s),
-            _td(pct(p.io_s, p.own_s), p.io_s / p.own_s if p.own_s else 0),
-            _td(human_bytes(p.bytes_read), p.bytes_read), _td(human_bytes(p.bytes_written), p.bytes_written),
-            _td(human_seconds(p.subtree_io_s), p.subtree_io_s), _td(p.subtree_processes, p.subtree_processes),
-            _td("-" if p.exit_status is None else p.exit_status, p.exit_status),
-            _td(" ".join(p.argv)[:300], cls="path"),
+            td("\u00a0\u00a0" * p.depth + f"{p.label} [{p.pid}]", p.images[0], cls="path"),
+            td(human_seconds(p.start_s), p.start_s), td(human_seconds(p.wall_s), p.wall_s),
+            td(human_seconds(p.cpu_s), p.cpu_s), td(human_seconds(p.io_s), p.io_s),
+            td(pct(p.io_s, p.own_s), p.io_s / p.own_s if p.own_s else 0),
+            td(human_bytes(p.bytes_read), p.bytes_read), td(human_bytes(p.bytes_written), p.bytes_written),
+            td(human_seconds(p.subtree_io_s), p.subtree_io_s), td(p.subtree_processes, p.subtree_processes),
+            td("-" if p.exit_status is None else p.exit_status, p.exit_status),
+            td(" ".join(p.argv)[:300], cls="path"),
         ]) + "</tr>")
-    return _table("processes", [("process", "n"), ("start", "n"), ("wall", "n"), ("cpu", "n"), ("I/O", "n"),
+    return table("processes", [("process", "n"), ("start", "n"), ("wall", "n"), ("cpu", "n"), ("I/O", "n"),
                                 ("I/O share", "n"), ("read", "n"), ("written", "n"), ("subtree I/O", "n"),
                                 ("subtree processes", "n"), ("exit", "n"), ("command", "s")], rows)
 
@@ -204,74 +189,12 @@ def render_html(r, *, plotly_js: str | None = None) -> bytes:
         data=script_json(_clean(_chart_data(r))),
         plotly=plotly_js,
         app=_APP_JS,
-        css=_CSS,
+        css=PAGE_CSS,
         tiny=_h(human_bytes(r.thresholds["tiny_bytes"])),
         small=_h(human_bytes(r.thresholds["small_bytes"])),
     )
     return page.encode("utf-8")
 
-
-_CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
-header{background:#1d2330;color:#fff;padding:18px 28px}
-header h1{margin:0;font-size:20px}
-header .cmd{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:13px;margin-top:6px;word-break:break-all;
-  color:#cfd6e4}
-header .host{font-size:12px;color:#9aa4b8;margin-top:4px}
-main{padding:12px 28px 40px}
-section{background:#fff;border:1px solid #e1e4ea;border-radius:8px;margin:16px 0;padding:12px 18px}
-h2{font-size:17px;margin:6px 0 10px}
-.cards{display:flex;flex-wrap:wrap;gap:10px}
-.card{background:#fff;border:1px solid #e1e4ea;border-radius:8px;padding:8px 14px;min-width:130px}
-.card .k{font-size:11px;color:#667;text-transform:uppercase;letter-spacing:.04em}
-.card .v{font-size:17px;font-weight:600;margin-top:2px}
-.chart{width:100%;height:360px}
-.chart.tall{height:520px}
-.grid2{display:grid;grid-template-columns:1fr 1fr;gap:12px}
-@media(max-width:1100px){.grid2{grid-template-columns:1fr}}
-table{border-collapse:collapse;width:100%;font-size:12.5px}
-th,td{padding:4px 6px;border-bottom:1px solid #eceef2;text-align:right;vertical-align:top}
-td{white-space:nowrap}
-th{background:#f0f2f5;cursor:pointer;position:sticky;top:0;user-select:none;vertical-align:bottom;
-   overflow-wrap:normal;hyphens:none}
-th.asc::after{content:" \\25B2"}th.desc::after{content:" \\25BC"}
-td.path,th:first-child{text-align:left}
-td.path{font-family:ui-monospace,Menlo,Consolas,monospace;white-space:normal;overflow-wrap:anywhere;min-width:180px}
-td.text{white-space:normal;text-align:left}
-.tablewrap{max-height:560px;overflow:auto}
-.advice{border-left:5px solid #999;padding:8px 12px;margin:10px 0;background:#fafbfc}
-.advice.high{border-color:#d62728}.advice.medium{border-color:#ff9f1c}.advice.low{border-color:#7a8699}.advice.info{border-color:#1f77b4}
-.atitle{font-weight:600}
-.sev{font-size:11px;text-transform:uppercase;background:#e8ebf0;border-radius:4px;padding:1px 6px;margin-right:6px}
-.stake{font-weight:400;color:#555;margin-left:8px}
-.evidence{margin:6px 0 6px 4px;font-size:13px}
-.fix{font-size:13.5px}
-.note{color:#667;font-size:12.5px}
-.warn{color:#a15c00}
-code{background:#eef0f4;padding:1px 4px;border-radius:3px}
-"""
-
-# also on the pipeline page (pipeline/render.py)
-SORTABLE_JS = r"""  // sortable tables: click a header; numbers sort by data-v
-  Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), function(table){
-    Array.prototype.forEach.call(table.tHead.rows[0].cells, function(th, col){
-      th.addEventListener("click", function(){
-        var asc = !th.classList.contains("asc");
-        Array.prototype.forEach.call(table.tHead.rows[0].cells, function(h){ h.classList.remove("asc","desc"); });
-        th.classList.add(asc ? "asc" : "desc");
-        var num = th.getAttribute("data-type") === "n", body = table.tBodies[0];
-        var rows = Array.prototype.slice.call(body.rows);
-        rows.sort(function(a, b){
-          var x = a.cells[col], z = b.cells[col], r;
-          if (num) r = parseFloat(x.getAttribute("data-v") || "0") - parseFloat(z.getAttribute("data-v") || "0");
-          else r = x.textContent.localeCompare(z.textContent);
-          return asc ? r : -r;
-        });
-        rows.forEach(function(row){ body.appendChild(row); });
-      });
-    });
-  });
-"""
 
 _APP_JS = r"""
 (function(){

@@ -26,7 +26,7 @@ def report_dir(path: str, *, html_out: str | None, json_out: str | None, overrid
     """`iolens report DIR`: the pipeline report; exit 3 when some task is partial or was not profiled."""
     from iolens.analysis.thresholds import with_overrides
     from iolens.pipeline.merge import build_pipeline
-    from iolens.pipeline.render import render_html, render_json, render_text
+    from iolens.render.pipeline import render_html, render_json, render_text
 
     check_outputs({"--html": html_out, "--json": json_out}, force=force, inputs=_files_in(path))
     rep = build_pipeline(path, with_overrides(overrides), jobs=jobs, snakemake_log=snakemake_log)
@@ -49,7 +49,7 @@ def diff_dirs(a: str, b: str, *, json_out: str | None, overrides: list[str], for
 
     from iolens.analysis.thresholds import with_overrides
     from iolens.pipeline.merge import build_pipeline
-    from iolens.pipeline.render import render_diff
+    from iolens.render.pipeline import render_diff
 
     check_outputs({"--json": json_out}, force=force, inputs=_files_in(a) + _files_in(b))
     th = with_overrides(overrides)
@@ -60,7 +60,7 @@ def diff_dirs(a: str, b: str, *, json_out: str | None, overrides: list[str], for
             for r in rep["rules"]:
                 pairs.setdefault(r["rule"], {"rule": r["rule"], "a": None, "b": None})[side] = {
                     k: r[k] for k in ("tasks", "time_s", "io_s", "io_share", "bytes_read", "bytes_written")}
-        doc = {"tag": "iolens-pipeline-diff", "schema": [1, 0], "a": a, "b": b, "rules": list(pairs.values())}
+        doc = {"tag": "iolens-pipeline-diff", "schema_version": [2, 0], "a": a, "b": b, "rules": list(pairs.values())}
         write_output(json_out, (json.dumps(doc, indent=1) + "\n").encode(), force=force, opt="--json")
     if json_out != "-":
         click.echo(render_diff(ra, rb), nl=False)

@@ -9,6 +9,7 @@ import html
 import json
 from typing import Any
 
+from iolens.render.html_table import PAGE_CSS, SORTABLE_JS, table, td
 from iolens.render.terminal import fold
 from iolens.units import human_bytes as fmt_bytes
 
@@ -124,9 +125,8 @@ MAX_TASK_ROWS = 5000
 
 def _cells(*cells: tuple[Any, Any, str]) -> str:
     """One table row: (text, sort value or None, class) per cell."""
-    from iolens.render.report_html import _td
 
-    return "<tr>" + "".join(_td(t, v, c) for t, v, c in cells) + "</tr>"
+    return "<tr>" + "".join(td(t, v, c) for t, v, c in cells) + "</tr>"
 
 
 def _hs(x: float | None) -> str:
@@ -140,7 +140,6 @@ def _num(x: float | None, text: str) -> tuple[str, float | None, str]:
 
 
 def _rules_table(rep: dict[str, Any]) -> str:
-    from iolens.render.report_html import _table
 
     rows = []
     for r in rep["rules"]:
@@ -154,24 +153,22 @@ def _rules_table(rep: dict[str, Any]) -> str:
                            _num(r["files"], f"{r['files']:,}"), (_storage(st["reads"]), None, "text"),
                            (_storage(st["writes"]), None, "text"), (_storage(st["spills"]), None, "text"),
                            (r["advice_line"] or "-", None, "text")))
-    return _table("rules", [("rule", "s"), ("tasks", "n"), ("time", "n"), ("I/O", "n"), ("I/O %", "n"),
+    return table("rules", [("rule", "s"), ("tasks", "n"), ("time", "n"), ("I/O", "n"), ("I/O %", "n"),
                             ("read", "n"), ("written", "n"), ("temp", "n"), ("files", "n"), ("reads from", "s"),
                             ("writes to", "s"), ("spills to", "s"), ("advice", "s")], rows)
 
 
 def _classes_table(rep: dict[str, Any]) -> str:
     from iolens.pipeline.merge import IO_CLASSES, LABELS
-    from iolens.render.report_html import _table
 
     other = sorted({k for r in rep["rules"] for k in r["breakdown"]} - set(IO_CLASSES))
     rows = [_cells((r["rule"], None, "text"), *(_num(r["breakdown"].get(c), _hs(r["breakdown"].get(c, 0.0)))
                                                 for c in IO_CLASSES + other)) for r in rep["rules"]]
-    return _table("classes", [("rule", "s")] + [(LABELS.get(c, c.replace("_", " ")), "n")
+    return table("classes", [("rule", "s")] + [(LABELS.get(c, c.replace("_", " ")), "n")
                                                 for c in IO_CLASSES + other], rows)
 
 
 def _tasks_table(rep: dict[str, Any]) -> str:
-    from iolens.render.report_html import _table
 
     rows = [_cells((t["id"], None, "path"), (t["rule"], None, "text"), (t["host"] or "?", None, "text"),
                    _num(t["wall_s"], _hs(t["wall_s"])), _num(t["io_s"], _hs(t["io_s"])),
@@ -180,23 +177,21 @@ def _tasks_table(rep: dict[str, Any]) -> str:
                    ("-" if t["exit_status"] is None else str(t["exit_status"]), None, "text"),
                    ("partial" if t["partial"] else "", None, "text"))
             for t in rep["tasks"][:MAX_TASK_ROWS]]
-    return _table("tasks", [("task", "s"), ("rule", "s"), ("host", "s"), ("wall", "n"), ("I/O", "n"), ("CPU", "n"),
+    return table("tasks", [("task", "s"), ("rule", "s"), ("host", "s"), ("wall", "n"), ("I/O", "n"), ("CPU", "n"),
                             ("read", "n"), ("written", "n"), ("exit", "s"), ("", "s")], rows)
 
 
 def _hosts_table(rep: dict[str, Any]) -> str:
-    from iolens.render.report_html import _table
 
     rows = [_cells((h["host"], None, "text"), _num(h["tasks"], f"{h['tasks']:,}"), _num(h["wall_s"], _hs(h["wall_s"])),
                    _num(h["io_s"], _hs(h["io_s"])), _num(h["cpu_s"], _hs(h["cpu_s"])),
                    _num(h["bytes_read"], fmt_bytes(h["bytes_read"])),
                    _num(h["bytes_written"], fmt_bytes(h["bytes_written"]))) for h in rep["hosts"]]
-    return _table("hosts", [("host", "s"), ("tasks", "n"), ("wall", "n"), ("I/O", "n"), ("CPU", "n"), ("read", "n"),
+    return table("hosts", [("host", "s"), ("tasks", "n"), ("wall", "n"), ("I/O", "n"), ("CPU", "n"), ("read", "n"),
                             ("written", "n")], rows)
 
 
 def _missing(rep: dict[str, Any]) -> str:
-    from iolens.render.report_html import _table
 
     rows = [_cells((n["id"], None, "path"), (n["rule"], None, "text"), (n["why"], None, "text"))
             for n in rep["not_profiled"]]
@@ -208,7 +203,7 @@ def _missing(rep: dict[str, Any]) -> str:
              for t in rep["tasks"] if t.get("unprofiled")]
     if not rows:
         return '<p class="note">every task was profiled to its end</p>'
-    return _table("missing", [("task", "s"), ("rule", "s"), ("why", "s")], rows)
+    return table("missing", [("task", "s"), ("rule", "s"), ("why", "s")], rows)
 
 
 def render_html(rep: dict[str, Any]) -> bytes:
@@ -216,7 +211,6 @@ def render_html(rep: dict[str, Any]) -> bytes:
     sortable tables of rules, time by I/O class, tasks and hosts, and the Gantt chart of tasks by host."""
     from iolens.pipeline.merge import BOUND_SHARE
     from iolens.render.htmlsafe import esc_line, script_json
-    from iolens.render.report_html import _CSS, SORTABLE_JS
 
     t = rep["totals"]
     cards = [("tasks", f"{t['tasks']:,}"), ("rules", f"{t['rules']:,}"), ("hosts", f"{t['hosts']:,}"),
@@ -231,7 +225,7 @@ def render_html(rep: dict[str, Any]) -> bytes:
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>iolens pipeline report: {esc_line(rep['directory'])}</title>
-<style>{_CSS}th[data-type="s"]{{text-align:left}}</style>
+<style>{PAGE_CSS}th[data-type="s"]{{text-align:left}}</style>
 </head><body>
 <header><h1>iolens pipeline report</h1><div class="cmd">{esc_line(rep['directory'])}</div></header>
 <main>
