@@ -33,7 +33,6 @@ ALLOWED: dict[tuple[str, str], str] = {
                                    "and statistics, not a copy of them",
     ("whatif/replay.py", "bench"): "replay works in bench's work directories with its free-space rails and targets",
     ("whatif/predict.py", "bench"): "a prediction is for a bench target (until the storage-target resolver)",
-    ("capture/record.py", "whatif"): "a traced capture keeps the replayer's CPU probe (until the probe moves below)",
     ("capture/fuzz.py", "analysis"): "the damaged-capture harness drives every reader (to move out of the package)",
     ("capture/fuzz.py", "render"): "the damaged-capture harness drives every renderer (to move out of the package)",
     ("capture/fuzz.py", "commands"): "the damaged-capture harness drives parse (to move out of the package)",

@@ -289,7 +289,8 @@ def test_compute_is_burnt_as_the_work_the_capture_timed(tmp_path):
     --probe`); the replay burns a gap's compute as that many blocks, however long they take now.  A capture whose
     CPU ran the block twice as fast did twice the work in the same CPU time: its 300 ms gap is twice the blocks,
     and about twice the CPU time here.  Without the figure the burn is 300 ms of CPU time, as before."""
-    from iolens.whatif.engine import op_codes, probe_cpu
+    from iolens.native import probe_cpu
+    from iolens.whatif.engine import op_codes
 
     c = op_codes()
     target = tmp_path / "t"

@@ -274,9 +274,9 @@ class Recording:
 
 
 def _probe_cpu() -> tuple[int, float] | None:
-    """What the replayer's compute burn costs this CPU now (whatif.engine.probe_cpu): a traced capture keeps it,
+    """What the replayer's compute burn costs this CPU now (native.probe_cpu): a traced capture keeps it,
     so that a replay burns the step's compute as work, at whatever speed the CPU runs then."""
-    from iolens.whatif.engine import probe_cpu  # numpy and the replayer: only for traced captures
+    from iolens.native import probe_cpu
 
     return probe_cpu()
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from functools import lru_cache
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from iolens.errors import IolensError
-from iolens.native import describe_program, native_path
+from iolens.native import describe_program, replay_path
 from iolens.sysinfo import cpu_probe_ns
 
 SCHEMA_MAJOR = 1
@@ -22,10 +21,6 @@ class ReplayError(IolensError):
     """The replayer failed in a way that is not the target's fault."""
 
     exit_code = 4
-
-
-def replay_path() -> str:
-    return os.environ.get("IOLENS_REPLAY_ENGINE") or str(native_path("iolens-replay"))
 
 
 @lru_cache(maxsize=1)
@@ -60,20 +55,6 @@ def recorded_block_ns(meta: dict[str, Any]) -> float | None:
     """What a block of this replayer's burn loop cost the CPU while a capture was taken (its META cpu_probe,
     sysinfo.cpu_probe_ns); None when it has none, or one of another loop."""
     return cpu_probe_ns(meta, describe().get("burn_loop", 0))
-
-
-def probe_cpu() -> tuple[int, float] | None:
-    """What one block of the replayer's compute burn costs this CPU now: (the burn loop's version, ns), from
-    `iolens-replay --probe` (about 20 ms of CPU); None where the replayer does not run or gives nothing usable.  A
-    traced capture keeps it from before and after the step (META cpu_probe, sysinfo.cpu_probe_ns), so that its
-    replay burns the step's compute as that much work."""
-    try:
-        out = subprocess.run([replay_path(), "--probe"], capture_output=True, timeout=30).stdout
-        d = json.loads(out)
-        loop, ns = d["loop"], float(d["ns_per_block"])
-    except (OSError, IolensError, subprocess.SubprocessError, ValueError, KeyError, TypeError):
-        return None
-    return (loop, ns) if isinstance(loop, int) and 0 < ns < 1e6 else None
 
 
 def run(job_path: str, *, preexec=None) -> dict[str, Any]:

@@ -41,7 +41,8 @@ from iolens.bench.targets import Target
 from iolens.capture.reader import Capture, Process
 from iolens.sysinfo import steal_notes, steal_share, stolen_wait
 from iolens.whatif.caveats import model_notes
-from iolens.whatif.engine import describe, log_dtype, op_codes, op_dtype, probe_cpu, recorded_block_ns
+from iolens.native import probe_cpu
+from iolens.whatif.engine import describe, log_dtype, op_codes, op_dtype, recorded_block_ns
 from iolens.whatif.plan import (STDIO_OPS, TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS, Plan, ReplayFile,
                                 _is_data, has_trace)
 from iolens.whatif.timeline import event_costs, on_cpu_gap_s, recording_cost
@@ -411,7 +412,7 @@ def class_cost(model: StepModel, c: str, cal: dict[str, float]) -> float:
 
 def cpu_ratio_now(cap: Capture) -> float | None:
     """What the replayer's burn work costs this CPU now over what it cost while the capture was taken (its META
-    cpu_probe; whatif.engine.probe_cpu, about 20 ms of CPU): 1.1 when the CPU runs 10% slower now.  None when the
+    cpu_probe; native.probe_cpu, about 20 ms of CPU): 1.1 when the CPU runs 10% slower now.  None when the
     capture has no probe (counters only, an earlier iolens) or this CPU cannot be probed."""
     then = recorded_block_ns(cap.meta)
     now = probe_cpu() if then else None
