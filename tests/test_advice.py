@@ -137,7 +137,8 @@ def test_same_device_read_write_quiet_when_output_elsewhere():
 
 
 def test_same_device_read_write_quiet_without_another_disk():
-    only_root = [{"mountpoint": "/", "dev": "254:1", "fstype": "ext4", "source": "/dev/vda1", "options": "rw", "root": "/"}]
+    only_root = [{"mountpoint": "/", "dev": "254:1", "fstype": "ext4", "source": "/dev/vda1", "options": "rw",
+                  "root": "/"}]
     files = [fil("/srv/in.fq", reads=1024, read_size=MiB, read_time=20.0),
              fil("/srv/out.sam", writes=1024, write_size=MiB, write_time=25.0, created=True)]
     assert fire(A.same_device_read_write, one(["minimap2"], files), mounts=only_root) is None
@@ -306,5 +307,6 @@ def test_top_advice_gives_short_lines():
 def test_thresholds_change_what_fires():
     procs = one(["python3"], [fil("/data/reads.fq", reads=200_000, read_size=100, read_time=0.5)])
     assert fire(A.small_requests, procs) is None
-    r = build_report(build_capture(procs), with_overrides(["min_seconds=0.1", "min_share=0", "small_requests_share=0.001"]))
+    th = with_overrides(["min_seconds=0.1", "min_share=0", "small_requests_share=0.001"])
+    r = build_report(build_capture(procs), th)
     assert A.small_requests(r, r.thresholds) is not None

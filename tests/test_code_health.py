@@ -1,4 +1,4 @@
-"""The habits that keep the code in shape, run with the suite: ruff (with a per-function statement and
+"""The habits that keep the code in shape, run with the suite: ruff on the package, the tests and the benchmarks (with a per-function statement and
 complexity limit), mypy, and a size limit per source file."""
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ def _tool(name: str) -> str:
 
 @pytest.mark.timeout(600)
 def test_ruff_passes():
-    res = subprocess.run([_tool("ruff"), "check", "--no-cache", str(SRC)], cwd=REPO, capture_output=True, text=True)
+    res = subprocess.run([_tool("ruff"), "check", "--no-cache", str(SRC), str(HERE), str(REPO / "benchmarks")],
+                         cwd=REPO, capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
 
 

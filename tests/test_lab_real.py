@@ -48,7 +48,8 @@ def status(d: Path) -> dict:
 
 def test_every_target_is_up_and_healthy(labdir):
     by = status(labdir)
-    bad = {n: (t["status"], t["error"], t["problem"]) for n, t in by.items() if not (t["status"] == "up" and t["healthy"])}
+    bad = {n: (t["status"], t["error"], t["problem"]) for n, t in by.items()
+           if not (t["status"] == "up" and t["healthy"])}
     assert not bad
     for name, t in by.items():
         path = lab.resolve_target(f"lab:{name}", root=labdir)

@@ -332,7 +332,8 @@ def test_stdio_buffering_modes(cprog, profiled, tmp_path, clock):
     assert kernel_sizes(shared, "write") == {hist_bin(4096): 10}
     # reading back: fread 2000+1000, 2000, 2000+1000, 2000, EOF; fgetc 10 x 1000 and EOF
     reads = [f for p in cap.processes for f in p.files if f["path"] == str(tmp_path / "full") and f["reads"]]
-    rd = {k: sum(f[k] for f in reads) for k in ("reads", "stdio_reads", "bytes_read", "stdio_fills", "stdio_fill_bytes")}
+    rd = {k: sum(f[k] for f in reads)
+          for k in ("reads", "stdio_reads", "bytes_read", "stdio_fills", "stdio_fill_bytes")}
     assert rd == {"reads": 5 + 10001, "stdio_reads": 5 + 10001, "bytes_read": 20000, "stdio_fills": 7 + 11,
                   "stdio_fill_bytes": 20000}
     rf = reads[0]

@@ -48,7 +48,10 @@ def assert_coverage(cap, at_least=0.99):
 def test_minimap2(genomics, profiled, tmp_path):
     mm2 = tool("minimap2")
     d, r = genomics
-    argv = lambda out: ["bash", "-c", f"{mm2} -ax sr -t 2 {r.reference} {r.reads1} {r.reads2} > {out}/aln.sam 2>/dev/null"]
+
+    def argv(out):
+        return ["bash", "-c", f"{mm2} -ax sr -t 2 {r.reference} {r.reads1} {r.reads2} > {out}/aln.sam 2>/dev/null"]
+
     _plain, _res, cap = run_both(profiled, tmp_path, argv, "aln.sam")
     s = assert_coverage(cap)
     assert str(r.reference) in {f["path"] for p in cap.processes for f in p.files}
@@ -64,7 +67,10 @@ def test_samtools_sort(genomics, profiled, tmp_path):
             subprocess.run([mm2, "-ax", "sr", str(r.reference), str(r.reads1), str(r.reads2)], stdout=fh,
                            stderr=subprocess.DEVNULL, check=True)
     # relative paths: samtools writes its command line into the BAM header
-    argv = lambda out: [samtools, "sort", "-@", "2", "-m", "4M", "-T", "tmp", "-o", "sorted.bam", str(sam)]
+
+    def argv(out):
+        return [samtools, "sort", "-@", "2", "-m", "4M", "-T", "tmp", "-o", "sorted.bam", str(sam)]
+
     _plain, _res, cap = run_both(profiled, tmp_path, argv, "sorted.bam")
     s = assert_coverage(cap)
     temps = [f for f in s.temp_files if "/b/tmp" in f.path]
@@ -75,7 +81,10 @@ def test_samtools_sort(genomics, profiled, tmp_path):
 def test_gzip(genomics, profiled, tmp_path):
     gz = tool("gzip")
     d, r = genomics
-    argv = lambda out: ["bash", "-c", f"{gz} -dc {r.reads1} | {gz} -1 > {out}/re.gz"]
+
+    def argv(out):
+        return ["bash", "-c", f"{gz} -dc {r.reads1} | {gz} -1 > {out}/re.gz"]
+
     _plain, _res, cap = run_both(profiled, tmp_path, argv, "re.gz")
     assert_coverage(cap)
 
@@ -83,7 +92,10 @@ def test_gzip(genomics, profiled, tmp_path):
 def test_cp_copy_file_range(genomics, profiled, tmp_path):
     cp = tool("cp")
     d, r = genomics
-    argv = lambda out: [cp, str(r.reads1), f"{out}/copy.fq.gz"]
+
+    def argv(out):
+        return [cp, str(r.reads1), f"{out}/copy.fq.gz"]
+
     _plain, _res, cap = run_both(profiled, tmp_path, argv, "copy.fq.gz")
     s = assert_coverage(cap)
     size = r.reads1.stat().st_size
@@ -97,7 +109,10 @@ def test_python(genomics, profiled, tmp_path):
     d, r = genomics
     code = ("import sys, gzip; data = gzip.open(sys.argv[1]).read(); "
             "open(sys.argv[2] + '/fq.txt', 'wb').write(data)")
-    argv = lambda out: [sys.executable, "-c", code, str(r.reads2), str(out)]
+
+    def argv(out):
+        return [sys.executable, "-c", code, str(r.reads2), str(out)]
+
     _plain, _res, cap = run_both(profiled, tmp_path, argv, "fq.txt")
     assert_coverage(cap)
 

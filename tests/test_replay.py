@@ -257,7 +257,8 @@ def test_profiler_overhead_comes_out_of_the_gaps(known, tmp_path):
     cap = read_capture(known)
     raw = build_plan(cap, event_overhead_ns=0, path_overhead_ns=None)
     assert raw.overhead_s == 0
-    big = build_plan(cap, event_overhead_ns=1_000_000, path_overhead_ns=None)  # 1 ms per event: shows in every gap that holds events
+    # 1 ms per event: shows in every gap that holds events
+    big = build_plan(cap, event_overhead_ns=1_000_000, path_overhead_ns=None)
     assert (big.ops["gap"] <= raw.ops["gap"]).all() and (big.ops["gap"] >= 0).all()
     assert abs((int(raw.ops["gap"].sum()) - int(big.ops["gap"].sum())) / 1e9 - big.overhead_s) < 1e-9
     # every replayed op after the first of its thread had its own predecessor's recording in its gap
@@ -498,7 +499,8 @@ def test_files_are_opened_as_the_step_named_and_opened_them(tmp_path, monkeypatc
     logs = tmp_path / "strace"
     logs.mkdir()
     wrapper = tmp_path / "engine.sh"
-    wrapper.write_text(f'#!/bin/sh\nexec {strace} -f -qq -e trace=openat2,newfstatat,fstat,statx -o {logs}/log.$$ {replay_path()} "$@"\n')
+    wrapper.write_text(f'#!/bin/sh\nexec {strace} -f -qq -e trace=openat2,newfstatat,fstat,statx '
+                       f'-o {logs}/log.$$ {replay_path()} "$@"\n')
     wrapper.chmod(0o755)
     monkeypatch.setenv("IOLENS_REPLAY_ENGINE", str(wrapper))
     target = tmp_path / "t"

@@ -56,7 +56,8 @@ def test_html_report_renders_in_chromium(genomics_capture, tmp_path):
         for cid in CHARTS:
             info = page.evaluate("""id => { const e = document.getElementById(id); const r = e.getBoundingClientRect();
                 return {plot: e.classList.contains('js-plotly-plot'), traces: (e.data || []).length,
-                        svg: e.querySelectorAll('.main-svg').length, drawn: e.querySelectorAll('.cartesianlayer g.trace path').length,
+                        svg: e.querySelectorAll('.main-svg').length,
+                        drawn: e.querySelectorAll('.cartesianlayer g.trace path').length,
                         w: r.width, h: r.height}; }""", cid)
             assert info["plot"] and info["svg"] > 0, (cid, info)
             assert info["traces"] > 0 and info["drawn"] > 0, (cid, info)

@@ -23,7 +23,8 @@ WRITES = {"write", "pwrite64", "writev", "pwritev", "pwritev2"}
 
 def test_file_v1_capture_reads_the_same():
     """The report fixture as FILE version 1 (before stdio_*) and as written now give the same report."""
-    old, new = read_capture(datapath("report", "small-file-v1.iolens")), read_capture(datapath("report", "small.iolens"))
+    old = read_capture(datapath("report", "small-file-v1.iolens"))
+    new = read_capture(datapath("report", "small.iolens"))
     assert old.processes[0].files and all(f["stdio_flushes"] == 0 for p in old.processes for f in p.files)
     a = json.loads(render_json(build_report(old)))
     b = json.loads(render_json(build_report(new)))

@@ -97,7 +97,8 @@ def load_page(html: str | Path, *, screenshot: str | Path | None = None, width: 
 
             raw.route("**/*", route)
             raw.goto(url, wait_until="load", timeout=timeout_ms)
-            cond = wait_for or "document.body.getAttribute('data-rendered') === '1' || !document.querySelector('script[id]')"
+            cond = wait_for or ("document.body.getAttribute('data-rendered') === '1' "
+                                "|| !document.querySelector('script[id]')")
             raw.wait_for_function(cond, timeout=timeout_ms)
             if screenshot is not None:
                 raw.screenshot(path=str(screenshot), full_page=True)

@@ -26,7 +26,8 @@ from typing import Any
 
 from iolens import _format as F
 from iolens.capture.reader import Capture, decode
-from iolens.capture.writer import file_header, file_record, meta_record, pack_fixed, record, schema_payload, string_record
+from iolens.capture.writer import (file_header, file_record, meta_record, pack_fixed, record, schema_payload,
+                                   string_record)
 
 T0 = 1_000_000_000_000  # monotonic ns of the run's start
 CATS = [c.lower() for c in F.CATEGORIES]
@@ -36,8 +37,10 @@ FF = {name: bit for name, (bit, _doc) in F.FILE_FLAGS.items()}
 
 MOUNTS = [
     {"mountpoint": "/", "dev": "254:1", "fstype": "ext4", "source": "/dev/vda1", "options": "rw,relatime", "root": "/"},
-    {"mountpoint": "/data", "dev": "8:17", "fstype": "xfs", "source": "/dev/sdb1", "options": "rw,relatime", "root": "/"},
-    {"mountpoint": "/scratch", "dev": "259:1", "fstype": "ext4", "source": "/dev/nvme0n1p1", "options": "rw", "root": "/"},
+    {"mountpoint": "/data", "dev": "8:17", "fstype": "xfs", "source": "/dev/sdb1", "options": "rw,relatime",
+     "root": "/"},
+    {"mountpoint": "/scratch", "dev": "259:1", "fstype": "ext4", "source": "/dev/nvme0n1p1", "options": "rw",
+     "root": "/"},
     {"mountpoint": "/mnt/nfs", "dev": "0:50", "fstype": "nfs4", "source": "fs1:/export", "options": "rw", "root": "/"},
     {"mountpoint": "/mnt/s3", "dev": "0:51", "fstype": "fuse", "source": "mountpoint-s3", "options": "rw", "root": "/"},
     {"mountpoint": "/dev/shm", "dev": "0:23", "fstype": "tmpfs", "source": "tmpfs", "options": "rw", "root": "/"},
@@ -93,7 +96,8 @@ def fil(path: str, *, reads: int = 0, read_size: int = 0, read_time: float = 0.0
     seq_r = int(round(max(0, reads - 1) * read_seq))
     seq_w = int(round(max(0, writes - 1) * write_seq))
     return {
-        "path": path, "flags": fl, "dev": dev, "ino": zlib.crc32(path.encode("utf-8", "surrogateescape")), "mode": 0o100644,
+        "path": path, "flags": fl, "dev": dev, "ino": zlib.crc32(path.encode("utf-8", "surrogateescape")),
+        "mode": 0o100644,
         "opens": opens, "reads": reads, "writes": writes, "bytes_read": br, "bytes_written": bw,
         "read_hist": rh, "write_hist": wh, "seq_reads": seq_r, "seq_writes": seq_w,
         "consec_reads": seq_r, "consec_writes": seq_w, "rw_switches": 0,
