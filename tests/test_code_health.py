@@ -1,5 +1,5 @@
-"""The habits that keep the code in shape, run with the suite: ruff on the package, the tests and the benchmarks (with a per-function statement and
-complexity limit), mypy, and a size limit per source file."""
+"""The habits that keep the code in shape, run with the suite: ruff on the package, the tests and the benchmarks
+(with a per-function statement and complexity limit), mypy, and a size limit per source file."""
 
 from __future__ import annotations
 
