@@ -9,6 +9,7 @@ The installed script starts in `iolens.entry`, which answers those two without i
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
@@ -46,7 +47,7 @@ class IolensGroup(click.Group):
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
-    def invoke(self, ctx: click.Context):
+    def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except IolensError as err:

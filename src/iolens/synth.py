@@ -13,6 +13,7 @@ Everything is deterministic for a given seed.
 from __future__ import annotations
 
 import gzip
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,8 +108,8 @@ def _apply_errors(reads: np.ndarray, q: np.ndarray, rng: np.random.Generator) ->
     return k
 
 
-def simulate_pairs(contigs, pairs: int, rng: np.random.Generator, *, read_len: int = 150,
-                   insert_mean: int = 350, insert_sd: int = 50, quality: str = "binned"):
+def simulate_pairs(contigs: list[tuple[str, np.ndarray]], pairs: int, rng: np.random.Generator, *, read_len: int = 150,
+                   insert_mean: int = 350, insert_sd: int = 50, quality: str = "binned") -> Iterator[tuple]:
     """Yield chunks of (names, r1, q1, r2, q2) arrays."""
     chunk = 20_000
     sizes = np.array([len(s) for _n, s in contigs], dtype=float)

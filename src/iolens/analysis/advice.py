@@ -24,7 +24,7 @@ __all__ = ["META_OPS", "RULES", "SYNC_OPS", "Advice", "advise"]
 # ---- the rules ---------------------------------------------------------------------------------------
 
 
-def small_requests(r, th) -> Advice | None:
+def small_requests(r: Report, th: dict[str, float]) -> Advice | None:
     """Many tiny or small data calls: buffer, use a bigger tool buffer, or compressed formats."""
     t = sum(r.breakdown[c] for c in SMALL)
     if not (_worth(r, th, t) and t >= th["small_requests_share"] * _own(r)):
@@ -51,7 +51,7 @@ def small_requests(r, th) -> Advice | None:
                  {"seconds": t, "files": [f.path for f in files], "tools": tools})
 
 
-def metadata_storm(r, th) -> Advice | None:
+def metadata_storm(r: Report, th: dict[str, float]) -> Advice | None:
     """A storm of open/stat/readdir calls, or many small files."""
     t = r.breakdown["metadata"]
     ops = {k: v for k, v in r.ops.items() if k in META_OPS}
@@ -80,7 +80,7 @@ def metadata_storm(r, th) -> Advice | None:
                  ev, fix, {"seconds": t, "ops": ops, "small_files": len(small_files)})
 
 
-def fsync_storm(r, th) -> Advice | None:
+def fsync_storm(r: Report, th: dict[str, float]) -> Advice | None:
     """Many fsync-type calls."""
     t = r.breakdown["sync"]
     n = sum(v for k, v in r.ops.items() if k in SYNC_OPS)
@@ -137,7 +137,7 @@ def _worst_temp_mount(r: Report, temps: list, data_devices: dict[str, set[str]])
     return worst
 
 
-def temp_placement(r, th) -> Advice | None:
+def temp_placement(r: Report, th: dict[str, float]) -> Advice | None:
     """Temporary files on the same device as the inputs or outputs, or on network/FUSE storage."""
     temps = [f for f in _real_files(r) if f.temporary]
     if sum(f.bytes_written for f in temps) < th["temp_bytes"]:
@@ -177,7 +177,7 @@ def temp_placement(r, th) -> Advice | None:
                   "tools": tools})
 
 
-def same_device_read_write(r, th) -> Advice | None:
+def same_device_read_write(r: Report, th: dict[str, float]) -> Advice | None:
     """Reading and writing one device at the same time while another device is available."""
     wall = r.totals["wall_s"] or 0
     best = None
@@ -215,7 +215,7 @@ def same_device_read_write(r, th) -> Advice | None:
                  {"seconds": t, "mount": m.mount, "bytes_read": rb, "bytes_written": wb, "alternative": alt})
 
 
-def reread(r, th) -> Advice | None:
+def reread(r: Report, th: dict[str, float]) -> Advice | None:
     """The same file read more than once."""
     hits = []
     for f in _real_files(r):
@@ -255,7 +255,7 @@ def reread(r, th) -> Advice | None:
                  fix, {"seconds": t, "files": [f.path for _s, f in hits]})
 
 
-def remote_random(r, th) -> Advice | None:
+def remote_random(r: Report, th: dict[str, float]) -> Advice | None:
     """Random or small-request access on network or FUSE storage."""
     hits = []
     remote = {"network", "fuse", "object-store"}
@@ -283,7 +283,7 @@ def remote_random(r, th) -> Advice | None:
                  fix, {"seconds": t, "jumps": n, "files": [f.path for _t, _b, f in hits[:20]]})
 
 
-def object_store_writes(r, th) -> Advice | None:
+def object_store_writes(r: Report, th: dict[str, float]) -> Advice | None:
     """Writes an object-store mount handles badly: random writes, appends, renames of large files."""
     hits = []
     for f in _real_files(r):
@@ -314,7 +314,7 @@ def object_store_writes(r, th) -> Advice | None:
                  severity="high" if obj else None)
 
 
-def uncompressed_text(r, th) -> Advice | None:
+def uncompressed_text(r: Report, th: dict[str, float]) -> Advice | None:
     """Large uncompressed text output (SAM, FASTQ, VCF...) that is read again later."""
     hits = []
     for f in _real_files(r):
@@ -330,7 +330,7 @@ def uncompressed_text(r, th) -> Advice | None:
     hits.sort(key=lambda h: -h[0])
     ev = [f"{f.path}: {f.text_format} text, {human_bytes(f.bytes_written)} written and {human_bytes(f.bytes_read)} "
           f"read back ({', '.join(f.tools)}), {human_seconds(x)} of I/O" for x, f in hits[:5]]
-    fmts = sorted({f.text_format for _x, f in hits})
+    fmts = sorted({f.text_format for _x, f in hits if f.text_format})
     fixes = [TEXT_FIX[x] for x in fmts if x in TEXT_FIX]
     fix = "; ".join(fixes) or "Write it compressed or pipe it to its reader"
     fix += ("; or keep it where the filesystem compresses (btrfs compress=zstd, ZFS compression=lz4: about 1.5x "

@@ -4,11 +4,11 @@ storage is not the bottleneck."""
 from __future__ import annotations
 
 from iolens.analysis.advice_kit import _make, _own
-from iolens.analysis.model import Advice, ProcRow
+from iolens.analysis.model import Advice, ProcRow, Report
 from iolens.sysinfo import STEAL_NOTE
 from iolens.units import human_bytes, human_seconds
 
-def _partial_coverage(r, cov: float, unseen: int) -> Advice:
+def _partial_coverage(r: Report, cov: float, unseen: int) -> Advice:
     """Coverage is low because the capture was cut: say that, not mmap or static binaries."""
     cap = r.capture
     at = "" if cap.get("partial_at_byte") is None else f" at byte {cap['partial_at_byte']:,}"
@@ -38,7 +38,7 @@ def _why_unseen(p: ProcRow) -> list[str]:
     return why
 
 
-def low_coverage(r, th) -> Advice | None:
+def low_coverage(r: Report, th: dict[str, float]) -> Advice | None:
     """Part of the I/O was not seen: say what and where."""
     cov = r.totals["coverage"]
     if cov is None or cov >= th["coverage_min"]:
@@ -76,7 +76,7 @@ def low_coverage(r, th) -> Advice | None:
                                                     "processes": [p.pid for _g, p in gaps[:20]]}, severity="medium")
 
 
-def storage_not_bottleneck(r, th) -> Advice | None:
+def storage_not_bottleneck(r: Report, th: dict[str, float]) -> Advice | None:
     """I/O is so small a share of the time that no storage upgrade will help."""
     share = r.totals["io_share"]
     if share is None or share >= th["io_bound_share"]:

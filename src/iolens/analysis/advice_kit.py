@@ -5,21 +5,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from iolens.analysis.model import Advice
+from iolens.analysis.model import Advice, FileRow, MountRow, Report
 
 SMALL = ("tiny_read", "small_read", "tiny_write", "small_write")
 
 
-def _own(r) -> float:
+def _own(r: Report) -> float:
     return r.totals["own_s"] or 0.0
 
 
-def _share(r, seconds: float | None) -> float | None:
+def _share(r: Report, seconds: float | None) -> float | None:
     own = _own(r)
     return seconds / own if own and seconds is not None else None
 
 
-def _worth(r, th, seconds: float) -> bool:
+def _worth(r: Report, th: dict[str, float], seconds: float) -> bool:
     """A rule's time at stake is worth reporting: at least min_seconds and min_share of process time."""
     own = _own(r)
     return seconds >= th["min_seconds"] and (own == 0 or seconds / own >= th["min_share"])
@@ -31,14 +31,14 @@ def _severity(share: float | None) -> str:
     return "high" if share >= 0.2 else "medium" if share >= 0.05 else "low"
 
 
-def _make(r, rule: str, title: str, seconds: float | None, evidence: list[str], fix: str,
+def _make(r: Report, rule: str, title: str, seconds: float | None, evidence: list[str], fix: str,
           data: dict[str, Any], severity: str | None = None) -> Advice:
     share = _share(r, seconds)
     return Advice(rule=rule, title=title, severity=severity or _severity(share), time_at_stake_s=seconds,
                   share=share, evidence=evidence, fix=fix, data=data)
 
 
-def _real_files(r):
+def _real_files(r: Report) -> list[FileRow]:
     """Regular files (and aggregates), computed once per report (kept out of the dataclass fields)."""
     cached = r.__dict__.get("_real_files")
     if cached is None or cached[0] is not r.files:
@@ -47,7 +47,7 @@ def _real_files(r):
     return cached[1]
 
 
-def _mount(r, name: str):
+def _mount(r: Report, name: str) -> MountRow | None:
     cached = r.__dict__.get("_mounts")
     if cached is None or cached[0] is not r.mounts:
         cached = (r.mounts, {m.mount: m for m in r.mounts})
@@ -55,11 +55,11 @@ def _mount(r, name: str):
     return cached[1].get(name)
 
 
-def _device(m) -> str:
+def _device(m: MountRow) -> str:
     return m.source if (m.source or "").startswith("/dev/") else (m.device or m.mount)
 
 
-def _other_storage(r, *, exclude_devices: set[str], need_bytes: int = 0) -> dict[str, Any] | None:
+def _other_storage(r: Report, *, exclude_devices: set[str], need_bytes: int = 0) -> dict[str, Any] | None:
     """Another writable local device (or RAM, when the data fits in a quarter of memory) to suggest."""
     local = [a for a in r.available_mounts if a["storage"] == "local"
              and (a["source"] if a["source"].startswith("/dev/") else a["device"]) not in exclude_devices]

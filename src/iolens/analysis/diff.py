@@ -11,6 +11,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from iolens.analysis.model import Report
 from iolens.analysis.breakdown import BREAKDOWN
 
 
@@ -90,7 +91,7 @@ def match_files(fa: list, fb: list, cwd_a: str | None, cwd_b: str | None) -> lis
     return out
 
 
-def diff_reports(ra, rb) -> Diff:
+def diff_reports(ra: Report, rb: Report) -> Diff:
     ta, tb = ra.totals, rb.totals
     totals = [change(k, ta[k], tb[k]) for k in ("wall_s", "own_s", "cpu_s", "io_s", "compute_s", "pipe_wait_s",
                                                "bytes_read", "bytes_written")]
@@ -115,11 +116,11 @@ def diff_reports(ra, rb) -> Diff:
     rules_a = {a.rule for a in ra.advice}
     rules_b = {a.rule for a in rb.advice}
 
-    def mounts(r):
+    def mounts(r: Report) -> list[dict[str, Any]]:
         return [{"mount": m.mount, "storage": m.storage, "fstype": m.fstype, "time_s": m.time_s,
                  "bytes_read": m.bytes_read, "bytes_written": m.bytes_written} for m in r.mounts]
 
-    def info(r):
+    def info(r: Report) -> dict[str, Any]:
         return {"path": r.capture["path"], "command": r.capture["command"], "exit_status": r.capture["exit_status"],
                 "host": r.capture["host"], "complete": r.capture["complete"]}
 
@@ -129,5 +130,5 @@ def diff_reports(ra, rb) -> Diff:
                 advice_both=sorted(rules_a & rules_b))
 
 
-def _cwd(r) -> str | None:
+def _cwd(r: Report) -> str | None:
     return r.capture.get("cwd")

@@ -105,7 +105,7 @@ class RankFailed(IolensError):
     """One rank failed; every rank stops and cleans up.  The message names the rank."""
 
 
-def _comm():
+def _comm() -> Any:
     try:
         from mpi4py import MPI
     except ImportError:

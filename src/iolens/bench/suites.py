@@ -426,7 +426,7 @@ def _group_files(g: dict[str, Any]) -> dict[str, tuple[int, int]]:
         sizes = [int(x) for x in (g.get("sizes") or [g.get("size", 0)])]
         full, rem = divmod(count, len(sizes))
 
-        def total(f) -> int:
+        def total(f: Callable[[int], int]) -> int:
             return sum(f(x) for x in sizes) * full + sum(f(x) for x in sizes[:rem])
 
         on_disk = total(lambda x: -(-x // 4096) * 4096)  # small files take whole blocks

@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from iolens.errors import UsageError
+
+if TYPE_CHECKING:
+    from iolens.store import ResultsStore
 
 GB = 1e9
 
@@ -41,7 +44,7 @@ def _mean(v: Any) -> float | None:
     return float(v) if isinstance(v, (int, float)) else None
 
 
-def from_store(spec: str, store) -> StorageTarget | None:
+def from_store(spec: str, store: ResultsStore) -> StorageTarget | None:
     """The latest bench run's sequential bandwidth for `spec` (as typed, or as a resolved directory)."""
     names = {spec}
     if not spec.startswith("lab:") and os.path.isdir(spec):

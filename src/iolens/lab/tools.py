@@ -6,6 +6,8 @@ Go modules into a cache directory (IOLENS_LAB_CACHE, else $XDG_CACHE_HOME/iolens
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import os
 import shutil
 import subprocess
@@ -77,7 +79,7 @@ def install_hint(name: str) -> str:
     return f"run `iolens lab install` as root, or `apt-get install {tool.debian}`"
 
 
-def missing(names) -> list[str]:
+def missing(names: Iterable[str]) -> list[str]:
     return [n for n in names if find(n) is None]
 
 

@@ -10,10 +10,14 @@ from __future__ import annotations
 import io
 import os
 import socket
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from iolens.pipeline.naming import rule_of
 from iolens.pipeline.scan import Task
+
+if TYPE_CHECKING:
+    from iolens.analysis.model import Report
+    from iolens.capture.reader import Capture, Process
 
 _LOCAL_MOUNTS: list[dict[str, Any]] | None = None
 
@@ -27,7 +31,7 @@ def _local_mounts() -> list[dict[str, Any]]:
     return _LOCAL_MOUNTS
 
 
-def load_task(task: Task):
+def load_task(task: Task) -> Capture:
     """The task as one Capture (parts merged in memory, in start order)."""
     from iolens.capture.merge import part_records
     from iolens.capture.reader import decode, read_capture
@@ -64,7 +68,7 @@ def load_task(task: Task):
     return cap
 
 
-def _mount_rows(rep) -> list[dict[str, Any]]:
+def _mount_rows(rep: Report) -> list[dict[str, Any]]:
     out = []
     for m in rep.mounts:
         stream = m.fstype in ("", "proc", "sysfs", "devtmpfs", "pipe", "socket", "-") or m.mount.startswith("(")
@@ -76,7 +80,7 @@ def _mount_rows(rep) -> list[dict[str, Any]]:
     return out
 
 
-def unprofiled_programs(procs) -> tuple[list[str], bool]:
+def unprofiled_programs(procs: list[Process]) -> tuple[list[str], bool]:
     """Programs of this task that ran without the interposer: an exec with no image after it (a stripped
     environment, or a static binary), and reaped children that left no image.  Also: did the task's own
     command (its first process's last exec) go unprofiled?"""

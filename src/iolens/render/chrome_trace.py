@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 
+from iolens.capture.reader import Capture
 from iolens import _format as F
 from iolens.analysis.processes import proc_name
 from iolens.errors import UsageError
@@ -19,7 +20,7 @@ OPS = [name for name, _cat in F.OPS]
 OP_CAT = [cat.lower() for _name, cat in F.OPS]
 
 
-def trace_events(cap) -> list[dict]:
+def trace_events(cap: Capture) -> list[dict]:
     """Trace events (ts and dur in microseconds from the start of the run)."""
     procs = cap.processes
     if not any(p.events is not None and len(p.events) for p in procs):
@@ -57,7 +58,7 @@ def trace_events(cap) -> list[dict]:
     return out
 
 
-def render_chrome_trace(cap) -> bytes:
+def render_chrome_trace(cap: Capture) -> bytes:
     doc = {"traceEvents": trace_events(cap), "displayTimeUnit": "ms",
            "otherData": {"tool": "iolens", "command": " ".join(cap.meta.get("command", []))}}
     return json_safe(json.dumps(doc, separators=(",", ":"), ensure_ascii=False)).encode()

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from rich.console import Console
 from rich.text import Text
 
+from iolens.analysis.diff import Diff
 from iolens.analysis.breakdown import LABELS
 from iolens.names import json_safe, shown, shown_text
 from iolens.render.report_json import _clean
@@ -17,7 +19,7 @@ TAG = "iolens-diff"
 SCHEMA_VERSION = [1, 0]
 
 
-def _signed(v: float | None, fmt) -> str:
+def _signed(v: float | None, fmt: Callable[[float], str]) -> str:
     if v is None:
         return "-"
     return ("+" if v > 0 else "-" if v < 0 else "±") + fmt(abs(v))
@@ -27,7 +29,7 @@ def _ratio(r: float | None) -> str:
     return "-" if r is None else f"{r:.2f}x"
 
 
-def render_diff_text(d, console: Console, *, top: int = 15) -> None:
+def render_diff_text(d: Diff, console: Console, *, top: int = 15) -> None:
     console.print(shown_text(f"iolens diff: A = {d.a['path']}, B = {d.b['path']}", style="bold"))
     if not d.same_command:
         console.print(Text(f"  note: the commands differ:\n    A: {shown(' '.join(d.a['command']))}\n"
@@ -64,7 +66,7 @@ def render_diff_text(d, console: Console, *, top: int = 15) -> None:
         console.print(shown_text(f"  advice only for B (new): {', '.join(d.advice_new)}"))
 
 
-def render_diff_json(d) -> bytes:
+def render_diff_json(d: Diff) -> bytes:
     text = json.dumps(_clean({"tag": TAG, "schema_version": SCHEMA_VERSION, **d.to_dict()}), indent=1,
                       ensure_ascii=False, allow_nan=False)
     return (json_safe(text) + "\n").encode()

@@ -6,15 +6,16 @@ Every string goes through the one HTML escape (`htmlsafe.esc_line`); numbers sor
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from iolens.render.htmlsafe import esc_line as _h
 
 
-def _num(v) -> float:
+def _num(v: Any) -> float:
     return 0.0 if v is None or (isinstance(v, float) and not math.isfinite(v)) else float(v)
 
 
-def td(text, value=None, cls: str = "") -> str:
+def td(text: object, value: Any = None, cls: str = "") -> str:
     v = "" if value is None else f' data-v="{_num(value):.9g}"'
     c = f' class="{cls}"' if cls else ""
     return f"<td{v}{c}>{_h(text)}</td>"

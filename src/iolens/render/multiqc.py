@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+from iolens.analysis.model import Report
 from iolens.analysis.breakdown import BREAKDOWN, LABELS
 
 COLORS = {
@@ -18,7 +19,7 @@ COLORS = {
 }
 
 
-def multiqc_dict(report, sample: str) -> dict:
+def multiqc_dict(report: Report, sample: str) -> dict:
     return {
         "id": "iolens_breakdown",
         "section_name": "iolens: where the time went",
@@ -32,5 +33,5 @@ def multiqc_dict(report, sample: str) -> dict:
     }
 
 
-def render_multiqc(report, sample: str) -> bytes:
+def render_multiqc(report: Report, sample: str) -> bytes:
     return (json.dumps(multiqc_dict(report, sample), indent=1) + "\n").encode()

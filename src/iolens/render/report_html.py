@@ -8,7 +8,9 @@ entity-escaped in the page, so a file named `<script>...` shows as text and neve
 from __future__ import annotations
 
 import math
+from typing import Any
 
+from iolens.analysis.model import Report
 from iolens.analysis.breakdown import BREAKDOWN, CLASSES, LABELS
 from iolens.analysis.processes import chain_rows
 from iolens.names import shown
@@ -24,7 +26,7 @@ MAX_PHASES = 500
 MAX_PROC_BARS = 30
 
 
-def _files_table(r) -> str:
+def _files_table(r: Report) -> str:
     files = [f for f in r.files if f.kind != "stream" and not f.program][:MAX_FILE_ROWS]
     rows = []
     for f in files:
@@ -59,7 +61,7 @@ def _files_table(r) -> str:
     return table("files", headers, rows) + more
 
 
-def _mounts_table(r) -> str:
+def _mounts_table(r: Report) -> str:
     rows = []
     for m in r.mounts:
         rows.append("<tr>" + "".join([
@@ -74,7 +76,7 @@ def _mounts_table(r) -> str:
                              ("files", "n"), ("temp written", "n")], rows)
 
 
-def _procs_table(r) -> str:
+def _procs_table(r: Report) -> str:
     rows = []
     for p in chain_rows(r.processes)[:MAX_PHASES]:
         rows.append("<tr>" + "".join([
@@ -92,7 +94,7 @@ def _procs_table(r) -> str:
                                 ("subtree processes", "n"), ("exit", "n"), ("command", "s")], rows)
 
 
-def _advice(r) -> str:
+def _advice(r: Report) -> str:
     if not r.advice:
         return '<p class="note">Nothing stands out: no advice rule fired.</p>'
     out = []
@@ -107,7 +109,7 @@ def _advice(r) -> str:
     return "\n".join(out)
 
 
-def _phases(r) -> dict:
+def _phases(r: Report) -> dict:
     """The Gantt: one row per process (its exec chain's images side by side on it), one bar per image."""
     chains = chain_rows(r.processes)[:MAX_PHASES]
     by_index = {p.index: p for p in r.processes}
@@ -120,7 +122,7 @@ def _phases(r) -> dict:
     return {"rows": [shown(f"{'  ' * c.depth}{c.label} [{c.pid}]") for c in chains], "bars": bars}
 
 
-def _chart_data(r) -> dict:
+def _chart_data(r: Report) -> dict:
     procs = sorted(r.processes, key=lambda p: -p.own_s)[:MAX_PROC_BARS]
     tl = r.timeline
     return {
@@ -138,7 +140,7 @@ def _chart_data(r) -> dict:
     }
 
 
-def _clean(obj):
+def _clean(obj: Any) -> Any:
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else 0.0
     if isinstance(obj, dict):
@@ -148,7 +150,7 @@ def _clean(obj):
     return obj
 
 
-def render_html(r, *, plotly_js: str | None = None) -> bytes:
+def render_html(r: Report, *, plotly_js: str | None = None) -> bytes:
     if plotly_js is None:
         from plotly.offline import get_plotlyjs
 

@@ -12,6 +12,7 @@ import math
 from dataclasses import asdict, fields, is_dataclass
 from typing import Any
 
+from iolens.analysis.model import Report
 from iolens.names import json_safe
 
 TAG = "iolens-report"
@@ -53,12 +54,12 @@ def _round(v: Any) -> Any:
     return v
 
 
-def report_dict(report) -> dict[str, Any]:
-    d = asdict(report) if is_dataclass(report) and not isinstance(report, type) else dict(report)
+def report_dict(report: Report | dict[str, Any]) -> dict[str, Any]:
+    d = asdict(report) if isinstance(report, Report) else dict(report)
     return _clean({"tag": TAG, "schema_version": SCHEMA_VERSION, **d})
 
 
-def render_json(report, *, indent: int | None = 1) -> bytes:
+def render_json(report: Report, *, indent: int | None = 1) -> bytes:
     """Small reports are indented; large ones (over 2,000 files) are written compactly, which is much faster."""
     if is_dataclass(report) and len(getattr(report, "files", ())) > 2000:
         head = {"tag": TAG, "schema_version": SCHEMA_VERSION}

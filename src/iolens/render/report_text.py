@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
+from iolens.analysis.model import Report
 from iolens.analysis.breakdown import BREAKDOWN, LABELS
 from iolens.analysis.files import top_files
 from iolens.analysis.processes import chain_rows
@@ -38,7 +39,7 @@ def breakdown_bar(breakdown: dict[str, float], width: int = 72) -> Text:
     return bar
 
 
-def integrity_lines(r) -> list[str]:
+def integrity_lines(r: Report) -> list[str]:
     """The partial-capture banner and the notes on what the capture misses or holds too much of (OVERFLOW, detached
     processes, the hypervisor's steal), shared by the terminal and HTML reports."""
     cap, out = r.capture, []
@@ -84,7 +85,7 @@ def stdio_note(ops: dict[str, int]) -> str | None:
             "and their time is counted in full.")
 
 
-def render_report_text(r, console: Console, *, top: int = 10, max_procs: int = 25) -> None:
+def render_report_text(r: Report, console: Console, *, top: int = 10, max_procs: int = 25) -> None:
     cap, tot = r.capture, r.totals
     console.print(shown_text(f"iolens report: {' '.join(cap['command'])}", style="bold"))
     status = "?" if cap["exit_status"] is None else str(cap["exit_status"])

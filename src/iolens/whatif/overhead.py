@@ -26,6 +26,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -33,6 +34,9 @@ from iolens import __version__
 from iolens.capture.record import Recording
 from iolens.whatif.engine import ReplayError
 from iolens.whatif.plan import TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS
+
+if TYPE_CHECKING:
+    from iolens.store import ResultsStore
 
 # One program, two timed loops; it writes each loop's seconds to ./result.  Run from a fresh directory.
 _PROBE = """
@@ -131,7 +135,7 @@ def defaults(why: str) -> tuple[int, int, str]:
     return _said(TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS, why)
 
 
-def for_capture(host: str | None, store, *, refresh: bool = False) -> tuple[int, int, str]:
+def for_capture(host: str | None, store: ResultsStore, *, refresh: bool = False) -> tuple[int, int, str]:
     """The profiler's cost per event and per path-naming event to take out of a capture's gaps, and a line saying
     where it comes from: measured on this host (stored in the results store and reused for this iolens version)
     when the capture was taken here (`host`: its meta's), else the defaults."""
