@@ -14,9 +14,8 @@ import errno
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -115,15 +114,3 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
-
-
-def write_exports(console: Any, exports: Sequence[tuple[str, str | os.PathLike[str] | None, Callable[[], bytes]]],
-                  store: Mapping[str, Any] | None, *, force: bool = False) -> None:
-    """Write each export that was asked for (option, path, a function that renders it), say where each went and,
-    when the run was stored, which run it is in the results store."""
-    for opt, path, render in exports:
-        if path is not None:
-            write_output(path, render(), force=force, opt=opt)
-            console.print(f"  {opt.lstrip('-')}: {path}")
-    if store:
-        console.print(f"  stored as run {store['run_id']} in {store['db']}")

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
 
 import click
 
-from iolens.output import check_outputs, write_output
+from iolens.output import check_outputs
 
 PARTIAL_EXIT = 3
 
@@ -21,20 +20,18 @@ def _files_in(path: str) -> list[str]:
         return []
 
 
-def report_dir(path: str, *, html_out: str | None, json_out: str | None, overrides: list[str], top: int,
-               quiet: bool, force: bool, snakemake_log: str | None = None, jobs: int | None = None) -> None:
+def report_dir(path: str, *, outputs: dict[str, str | None], overrides: list[str], top: int, quiet: bool,
+               force: bool, snakemake_log: str | None = None, jobs: int | None = None) -> None:
     """`iolens report DIR`: the pipeline report; exit 3 when some task is partial or was not profiled."""
     from iolens.analysis.thresholds import with_overrides
     from iolens.pipeline.merge import build_pipeline
-    from iolens.render.pipeline import render_html, render_json, render_text
+    from iolens.render import exports
+    from iolens.render.pipeline import render_text
 
-    check_outputs({"--html": html_out, "--json": json_out}, force=force, inputs=_files_in(path))
+    check_outputs(exports.check("pipeline", outputs), force=force, inputs=_files_in(path))
     rep = build_pipeline(path, with_overrides(overrides), jobs=jobs, snakemake_log=snakemake_log)
-    if json_out:
-        write_output(json_out, render_json(rep), force=force, opt="--json")
-    if html_out:
-        write_output(html_out, render_html(rep), force=force, opt="--html")
-    if not quiet and "-" not in (html_out, json_out):
+    exports.write("pipeline", outputs, rep, force=force)
+    if not quiet and not exports.to_stdout(outputs):
         click.echo(render_text(rep, top=top), nl=False)
     t = rep["totals"]
     if t["partial"] or t["not_profiled"]:
@@ -43,24 +40,16 @@ def report_dir(path: str, *, html_out: str | None, json_out: str | None, overrid
         sys.exit(PARTIAL_EXIT)
 
 
-def diff_dirs(a: str, b: str, *, json_out: str | None, overrides: list[str], force: bool) -> None:
+def diff_dirs(a: str, b: str, *, outputs: dict[str, str | None], overrides: list[str], force: bool) -> None:
     """`iolens diff DIR1 DIR2`: two pipeline runs rule by rule."""
-    import json
-
     from iolens.analysis.thresholds import with_overrides
     from iolens.pipeline.merge import build_pipeline
+    from iolens.render import exports
     from iolens.render.pipeline import render_diff
 
-    check_outputs({"--json": json_out}, force=force, inputs=_files_in(a) + _files_in(b))
+    check_outputs(exports.check("pipeline-diff", outputs), force=force, inputs=_files_in(a) + _files_in(b))
     th = with_overrides(overrides)
     ra, rb = build_pipeline(a, th), build_pipeline(b, th)
-    if json_out:
-        pairs: dict[str, Any] = {}
-        for side, rep in (("a", ra), ("b", rb)):
-            for r in rep["rules"]:
-                pairs.setdefault(r["rule"], {"rule": r["rule"], "a": None, "b": None})[side] = {
-                    k: r[k] for k in ("tasks", "time_s", "io_s", "io_share", "bytes_read", "bytes_written")}
-        doc = {"tag": "iolens-pipeline-diff", "schema_version": [2, 0], "a": a, "b": b, "rules": list(pairs.values())}
-        write_output(json_out, (json.dumps(doc, indent=1) + "\n").encode(), force=force, opt="--json")
-    if json_out != "-":
+    exports.write("pipeline-diff", outputs, (ra, rb, a, b), force=force)
+    if not exports.to_stdout(outputs):
         click.echo(render_diff(ra, rb), nl=False)

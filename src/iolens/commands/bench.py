@@ -9,7 +9,9 @@ import click
 
 from iolens.bench import suites
 from iolens.errors import IolensError, UsageError
-from iolens.output import FORCE_OPTION, check_outputs, write_output
+from iolens.output import FORCE_OPTION, check_outputs
+from iolens.render import exports
+from iolens.render.exports import export_options
 from iolens.render.terminal import console as terminal
 
 
@@ -104,8 +106,6 @@ def _size(ctx, param, value: str | None) -> int | None:
 @click.option("--repeat", type=click.IntRange(min=1, max=1000), default=1, show_default=True,
               help="Run everything N times, interleaving targets; report mean ± SD.")
 @click.option("--seed", type=int, default=1, show_default=True)
-@click.option("--json", "json_out", type=click.Path(dir_okay=False, allow_dash=True),
-              help="Write the JSON report here ('-' for stdout, which then gets no table).")
 @click.option("--db", type=click.Path(dir_okay=False, path_type=Path),
               help="Results store (default: IOLENS_DB, else the user data directory).")
 @click.option("--no-store", is_flag=True, help="Do not record the run in the results store.")
@@ -117,9 +117,10 @@ def _size(ctx, param, value: str | None) -> int | None:
 @click.option("--launcher", type=click.Choice(["mpirun", "srun"]), default="mpirun", show_default=True,
               help="What --clients starts the ranks with.")
 @FORCE_OPTION
+@export_options("bench")
 @click.pass_context
 def bench(ctx, targets, suite_names, size, files, runtime, threads, bs, content, template, direct, warm, drop_caches,
-          shared, read_share, ioengine, repeat, seed, json_out, db, no_store, label, quiet, force, clients, launcher):
+          shared, read_share, ioengine, repeat, seed, outputs, db, no_store, label, quiet, force, clients, launcher):
     """Benchmark storage targets side by side: directories, lab:NAME targets, or `null` (engine overhead).
 
     Files are written only inside a new iolens-bench-* directory under each target, which is removed at the end
@@ -127,10 +128,9 @@ def bench(ctx, targets, suite_names, size, files, runtime, threads, bs, content,
     """
     from iolens.bench.runner import run_bench
     from iolens.bench.safety import Terminated
-    from iolens.render.bench_export import bench_json
     from iolens.render.bench_table import render_bench
 
-    check_outputs({"--json": json_out}, force=force)
+    check_outputs(exports.check("bench", outputs), force=force)
     if warm and (direct or drop_caches):
         raise UsageError("--warm measures the page cache; it cannot be combined with --direct or --drop-caches")
     if template is not None:
@@ -144,9 +144,9 @@ def bench(ctx, targets, suite_names, size, files, runtime, threads, bs, content,
     if clients is not None or mpi.started_by_launcher():
         if ctx.get_parameter_source("suite_names") == click.core.ParameterSource.DEFAULT:
             suite_names = mpi.DEFAULT_SUITES
-        _multi(mpi, targets, list(suite_names), opts, clients, launcher, json_out, db, no_store, label, force)
+        _multi(mpi, targets, list(suite_names), opts, clients, launcher, outputs, db, no_store, label, force)
         return
-    out_console = terminal(stderr=json_out == "-")
+    out_console = terminal(stderr=exports.to_stdout(outputs))
     err_console = terminal(stderr=True)
 
     store_cb = None
@@ -185,16 +185,13 @@ def bench(ctx, targets, suite_names, size, files, runtime, threads, bs, content,
             store.close()
 
     doc = report.to_dict()
-    if json_out:
-        write_output(json_out, bench_json(doc), force=force, opt="--json")
-    if json_out != "-":
+    exports.write("bench", outputs, doc, force=force)
+    if not exports.to_stdout(outputs):
         render_bench(doc, out_console)
 
 
-def _multi(mpi, targets, suite_names, opts, clients, launcher, json_out, db, no_store, label, force) -> None:
+def _multi(mpi, targets, suite_names, opts, clients, launcher, outputs, db, no_store, label, force) -> None:
     """--clients: re-run under the launcher, or, as one of its ranks, run and (rank 0) store and render."""
-    from iolens.render.bench_export import bench_json
-
     if not mpi.started_by_launcher():
         sys.exit(mpi.launch(clients, launcher))
     if len(targets) != 1:
@@ -209,7 +206,6 @@ def _multi(mpi, targets, suite_names, opts, clients, launcher, json_out, db, no_
         return
     if not no_store:
         mpi.store(doc, db, label)
-    if json_out:
-        write_output(json_out, bench_json(doc), force=force, opt="--json")
-    if json_out != "-":
+    exports.write("bench", outputs, doc, force=force)
+    if not exports.to_stdout(outputs):
         mpi.render(doc, terminal())

@@ -13,7 +13,8 @@ import click
 
 from iolens import __version__
 from iolens.errors import UsageError
-from iolens.output import FORCE_OPTION, check_outputs, write_exports
+from iolens.output import FORCE_OPTION, check_outputs
+from iolens.render.exports import export_options, write_exports
 
 
 def _split_list(values: tuple[str, ...]) -> list[str]:
@@ -81,10 +82,6 @@ def _raise_terminate(signum, _frame):
 @click.option("--seed", type=int, default=None, help="Seed of the run order and the bootstrap. [default: random]")
 @click.option("--profile", is_flag=True, help="Also capture every run with the iolens profiler and compare "
               "per-phase (child process) times and the I/O time breakdown.")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the report as JSON (never overwrites without --force).")
-@click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write an HTML page with box plots (works offline; never overwrites without --force).")
 @click.option("--db", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Results store. [default: $IOLENS_DB or ~/.local/share/iolens/results.sqlite]")
 @click.option("--no-store", is_flag=True, help="Do not record the comparison in the results store.")
@@ -92,8 +89,9 @@ def _raise_terminate(signum, _frame):
 @click.option("--show-output", is_flag=True, help="Let the command's stdout and stderr through.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress line.")
 @FORCE_OPTION
+@export_options("compare")
 def compare(template, inputs, places, params, configs, strategies, scratch, baseline, runs, warmup, prepare, cache,
-            evict, precision, max_runs, seed, profile, json_out, html_out, db, no_store, keep_outputs, show_output,
+            evict, precision, max_runs, seed, profile, outputs, db, no_store, keep_outputs, show_output,
             quiet, force):
     """Run TEMPLATE in every placement configuration, interleaved, and compare them with statistics.
 
@@ -112,8 +110,7 @@ def compare(template, inputs, places, params, configs, strategies, scratch, base
     from iolens.compare.report import build_report
     from iolens.compare.runner import Runner, Settings
     from iolens.compare.strategies import Workspace
-    from iolens.render.compare_html import render_html
-    from iolens.render.compare_json import render_json
+    from iolens.render import exports
     from iolens.render.compare_text import render_compare
     from iolens.render.terminal import console as terminal
     from iolens.sysinfo import host_facts
@@ -121,7 +118,7 @@ def compare(template, inputs, places, params, configs, strategies, scratch, base
     # parse and validate everything before running anything
     plan = build_plan(template, inputs=list(inputs), places=list(places), params=list(params),
                       strategies=_split_list(strategies) or None, configs=list(configs), baseline=baseline)
-    check_outputs({"--json": json_out, "--html": html_out}, force=force)
+    check_outputs(exports.check("compare", outputs), force=force)
     if cache == "warm" and evict != "auto":
         raise UsageError("--evict only applies with --cache cold")
     if evict == "drop-caches" and os.geteuid() != 0:
@@ -192,8 +189,7 @@ def compare(template, inputs, places, params, configs, strategies, scratch, base
             rep["store"] = {"db": str(store.path), "run_id": run_id}
 
     render_compare(rep, out_console)
-    write_exports(out_console, [("--json", json_out, lambda: render_json(rep)),
-                                ("--html", html_out, lambda: render_html(rep))], rep["store"], force=force)
+    write_exports(out_console, "compare", outputs, rep, rep["store"], force=force)
     for root in kept:
         out_console.print(f"  outputs of the last run of each configuration kept in {root}")
     if any(r["failed_runs"] for r in rep["results"]):

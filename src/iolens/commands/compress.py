@@ -8,7 +8,9 @@ from pathlib import Path
 import click
 
 from iolens.errors import UsageError
-from iolens.output import FORCE_OPTION, check_outputs, write_exports, write_output
+from iolens.output import FORCE_OPTION, check_outputs
+from iolens.render import exports
+from iolens.render.exports import export_options
 
 
 def _threads(text: str) -> list[int]:
@@ -56,17 +58,14 @@ def _list_codecs() -> None:
 @click.option("--runs", type=click.IntRange(min=2), default=5, show_default=True,
               help="With --run: runs per filesystem.")
 @click.option("--list", "list_codecs", is_flag=True, help="List the codecs, their levels and what a level means.")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the result as JSON.")
-@click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write an HTML page with ratio-vs-speed scatters and the Pareto front.")
 @click.option("--db", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Results store. [default: $IOLENS_DB or ~/.local/share/iolens/results.sqlite]")
 @click.option("--no-store", is_flag=True, help="Do not record the result in the results store.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @FORCE_OPTION
-def compress(files, codecs, threads_text, sample_text, full, min_time, on, fs, run, runs, list_codecs, json_out,
-             html_out, db, no_store, quiet, force):
+@export_options("compress", also=("compress-fs",))
+def compress(files, codecs, threads_text, sample_text, full, min_time, on, fs, run, runs, list_codecs, outputs,
+             db, no_store, quiet, force):
     """Measure codecs on FILES: ratio, compress/decompress speed, CPU and memory, verified round trips.
 
     \b
@@ -84,11 +83,9 @@ def compress(files, codecs, threads_text, sample_text, full, min_time, on, fs, r
     threads = _threads(threads_text) if threads_text else sorted({1, os.cpu_count() or 1})
     if run and not fs:
         raise UsageError("--run needs --fs: it runs the command on each filesystem")
-    check_outputs({"--json": json_out, "--html": html_out}, force=force, inputs=list(files))
+    check_outputs(exports.check("compress-fs" if fs else "compress", outputs), force=force, inputs=list(files))
     if fs:
-        if html_out is not None:
-            raise UsageError("--html applies to codec measurements, not --fs")
-        return _fs(files, fs, run, max(threads), runs, json_out, db, no_store, quiet, force)
+        return _fs(files, fs, run, max(threads), runs, outputs, db, no_store, quiet, force)
     from iolens.bench.suites import parse_size
     from iolens.compress.codecs import parse_codecs
     from iolens.compress.run import measure
@@ -102,7 +99,7 @@ def compress(files, codecs, threads_text, sample_text, full, min_time, on, fs, r
                       progress=progress)
     if not no_store:
         _store(doc, db)
-    _emit(doc, json_out, html_out, force)
+    _emit(doc, outputs, force)
 
 
 class _progress:
@@ -155,21 +152,16 @@ def _store(doc: dict, db) -> None:
         doc["store"] = {"db": str(store.path), "run_id": run_id}
 
 
-def _emit(doc: dict, json_out, html_out, force: bool) -> None:
-    from iolens.render.compress_json import render_json
+def _emit(doc: dict, outputs: dict[str, str | None], force: bool) -> None:
     from iolens.render.compress_text import render_text
-
-    from iolens.render.compress_html import render_html
 
     con = _out_console()
     render_text(doc, con)
-    write_exports(con, [("--json", json_out, lambda: render_json(doc)), ("--html", html_out, lambda: render_html(doc))],
-                  doc["store"], force=force)
+    exports.write_exports(con, "compress", outputs, doc, doc["store"], force=force)
 
 
-def _fs(files, fs, run, threads, runs, json_out, db, no_store, quiet, force) -> None:
+def _fs(files, fs, run, threads, runs, outputs: dict[str, str | None], db, no_store, quiet, force) -> None:
     from iolens.compress.fs import measure_all
-    from iolens.render.compress_json import render_json
     from iolens.render.compress_text import render_fs_text
 
     specs = [s.strip() for s in fs.split(",") if s.strip()]
@@ -186,8 +178,4 @@ def _fs(files, fs, run, threads, runs, json_out, db, no_store, quiet, force) -> 
                 store.add_result(run_id, "fs", r, target=r["target"])
             doc["store"] = {"db": str(store.path), "run_id": run_id}
     render_fs_text(doc, con)
-    if json_out is not None:
-        write_output(json_out, render_json(doc), force=force, opt="--json")
-        con.print(f"  json: {json_out}")
-    if doc["store"]:
-        con.print(f"  stored as run {doc['store']['run_id']} in {doc['store']['db']}")
+    exports.write_exports(con, "compress-fs", outputs, doc, doc["store"], force=force)

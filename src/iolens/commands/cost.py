@@ -10,7 +10,9 @@ from pathlib import Path
 import click
 
 from iolens.errors import UsageError
-from iolens.output import FORCE_OPTION, check_outputs, write_exports, write_output
+from iolens.output import FORCE_OPTION, check_outputs, write_output
+from iolens.render import exports
+from iolens.render.exports import export_options
 
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|min|h|d|w|month|months)\s*$")
 UNIT_S = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "month": 730 * 3600,
@@ -128,10 +130,6 @@ def _list(prices: Path | None) -> None:
                    "for AWS]")
 @click.option("--prices", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Your own price file, in the format of the shipped one (negotiated prices, other regions).")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the report as JSON (never overwrites without --force).")
-@click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write an HTML page with the time-vs-cost front (never overwrites without --force).")
 @click.option("--details", is_flag=True, help="Also print every charge of every option.")
 @click.option("--db", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Results store. [default: $IOLENS_DB or ~/.local/share/iolens/results.sqlite]")
@@ -145,8 +143,9 @@ def _list(prices: Path | None) -> None:
               type=click.Path(dir_okay=False, exists=True, path_type=Path),
               help="With --refresh-prices: a page of the Azure Retail Prices API already downloaded.")
 @FORCE_OPTION
+@export_options("cost")
 def cost(run_id, last, figures, maps, runs_per_month, held_for, size_gb, stored_gb, read_gb, written_gb, capture,
-         instance, prices, json_out, html_out, details, db, no_store, list_options, refresh_out, aws_offers,
+         instance, prices, outputs, details, db, no_store, list_options, refresh_out, aws_offers,
          azure_pages, force):
     """Join measured time with storage and instance prices: $ per run and per month, the time-vs-cost front and
     the best value.
@@ -180,7 +179,7 @@ def cost(run_id, last, figures, maps, runs_per_month, held_for, size_gb, stored_
         raise UsageError("--map applies to compare runs; with --option, name the priced option itself")
     if (read_gb or written_gb) and not figures:
         raise UsageError("--read/--written go with --option; a compare run has its own byte counts")
-    check_outputs({"--json": json_out, "--html": html_out}, force=force)
+    check_outputs(exports.check("cost", outputs), force=force)
     held_s, always = parse_held(held_for)
     if instance is not None and instance != "none" and ":" not in instance:
         instance = f"aws:{instance}"
@@ -229,8 +228,4 @@ def cost(run_id, last, figures, maps, runs_per_month, held_for, size_gb, stored_
     render_cost(rep, console)
     if details:
         render_charges(rep, console)
-    from iolens.render.cost_html import render_html
-    from iolens.render.cost_json import render_json
-
-    write_exports(console, [("--json", json_out, lambda: render_json(rep)),
-                            ("--html", html_out, lambda: render_html(rep))], rep["store"], force=force)
+    exports.write_exports(console, "cost", outputs, rep, rep["store"], force=force)

@@ -5,16 +5,18 @@ from __future__ import annotations
 import click
 
 from iolens.output import FORCE_OPTION
+from iolens.render.exports import export_options
 
 
 @click.command()
 @click.argument("capture_a", type=click.Path(path_type=str))
 @click.argument("capture_b", type=click.Path(path_type=str))
-@click.option("--json", "json_out", metavar="PATH", help="Write the comparison as JSON ('-' for stdout).")
 @click.option("--set", "overrides", metavar="NAME=VALUE", multiple=True, help="Change a threshold (as in report).")
 @click.option("--top", type=click.IntRange(min=1), default=15, show_default=True, help="Files to show.")
 @FORCE_OPTION
-def diff(capture_a, capture_b, json_out, overrides, top, force):
+@export_options("diff", also=("pipeline-diff",))
+def diff(capture_a: str, capture_b: str, outputs: dict[str, str | None], overrides: tuple[str, ...], top: int,
+         force: bool) -> None:
     """Compare two captures of the same command (two storages, or before and after a fix).
 
     Shows what changed in total, per time category and per file.  Files are matched by their path
@@ -30,23 +32,21 @@ def diff(capture_a, capture_b, json_out, overrides, top, force):
     if os.path.isdir(capture_a) and os.path.isdir(capture_b):
         from iolens.commands._pipeline_dir import diff_dirs
 
-        return diff_dirs(capture_a, capture_b, json_out=json_out, overrides=list(overrides), force=force)
+        return diff_dirs(capture_a, capture_b, outputs=outputs, overrides=list(overrides), force=force)
     from iolens.analysis.diff import diff_reports
     from iolens.analysis.report import build_report
     from iolens.analysis.thresholds import with_overrides
     from iolens.commands.report import load_capture
-    from iolens.output import check_outputs, write_output
+    from iolens.output import check_outputs
+    from iolens.render import exports
 
-    check_outputs({"--json": json_out}, force=force, inputs=[capture_a, capture_b])
+    check_outputs(exports.check("diff", outputs), force=force, inputs=[capture_a, capture_b])
     th = with_overrides(list(overrides))
     ra = build_report(load_capture(capture_a), th)
     rb = build_report(load_capture(capture_b), th)
     d = diff_reports(ra, rb)
-    if json_out:
-        from iolens.render.diff_text import render_diff_json
-
-        write_output(json_out, render_diff_json(d), force=force, opt="--json")
-    if json_out != "-":
+    exports.write("diff", outputs, d, force=force)
+    if not exports.to_stdout(outputs):
         from iolens.render.diff_text import render_diff_text
         from iolens.render.terminal import console as terminal
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from iolens.output import FORCE_OPTION
+from iolens.render.exports import export_options
 
 
 @click.command()
@@ -17,9 +18,10 @@ from iolens.output import FORCE_OPTION
               "capture's working directory, when it still exists); calibrated as the reference.")
 @click.option("--recalibrate", is_flag=True, help="Measure the targets again instead of reusing stored "
               "calibrations.")
-@click.option("--json", "json_out", metavar="PATH", help="Write the prediction as JSON ('-' for stdout).")
 @FORCE_OPTION
-def predict(capture, targets, cache, home, recalibrate, json_out, force):
+@export_options("predict")
+def predict(capture: str, targets: tuple[str, ...], cache: str, home: str | None, recalibrate: bool,
+            outputs: dict[str, str | None], force: bool) -> None:
     """Predict a captured step's wall time on other storage, without running it there.
 
     The step is modelled from the capture (compute time, and I/O by class: small and large reads and writes,
@@ -36,16 +38,17 @@ def predict(capture, targets, cache, home, recalibrate, json_out, force):
     from iolens.bench.targets import resolve, resolve_each
     from iolens.commands.report import load_capture
     from iolens.errors import TargetError, UsageError
-    from iolens.output import check_outputs, write_output
+    from iolens.output import check_outputs
+    from iolens.render import exports
     from iolens.render.terminal import console as terminal
     from iolens.render.whatif_text import render_predict
     from iolens.store import ResultsStore
     from iolens.whatif.overhead import for_capture
     from iolens.whatif.plan import has_trace
-    from iolens.whatif.predict import calibrate, cpu_ratio_now, home_dir, step_model, to_json
+    from iolens.whatif.predict import calibrate, cpu_ratio_now, home_dir, prediction_doc, step_model
     from iolens.whatif.predict import predict as run_predict
 
-    check_outputs({"--json": json_out}, force=force, inputs=[capture])
+    check_outputs(exports.check("predict", outputs), force=force, inputs=[capture])
     cap = load_capture(capture)
     resolved = resolve_each(targets)
     if home is not None and not home.strip():
@@ -64,8 +67,7 @@ def predict(capture, targets, cache, home, recalibrate, json_out, force):
         ref = calibrate(home_target, cache=cache, store=store, refresh=recalibrate) if home_target else None
         preds = [run_predict(model, calibrate(t, cache=cache, store=store, refresh=recalibrate), ref, t.spec)
                  for t in resolved]
-    if json_out:
-        write_output(json_out, to_json(model, preds, cache).encode(), force=force, opt="--json")
-    if json_out == "-":
+    exports.write("predict", outputs, prediction_doc(model, preds, cache), force=force)
+    if exports.to_stdout(outputs):
         return
     render_predict(terminal(), capture, model, preds, cost_note, cache)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from iolens.output import FORCE_OPTION
+from iolens.render.exports import export_options
 from iolens.units import human_bytes
 
 LOUD_LAYOUT = 1 << 30  # a layout this large is announced before it is written
@@ -20,10 +19,10 @@ LOUD_LAYOUT = 1 << 30  # a layout this large is announced before it is written
               help="Keep the recorded compute gaps between operations, or drop them (I/O only).")
 @click.option("--cache", type=click.Choice(["warm", "cold"]), default="warm", show_default=True,
               help="Page cache state of the laid-out input files when the replay starts.")
-@click.option("--fio-iolog", "fio_out", metavar="FILE", help="Also write the data operations as a fio iolog v3.")
-@click.option("--json", "json_out", metavar="PATH", help="Write the results as JSON ('-' for stdout).")
 @FORCE_OPTION
-def replay(capture, targets, speed, cache, fio_out, json_out, force):
+@export_options("replay")
+def replay(capture: str, targets: tuple[str, ...], speed: str, cache: str, outputs: dict[str, str | None],
+           force: bool) -> None:
     """Replay a `--trace` capture's operations on storage targets.
 
     Every recorded process and thread runs its operations in recorded order, with the recorded compute gaps,
@@ -40,7 +39,8 @@ def replay(capture, targets, speed, cache, fio_out, json_out, force):
     from iolens.bench.targets import resolve_each
     from iolens.commands.report import load_capture
     from iolens.errors import TargetError, UsageError
-    from iolens.output import check_outputs, write_output
+    from iolens.output import check_outputs
+    from iolens.render import exports
     from iolens.render.terminal import console as terminal
     from iolens.render.whatif_text import render_replay
     from iolens.store import ResultsStore, StoreError
@@ -48,11 +48,10 @@ def replay(capture, targets, speed, cache, fio_out, json_out, force):
     from iolens.whatif.plan import build_plan, has_trace
     from iolens.whatif.replay import CLASSES, ReplayError, capture_devices, preflight, replay_on
 
+    fio_out = outputs["fio-iolog"]
     if fio_out == "-":
         raise UsageError("--fio-iolog needs a file name: it also writes FILE.layout, the files to lay out first")
-    check_outputs({"--json": json_out, "--fio-iolog": fio_out,
-                   "--fio-iolog (its layout list)": f"{fio_out}.layout" if fio_out else None}, force=force,
-                  inputs=[capture])
+    check_outputs(exports.check("replay", outputs), force=force, inputs=[capture])
     if not targets and not fio_out:
         raise UsageError("give at least one --on TARGET (or --fio-iolog FILE)")
     resolved = resolve_each(targets)  # a bad target is said before the capture is read
@@ -73,11 +72,7 @@ def replay(capture, targets, speed, cache, fio_out, json_out, force):
         plan.notes.append(cost_note)
     else:
         plan = build_plan(cap)  # the one-line error for a capture without --trace
-    if fio_out:
-        from iolens.whatif.fio import iolog, layout_list
-
-        write_output(fio_out, iolog(plan), force=force, opt="--fio-iolog")
-        write_output(f"{fio_out}.layout", layout_list(plan), force=force, opt="--fio-iolog (its layout list)")
+    exports.write("replay", {"fio-iolog": fio_out}, exports.Exported(None, plan=plan), force=force)  # before the runs
     home = capture_devices(cap, plan)
     if cap.problems:  # a partial capture: what came before the cut, against the whole run's wall time
         plan.notes.append("the capture is partial: only what came before the damage is replayed, so no fidelity "
@@ -112,9 +107,8 @@ def replay(capture, targets, speed, cache, fio_out, json_out, force):
                         "setup_s": r.setup_s, "threads": r.threads, "thread_cpu_s": r.thread_cpu,
                         "cpu_ratio": r.cpu_ratio}
                        for r in results], "failed": failed}
-    if json_out:
-        write_output(json_out, (json.dumps(doc, indent=2) + "\n").encode(), force=force, opt="--json")
-    if json_out != "-":
+    exports.write("replay", {"json": outputs["json"]}, exports.Exported(doc, plan=plan), force=force)
+    if not exports.to_stdout(outputs):
         render_replay(terminal(), capture, plan, results, CLASSES)
     problems = [f"{f['target']}: {f['error']}" for f in failed] + [
         f"{r.target}: {r.errors:,} of the replayed operations failed (first: {r.first_error or 'unknown'}), so its "

@@ -9,7 +9,8 @@ import click
 
 from iolens.errors import CaptureError, UsageError
 from iolens.names import shown
-from iolens.output import FORCE_OPTION, check_outputs, write_output
+from iolens.output import FORCE_OPTION, check_outputs
+from iolens.render.exports import export_options
 
 # the exit status of a report on a partial capture: every output was written, but from part of the run
 # (the same status `iolens parse` gives a truncated capture, and a capture that cannot be read at all)
@@ -40,15 +41,6 @@ def print_thresholds() -> None:
 
 @click.command()
 @click.argument("capture", required=False, type=click.Path(dir_okay=True, path_type=str))
-@click.option("--html", "html_out", metavar="PATH", help="Write a self-contained HTML report (works offline).")
-@click.option("--json", "json_out", metavar="PATH", help="Write the report as JSON ('-' for stdout).")
-@click.option("--csv", "csv_out", metavar="PATH",
-              help="Write the per-file table as CSV ('-' for stdout): UTF-8, and a name that is not UTF-8 keeps its "
-                   "bytes (read with errors='surrogateescape').")
-@click.option("--chrome-trace", "trace_out", metavar="PATH",
-              help="Write a --trace capture's operations as Chrome/Perfetto trace JSON.")
-@click.option("--multiqc", "mqc_out", metavar="PATH",
-              help="Write MultiQC custom content (name it *_mqc.json).")
 @click.option("--sample", metavar="NAME", help="Sample name for --multiqc (default: the capture's file name).")
 @click.option("--set", "overrides", metavar="NAME=VALUE", multiple=True,
               help="Change a threshold for this report (repeatable); --thresholds lists them.")
@@ -58,8 +50,9 @@ def print_thresholds() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the terminal report.")
 @click.option("--snakemake-log", metavar="LOG", help="DIR mode: a Snakemake log; its jobs without a task are listed.")
 @FORCE_OPTION
-def report(capture, html_out, json_out, csv_out, trace_out, mqc_out, sample, overrides, list_thresholds, top, quiet,
-           snakemake_log, force):
+@export_options("report", also=("pipeline",))
+def report(capture: str | None, outputs: dict[str, str | None], sample: str | None, overrides: tuple[str, ...],
+           list_thresholds: bool, top: int, quiet: bool, snakemake_log: str | None, force: bool) -> None:
     """Turn a capture into answers: time breakdown, phases, timeline, files, storage and advice.
 
     Prints the report in the terminal, and writes any of the other formats asked for.
@@ -82,51 +75,29 @@ def report(capture, html_out, json_out, csv_out, trace_out, mqc_out, sample, ove
         return
     if not capture:
         raise UsageError("no capture given; usage: iolens report CAPTURE [--html PATH] [--json PATH] ...")
-    single = {"--csv": csv_out, "--chrome-trace": trace_out, "--multiqc": mqc_out, "--sample": sample}
     if os.path.isdir(capture):
         from iolens.commands._pipeline_dir import report_dir
 
-        if any(single.values()):
-            given = ", ".join(k for k, v in single.items() if v)
-            raise UsageError(f"{shown(capture)} is a capture directory (a pipeline run), which takes --html and "
-                             f"--json; {given} apply to one capture: give one of its captures instead")
-        return report_dir(capture, html_out=html_out, json_out=json_out, overrides=list(overrides), top=top,
-                          quiet=quiet, force=force, snakemake_log=snakemake_log)
+        if sample:
+            raise UsageError(f"--sample names the sample of one capture's --multiqc, and {shown(capture)} is a "
+                             "capture directory (a pipeline run)")
+        return report_dir(capture, outputs=outputs, overrides=list(overrides), top=top, quiet=quiet, force=force,
+                          snakemake_log=snakemake_log)
     if snakemake_log:
         raise UsageError("--snakemake-log is for a capture directory (a pipeline run), and "
                          f"{shown(capture)} is one capture")
-    named = {"--html": html_out, "--json": json_out, "--csv": csv_out, "--chrome-trace": trace_out,
-             "--multiqc": mqc_out}
-    check_outputs(named, force=force, inputs=[capture])
-    outs = [o for o in named.values() if o]
+    from iolens.render import exports
+
+    check_outputs(exports.check("report", outputs), force=force, inputs=[capture])
     from iolens.analysis.report import build_report
     from iolens.analysis.thresholds import with_overrides
 
     th = with_overrides(list(overrides))
     cap = load_capture(capture)
-    if trace_out:
-        from iolens.render.chrome_trace import render_chrome_trace
-
-        write_output(trace_out, render_chrome_trace(cap), force=force, opt="--chrome-trace")
     rep = build_report(cap, th)
-    if json_out:
-        from iolens.render.report_json import render_json
-
-        write_output(json_out, render_json(rep), force=force, opt="--json")
-    if csv_out:
-        from iolens.render.report_csv import render_csv
-
-        write_output(csv_out, render_csv(rep), force=force, opt="--csv")
-    if mqc_out:
-        from iolens.render.multiqc import render_multiqc
-
-        name = sample or os.path.basename(capture).rsplit(".iolens", 1)[0]
-        write_output(mqc_out, render_multiqc(rep, name), force=force, opt="--multiqc")
-    if html_out:
-        from iolens.render.report_html import render_html
-
-        write_output(html_out, render_html(rep), force=force, opt="--html")
-    if not quiet and "-" not in outs:
+    name = sample or os.path.basename(capture).rsplit(".iolens", 1)[0]
+    exports.write("report", outputs, exports.Exported(rep, capture=cap, sample=name), force=force)
+    if not quiet and not exports.to_stdout(outputs):
         from iolens.render.report_text import render_report_text
         from iolens.render.terminal import console as terminal
 

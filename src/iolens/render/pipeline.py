@@ -22,6 +22,20 @@ def render_json(rep: dict[str, Any]) -> bytes:
     return (json.dumps(rep, indent=1, default=str) + "\n").encode()
 
 
+DIFF_TAG, DIFF_SCHEMA = "iolens-pipeline-diff", [2, 0]
+
+
+def render_diff_json(ra: dict[str, Any], rb: dict[str, Any], a: str, b: str) -> bytes:
+    """Two pipeline runs rule by rule: each rule's figures in run A and in run B (null where it did not run)."""
+    pairs: dict[str, Any] = {}
+    for side, rep in (("a", ra), ("b", rb)):
+        for r in rep["rules"]:
+            pairs.setdefault(r["rule"], {"rule": r["rule"], "a": None, "b": None})[side] = {
+                k: r[k] for k in ("tasks", "time_s", "io_s", "io_share", "bytes_read", "bytes_written")}
+    doc = {"tag": DIFF_TAG, "schema_version": DIFF_SCHEMA, "a": a, "b": b, "rules": list(pairs.values())}
+    return (json.dumps(doc, indent=1) + "\n").encode()
+
+
 def _storage(items: list[dict[str, Any]]) -> str:
     return ", ".join(f"{i['mount']} ({i['fstype']}, {fmt_bytes(i['bytes'])})" for i in items[:3]) or "-"
 

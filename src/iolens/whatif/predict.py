@@ -26,12 +26,12 @@ The interval widens with what the model cannot see.
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import tempfile
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -451,12 +451,13 @@ def home_dir(cap: Capture, plan_files: list[str] | None = None) -> str | None:
     return None
 
 
-def to_json(model: StepModel, preds: list[Prediction], cache: str) -> str:
-    return json.dumps({"tag": "iolens-predict", "schema_version": [1, 2], "cache": cache,
-                       "model": {"wall_s": model.wall_s, "recording_s": model.recording_s,
-                                 "io_wall_s": model.io_wall_s, "compute_s": model.compute_s,
-                                 "stolen_s": model.stolen_s, "cpu_ratio": model.cpu_ratio,
-                                 "class_s": model.class_s, "class_n": model.class_n, "traced": model.traced,
-                                 "overlap": model.overlap},
-                       "cannot_see": model.unseen,
-                       "targets": [p.__dict__ for p in preds]}, indent=2) + "\n"
+def prediction_doc(model: StepModel, preds: list[Prediction], cache: str) -> dict[str, Any]:
+    """The prediction as its JSON document (tag iolens-predict; docs/whatif.md)."""
+    return {"tag": "iolens-predict", "schema_version": [1, 2], "cache": cache,
+            "model": {"wall_s": model.wall_s, "recording_s": model.recording_s,
+                      "io_wall_s": model.io_wall_s, "compute_s": model.compute_s,
+                      "stolen_s": model.stolen_s, "cpu_ratio": model.cpu_ratio,
+                      "class_s": model.class_s, "class_n": model.class_n, "traced": model.traced,
+                      "overlap": model.overlap},
+            "cannot_see": model.unseen,
+            "targets": [p.__dict__ for p in preds]}

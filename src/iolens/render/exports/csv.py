@@ -1,0 +1,15 @@
+"""CSV: the per-file table of a capture's report (RFC 4180, UTF-8)."""
+
+from __future__ import annotations
+
+from iolens.render.exports import Exported, Format
+
+
+def _report(s: Exported) -> bytes:
+    from iolens.render.report_csv import render_csv
+
+    return render_csv(s.report)
+
+
+FORMAT = Format("csv", "--csv", ".csv", "Write the per-file table as CSV (UTF-8; a name that is not UTF-8 keeps its "
+                "bytes: read it with errors='surrogateescape')", {"report": _report})
