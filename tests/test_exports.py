@@ -42,7 +42,8 @@ def test_a_format_that_does_not_apply_is_refused_before_anything_runs(command, t
     (tmp_path / "b").mkdir()
     argv = {"report": [datapath("report", "small.iolens")],
             "diff": [datapath("report", "small.iolens"), datapath("report", "small.iolens")],
-            "replay": [tmp_path / "none.iolens", "--on", tmp_path], "predict": [tmp_path / "none.iolens", "--on", tmp_path],
+            "replay": [tmp_path / "none.iolens", "--on", tmp_path],
+            "predict": [tmp_path / "none.iolens", "--on", tmp_path],
             "compare": ["touch {out:marker}", "--place", f"out={tmp_path},{tmp_path}/b", "--runs", "2", "--no-store"],
             "cost": ["--option", "aws:ebs-gp3=100", "--no-store"],
             "compress": [datapath("report", "small.json"), "--codecs", "lz4", "--no-store"],
