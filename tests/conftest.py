@@ -86,6 +86,7 @@ def _no_inherited_profiler(monkeypatch):
         monkeypatch.setenv("PYTHONPATH", _absolute_pythonpath(dict(os.environ))["PYTHONPATH"])
     # tests that profile must not be profiled themselves
     monkeypatch.delenv("IOLENS_DIR", raising=False)
+    monkeypatch.delenv("IOLENS", raising=False)
     if "iolens_preload" in os.environ.get("LD_PRELOAD", ""):
         monkeypatch.delenv("LD_PRELOAD")
 

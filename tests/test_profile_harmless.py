@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import iolens
+from conftest import iolens, tool, unavailable
 from iolens import _format as F
 from iolens.capture.reader import read_capture
 
@@ -150,6 +151,55 @@ def test_ls_proc_self_fd(tmp_path):
     assert res.stdout == b"0\n1\n2\n3\n"  # 3: the listing's own
 
 
+# ---- inherited descriptors: the command keeps every one it is given ----
+
+def in_shell(tmp_path: Path, script: str) -> subprocess.CompletedProcess:
+    """Run a bash script twice, `run CMD` (and $RUN, the words before CMD) standing for CMD and then for `iolens
+    profile -- CMD`, so that the command inherits the shell's descriptors (a `<(...)`, an `exec 3>`) as a user's
+    does; assert it saw no difference.  Returns the profiled run; its capture is tmp_path/c.iolens."""
+    cap = shlex.quote(str(tmp_path / "c.iolens"))
+    out = []
+    for run in ("", f"{shlex.quote(sys.executable)} -m iolens profile -q --force -o {cap} --"):
+        out.append(subprocess.run(["bash", "-c", f"run() {{ eval \"$RUN\"' \"$@\"'; }}\n{script}"], cwd=tmp_path,
+                                  env=environment(RUN=run), capture_output=True, stdin=subprocess.DEVNULL, timeout=300))
+    plain, profiled = out
+    assert (profiled.returncode, profiled.stdout, profiled.stderr) == (plain.returncode, plain.stdout, plain.stderr)
+    return profiled
+
+
+def test_process_substitution(tmp_path):
+    res = in_shell(tmp_path, "run cat <(echo ok)")
+    assert res.stdout == b"ok\n" and res.returncode == 0
+    assert images(read_capture(tmp_path / "c.iolens"), "cat")
+
+
+def test_exec_3_reaches_the_command(tmp_path):
+    res = in_shell(tmp_path, "exec 3>f; run sh -c 'echo x >&3'; exec 3>&-; cat f")
+    assert res.stdout == b"x\n" and res.returncode == 0
+
+
+def test_two_process_substitutions(tmp_path):
+    res = in_shell(tmp_path, "run diff <(printf 'a\\nb\\n') <(printf 'a\\nc\\n')")
+    assert res.returncode == 1 and res.stdout.endswith(b"< b\n---\n> c\n")
+
+
+def test_inherited_descriptor_above_100(tmp_path):
+    (tmp_path / "in.txt").write_text("far\n")
+    res = in_shell(tmp_path, "exec 150<in.txt; run cat /dev/fd/150; run ls /proc/self/fd")
+    assert res.stdout == b"far\n0\n1\n150\n2\n3\n"  # 3: the listing's own; nothing of the recorder's
+
+
+def test_make_jobserver_through_a_recursive_recipe(tmp_path):
+    """`+iolens profile -- $(MAKE) -C sub` under make -j4: the sub-make gets the jobserver's pipe, not -j1."""
+    tool("make")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "Makefile").write_text("all:\n\t+$(RUN) $(MAKE) -C sub\n")
+    (tmp_path / "sub" / "Makefile").write_text("all: a b\na b:\n\t@echo $@ $(findstring jobserver-auth,$(MAKEFLAGS))\n")
+    res = in_shell(tmp_path, "make -s -j4")
+    assert b"jobserver unavailable" not in res.stderr, res.stderr
+    assert sorted(res.stdout.split(b"\n")[-3:-1]) == [b"a jobserver-auth", b"b jobserver-auth"], res.stdout
+
+
 # ---- fatal signals: the recorder's handlers stand only where the program had the default ----
 
 def test_inherited_ignored_signals_stay_ignored(tmp_path):
@@ -213,6 +263,69 @@ def test_programs_own_ld_preload_kept(tmp_path):
     res, cap = both(tmp_path, ["bash", "-c", "printenv LD_PRELOAD; cat /dev/null"], env)
     assert res.stdout == b"libc.so.6\n"
     assert len(images(cap, "printenv")) == 1 and len(images(cap, "cat")) == 1
+
+
+def test_empty_ld_preload_stays_empty(tmp_path):
+    # set and empty is not unset; the children are still followed
+    script = 'echo "[${LD_PRELOAD-unset}]"; env | grep -c ^LD_PRELOAD=; cat /dev/null'
+    res, cap = both(tmp_path, ["sh", "-c", script], environment(LD_PRELOAD=""))
+    assert res.stdout == b"[]\n1\n"
+    assert len(images(cap, "cat")) == 1 and len(images(cap, "env")) == 1
+
+
+def test_ld_preload_emptied_by_the_program_stays_empty(tmp_path):
+    env = {k: v for k, v in environment().items() if k != "LD_PRELOAD"}
+    res, cap = both(tmp_path, ["sh", "-c", """LD_PRELOAD= sh -c 'echo "[${LD_PRELOAD-unset}]"; cat /dev/null'"""], env)
+    assert res.stdout == b"[]\n"
+    assert len(images(cap, "cat")) == 1
+
+
+def test_dynamic_children_see_the_environment_unprofiled(tmp_path):
+    # both() compares every line with the unprofiled run's, through exec (bash), a PATH search (env) and Python;
+    # without PWD, which a shell sets to its directory (the two runs' differ)
+    script = "{ env; env env; python3 -c 'import os; print(*os.environ.items(), sep=\"\\n\")'; } | grep -v PWD"
+    res, cap = both(tmp_path, ["bash", "-c", script], environment(LD_PRELOAD=""))
+    assert b"IOLENS" not in res.stdout and b"LD_PRELOAD=\n" in res.stdout
+    assert len(images(cap, "env")) == 3  # env, and env env's two images
+
+
+@pytest.fixture(scope="module")
+def static_envdump(tmp_path_factory) -> Path:
+    """tests/native/envdump.c linked statically (`gcc -static`: the C library's static archive, libc6-dev)."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler (cc/gcc) on PATH; install gcc")
+    exe = tmp_path_factory.mktemp("static") / "envdump-static"
+    res = subprocess.run([cc, "-static", "-O1", "-o", str(exe), str(Path(__file__).parent / "native" / "envdump.c")],
+                         capture_output=True, text=True)
+    if res.returncode != 0:
+        unavailable(f"cannot link statically (gcc -static: {res.stderr.strip()[-200:]}); install libc6-dev")
+    return exe
+
+
+@pytest.mark.parametrize("how", ["command", "script command", "exec", "execvp", "script", "posix_spawn"])
+def test_static_program_sees_the_environment_unprofiled(tmp_path, static_envdump, how):
+    """A static program ignores LD_PRELOAD, so nothing of the recorder's may reach it, whether iolens starts it or
+    a profiled program does (execve, a PATH search, a `#!` script whose interpreter is static, posix_spawn); an
+    empty LD_PRELOAD stays empty.  The price: its own children are not followed (docs/design.md)."""
+    script = tmp_path / "envdump.sh"
+    script.write_text(f"#!{static_envdump}\n")
+    script.chmod(0o755)
+    # a shell sets PWD to its directory (the two runs' differ): left out
+    argv = {"command": [static_envdump], "script command": [script],
+            "exec": ["sh", "-c", f"{static_envdump} | grep -v PWD="], "execvp": ["env", static_envdump.name],
+            "script": ["sh", "-c", f"{script} | grep -v PWD="],
+            "posix_spawn": [sys.executable, "-c", "import os, sys; os.waitpid(os.posix_spawnp(sys.argv[1], "
+                            "[sys.argv[1]], os.environ), 0)", static_envdump.name]}[how]
+    env = environment(LD_PRELOAD="", PATH=f"{static_envdump.parent}{os.pathsep}{os.environ['PATH']}")
+    res, cap = both(tmp_path, argv, env)
+    assert b"IOLENS" not in res.stdout and b"iolens_preload" not in res.stdout and b"LD_PRELOAD=\n" in res.stdout
+    assert not images(cap, static_envdump.name)
+    if how.endswith("command"):  # nothing at all was profiled; otherwise only the dynamic programs were
+        assert not cap.processes
+    else:
+        dynamic = {"sh", "dash", "env", "grep", os.path.basename(os.path.realpath(sys.executable))}
+        assert cap.processes and {os.path.basename(p.exe) for p in cap.processes} <= dynamic
 
 
 # A preload of the user's that defines read and write: every byte read and written is upper-cased.
@@ -288,15 +401,16 @@ def test_vfork_from_threads_is_cheap(cprog, tmp_path):
 
 def test_a_process_of_the_recording_without_a_part_yet_counts_as_running(tmp_path):
     """An image makes its part on its first recorded call: a daemon caught before it has none, and its environment
-    (the recording's IOLENS_DIR) tells it belongs to the recording (the test below once lost that race in CI)."""
-    from iolens.capture.record import still_running
+    (the recording's staging directory) tells it belongs to the recording (the test below once lost that race in
+    CI)."""
+    from iolens.capture.record import RECORDER_VAR, recorder_value, still_running
 
     stage = tmp_path / "stage"
     stage.mkdir()
     other = tmp_path / "other"
     other.mkdir()
-    mine = subprocess.Popen(["sleep", "30"], env={**os.environ, "IOLENS_DIR": str(stage)})
-    theirs = subprocess.Popen(["sleep", "30"], env={**os.environ, "IOLENS_DIR": str(other)})
+    mine = subprocess.Popen(["sleep", "30"], env={**os.environ, RECORDER_VAR: recorder_value(stage, os.getpid())})
+    theirs = subprocess.Popen(["sleep", "30"], env={**os.environ, RECORDER_VAR: recorder_value(other, os.getpid())})
     try:
         found = still_running(stage)
         assert mine.pid in found and theirs.pid not in found

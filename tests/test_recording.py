@@ -13,7 +13,7 @@ from conftest import iolens
 from iolens import _format as F
 from iolens.capture import record
 from iolens.capture.reader import read_capture
-from iolens.capture.record import Recording, staging_base, staging_dir
+from iolens.capture.record import RECORDER_VAR, Recording, recorder_dir, staging_base, staging_dir
 from iolens.sysinfo import mount_of
 
 SHM_USABLE = os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK | os.X_OK)
@@ -89,12 +89,30 @@ def test_staging_goes_to_dev_shm_when_unset(monkeypatch):
     assert staging_base() == ("/dev/shm", None)
     rec = Recording(["true"])
     env = rec.environment()
+    stage = str(rec.stage)
     try:
-        assert env["IOLENS_DIR"].startswith("/dev/shm/iolens-")
-        assert mount_of(env["IOLENS_DIR"])["fstype"] == "tmpfs"
+        assert stage.startswith("/dev/shm/iolens-") and recorder_dir(env[RECORDER_VAR]) == stage
+        assert mount_of(stage)["fstype"] == "tmpfs"
     finally:
         rec.close()
-    assert not os.path.exists(env["IOLENS_DIR"])
+    assert not os.path.exists(stage)
+
+
+def test_the_launcher_adds_two_variables_and_keeps_an_empty_ld_preload(monkeypatch):
+    """Every variable costs the command argument space (docs/design.md, "Recording a command"): the launcher adds
+    LD_PRELOAD and one variable of its own, and an empty LD_PRELOAD of the user's keeps its separator."""
+    monkeypatch.delenv("LD_PRELOAD", raising=False)
+    for trace, max_files, user, preload in ((False, None, None, "{lib}"), (True, 500, "", "{lib} "),
+                                            (False, None, "a.so:b.so", "{lib} a.so:b.so")):
+        env = {"PATH": os.environ["PATH"]} | ({} if user is None else {"LD_PRELOAD": user})
+        rec = Recording(["true"], trace=trace, max_files=max_files, env=env)
+        try:
+            added = rec.environment()
+            assert set(added) - set(env) <= {"LD_PRELOAD", RECORDER_VAR} and set(env) <= set(added)
+            assert added["LD_PRELOAD"] == preload.format(lib=rec.lib)
+            assert added[RECORDER_VAR] == f"{os.getpid()}{'t' if trace else ''}{'m500' if max_files else ''}{rec.stage}"
+        finally:
+            rec.close()
 
 
 def test_staging_honours_iolens_staging(monkeypatch, tmp_path):

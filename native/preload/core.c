@@ -1458,6 +1458,8 @@ static int start_part(const struct iolens_proc *init)
     return 0;
 }
 
+IOLENS_START_DATA static int launcher_pid; /* the top process's parent; 0: not known */
+
 IOLENS_COLD static void warn_once(const char *what)
 {
     /* A part that does not fit under the program's own RLIMIT_FSIZE is not a
@@ -1466,27 +1468,51 @@ IOLENS_COLD static void warn_once(const char *what)
     if (fsize_short) return;
     /* Only the top process warns, so a pipeline of thousands says it once. */
     const char *parent = iolens_env("IOLENS_PARENT_PID");
-    if (parent && atoi(parent) != (int)syscall(SYS_getppid)) return;
+    int want = launcher_pid ? launcher_pid : parent ? atoi(parent) : 0;
+    if (want && want != (int)syscall(SYS_getppid)) return;
     char msg[900];
     int n = snprintf(msg, sizeof msg, "iolens: warning: %s in %s (%s); the program runs unprofiled\n", what,
                      iolens_g.dir, strerror(errno));
     if (n > 0) iolens_sys_write(2, msg, (unsigned long)n);
 }
 
+IOLENS_COLD static uint64_t digits(const char **s)
+{
+    uint64_t v = 0;
+    for (; **s >= '0' && **s <= '9'; (*s)++) v = v * 10 + (uint64_t)(**s - '0');
+    return v;
+}
+
 IOLENS_COLD __attribute__((constructor(101))) static void iolens_init(int argc, char **argv, char **envp)
 {
     struct iolens_state *g = &iolens_g;
-    const char *dir = iolens_getenv_in(environ, "IOLENS_DIR");
+    /* the launcher's one variable, IOLENS=<its pid>[t][m<max files>]<directory>
+     * (capture/record.py, `recorder_value`); else a pipeline's IOLENS_DIR and friends */
+    const char *packed = iolens_getenv_in(environ, "IOLENS"), *dir = packed;
+    int trace = 0, pid = 0;
+    uint64_t max_files = 0;
+    if (packed) {
+        pid = (int)digits(&dir);
+        while (*dir && *dir != '/') {
+            if (*dir == 't') trace = 1;
+            if (*dir++ == 'm') max_files = digits(&dir);
+        }
+    } else {
+        dir = iolens_getenv_in(environ, "IOLENS_DIR");
+    }
     if (!dir || !*dir || iolens_strlen(dir) >= sizeof g->dir) return;
     iolens_guard = 1;
     iolens_memcpy(g->dir, dir, iolens_strlen(dir) + 1);
     iolens_env_take(); /* the program sees the environment it would see unprofiled */
     iolens_clock_init();
-    const char *t = iolens_env("IOLENS_TRACE");
-    g->trace = t && *t == '1';
-    const char *mf = iolens_env("IOLENS_MAX_FILES");
-    g->max_files = mf ? strtoull(mf, 0, 10) : 0;
-    if (!g->max_files) g->max_files = 1000000;
+    if (!packed) {
+        const char *t = iolens_env("IOLENS_TRACE"), *mf = iolens_env("IOLENS_MAX_FILES");
+        trace = t && *t == '1';
+        max_files = mf ? digits(&mf) : 0;
+    }
+    launcher_pid = pid;
+    g->trace = trace;
+    g->max_files = max_files ? max_files : 1000000;
     g->pid = (int)syscall(SYS_getpid);
     take_start(built_proc());
     note_strings(argc, argv, envp);

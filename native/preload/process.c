@@ -8,6 +8,10 @@
 
 #include <alloca.h>
 #include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -289,11 +293,12 @@ IOLENS_API pid_t vfork(void) { return fork(); }
 
 /* ---- the environment: the recorder's variables are its own ---- */
 
-/* Set by the launcher; taken out of environ at start, so the program (and
- * `env`) sees what it would see unprofiled, and put back only into the
- * environments passed on. */
-static const char *const env_keys[] = {"IOLENS_DIR", "IOLENS_TRACE", "IOLENS_MAX_FILES", "IOLENS_PARENT_PID",
-                                        "IOLENS_CLOCK"};
+/* Set by the launcher (IOLENS, capture/record.py's `recorder_value`) or a
+ * pipeline's engine (IOLENS_DIR, ...); taken out of environ at start, so the
+ * program (and `env`) sees what it would see unprofiled, and put back only
+ * into the environments passed on. */
+static const char *const env_keys[] = {"IOLENS",           "IOLENS_DIR",        "IOLENS_TRACE",
+                                        "IOLENS_MAX_FILES", "IOLENS_PARENT_PID", "IOLENS_CLOCK"};
 #define NKEYS (sizeof env_keys / sizeof env_keys[0])
 /* Pointers into the environment's own strings, which stay where they are
  * (only the array shrinks); so the start copies little and touches few pages. */
@@ -380,9 +385,9 @@ IOLENS_COLD void iolens_env_take(void)
             else if (head > 11 && (e[head - 1] == ' ' || e[head - 1] == ':')) head--;
             iolens_memcpy(rest, e, head);
             iolens_memcpy(rest + head, e + tail, iolens_strlen(e + tail) + 1);
-            const char *v = rest + 11;
-            while (*v == ' ' || *v == ':') v++;
-            if (*v) env[o++] = preload_rest = rest;
+            /* a value that was only ours was unset before; anything more (even
+             * a separator alone: the launcher's "ours " for an empty one) was set */
+            if (iolens_strlen(e + 11) > at_len) env[o++] = preload_rest = rest;
             continue;
         }
         if (!drop) env[o++] = e;
@@ -391,14 +396,120 @@ IOLENS_COLD void iolens_env_take(void)
     env_taken = 1;
 }
 
+/* ---- a program the interposer cannot load in ---- */
+
+extern const ElfW(Ehdr) __ehdr_start; /* this library's own ELF header, placed by the linker */
+
+/* Does the ELF whose first n bytes are in b (read from fd) load the
+ * interposer: our class, byte order and machine, and an interpreter
+ * (PT_INTERP)?  Not ELF: yes, exec decides. */
+IOLENS_COLD static int elf_loads(int fd, unsigned char *b, long n, size_t cap)
+{
+    const ElfW(Ehdr) *me = &__ehdr_start;
+    ElfW(Ehdr) h;
+    if (n < (long)sizeof h || !iolens_memeq((const char *)b, ELFMAG, SELFMAG)) return 1;
+    iolens_memcpy(&h, b, sizeof h);
+    if (h.e_ident[EI_CLASS] != me->e_ident[EI_CLASS] || h.e_ident[EI_DATA] != me->e_ident[EI_DATA] ||
+        h.e_machine != me->e_machine)
+        return 0;
+    long base = 0; /* b holds the file's bytes [base, base + n) */
+    for (unsigned i = 0; i < h.e_phnum && h.e_phentsize >= sizeof(ElfW(Phdr)); i++) {
+        long at = (long)h.e_phoff + (long)i * h.e_phentsize;
+        if (at < base || at + (long)sizeof(ElfW(Phdr)) > base + n) {
+            base = at;
+            n = syscall(SYS_pread64, fd, b, cap, at);
+            if (n < (long)sizeof(ElfW(Phdr))) return 1;
+        }
+        ElfW(Phdr) ph;
+        iolens_memcpy(&ph, b + (at - base), sizeof ph);
+        if (ph.p_type == PT_INTERP) return 1;
+    }
+    return 0;
+}
+
+/* Whether the interposer loads in the program at path (or, path 0, open at
+ * fd), following "#!" lines as the kernel does (capture/record.py's
+ * `interposer_loads` makes the same test for the command itself).  A static
+ * program ignores LD_PRELOAD, and one of another class or machine gets the
+ * loader's complaint on its stderr: either is given its environment as the
+ * caller passed it, as unprofiled, and its children are not followed.  Read
+ * only at exec or spawn, with raw system calls; errno is kept. */
+IOLENS_COLD static int loads_in(const char *path, int fd)
+{
+    union {
+        unsigned char b[1024];
+        ElfW(Ehdr) align_;
+    } u;
+    char interp[256];
+    int r = 1, e = errno;
+    for (int depth = 0; depth < 5; depth++) {
+        int opened = path ? (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC) : -1;
+        if (path && opened < 0) break;
+        long n = syscall(SYS_pread64, path ? opened : fd, u.b, sizeof u.b, 0L);
+        if (n >= 2 && u.b[0] == '#' && u.b[1] == '!') {
+            long i = 2, k = 0, m = n < 256 ? n : 256; /* the kernel reads the line's first 256 bytes */
+            while (i < m && (u.b[i] == ' ' || u.b[i] == '\t')) i++;
+            while (i < m && u.b[i] && u.b[i] != ' ' && u.b[i] != '\t' && u.b[i] != '\n')
+                interp[k++] = (char)u.b[i++];
+            interp[k] = 0;
+            path = interp;
+        } else {
+            r = elf_loads(path ? opened : fd, u.b, n, sizeof u.b);
+            path = 0;
+        }
+        if (opened >= 0) syscall(SYS_close, opened);
+        if (!path || !*path) break;
+    }
+    errno = e;
+    return r;
+}
+
+/* The same for the file execvp or posix_spawnp runs: file itself with a
+ * '/', else the first executable one of that name on PATH (glibc's default
+ * when unset).  A non-executable namesake earlier on PATH, which those would
+ * skip after trying, is not one this looks at either. */
+IOLENS_COLD static int loads_in_search(const char *file)
+{
+    if (!file || !*file || iolens_strchr(file, '/')) return loads_in(file, -1);
+    const char *dirs = iolens_getenv_in(environ, "PATH");
+    size_t fl = iolens_strlen(file);
+    char full[PATH_MAX];
+    int e = errno, r = 1;
+    for (const char *p = dirs ? dirs : "/bin:/usr/bin";;) {
+        const char *end = iolens_strchr(p, ':');
+        size_t dl = end ? (size_t)(end - p) : iolens_strlen(p);
+        if (dl + fl + 2 <= sizeof full) {
+            size_t o = 0;
+            if (dl) {
+                iolens_memcpy(full, p, dl);
+                o = dl;
+                full[o++] = '/';
+            }
+            iolens_memcpy(full + o, file, fl + 1);
+            if (syscall(SYS_faccessat, AT_FDCWD, full, X_OK) == 0) {
+                r = loads_in(full, -1);
+                break;
+            }
+        }
+        if (!end) break;
+        p = end + 1;
+    }
+    errno = e;
+    return r;
+}
+
 /* The environment to pass on at exec or spawn: envp with the recorder's
  * variables put back.  An empty environment stays empty: the caller asked
- * for nothing to be passed on, and that child is not followed.  Returns envp
- * itself when nothing is missing (or when it does not fit in out). */
-static char *const *fix_env(char *const envp[], char **out, int cap, char *merged, size_t mcap)
+ * for nothing to be passed on, and that child is not followed.  Nor is a
+ * program the interposer cannot load in (`loads_in`; search: look the file
+ * up on PATH; fd: fexecve's).  Returns envp itself when nothing is missing
+ * (or when it does not fit in out). */
+static char *const *fix_env(char *const envp[], char **out, int cap, char *merged, size_t mcap, const char *path,
+                            int fd, int search)
 {
     int n = 0, o = 0, seen = 0;
     if (!env_taken || !envp || !envp[0]) return envp;
+    if (!(search ? loads_in_search(path) : loads_in(path, fd))) return envp;
     while (envp[n]) n++;
     if (n + (int)NKEYS + 2 > cap) return envp;
     for (int i = 0; i < n; i++) {
@@ -442,13 +553,13 @@ static int env_cap(char *const envp[])
     while (envp && envp[n]) n++;
     return n + NKEYS + 2 <= ENVCAP ? (int)(n + NKEYS + 2) : 0; /* 0: too many, passed on as they are */
 }
-#define FIXED_ENV \
+#define FIXED_ENV(path, fd, search) \
     int cap_ = env_cap(envp); \
     char **fixed = alloca(sizeof(char *) * (size_t)(cap_ + 1)); \
     char *merged = alloca(MERGECAP); \
-    char *const *env = fix_env(envp, fixed, cap_, merged, MERGECAP);
-#define EXEC(call_with_env) \
-    FIXED_ENV \
+    char *const *env = fix_env(envp, fixed, cap_, merged, MERGECAP, path, fd, search);
+#define EXEC(path, fd, search, call_with_env) \
+    FIXED_ENV(path, fd, search) \
     iolens_finalize(IOLENS_PF_EXECED, 0); \
     int r = call_with_env; \
     int e = errno; \
@@ -456,18 +567,24 @@ static int env_cap(char *const envp[])
     errno = e; \
     return r;
 
-IOLENS_API int execve(const char *p, char *const argv[], char *const envp[]) { EXEC(REAL(execve)(p, argv, env)) }
-IOLENS_API int execvpe(const char *p, char *const argv[], char *const envp[]) { EXEC(REAL(execvpe)(p, argv, env)) }
-IOLENS_API int fexecve(int fd, char *const argv[], char *const envp[]) { EXEC(REAL(fexecve)(fd, argv, env)) }
+IOLENS_API int execve(const char *p, char *const argv[], char *const envp[])
+{
+    EXEC(p, -1, 0, REAL(execve)(p, argv, env))
+}
+IOLENS_API int execvpe(const char *p, char *const argv[], char *const envp[])
+{
+    EXEC(p, -1, 1, REAL(execvpe)(p, argv, env))
+}
+IOLENS_API int fexecve(int fd, char *const argv[], char *const envp[]) { EXEC(0, fd, 0, REAL(fexecve)(fd, argv, env)) }
 IOLENS_API int execv(const char *p, char *const argv[])
 {
     char *const *envp = environ;
-    EXEC(REAL(execve)(p, argv, env))
+    EXEC(p, -1, 0, REAL(execve)(p, argv, env))
 }
 IOLENS_API int execvp(const char *p, char *const argv[])
 {
     char *const *envp = environ;
-    EXEC(REAL(execvpe)(p, argv, env))
+    EXEC(p, -1, 1, REAL(execvpe)(p, argv, env))
 }
 
 /* execl*: gather the variadic argv, then the vector form above. */
@@ -501,19 +618,19 @@ IOLENS_API int execle(const char *p, const char *a0, ...)
     return execve(p, argv, envp);
 }
 
-#define SPAWN(call_with_env) \
-    FIXED_ENV \
+#define SPAWN(path, search, call_with_env) \
+    FIXED_ENV(path, -1, search) \
     return call_with_env;
 
 IOLENS_API int posix_spawn(pid_t *pid, const char *p, const posix_spawn_file_actions_t *fa,
                            const posix_spawnattr_t *at, char *const argv[], char *const envp[])
 {
-    SPAWN(REAL(posix_spawn)(pid, p, fa, at, argv, env))
+    SPAWN(p, 0, REAL(posix_spawn)(pid, p, fa, at, argv, env))
 }
 IOLENS_API int posix_spawnp(pid_t *pid, const char *p, const posix_spawn_file_actions_t *fa,
                             const posix_spawnattr_t *at, char *const argv[], char *const envp[])
 {
-    SPAWN(REAL(posix_spawnp)(pid, p, fa, at, argv, env))
+    SPAWN(p, 1, REAL(posix_spawnp)(pid, p, fa, at, argv, env))
 }
 
 /* system and popen start their shell through libc's internal spawn with
@@ -522,7 +639,7 @@ IOLENS_API int posix_spawnp(pid_t *pid, const char *p, const posix_spawn_file_ac
  * sees them too; one that replaces environ meanwhile keeps its own). */
 #define WITH_ENV(type, call) \
     char *const *envp = environ; \
-    FIXED_ENV \
+    FIXED_ENV("/bin/sh", -1, 0) \
     if (env == envp) return call; \
     environ = (char **)env; \
     type r = call; \

@@ -17,9 +17,11 @@ removes the staging directory.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import tempfile
 import time
@@ -71,11 +73,78 @@ def staging_base() -> tuple[str | None, str | None]:
 
 
 def staging_dir(warn: Warn | None = None) -> Path:
-    """A new staging directory (see `staging_base`); raises OSError when none can be made."""
+    """A new staging directory (see `staging_base`), absolute; raises OSError when none can be made."""
     base, note = staging_base()
     if note and warn:
         warn(f"iolens: note: {note}")
-    return Path(tempfile.mkdtemp(prefix="iolens-", dir=base))
+    return Path(os.path.abspath(tempfile.mkdtemp(prefix="iolens-", dir=base)))
+
+
+# The recorder's settings, in the one variable the launcher adds beside LD_PRELOAD (native/preload/process.c
+# reads it):  IOLENS=<launcher's pid>[t][m<max files>]<staging directory>, the directory absolute, so it starts
+# at the first '/'; `t` traces.  The interposer also reads IOLENS_DIR, IOLENS_TRACE, IOLENS_MAX_FILES and
+# IOLENS_PARENT_PID, as a pipeline's engine sets them (docs/pipelines.md).
+RECORDER_VAR = "IOLENS"
+
+
+def recorder_value(stage: Path, parent_pid: int, *, trace: bool = False, max_files: int | None = None) -> str:
+    return f"{parent_pid}{'t' if trace else ''}{f'm{max_files}' if max_files else ''}{stage}"
+
+
+def recorder_dir(value: str) -> str | None:
+    """The staging directory of a `recorder_value`; None when it names none."""
+    at = value.find("/")
+    return value[at:] if at >= 0 else None
+
+
+def program_path(argv0: str, env: Mapping[str, str], cwd: str | os.PathLike[str] | None = None) -> str | None:
+    """The file exec runs for argv0: argv0 itself (from cwd) when it has a '/', else found on the PATH of env."""
+    if "/" in argv0:
+        return os.path.join(cwd or "", argv0)
+    return shutil.which(argv0, path=os.pathsep.join(os.get_exec_path(dict(env))))
+
+
+ELF_MAGIC = b"\x7fELF"
+PT_INTERP = 3
+
+
+def interposer_loads(path: str | None, depth: int = 0) -> bool:
+    """Whether the interposer can load in the program at path: an ELF of the interposer's own class, byte order
+    and machine that names an interpreter (PT_INTERP: dynamically linked), following `#!` lines as the kernel does.
+    A statically linked program ignores LD_PRELOAD, and one of another class or machine gets the loader's complaint
+    on its stderr, so either is started with the environment it would have unprofiled (and its children are not
+    followed).  What cannot be read, or is neither ELF nor `#!`, counts as loading: exec decides.  The interposer's
+    exec hooks make the same test (native/preload/process.c, `loads_in`)."""
+    if path is None or depth > 4:
+        return True
+    try:
+        with open(path, "rb") as f:
+            head = f.read(256)
+            if head.startswith(b"#!"):
+                interp = head[2:].split(b"\n", 1)[0].strip(b" \t").split(None, 1)
+                return not interp or interposer_loads(os.fsdecode(interp[0]), depth + 1)
+            if not head.startswith(ELF_MAGIC) or len(head) < 64:
+                return True
+            if (head[4], head[5], head[18:20]) != _own_elf_identity():
+                return False
+            order = "<" if head[5] == 1 else ">"
+            # e_phoff, then e_phentsize and e_phnum, where ELF32 and ELF64 keep them
+            phoff, = struct.unpack_from(order + ("Q" if head[4] == 2 else "I"), head, 32 if head[4] == 2 else 28)
+            phentsize, phnum = struct.unpack_from(order + "HH", head, 54 if head[4] == 2 else 42)
+            f.seek(phoff)
+            table = f.read(phentsize * phnum)
+    except OSError:
+        return True
+    return any(struct.unpack_from(order + "I", table, i * phentsize)[0] == PT_INTERP
+               for i in range(min(phnum, len(table) // max(phentsize, 4))))
+
+
+@functools.cache
+def _own_elf_identity() -> tuple[int, int, bytes]:
+    """The interposer's ELF class, byte order and machine."""
+    with open(preload_library(), "rb") as f:
+        head = f.read(20)
+    return head[4], head[5], head[18:20]
 
 
 def resolve_command(argv: Sequence[str]) -> None:
@@ -148,34 +217,41 @@ class Recording:
     # -- set up -------------------------------------------------------------------------------------------
 
     def environment(self) -> dict[str, str]:
-        """The command's environment with the interposer in it; makes the staging directory (OSError if none)."""
+        """The command's environment with the interposer in it; makes the staging directory (OSError if none).
+
+        Ours goes first in LD_PRELOAD, followed by a space and the user's value whenever the user's is set, even
+        empty: the interposer takes its own entry and one separator out, and gives the program what is left (an
+        `LD_PRELOAD=` stays set and empty; one that was unset stays unset).  The recorder's settings travel in one
+        variable (`recorder_value`): every variable costs the program argument space (ARG_MAX)."""
         if self.stage is None:
             self.stage = staging_dir(self.warn)
         env = dict(self.base_env)
         have = env.get("LD_PRELOAD")
-        env[self.preload_var] = f"{self.lib} {have}" if have else str(self.lib)
-        env["IOLENS_DIR"] = str(self.stage)
-        env["IOLENS_PARENT_PID"] = str(os.getpid())
-        env["IOLENS_TRACE"] = "1" if self.trace else "0"
-        if self.max_files:
-            env["IOLENS_MAX_FILES"] = str(self.max_files)
+        env[self.preload_var] = str(self.lib) if have is None else f"{self.lib} {have}"
+        env[RECORDER_VAR] = recorder_value(self.stage, os.getpid(), trace=self.trace, max_files=self.max_files)
         return env
 
     # -- run it here ----------------------------------------------------------------------------------------
 
     def start(self) -> subprocess.Popen[bytes]:
-        """Start the command, stdin, stdout and stderr shared with this process (or `stdio`).  Without a staging
-        directory it runs unprofiled (after a warning): the command itself always runs."""
+        """Start the command, stdin, stdout and stderr shared with this process (or `stdio`), with every descriptor
+        this process inherited.  Without a staging directory it runs unprofiled (after a warning): the command
+        itself always runs."""
         try:
             env = self.environment()
         except OSError as err:
             if self.warn:
                 self.warn(f"iolens: warning: no staging directory ({err}); the command runs unprofiled")
             env = dict(self.base_env)
+        if not interposer_loads(program_path(self.argv[0], self.base_env, self.cwd)):
+            env = dict(self.base_env)  # static: LD_PRELOAD means nothing to it, so it sees what it would unprofiled
         probes = [_probe_cpu()] if self.trace else []  # before the clock starts: not the command's time
         self._timing = _Timing(time.time_ns(), time.monotonic_ns(), 0, cpu=(cpu_seconds(), None), probes=probes)
         try:
-            self.proc = subprocess.Popen(self.argv, env=env, cwd=self.cwd, stdout=self.stdio, stderr=self.stdio)
+            # every descriptor the command inherits stays its own (a `<(...)`, `exec 3>`, make's jobserver);
+            # this process's own are close-on-exec
+            self.proc = subprocess.Popen(self.argv, env=env, cwd=self.cwd, stdout=self.stdio, stderr=self.stdio,
+                                         close_fds=False)
         except OSError as err:
             self.close()
             raise CommandNotFound(f"cannot run {self.argv[0]}: {err.strerror}", exit_code=126) from None
@@ -301,18 +377,19 @@ def still_running(stage: Path) -> list[int]:
 
 
 def _inheriting(stage: Path, me: int) -> set[int]:
-    """Live processes started with this recording's IOLENS_DIR that have no part yet: an image makes its part on
-    its first recorded call, so a daemon caught between its fork and its first file operation (or wait) has none,
-    and only its environment tells it belongs to the recording."""
-    mark = b"\0IOLENS_DIR=" + os.fsencode(stage) + b"\0"
+    """Live processes started with this recording's staging directory (in `RECORDER_VAR`) that have no part yet:
+    an image makes its part on its first recorded call, so a daemon caught between its fork and its first file
+    operation (or wait) has none, and only its environment tells it belongs to the recording."""
+    key = os.fsencode(RECORDER_VAR) + b"="
     out = set()
     for d in os.scandir("/proc"):
         if not d.name.isdigit() or int(d.name) == me:
             continue
         try:
             with open(f"/proc/{d.name}/environ", "rb") as fh:
-                if mark in b"\0" + fh.read() + b"\0":
-                    out.add(int(d.name))
+                values = [e[len(key):] for e in fh.read().split(b"\0") if e.startswith(key)]
         except OSError:
             continue  # gone, or not ours to read
+        if any(recorder_dir(os.fsdecode(v)) == str(stage) for v in values):
+            out.add(int(d.name))
     return out
