@@ -126,7 +126,6 @@ extern const char *const OP_NAMES[RP_NOPS];
 extern const int OP_CLASS[RP_NOPS];
 extern const char *const OP_DOCS[RP_NOPS];
 extern const char *const CLASS_NAMES[RP_NCLASS];
-extern const char *const CONTENTS[CONTENT__COUNT];
 
 /* Reads the job at path and its op list into R.  0, or the exit status (2) after writing the bad-job result. */
 int read_plan(const char *path, struct job_args *args);

@@ -8,16 +8,22 @@
 
 #include "internal.h"
 
+/* Opens the JSON document: its tag and the schema version. */
+static void open_doc(jw *w, const char *tag)
+{
+    jw_init(w, stdout);
+    jw_obj(w, NULL);
+    jw_str(w, "tag", tag);
+    jw_arr(w, "schema_version");
+    jw_int(w, NULL, RP_SCHEMA_MAJOR);
+    jw_int(w, NULL, RP_SCHEMA_MINOR);
+    jw_end_arr(w);
+}
+
 void describe(void)
 {
     jw w;
-    jw_init(&w, stdout);
-    jw_obj(&w, NULL);
-    jw_str(&w, "tag", "iolens-replay-describe");
-    jw_arr(&w, "schema_version");
-    jw_int(&w, NULL, RP_SCHEMA_MAJOR);
-    jw_int(&w, NULL, RP_SCHEMA_MINOR);
-    jw_end_arr(&w);
+    open_doc(&w, "iolens-replay-describe");
     jw_obj(&w, "ops");
     for (int i = 0; i < RP_NOPS; i++) {
         jw_obj(&w, OP_NAMES[i]);
@@ -31,7 +37,7 @@ void describe(void)
     for (int i = 0; i < RP_NCLASS; i++) jw_str(&w, NULL, CLASS_NAMES[i]);
     jw_end_arr(&w);
     jw_arr(&w, "contents");
-    for (int i = 0; i < CONTENT__COUNT; i++) jw_str(&w, NULL, CONTENTS[i]);
+    for (int i = 0; i < CONTENT__COUNT; i++) jw_str(&w, NULL, CONTENT_NAMES[i]);
     jw_end_arr(&w);
 #define RP_FIELD(type, name) jw_str(&w, NULL, #name ":" #type);
     jw_arr(&w, "op_fields");
@@ -73,13 +79,7 @@ int write_result(int status, const char *message, uint64_t wall, uint64_t layout
         if (lf) fclose(lf);
     }
     jw w;
-    jw_init(&w, stdout);
-    jw_obj(&w, NULL);
-    jw_str(&w, "tag", "iolens-replay-result");
-    jw_arr(&w, "schema_version");
-    jw_int(&w, NULL, RP_SCHEMA_MAJOR);
-    jw_int(&w, NULL, RP_SCHEMA_MINOR);
-    jw_end_arr(&w);
+    open_doc(&w, "iolens-replay-result");
     jw_str(&w, "status", status == 0 ? "ok" : status == 130 ? "interrupted" : "error");
     jw_str(&w, "message", message);
     jw_uint(&w, "wall_ns", wall);

@@ -33,11 +33,6 @@ const char *const CLASS_NAMES[RP_NCLASS] = {
     RP_CLASSES(RP_X_CLASS)
 #undef RP_X_CLASS
 };
-const char *const CONTENTS[CONTENT__COUNT] = {
-#define X(n, d) #n,
-    BENCH_CONTENTS(X)
-#undef X
-};
 
 static int bad_job(const char *msg, const char *what)
 {
@@ -103,7 +98,7 @@ static int read_objects(const jval *job, const char **badp)
         R.files[i].layout = (int64_t)json_num(f, "layout", -1, &bad);
         const char *c = json_str(f, "content", "random", &bad);
         for (int k = 0; k < CONTENT__COUNT; k++)
-            if (!strcmp(c, CONTENTS[k]) && k != CONTENT_template) R.files[i].content = k;
+            if (!strcmp(c, CONTENT_NAMES[k]) && k != CONTENT_template) R.files[i].content = k;
     }
     const jval *handles = json_get(job, "handles");
     R.nhandles = json_len(handles);
