@@ -4,8 +4,8 @@ that use each other, directly or round a longer circle.
 "Uses" is read from the compiled objects, not from the text: each `.c` file is compiled on its own and `nm` lists
 the symbols it defines and the ones it needs; file A uses file B when A needs a function or a variable B defines
 (a definition in A's own directory first, as the link of A's program resolves it).  A symbol the C library
-defines is the C library's: a definition of it in native/ is the interposer's hook, which no program links.  A circle is a strongly
-connected set of files in that graph.
+defines is the C library's: a definition of it in native/ is the interposer's hook, which no program links.  A
+circle is a strongly connected set of files in that graph.
 """
 
 from __future__ import annotations
