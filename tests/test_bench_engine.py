@@ -249,6 +249,8 @@ def test_null_engine_touches_nothing(work):
     ({"schema_version": [1, 0], "dirs": [], "phases": [{"name": "x", "groups": [{"op": "fly"}]}]}, "unknown op"),
     ({"schema_version": [1, 0], "dirs": [], "phases": [{"name": "x", "groups": [{"op": "write", "engine": "null"}]}]},
      "needs size"),
+    ({"schema_version": [1, 0], "dirs": [], "phases": [{"name": "x", "groups": [
+        {"op": "write", "engine": "null", "size": 1, "files": ["a"]}]}]}, "op read only"),
     ({"schema_version": [1, 1], "dirs": [], "device_stats": ["/sys/x"], "phases": []}, "one entry"),
     ({"schema_version": [1, 1], "dirs": [], "device_stats": {}, "phases": []}, "one entry"),
 ])

@@ -31,6 +31,10 @@
     X(delete, small, none, "unlink small files, then remove their directories")                           \
     X(remove, util, none, "untimed clean-up: remove files or a small-file tree")
 
+/* The values of BENCH_OPS's kind and io columns (an op naming another does not compile: see OP_KIND in job.c) */
+#define BENCH_KINDS(X) X(seq) X(rand) X(small) X(util)
+#define BENCH_IOS(X) X(read) X(write) X(mixed) X(none)
+
 /* X(name, doc) */
 #define BENCH_CONTENTS(X)                                                  \
     X(random, "incompressible pseudo-random bytes")                        \
@@ -52,6 +56,20 @@ typedef enum {
 #undef X
         OP__COUNT
 } op_kind;
+
+typedef enum {
+#define X(n) KIND_##n,
+    BENCH_KINDS(X)
+#undef X
+        KIND__COUNT
+} kind_t;
+
+typedef enum {
+#define X(n) IO_##n,
+    BENCH_IOS(X)
+#undef X
+        IO__COUNT
+} io_kind;
 
 typedef enum {
 #define X(n, d) CONTENT_##n,
@@ -87,6 +105,9 @@ typedef struct {
 
 uint64_t rng_next(rng_t *r);
 void rng_seed(rng_t *r, uint64_t seed);
+
+/* The names of BENCH_CONTENTS, for the bench's jobs and results and the replayer's (content.c) */
+extern const char *const CONTENT_NAMES[CONTENT__COUNT];
 
 /* Content pool of n bytes, 4096-aligned; 0 on success, else -1 with err set. */
 int content_pool(content_kind kind, const char *tmpl, size_t n, uint64_t seed, unsigned char **out, char *err,

@@ -24,6 +24,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+const char *const CONTENT_NAMES[CONTENT__COUNT] = {
+#define X(n, d) #n,
+    BENCH_CONTENTS(X)
+#undef X
+};
+
 static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
 uint64_t rng_next(rng_t *r)

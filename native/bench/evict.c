@@ -75,10 +75,9 @@ void evict_phase(phase *ph, job_ctx *ctx)
         group *g = &ph->groups[i];
         /* every file the phase's groups will touch that exists now: a write to an
          * evicted page is a cold write, as fio's invalidate=1 makes it */
-        if (g->engine == ENGINE_null)
+        if (!g->eng->files)
             continue;
-        const char *kind = OP_KINDS[g->op];
-        if (!strcmp(kind, "small")) {
+        if (OP_KIND[g->op] == KIND_small) {
             /* evict every file, measure a sample of at most 2000 */
             uint64_t step = g->count > 2000 ? g->count / 2000 : 1;
             char name[64];

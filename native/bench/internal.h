@@ -4,14 +4,22 @@
  * A job is a list of phases; a phase is a set of thread groups that start
  * together; each thread of a group is a worker.  The units, in the order a
  * job passes through them:
- *   job.c     parse the job tree into phases and groups (the name tables)
+ *   names.c   the name tables of bench.h's lists
+ *   job.c     parse the job tree into phases and groups, each with its engine and timed loop
  *   paths.c   open and remove below a job directory, never through a symlink
  *   setup.c   untimed phase set-up: content pools, laid-out files, small-file directories
  *   evict.c   page-cache eviction before a phase, block-device counters around it
- *   worker.c  a worker thread: open, wait for the start, run its op, close
- *   ops.c     the timed loops: sequential, random, io_uring, small files
+ *   record.c  what a running phase's threads share; a worker's failure, its per-second series, file names
+ *   worker.c  a worker thread: open, wait for the start, run its op's loop, close
+ *   loops.h   the timed loops over an engine's synchronous operations (sequential, a list of files, random,
+ *             small files), compiled into each such engine with its operations
+ *   psync.c   the psync engine: pread, pwrite, the small-file calls, fsync, and its loops
+ *   uring.c   the io_uring engine: a ring over the raw system calls, and its queued loops
+ *   engines.c the table of engines (ioengine.h), and the null engine
  *   output.c  the result JSON
  *   run.c     run the phases and write the result (bench_run)
+ * No two units use each other (tests/test_native_layout.py): the shared state is record.c's, a leaf, and
+ * run.c and worker.c reach the loops only through a group's engine, chosen when the job is parsed.
  */
 #ifndef IOLENS_BENCH_INTERNAL_H
 #define IOLENS_BENCH_INTERNAL_H
@@ -35,6 +43,7 @@
 /* ---- job structures -------------------------------------------------------- */
 
 typedef struct group group;
+struct ioengine;
 
 typedef struct {
     group *g;
@@ -65,6 +74,8 @@ typedef struct {
 struct group {
     op_kind op;
     engine_kind engine;
+    const struct ioengine *eng; /* the engine's operations (ENGINES[engine]) */
+    void (*run)(worker *w);     /* its timed loop for this op, chosen when the job is parsed; NULL: untimed */
     int dir;       /* index into job dirs, -1 for the null engine */
     int dirfd;
     const char *file, *prefix, *tmpl;
@@ -131,7 +142,7 @@ typedef struct {
     size_t pool_bytes;
 } job_ctx;
 
-/* ---- shared state (run.c) ---------------------------------------------------- */
+/* ---- shared state (record.c) ------------------------------------------------- */
 
 extern volatile int g_abort; /* a worker failed: the others stop */
 extern job_ctx *g_ctx;
@@ -139,15 +150,16 @@ extern int g_err_dir;        /* job dir index of the failing group */
 extern uint64_t g_phase_t0;  /* absolute ns of the phase start */
 extern uint64_t g_stonewall; /* absolute ns (CLOCK_MONOTONIC) every op of the phase stops at; 0: none */
 
-/* ---- job.c: the names the parser looks up, one table per X-macro list in bench.h ---- */
+/* ---- names.c: one table per X-macro list in bench.h ---- */
 
 extern const char *const OP_NAMES[OP__COUNT];
-extern const char *const OP_KINDS[OP__COUNT];
-extern const char *const OP_IOS[OP__COUNT];
-extern const char *const CONTENT_NAMES[CONTENT__COUNT];
+extern const kind_t OP_KIND[OP__COUNT];
+extern const io_kind OP_IO[OP__COUNT];
 extern const char *const SYNC_NAMES[SYNC__COUNT];
 extern const char *const LAYOUT_NAMES[LAYOUT__COUNT];
 extern const char *const ENGINE_NAMES[ENGINE__COUNT];
+
+/* ---- job.c ---------------------------------------------------------------------- */
 
 /* Parses the whole job into ctx and *phases (allocated even on error, for the caller to free).
  * 0, or -1 with the message in err. */
@@ -173,21 +185,19 @@ void close_subdirs(group *g, int remove);
 void evict_phase(phase *ph, job_ctx *ctx);
 void devstats_sample(job_ctx *ctx, devstat *into, int *ok);
 
-/* ---- worker.c -------------------------------------------------------------------- */
+/* ---- record.c -------------------------------------------------------------------- */
 
-void *worker_main(void *arg);
 void fail(worker *w, int err, const char *what, const char *path);
 void series_add(worker *w, uint64_t t_rel, uint64_t bytes);
-int do_sync(group *g, int fd);
 void seq_name(const group *g, int tid, char *out, size_t n);
 void small_name(uint64_t i, char *out, size_t n);
 
-/* ---- ops.c ------------------------------------------------------------------------ */
+/* The group's sync of fd by its engine, timed and counted; 0, or -1 after fail(). */
+int sync_file(worker *w, int fd);
 
-void run_seq(worker *w);
-void run_rand(worker *w);
-void run_uring(worker *w);
-void run_small(worker *w);
+/* ---- worker.c -------------------------------------------------------------------- */
+
+void *worker_main(void *arg);
 
 /* ---- output.c --------------------------------------------------------------------- */
 
@@ -255,5 +265,7 @@ static inline unsigned char *pool_slice(group *g, uint64_t *pool_off, uint64_t n
     *pool_off += (n + 4095) & ~4095ull;
     return p;
 }
+
+#include "ioengine.h"
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * Job parsing: the job tree (json.h) into phases and groups, checked before
- * anything runs.  Names are looked up in tables made from the X-macro lists
- * in bench.h, the same lists `iolens-bench --describe` prints.
+ * anything runs.  Names are looked up in the tables of names.c, made from the
+ * X-macro lists in bench.h, the same lists `iolens-bench --describe` prints.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -10,42 +10,6 @@
 #include <string.h>
 
 #include "internal.h"
-
-const char *const OP_NAMES[OP__COUNT] = {
-#define X(n, k, io, d) #n,
-    BENCH_OPS(X)
-#undef X
-};
-const char *const OP_KINDS[OP__COUNT] = {
-#define X(n, k, io, d) #k,
-    BENCH_OPS(X)
-#undef X
-};
-const char *const OP_IOS[OP__COUNT] = {
-#define X(n, k, io, d) #io,
-    BENCH_OPS(X)
-#undef X
-};
-const char *const CONTENT_NAMES[CONTENT__COUNT] = {
-#define X(n, d) #n,
-    BENCH_CONTENTS(X)
-#undef X
-};
-const char *const SYNC_NAMES[SYNC__COUNT] = {
-#define X(n) #n,
-    BENCH_SYNCS(X)
-#undef X
-};
-const char *const LAYOUT_NAMES[LAYOUT__COUNT] = {
-#define X(n) #n,
-    BENCH_LAYOUTS(X)
-#undef X
-};
-const char *const ENGINE_NAMES[ENGINE__COUNT] = {
-#define X(n) #n,
-    BENCH_ENGINES(X)
-#undef X
-};
 
 static int lookup(const char *const *names, int n, const char *s)
 {
@@ -71,8 +35,9 @@ static int parse_group(const jval *jg, group *g, job_ctx *ctx, char *err, size_t
         return -1;
     }
     g->engine = (engine_kind)e;
-    g->dir = (int)json_num(jg, "dir", g->engine == ENGINE_null ? -1 : 0, &bad);
-    if (g->engine != ENGINE_null) {
+    g->eng = ENGINES[e];
+    g->dir = (int)json_num(jg, "dir", g->eng->files ? 0 : -1, &bad);
+    if (g->eng->files) {
         if (g->dir < 0 || g->dir >= ctx->ndirs) {
             snprintf(err, errlen, "group dir %d is not one of the job's %d dirs", g->dir, ctx->ndirs);
             return -1;
@@ -150,12 +115,12 @@ static int parse_group(const jval *jg, group *g, job_ctx *ctx, char *err, size_t
         snprintf(err, errlen, "field \"%s\" has the wrong type", bad);
         return -1;
     }
-    const char *kind = OP_KINDS[g->op];
+    kind_t kind = OP_KIND[g->op];
     if (g->direct && g->bs % 512) {
         snprintf(err, errlen, "direct I/O needs bs to be a multiple of 512 (better 4096)");
         return -1;
     }
-    if (!strcmp(kind, "seq") && g->op == OP_write && !g->size && g->runtime_s <= 0) {
+    if (kind == KIND_seq && g->op == OP_write && !g->size && g->runtime_s <= 0) {
         snprintf(err, errlen, "write needs size (bytes per thread) or runtime_s");
         return -1;
     }
@@ -167,22 +132,30 @@ static int parse_group(const jval *jg, group *g, job_ctx *ctx, char *err, size_t
             return -1;
         }
     }
-    if (!strcmp(kind, "seq") && one_file(g) && !g->size) {
+    if (kind == KIND_seq && one_file(g) && !g->size) {
         snprintf(err, errlen, "a shared file needs size (bytes per thread)");
         return -1;
     }
-    if (!strcmp(kind, "rand") && !g->file_size) {
+    if (kind == KIND_rand && !g->file_size) {
         snprintf(err, errlen, "%s needs file_size", op);
         return -1;
     }
-    if (!strcmp(kind, "small") && !g->count) {
+    if (kind == KIND_small && !g->count) {
         snprintf(err, errlen, "%s needs count", op);
         return -1;
     }
-    if (g->engine != ENGINE_null && (strchr(g->prefix, '/') || !valid_component(g->prefix, strlen(g->prefix)))) {
+    if (g->eng->files && (strchr(g->prefix, '/') || !valid_component(g->prefix, strlen(g->prefix)))) {
         snprintf(err, errlen, "prefix must be a plain name");
         return -1;
     }
+    if (g->files && g->op != OP_read) {
+        snprintf(err, errlen, "files lists files to read: op read only");
+        return -1;
+    }
+    /* the timed loop, chosen once: the engine's for the op's kind (seq has two: one file, or a list) */
+    loop_kind loop = kind == KIND_seq ? (g->files ? LOOP_files : LOOP_seq)
+                   : kind == KIND_rand ? LOOP_rand : kind == KIND_small ? LOOP_small : LOOP__COUNT;
+    g->run = loop < LOOP__COUNT ? g->eng->run[loop] : NULL;
     return 0;
 }
 

@@ -13,13 +13,6 @@
 
 #include "internal.h"
 
-volatile sig_atomic_t bench_stop_signal = 0;
-volatile int g_abort = 0;
-job_ctx *g_ctx;
-int g_err_dir = -1;
-uint64_t g_phase_t0;
-uint64_t g_stonewall;
-
 static void progress_line(phase *ph, size_t index)
 {
     uint64_t b = 0, o = 0;
@@ -65,7 +58,7 @@ static int run_phase(job_ctx *ctx, phase *ph, size_t index, const char **eop, ch
         group *g = &ph->groups[i];
         g_err_dir = g->dir;
         if (g->op == OP_remove) {
-            if (g->engine == ENGINE_null)
+            if (!g->eng->files)
                 continue;
             for (size_t k = 0; g->paths && k < json_len(g->paths); k++) {
                 const jval *p = json_at(g->paths, k);
@@ -83,7 +76,7 @@ static int run_phase(job_ctx *ctx, phase *ph, size_t index, const char **eop, ch
             *eerr = ENOMEM;
             return -1;
         }
-        if (g->prepare && g->engine != ENGINE_null) {
+        if (g->prepare && g->eng->files) {
             uint64_t fsz = g->file_size ? g->file_size : g->size;
             int n = one_file(g) ? 1 : g->threads;
             for (int t = 0; t < n; t++) {
@@ -100,7 +93,7 @@ static int run_phase(job_ctx *ctx, phase *ph, size_t index, const char **eop, ch
                 }
             }
         }
-        if (!strcmp(OP_KINDS[g->op], "small")) {
+        if (OP_KIND[g->op] == KIND_small) {
             int rc = open_subdirs(g, g->op == OP_create, emsg, emsglen);
             if (rc) {
                 *eerr = -rc;
@@ -111,7 +104,7 @@ static int run_phase(job_ctx *ctx, phase *ph, size_t index, const char **eop, ch
         }
         /* a multi-client phase (start_at) leaves creating the shared file to its caller: a late process must not
          * truncate what the others already wrote */
-        if (g->op == OP_write && one_file(g) && g->engine != ENGINE_null && ph->start_at <= 0) {
+        if (g->op == OP_write && one_file(g) && g->eng->files && ph->start_at <= 0) {
             int fd = open_beneath(g->dirfd, g->file, O_WRONLY | O_CREAT | O_TRUNC, 0644, 1);
             if (fd < 0) {
                 *eerr = errno;

@@ -16,8 +16,7 @@
 
 int needs_pool(const group *g)
 {
-    const char *io = OP_IOS[g->op];
-    return g->engine != ENGINE_null && (!strcmp(io, "write") || !strcmp(io, "mixed") || g->prepare);
+    return g->eng->files && (OP_IO[g->op] == IO_write || OP_IO[g->op] == IO_mixed || g->prepare);
 }
 
 /* Content pools are shared per (content, template), made once per job. */
@@ -90,7 +89,7 @@ int prepare_file(group *g, const char *name, uint64_t size, char *err, size_t er
 
 int open_subdirs(group *g, int create, char *err, size_t errlen)
 {
-    if (g->engine == ENGINE_null)
+    if (!g->eng->files)
         return 0;
     if (create) {
         if (mkdirat(g->dirfd, g->prefix, 0755) && errno != EEXIST) {

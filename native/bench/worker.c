@@ -1,7 +1,7 @@
 /*
  * A worker thread: opens what it works on (untimed), waits for the phase to
- * start, runs its op, closes its files (timed: network filesystems flush on
- * close).  The helpers the ops share live here too.
+ * start, runs its group's timed loop (chosen with its engine when the job was
+ * parsed), closes its files (timed: network filesystems flush on close).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,68 +18,6 @@ static double thread_cpu_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-void fail(worker *w, int err, const char *what, const char *path)
-{
-    if (!w->err) {
-        w->err = err;
-        w->errwhat = what;
-        snprintf(w->errpath, sizeof w->errpath, "%s", path ? path : "");
-    }
-    g_abort = 1;
-}
-
-/* Slow path: a new second of the per-second series (grows the arrays). */
-void series_add(worker *w, uint64_t t_rel, uint64_t bytes)
-{
-    size_t sec = (size_t)(t_rel / 1000000000ull);
-    if (sec >= w->ser_cap) {
-        size_t cap = w->ser_cap ? w->ser_cap : 16;
-        while (cap <= sec)
-            cap *= 2;
-        uint64_t *b = realloc(w->ser_bytes, cap * sizeof *b);
-        if (b)
-            w->ser_bytes = b;
-        uint64_t *o = b ? realloc(w->ser_ops, cap * sizeof *o) : NULL;
-        if (o)
-            w->ser_ops = o;
-        if (!b || !o)
-            return; /* out of memory: the series stops growing, the run goes on */
-        memset(w->ser_bytes + w->ser_cap, 0, (cap - w->ser_cap) * sizeof *b);
-        memset(w->ser_ops + w->ser_cap, 0, (cap - w->ser_cap) * sizeof *o);
-        w->ser_cap = cap;
-    }
-    if (sec + 1 > w->ser_len)
-        w->ser_len = sec + 1;
-    w->ser_bytes[sec] += bytes;
-    w->ser_ops[sec]++;
-    w->ser_cur = sec;
-    w->ser_lo = (uint64_t)sec * 1000000000ull;
-    w->ser_hi = w->ser_lo + 1000000000ull;
-}
-
-
-int do_sync(group *g, int fd)
-{
-    if (g->sync == SYNC_fsync)
-        return fsync(fd);
-    if (g->sync == SYNC_fdatasync)
-        return fdatasync(fd);
-    return 0;
-}
-
-void seq_name(const group *g, int tid, char *out, size_t n)
-{
-    if (one_file(g))
-        snprintf(out, n, "%s", g->file);
-    else
-        snprintf(out, n, "%s.%d", g->file, tid);
-}
-
-void small_name(uint64_t i, char *out, size_t n)
-{
-    snprintf(out, n, "f%08" PRIu64, i);
 }
 
 /* Opens the file with O_DIRECT when asked, falling back to buffered I/O when the filesystem refuses it. */
@@ -100,12 +38,11 @@ static int open_data(worker *w, const char *rel, int flags, mode_t mode)
     return open_beneath(g->dirfd, rel, flags, mode, 1);
 }
 
-
 /* Worker setup (untimed): open what this thread works on. */
 static void worker_setup(worker *w)
 {
     group *g = w->g;
-    if (g->engine == ENGINE_null || strcmp(OP_KINDS[g->op], "small") == 0)
+    if (!g->eng->files || OP_KIND[g->op] == KIND_small)
         return;
     char name[512];
     if (g->files) {
@@ -139,7 +76,7 @@ static void worker_setup(worker *w)
     w->fds = malloc(sizeof(int));
     w->fds[0] = fd;
     w->nfds = 1;
-    if (g->layout == LAYOUT_shared && strcmp(OP_KINDS[g->op], "seq") == 0)
+    if (g->layout == LAYOUT_shared && OP_KIND[g->op] == KIND_seq)
         w->base_off = (g->segment + (uint64_t)w->tid) * g->size; /* segment: this process's first (multi-client) */
 }
 
@@ -162,17 +99,8 @@ void *worker_main(void *arg)
     pthread_mutex_unlock(&g_ctx->gate);
     w->t_start = now_ns() - g_phase_t0;
     double c0 = thread_cpu_s();
-    if (!w->err && !stopping()) {
-        const char *kind = OP_KINDS[g->op];
-        if (g->engine == ENGINE_io_uring && (!strcmp(kind, "rand") || (!strcmp(kind, "seq") && !g->files)))
-            run_uring(w);
-        else if (!strcmp(kind, "seq"))
-            run_seq(w);
-        else if (!strcmp(kind, "rand"))
-            run_rand(w);
-        else if (!strcmp(kind, "small"))
-            run_small(w);
-    }
+    if (!w->err && !stopping() && g->run)
+        g->run(w);
     /* closing is timed: network filesystems flush on close */
     for (size_t k = 0; k < w->nfds; k++)
         if (close(w->fds[k]) && !w->err && errno != EINTR)
