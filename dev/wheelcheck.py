@@ -24,6 +24,7 @@ from pathlib import Path
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 from elftools.elf.gnuversions import GNUVerNeedSection
+from elftools.elf.sections import SymbolTableSection
 
 REPO = Path(__file__).resolve().parent.parent
 PRELOAD = "libiolens_preload.so"
@@ -57,6 +58,8 @@ def _version_key(v: str) -> tuple[int, ...]:
 
 def exported(elf: ELFFile) -> set[str]:
     sec = elf.get_section_by_name(".dynsym")
+    if not isinstance(sec, SymbolTableSection):
+        return set()
     return {s.name for s in sec.iter_symbols()
             if s["st_shndx"] != "SHN_UNDEF" and s["st_info"]["bind"] in ("STB_GLOBAL", "STB_WEAK")
             and s["st_info"]["type"] == "STT_FUNC"}
@@ -89,7 +92,8 @@ def check_wheel(wheel: Path, arch: str, floor: str = "2.17") -> dict:
                 continue
             elf = ELFFile(io.BytesIO(data))
             versions = glibc_versions(elf)
-            info: dict = {"machine": elf["e_machine"], "type": elf["e_type"], "glibc": versions[-1] if versions else None}
+            info: dict = {"machine": elf["e_machine"], "type": elf["e_type"],
+                          "glibc": versions[-1] if versions else None}
             if elf["e_machine"] != MACHINES[arch]:
                 problems.append(f"{base}: {elf['e_machine']}, not {MACHINES[arch]}")
             newer = [v for v in versions if _version_key(v) > _version_key(floor)]

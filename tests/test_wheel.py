@@ -12,6 +12,7 @@ import platform
 import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -27,10 +28,10 @@ NATIVE = {"libiolens_preload.so", "libiolens_redact.so", "iolens-bench", "iolens
 # (never the dynamic loader: /usr/bin/ld.so is a link to it)
 _TRIPLE = f"/usr/bin/{platform.machine()}-linux-gnu"
 COMPILER_GLOBS = ("/usr/bin/cc", "/usr/bin/gcc*", "/usr/bin/c89*", "/usr/bin/c99*", "/usr/bin/cpp*", "/usr/bin/g++*",
-                  "/usr/bin/c++", "/usr/bin/clang*", "/usr/bin/tcc", "/usr/bin/ld", "/usr/bin/ld.bfd", "/usr/bin/ld.gold",
-                  "/usr/bin/ld.lld", "/usr/bin/as", f"{_TRIPLE}-gcc*", f"{_TRIPLE}-g++*", f"{_TRIPLE}-cpp*",
-                  f"{_TRIPLE}-as", f"{_TRIPLE}-ld*", "/usr/bin/make", "/usr/bin/cmake", "/usr/bin/ninja",
-                  "/usr/lib/gcc/*/*/cc1*", "/usr/lib/gcc/*/*/collect2", "/usr/libexec/gcc/*/*/cc1*")
+                  "/usr/bin/c++", "/usr/bin/clang*", "/usr/bin/tcc", "/usr/bin/ld", "/usr/bin/ld.bfd",
+                  "/usr/bin/ld.gold", "/usr/bin/ld.lld", "/usr/bin/as", f"{_TRIPLE}-gcc*", f"{_TRIPLE}-g++*",
+                  f"{_TRIPLE}-cpp*", f"{_TRIPLE}-as", f"{_TRIPLE}-ld*", "/usr/bin/make", "/usr/bin/cmake",
+                  "/usr/bin/ninja", "/usr/lib/gcc/*/*/cc1*", "/usr/lib/gcc/*/*/collect2", "/usr/libexec/gcc/*/*/cc1*")
 
 pytestmark = pytest.mark.slow
 
@@ -104,7 +105,7 @@ def test_the_checks_catch_a_newer_glibc_and_pass_the_installed_build(tmp_path):
 @pytest.mark.timeout(600)
 def test_the_sdist_builds_from_source(dist, tmp_path):
     sdist = Path(dist["sdist"]["path"])
-    with __import__("tarfile").open(sdist) as tf:
+    with tarfile.open(sdist) as tf:
         names = {n.split("/", 1)[1] for n in tf.getnames() if "/" in n}
     assert {"pyproject.toml", "CMakeLists.txt", "native/preload/hooks.h", "native/tools/gen_format.c",
             "src/iolens/__init__.py", "dev/smoke"} <= names
@@ -116,6 +117,11 @@ def test_the_sdist_builds_from_source(dist, tmp_path):
     with zipfile.ZipFile(wheel) as zf:
         got = set(zf.namelist())
     assert {f"iolens/_native/{n}" for n in NATIVE} | {"iolens/_format.py"} <= got
+
+
+def _purelib(python: str) -> str:
+    return subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                          check=True, capture_output=True, text=True).stdout.strip()
 
 
 def _compilers() -> list[str]:
@@ -137,11 +143,7 @@ def test_the_wheel_runs_in_a_fresh_venv_with_compilers_hidden(dist, tmp_path):
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
                     "--no-deps", wheel], check=True, capture_output=True, timeout=300)
-    site = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                          check=True, capture_output=True, text=True).stdout.strip()
-    deps = subprocess.run([sys.executable, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                          check=True, capture_output=True, text=True).stdout.strip()
-    Path(site, "zz-test-deps.pth").write_text(deps + "\n")
+    Path(_purelib(str(venv / "bin" / "python")), "zz-test-deps.pth").write_text(_purelib(sys.executable) + "\n")
     hidden = _compilers()
     assert any(Path(p).name.startswith("gcc") or Path(p).name == "cc1" for p in hidden), hidden
     script = r"""
