@@ -33,12 +33,14 @@ _Static_assert(IOLENS_CLOCK_VDSO == 1, "state values");
 #define NSLOTS 16
 
 int iolens_clock_state;
+#if defined(__x86_64__) /* the TSC's state; other machines keep the vDSO's clock */
 /* 32 bytes each, so the scale in use (read by every hooked call) is on one cache line */
 static struct {
     struct iolens_tsc k;
 } __attribute__((aligned(32))) slots[NSLOTS];
 static unsigned nslots;
 static uint64_t anchor_tsc, anchor_mono, scaled_span;
+#endif
 
 /* Called once the environment is known: IOLENS_CLOCK=vdso forces the vDSO. */
 IOLENS_COLD void iolens_clock_init(void)

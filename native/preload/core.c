@@ -47,10 +47,19 @@ const uint8_t iolens_op_cat[IOLENS_NOPS] = {
 #define RESERVE_DEFAULT (1ull << 30)
 #define TRACE_BUF_EVENTS 1638 /* 64 KiB of events per thread */
 
+/* glibc's first symbol version on this architecture: where its compat-only symbols live */
+#if defined(__x86_64__)
+#define IOLENS_GLIBC_BASE "GLIBC_2.2.5"
+#elif defined(__aarch64__)
+#define IOLENS_GLIBC_BASE "GLIBC_2.17"
+#else
+#error "the first glibc symbol version of this architecture (IOLENS_GLIBC_BASE) is not known"
+#endif
+
 IOLENS_COLD void *iolens_resolve(const char *name)
 {
     void *p = dlsym(RTLD_NEXT, name);
-    if (!p) p = dlvsym(RTLD_NEXT, name, "GLIBC_2.2.5"); /* compat-only symbols (__xstat) */
+    if (!p) p = dlvsym(RTLD_NEXT, name, IOLENS_GLIBC_BASE); /* compat-only symbols (__xstat) */
     return p;
 }
 
@@ -176,10 +185,20 @@ static int sys_open(const char *path, int flags, int mode) { return (int)syscall
 static long sys_read(int fd, void *buf, unsigned long n) { return syscall(SYS_read, fd, buf, n); }
 static int sys_close(int fd) { return (int)syscall(SYS_close, fd); }
 
+/* the spin-wait hint: pause on x86, yield on Arm, nothing elsewhere */
+static inline void iolens_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
 static void lock(void)
 {
     while (__atomic_exchange_n(&iolens_g.lock, 1, __ATOMIC_ACQUIRE))
-        while (__atomic_load_n(&iolens_g.lock, __ATOMIC_RELAXED)) __builtin_ia32_pause();
+        while (__atomic_load_n(&iolens_g.lock, __ATOMIC_RELAXED)) iolens_cpu_relax();
 }
 static void unlock(void) { __atomic_store_n(&iolens_g.lock, 0, __ATOMIC_RELEASE); }
 

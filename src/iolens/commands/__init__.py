@@ -8,7 +8,7 @@ their docstrings by `gen_summaries.py` (a test checks it is current), so it impo
 from __future__ import annotations
 
 COMMANDS = ("profile", "parse", "report", "diff", "data", "compare", "bench", "results", "lab", "compress", "cost",
-            "replay", "predict", "wrap")
+            "replay", "predict", "wrap", "doctor")
 
 
 def load(name: str):

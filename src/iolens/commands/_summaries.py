@@ -34,6 +34,9 @@ SUMMARIES = {
         "Predict a captured step's wall time on other storage, without running it there."),
     'wrap': (None,
         'Print the snippet that turns profiling on for ENGINE with its own mechanism.'),
+    'doctor': (None,
+        ('Say what this machine supports: the native parts, the interposer profiling a real command, '
+         "kernel features, FUSE, root and the lab's tools.")),
 }
 
 # `iolens --help` as click renders it from 80 columns on (iolens/entry.py prints it)
@@ -54,6 +57,7 @@ HELP = (
     '  cost      Join measured time with storage and instance prices: $ per...\n'
     '  data      Generate test data for profiling, benchmarks and comparisons.\n'
     '  diff      Compare two captures of the same command (two storages, or...\n'
+    '  doctor    Say what this machine supports: the native parts, the...\n'
     '  lab       Real storage targets on this machine: `lab:NAME` for bench...\n'
     '  parse     Dump every record of CAPTURE.\n'
     "  predict   Predict a captured step's wall time on other storage, without...\n"

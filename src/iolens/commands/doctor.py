@@ -1,0 +1,46 @@
+"""iolens doctor: what this machine supports, in one screen."""
+
+from __future__ import annotations
+
+import click
+
+WIDTH = 80
+NAME_W = 14
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON (tag iolens-doctor, schema [1, 0]).")
+def doctor(as_json):
+    """Say what this machine supports: the native parts, the interposer profiling a real command, kernel
+    features, FUSE, root and the lab's tools.
+
+    Exits 1 when iolens cannot profile here (a native part missing, the interposer not recording).
+
+    \b
+    Example:
+      iolens doctor
+      iolens doctor --json
+    """
+    import json
+    import textwrap
+
+    from iolens.doctor import collect
+
+    d = collect()
+    if as_json:
+        click.echo(json.dumps(d, indent=1))
+    else:
+        h = d["host"]
+        click.echo(f"iolens {h['iolens_version']}, Python {h['python']}, {h['machine']}, "
+                   f"Linux {h['kernel']}, {h['libc'] or 'libc unknown'}")
+        for c in d["checks"]:
+            mark = {"ok": "ok", "no": "NO", "info": "--"}[c["state"]]
+            lead = f"{mark:2}  {c['name']:{NAME_W}}"
+            lines = textwrap.wrap(c["detail"], WIDTH - len(lead) - 1) or [""]
+            click.echo(f"{lead} {lines[0]}")
+            for more in lines[1:]:
+                click.echo(f"{'':{len(lead)}} {more}")
+        if not d["ok"]:
+            click.echo("iolens cannot profile on this machine (see the NO lines above)", err=True)
+    if not d["ok"]:
+        raise SystemExit(1)
