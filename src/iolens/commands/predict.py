@@ -28,13 +28,16 @@ def predict(capture, targets, cache, home, recalibrate, json_out, force):
     plus, per class, the op count times the change in per-op cost (compute unchanged).  Works without --trace,
     with a wider interval.
 
+    Exit status: 0; 3 when the capture is partial (predicted from what came before the damage, and the
+    prediction says so) or cannot be read.
+
     \b
     Example:
       iolens predict sort.iolens --on /scratch --on lab:gp2
     """
     from iolens.bench.safety import tidy_targets
     from iolens.bench.targets import resolve, resolve_each
-    from iolens.commands.report import load_capture
+    from iolens.capture.load import exit_if_partial, load_capture
     from iolens.errors import TargetError, UsageError
     from iolens.output import check_outputs, write_output
     from iolens.render.terminal import console as terminal
@@ -46,7 +49,7 @@ def predict(capture, targets, cache, home, recalibrate, json_out, force):
     from iolens.whatif.predict import predict as run_predict
 
     check_outputs({"--json": json_out}, force=force, inputs=[capture])
-    cap = load_capture(capture)
+    cap = load_capture(capture, doing="predicting from")
     resolved = resolve_each(targets)
     if home is not None and not home.strip():
         raise UsageError("--home was given an empty name; give a directory on the storage the capture was taken on")
@@ -66,6 +69,6 @@ def predict(capture, targets, cache, home, recalibrate, json_out, force):
                  for t in resolved]
     if json_out:
         write_output(json_out, to_json(model, preds, cache).encode(), force=force, opt="--json")
-    if json_out == "-":
-        return
-    render_predict(terminal(), capture, model, preds, cost_note, cache)
+    if json_out != "-":
+        render_predict(terminal(), capture, model, preds, cost_note, cache)
+    exit_if_partial(cap)

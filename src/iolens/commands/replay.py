@@ -31,6 +31,9 @@ def replay(capture, targets, speed, cache, fio_out, json_out, force):
     recorded sizes and synthetic content, in a new directory on each target that is removed afterwards.
     Operations on system files (/usr, /proc, ...) stay compute time.
 
+    Exit status: 0; 3 when the capture is partial (what came before the damage is replayed, without a
+    fidelity) or cannot be read; 4 when the replay itself failed on a target.
+
     \b
     Example:
       iolens profile --trace -o sort.iolens -- samtools sort -m 1M in.sam -o out.bam
@@ -38,8 +41,8 @@ def replay(capture, targets, speed, cache, fio_out, json_out, force):
     """
     from iolens.bench.safety import tidy_targets
     from iolens.bench.targets import resolve_each
-    from iolens.commands.report import load_capture
-    from iolens.errors import TargetError, UsageError
+    from iolens.capture.load import exit_if_partial, load_capture
+    from iolens.errors import CaptureError, TargetError, UsageError
     from iolens.output import check_outputs, write_output
     from iolens.render.terminal import console as terminal
     from iolens.render.whatif_text import render_replay
@@ -56,7 +59,10 @@ def replay(capture, targets, speed, cache, fio_out, json_out, force):
     if not targets and not fio_out:
         raise UsageError("give at least one --on TARGET (or --fio-iolog FILE)")
     resolved = resolve_each(targets)  # a bad target is said before the capture is read
-    cap = load_capture(capture)
+    cap = load_capture(capture, doing="replaying")
+    if not has_trace(cap) and cap.problems:  # the damage took the trace (or the META that says it had one)
+        raise CaptureError(f"{capture}: no trace is left before the damage, so there is nothing to replay; profile "
+                           "the step again with --trace to replay it")
     if not has_trace(cap) and cap.meta.get("trace"):
         if not cap.problems and all(p.finalized for p in cap.processes):
             raise UsageError(f"{capture}: the step made no file operation the trace records (no open, read, write "
@@ -122,3 +128,4 @@ def replay(capture, targets, speed, cache, fio_out, json_out, force):
         for r in results if r.errors]
     if problems:
         raise ReplayError("; ".join(problems))
+    exit_if_partial(cap)

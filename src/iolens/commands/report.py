@@ -3,31 +3,11 @@
 from __future__ import annotations
 
 import os
-import sys
 
 import click
 
-from iolens.errors import CaptureError, UsageError
-from iolens.names import shown
+from iolens.errors import UsageError
 from iolens.output import FORCE_OPTION, check_outputs, write_output
-
-# the exit status of a report on a partial capture: every output was written, but from part of the run
-# (the same status `iolens parse` gives a truncated capture, and a capture that cannot be read at all)
-PARTIAL_EXIT = 3
-
-
-def load_capture(path: str):
-    """Read a capture for analysis: damage is a warning while something before it is readable."""
-    from iolens.capture.reader import read_capture
-
-    cap = read_capture(path)
-    if cap.problems and not cap.processes:
-        raise CaptureError(f"{cap.problems[0]}: nothing in it can be read; profile the step again")
-    if not cap.processes:
-        raise CaptureError(f"{path}: the capture holds no process records")
-    for prob in cap.problems:
-        click.echo(f"iolens: warning: {shown(prob)}; reporting what came before it", err=True)
-    return cap
 
 
 def print_thresholds() -> None:
@@ -94,6 +74,8 @@ def report(capture, html_out, json_out, csv_out, trace_out, mqc_out, sample, ove
     from iolens.analysis.report import build_report
     from iolens.analysis.thresholds import with_overrides
 
+    from iolens.capture.load import exit_if_partial, load_capture
+
     th = with_overrides(list(overrides))
     cap = load_capture(capture)
     if trace_out:
@@ -124,9 +106,4 @@ def report(capture, html_out, json_out, csv_out, trace_out, mqc_out, sample, ove
 
         console = terminal()
         render_report_text(rep, console, top=top)
-    if rep.capture["partial"]:
-        if not cap.problems:  # load_capture warned about the reader's problems already
-            click.echo(f"iolens: warning: {shown(capture)}: {shown(rep.capture['partial_reason'])}; reporting what "
-                       "came before it",
-                       err=True)
-        sys.exit(PARTIAL_EXIT)
+    exit_if_partial(cap)

@@ -8,9 +8,8 @@ from typing import Any
 
 import click
 
+from iolens.errors import PARTIAL_EXIT
 from iolens.output import check_outputs, write_output
-
-PARTIAL_EXIT = 3
 
 
 def _files_in(path: str) -> list[str]:
@@ -36,15 +35,25 @@ def report_dir(path: str, *, html_out: str | None, json_out: str | None, overrid
         write_output(html_out, render_html(rep), force=force, opt="--html")
     if not quiet and "-" not in (html_out, json_out):
         click.echo(render_text(rep, top=top), nl=False)
-    t = rep["totals"]
-    if t["partial"] or t["not_profiled"]:
-        click.echo(f"iolens: warning: {path}: {t['partial']} partial task(s), {t['not_profiled']} not profiled",
-                   err=True)
-        sys.exit(PARTIAL_EXIT)
+    exit_if_partial((path, rep))
+
+
+def exit_if_partial(*runs: tuple[str, dict[str, Any]]) -> None:
+    """Exit PARTIAL_EXIT, after a warning, when a task of a pipeline run read is partial or was not profiled: as
+    for a single partial capture, the outputs were written from part of the run."""
+    status = 0
+    for path, rep in runs:
+        t = rep["totals"]
+        if t["partial"] or t["not_profiled"]:
+            click.echo(f"iolens: warning: {path}: {t['partial']} partial task(s), {t['not_profiled']} not profiled",
+                       err=True)
+            status = PARTIAL_EXIT
+    if status:
+        sys.exit(status)
 
 
 def diff_dirs(a: str, b: str, *, json_out: str | None, overrides: list[str], force: bool) -> None:
-    """`iolens diff DIR1 DIR2`: two pipeline runs rule by rule."""
+    """`iolens diff DIR1 DIR2`: two pipeline runs rule by rule; exit 3 as `report DIR` does."""
     import json
 
     from iolens.analysis.thresholds import with_overrides
@@ -64,3 +73,4 @@ def diff_dirs(a: str, b: str, *, json_out: str | None, overrides: list[str], for
         write_output(json_out, (json.dumps(doc, indent=1) + "\n").encode(), force=force, opt="--json")
     if json_out != "-":
         click.echo(render_diff(ra, rb), nl=False)
+    exit_if_partial((a, ra), (b, rb))
