@@ -24,7 +24,8 @@ def print_thresholds() -> None:
 @click.option("--json", "json_out", metavar="PATH", help="Write the report as JSON ('-' for stdout).")
 @click.option("--csv", "csv_out", metavar="PATH",
               help="Write the per-file table as CSV ('-' for stdout): UTF-8, and a name that is not UTF-8 keeps its "
-                   "bytes (read with errors='surrogateescape').")
+                   "bytes (read with errors='surrogateescape'); control characters in names are spelled out as in "
+                   "the terminal (\\e, \\n, \\x07).")
 @click.option("--chrome-trace", "trace_out", metavar="PATH",
               help="Write a --trace capture's operations as Chrome/Perfetto trace JSON.")
 @click.option("--multiqc", "mqc_out", metavar="PATH",
