@@ -343,7 +343,7 @@ def read_capture(path: str | Path, *, strict: bool = False) -> Capture:
         raise CaptureError(f"{p}: permission denied; make it readable or run as its owner") from None
     except OSError as err:  # a symbolic link loop, a name too long, an I/O error
         raise CaptureError(f"{p}: cannot read the capture file: {err.strerror or err}") from None
-    if strict and cap.problems:
-        first = cap.damage[0] if cap.damage else Damage(0, cap.problems[0].split(": ", 1)[-1])
+    if strict and cap.damage:  # every problem the reader finds is a Damage with its offset
+        first = cap.damage[0]
         raise CaptureTruncated(str(p), first.offset, first.reason)
     return cap

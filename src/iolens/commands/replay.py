@@ -60,9 +60,11 @@ def replay(capture, targets, speed, cache, fio_out, json_out, force):
         raise UsageError("give at least one --on TARGET (or --fio-iolog FILE)")
     resolved = resolve_each(targets)  # a bad target is said before the capture is read
     cap = load_capture(capture, doing="replaying")
-    if not has_trace(cap) and cap.problems:  # the damage took the trace (or the META that says it had one)
-        raise CaptureError(f"{capture}: no trace is left before the damage, so there is nothing to replay; profile "
-                           "the step again with --trace to replay it")
+    if not has_trace(cap) and cap.problems:  # partial: status 3, as every command that reads it gives
+        lost = ("it was recorded without --trace" if cap.meta.get("trace") is False
+                else "no trace is left before the damage")
+        raise CaptureError(f"{capture}: {lost}, so there is nothing to replay; profile the step again with --trace "
+                           "to replay it")
     if not has_trace(cap) and cap.meta.get("trace"):
         if not cap.problems and all(p.finalized for p in cap.processes):
             raise UsageError(f"{capture}: the step made no file operation the trace records (no open, read, write "
