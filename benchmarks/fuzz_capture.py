@@ -2,6 +2,7 @@
 
     python benchmarks/fuzz_capture.py fuzz [--runs 1000000] [--seconds S] [--crashes DIR] [--corpus DIR]
     python benchmarks/fuzz_capture.py mutants [--count 20000] [--seed 1]
+    python benchmarks/fuzz_capture.py statuses [--count 300] [--seed 1]
 
 fuzz     coverage-guided (atheris, libFuzzer) over `iolens.capture.fuzz.exercise`: each input is read as a capture
          and, resealed with fresh checksums, read again (so the decoder behind the checksums is reached too); one
@@ -12,6 +13,9 @@ mutants  truncations, insertions (1-7 bytes) and byte flips over real captures (
          and the format-1.0 fixture: prints, per capture format, how many the reader detected, how many were
          harmless (read whole and identical), how many it missed and how many gave a traceback.  Target for
          sealed (2.x) captures: 0 missed, 0 tracebacks.
+statuses every command that reads a capture (report, parse, diff, replay, predict, cost) on the fuzz corpus and
+         on mutants of real captures: prints how many inputs each exit status was given for, and each input the
+         commands disagree on.  Target: 0 disagreements.
 """
 
 from __future__ import annotations
@@ -145,6 +149,36 @@ def run_mutants(args: argparse.Namespace) -> int:
     return 1 if worst else 0
 
 
+def run_statuses(args: argparse.Namespace) -> int:
+    from iolens.capture.fuzz import MUTATIONS, Readers, mutate
+
+    rnd = random.Random(args.seed)
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="iolens-statuses-") as work:
+        w = Path(work)
+        caps = [p.read_bytes() for p in real_captures(w)]
+        inputs = [(p.name, p.read_bytes()) for p in sorted((FIXTURES / "fuzz").glob("*.iolens"))]
+        inputs += [(f"mutant {i} ({MUTATIONS[i % 3]})", mutate(caps[i % len(caps)], rnd, MUTATIONS[i % 3]))
+                   for i in range(args.count)]
+        readers = Readers(w / "readers")
+        given: dict[int, int] = {}
+        disagree = 0
+        for name, data in inputs:
+            path = w / "input.iolens"
+            path.write_bytes(data)
+            codes = {c: rc for c, (rc, _err) in readers.statuses(path).items()}
+            if len(set(codes.values())) == 1:
+                rc = next(iter(codes.values()))
+                given[rc] = given.get(rc, 0) + 1
+            else:
+                disagree += 1
+                print(f"  {name}: {codes}")
+    print(f"statuses: {len(inputs)} inputs in {time.monotonic() - t0:.0f} s; all commands agreed on "
+          + ", ".join(f"status {rc} for {n}" for rc, n in sorted(given.items()))
+          + f"; {disagree} disagreements (target 0)")
+    return 1 if disagree else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="mode", required=True)
@@ -156,8 +190,11 @@ def main() -> int:
     m = sub.add_parser("mutants")
     m.add_argument("--count", type=int, default=20_000)
     m.add_argument("--seed", type=int, default=1)
+    st = sub.add_parser("statuses")
+    st.add_argument("--count", type=int, default=300)
+    st.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
-    return run_fuzz(args) if args.mode == "fuzz" else run_mutants(args)
+    return {"fuzz": run_fuzz, "mutants": run_mutants, "statuses": run_statuses}[args.mode](args)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,18 @@
 """Time and peak memory of `iolens report` on a synthetic capture of 1,000 processes and 100,000 files.
 
-    python benchmarks/report_scale.py [--processes 1000] [--files 100000] [--keep DIR]
+    python benchmarks/report_scale.py [--processes 1000] [--files 100000] [--keep DIR] [--python PY]
+    python benchmarks/report_scale.py --refusals [--size-mib 1024] [--python PY]
 
 Writes the capture (a shell-like root with 999 children, each with its own files, timeline and
 mixed access sizes), then runs `iolens report` on it in a fresh interpreter, once for the terminal
 report and once writing JSON, CSV and HTML, and prints wall time and peak RSS for each.
 Targets: under 5 s and under 1 GiB for the terminal report.
+
+--refusals: `iolens report` on large files that are not whole captures (a sparse file, zeros written
+out, random bytes, a capture header followed by zeros), each refused with exit status 3: wall time,
+peak RSS and the message.  Target: under 64 MiB of memory for each, whatever the size (the reader
+checks the header before it reads further).  --python: measure the iolens installed for another
+interpreter (an older build, for a before figure).
 """
 
 from __future__ import annotations
@@ -98,17 +105,47 @@ def make_capture(path: Path, nproc: int, nfiles: int, seed: int = 1) -> None:
     path.write_bytes(b"".join(parts))
 
 
-def measure(args: list[str]) -> tuple[float, int]:
-    """Wall seconds and peak RSS (bytes) of `python -m iolens ARGS` in a fresh interpreter."""
+def measure(args: list[str], python: str = sys.executable, expect: int = 0) -> tuple[float, int, str]:
+    """Wall seconds, peak RSS (bytes) and the last line of stderr of `python -m iolens ARGS` in a fresh
+    interpreter, which must exit with status `expect`."""
     code = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
-            "r = subprocess.run([sys.executable, '-m', 'iolens', *sys.argv[1:]], stdout=subprocess.DEVNULL); "
+            "r = subprocess.run([sys.executable, '-m', 'iolens', *sys.argv[1:]], stdout=subprocess.DEVNULL, "
+            "stderr=subprocess.PIPE, text=True); "
             "w = time.perf_counter() - t; "
-            "print(w, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, r.returncode)")
-    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True)
-    wall, rss, rc = out.stdout.split()
-    if int(rc) != 0:
-        raise SystemExit(f"iolens {' '.join(args)} failed with exit status {rc}")
-    return float(wall), int(rss)
+            "print(w, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, r.returncode); "
+            "print((r.stderr.strip().splitlines() or [''])[-1])")
+    out = subprocess.run([python, "-c", code, *args], capture_output=True, text=True, check=True)
+    first, _, said = out.stdout.partition("\n")
+    wall, rss, rc = first.split()
+    if int(rc) != expect:
+        raise SystemExit(f"iolens {' '.join(args)} exited with status {rc}, not {expect}: {said.strip()}")
+    return float(wall), int(rss), said.strip()
+
+
+REFUSAL_BYTES = 64 << 20
+
+
+def refusals(d: Path, size: int, python: str) -> bool:
+    """`iolens report` on large files that are not whole captures: each refused, in little memory."""
+    header = file_header()
+    inputs = {
+        "sparse file (truncate -s)": lambda f: f.truncate(size),
+        "zeros written out": lambda f: [f.write(bytes(1 << 20)) for _ in range(size >> 20)],
+        "random bytes": lambda f: [f.write(random.randbytes(1 << 20)) for _ in range(size >> 20)],
+        "capture header, then zeros": lambda f: (f.write(header), f.truncate(size)),
+    }
+    ok = True
+    for label, make in inputs.items():
+        path = d / "input.bin"
+        with open(path, "wb") as f:
+            make(f)
+        wall, rss, said = measure(["report", "-q", str(path)], python, expect=3)
+        path.unlink()
+        good = rss < REFUSAL_BYTES
+        ok &= good
+        print(f"{label}, {size / 2**20:,.0f} MiB: {wall:.2f} s, peak RSS {rss / 2**20:.0f} MiB "
+              f"[target < {REFUSAL_BYTES >> 20} MiB: {'met' if good else 'MISSED'}]: {said.replace(str(d), 'DIR')}")
+    return ok
 
 
 def main() -> int:
@@ -116,9 +153,17 @@ def main() -> int:
     ap.add_argument("--processes", type=int, default=1000)
     ap.add_argument("--files", type=int, default=100_000)
     ap.add_argument("--keep", type=Path, help="keep the capture and outputs in this directory")
+    ap.add_argument("--python", default=sys.executable, help="the interpreter whose iolens is measured")
+    ap.add_argument("--refusals", action="store_true", help="measure refusals of large files that are not captures")
+    ap.add_argument("--size-mib", type=int, default=1024, help="size of each file for --refusals")
     a = ap.parse_args()
     d = a.keep or Path(tempfile.mkdtemp(prefix="iolens-bench-"))
     d.mkdir(parents=True, exist_ok=True)
+    if a.refusals:
+        ok = refusals(d, a.size_mib << 20, a.python)
+        if not a.keep:
+            d.rmdir()
+        return 0 if ok else 1
     cap = d / "scale.iolens"
     t = time.perf_counter()
     make_capture(cap, a.processes, a.files)
@@ -128,7 +173,7 @@ def main() -> int:
     for label, extra in (("terminal report", []),
                          ("--json --csv --html", ["-q", "--json", str(d / "r.json"), "--csv", str(d / "r.csv"),
                                                   "--html", str(d / "r.html")])):
-        wall, rss = measure(["report", str(cap), *extra])
+        wall, rss, _said = measure(["report", str(cap), *extra], a.python)
         good = wall < TARGET_S and rss < TARGET_BYTES
         ok &= good or label != "terminal report"
         print(f"report ({label}): {wall:.2f} s, peak RSS {rss / 2**20:.0f} MiB "

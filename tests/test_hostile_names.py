@@ -155,16 +155,72 @@ def test_report_json_round_trips_every_name(hostile):
 
 
 def test_report_csv_parses_with_its_stated_encoding(hostile, tmp_path):
+    from iolens.names import csv_text
+
     _d, cap, _res = hostile
     out = tmp_path / "files.csv"
     res = run("report", cap, "-q", "--csv", out, "--json", tmp_path / "r.json")
     assert res.returncode == 0, res.stderr
     with open(out, encoding="utf-8", errors="surrogateescape", newline="") as f:
         rows = list(csv.DictReader(f))
-    assert set(NAMES) <= names_in(r["path"] for r in rows)
+    # every name in its one field, control characters spelled out as in the terminal, other text as it is
+    assert {os.fsencode(csv_text(os.fsdecode(n))) for n in NAMES} <= names_in(r["path"] for r in rows)
     assert len(rows) == len(json.loads((tmp_path / "r.json").read_text())["files"])  # no row split
-    assert b"bad\xff.txt" in out.read_bytes()  # the name's own bytes
+    raw = out.read_bytes()
+    assert b"bad\xff.txt" in raw  # the name's own bytes
+    assert not re.search(rb"[\x00-\x09\x0b-\x1f\x7f]", raw) and "\u202e".encode() not in raw
     assert "surrogateescape" in iolens("report", "--help").stdout  # the encoding is stated
+
+
+CSV_NAMES = {  # a name as a program made it -> the CSV field it must come back as
+    "esc\x1b[2Jclear.txt": "esc\\e[2Jclear.txt",
+    "\x1b]8;;https://x.example\x1b\\osc8\x1b]8;;\x1b\\.txt": "\\e]8;;https://x.example\\e\\osc8\\e]8;;\\e\\.txt",
+    "bell\x07.txt": "bell\\x07.txt",
+    "carriage\rreturn.txt": "carriage\\rreturn.txt",
+    "\u202eevil.txt": "\\u202eevil.txt",
+    "new\nline.txt": "new\\nline.txt",
+    "a,comma.txt": "a,comma.txt",
+    'a "quoted" name.txt': 'a "quoted" name.txt',
+    'mixed, "all"\r\n\x1b.txt': 'mixed, "all"\\r\\n\\e.txt',
+    "plain ü 漢字 name.bam": "plain ü 漢字 name.bam",
+    "bad\udcff.txt": "bad\udcff.txt",  # a byte that is not UTF-8 keeps its byte
+}
+
+
+def test_csv_escapes_control_characters_and_quotes_per_rfc4180(tmp_path):
+    """A crafted capture whose file names hold ESC sequences, an OSC 8 link, BEL, CR, a bidi override, a newline,
+    commas and quotes: the CSV has no raw control byte, every row parses back with Python's csv module to one
+    field per name, and printable text (commas, quotes, accents, a byte that is not UTF-8) comes back exactly."""
+    from helpers.capture import fil, proc, write_capture
+
+    files = [fil(f"/data/{name}", reads=3, read_size=4096, read_time=0.01) for name in CSV_NAMES]
+    cap = write_capture(tmp_path / "c.iolens", [proc(10, ["tool"], start=0, end=1, files=files)])
+    out = tmp_path / "f.csv"
+    res = run("report", cap, "-q", "--csv", out)
+    assert res.returncode == 0, res.stderr
+    raw = out.read_bytes()
+    assert not re.search(rb"[\x00-\x09\x0b-\x1f\x7f]", raw), "a raw control byte (or CR) in the CSV"
+    text = raw.decode("utf-8", "surrogateescape")
+    assert not re.search("[\u202a-\u202e\u2066-\u2069\x80-\x9f]", text)
+    assert len(text.splitlines()) == 1 + len(CSV_NAMES)  # a header, then one line per file: no row split
+    with open(out, encoding="utf-8", errors="surrogateescape", newline="") as f:
+        rows = list(csv.DictReader(f))
+    got = sorted(r["path"] for r in rows if r["path"].startswith("/data/"))
+    assert got == sorted(f"/data/{field}" for field in CSV_NAMES.values())
+    assert '"/data/a ""quoted"" name.txt"' in text and '"/data/a,comma.txt"' in text  # RFC 4180 quoting
+
+
+def test_results_csv_spells_out_control_characters():
+    from iolens.render.bench_export import CSV_FIELDS, results_csv
+
+    runs = [{"id": 1, "kind": "bench", "label": "x\x1b]0;t\x07\r\n,\"y\"", "host": "h\u202e",
+             "results": [{"target": "/mnt/a,b", "name": "seq\rread", "metrics": {"read_mib_s": 1.5}}]}]
+    raw = results_csv(runs)
+    assert not re.search(rb"[\x00-\x09\x0b-\x1f\x7f]", raw) and "\u202e".encode() not in raw
+    (row,) = list(csv.DictReader(io.StringIO(raw.decode(), newline="")))
+    assert list(row) == CSV_FIELDS
+    assert (row["label"], row["host"], row["target"], row["name"]) == (
+        'x\\e]0;t\\x07\\r\\n,"y"', "h\\u202e", "/mnt/a,b", "seq\\rread")
 
 
 def test_report_html_escapes_names(hostile, tmp_path):

@@ -26,6 +26,11 @@ class CaptureError(IolensError):
     exit_code = 3
 
 
+# The exit status of a command whose outputs were written from part of a capture (or of a pipeline's tasks): the
+# same as a capture that cannot be read at all, so a script sees the damage either way (capture/load.py)
+PARTIAL_EXIT = CaptureError.exit_code
+
+
 class CaptureTruncated(CaptureError):
     """A capture ends early or is damaged at `offset`; what came before it is readable."""
 

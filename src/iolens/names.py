@@ -11,6 +11,8 @@ so the raw bytes are always recoverable: `os.fsencode(name)`.
 - `shown_text(s)`: the same as a `rich.text.Text`, which rich never reads as markup.
 - `json_safe(text)`: JSON written with `ensure_ascii=False`, with every lone surrogate written as a `\\udcXX`
   escape, so the output is valid UTF-8 and `json.loads` gives back the name exactly (lossless).
+- `csv_text(s)`: a CSV field: as `shown`, except that the bytes of a name that is not UTF-8 stay those bytes (with
+  `utf8`), so a spreadsheet or `csv.reader` gets the name as the file system holds it whenever it is printable.
 - `utf8(s)`: text as UTF-8, with the bytes of a name that is not UTF-8 written back as those bytes (CSV).
 """
 
@@ -42,14 +44,27 @@ def _spell(ch: str) -> str:
     return f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}"
 
 
-def shown(s: object, *, lines: bool = False) -> str:
+def _byte(ch: str) -> bool:
+    return "\udc80" <= ch <= "\udcff"  # a byte that was not UTF-8, as surrogateescape keeps it
+
+
+def shown(s: object, *, lines: bool = False, raw_bytes: bool = False) -> str:
     """`s` as text that is safe to print: nothing in it moves the cursor, styles, links or reorders the line.
 
-    lines: keep newlines and tabs (text that is meant to have lines, such as a tool's stderr, in HTML)."""
+    lines: keep newlines and tabs (text that is meant to have lines, such as a tool's stderr, in HTML).
+    raw_bytes: keep the bytes of a name that is not UTF-8 (for an output written with `utf8`)."""
     s = str(s)
     if s.isprintable():
         return s
-    return "".join(ch if _visible(ch) or (lines and ch in "\n\t") else _spell(ch) for ch in s)
+    return "".join(ch if _visible(ch) or (lines and ch in "\n\t") or (raw_bytes and _byte(ch)) else _spell(ch)
+                   for ch in s)
+
+
+def csv_text(s: object) -> str:
+    """A CSV field (written with `utf8`): control and format characters spelled out as `shown` does, so no field
+    holds an escape sequence, a bidi override, a carriage return or a newline; a name's bytes that are not UTF-8
+    kept."""
+    return shown(s, raw_bytes=True)
 
 
 def shown_text(s: object, style: str = "") -> Text:

@@ -3,8 +3,9 @@
 `exercise(data)` reads `data` as a capture and, when something was read, builds the report and renders it in every
 format, and dumps it as `iolens parse` does.  It may raise `IolensError` (a one-line error) and nothing else; any
 other exception is a bug.  `mutate()` makes the three kinds of damage a capture meets (a cut, an insertion, a
-changed byte), and `classify()` says whether the reader noticed.  Used by tests/test_fuzz_reader.py and
-benchmarks/fuzz_capture.py.
+changed byte), and `classify()` says whether the reader noticed.  `statuses()` runs every command that reads a
+capture on one file, which must all give the same exit status.  Used by tests/test_fuzz_reader.py,
+tests/test_capture_commands.py and benchmarks/fuzz_capture.py.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import random
+from pathlib import Path
 from typing import Any
 
 from iolens.capture.reader import Capture, decode
@@ -119,3 +121,50 @@ def classify(original: Any, mutant: bytes) -> str:
     if not cap.complete:
         return "detected"
     return "harmless" if fingerprint(cap) == original else "missed"
+
+
+READERS = ("report", "parse", "diff", "replay", "predict", "cost")  # every command that reads a capture
+
+
+class Readers:
+    """Runs each command that reads a capture on a file, in this process, with what each needs in `work`: a
+    target directory (predict calibrates it once, into a results store of its own) and fresh output names.  The
+    replay writes its plan as a fio iolog, touching no storage."""
+
+    def __init__(self, work: Path):
+        self.work = work
+        self.target = work / "target"
+        self.target.mkdir(parents=True, exist_ok=True)
+        self.env = {"IOLENS_DB": str(work / "results.sqlite")}
+        self.n = 0
+
+    def argv(self, command: str, cap: Path) -> list[str]:
+        self.n += 1
+        out, t = str(self.work / f"out{self.n}"), str(self.target)
+        return {
+            "report": ["report", "-q", str(cap)],
+            "parse": ["parse", "--json", str(cap)],
+            "diff": ["diff", str(cap), str(cap), "--json", out],
+            "replay": ["replay", str(cap), "--fio-iolog", out],
+            "predict": ["predict", str(cap), "--on", t, "--home", t, "--json", out],
+            "cost": ["cost", "--option", "aws:s3-standard-ia=10", "--capture", str(cap), "--no-store", "--json", out],
+        }[command]
+
+    def invoke(self, argv: list[str]) -> Any:
+        """click's result of `iolens ARGV`; an exception other than the exit is a bug, raised."""
+        from click.testing import CliRunner
+
+        from iolens.cli import main
+
+        res = CliRunner().invoke(main, argv, env=self.env)
+        if res.exception is not None and not isinstance(res.exception, SystemExit):
+            raise RuntimeError(f"iolens {' '.join(argv)}: {res.exception!r}") from res.exception
+        return res
+
+    def statuses(self, cap: Path, commands: tuple[str, ...] = READERS) -> dict[str, tuple[int, str]]:
+        """Each command's exit status and stderr on `cap`."""
+        out = {}
+        for c in commands:
+            res = self.invoke(self.argv(c, cap))
+            out[c] = (res.exit_code, res.stderr)
+        return out

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,6 @@ from typing import Any
 import numpy as np
 
 from iolens import _format as F
-from iolens.capture.container import FILE_HDR
 from iolens.errors import CaptureError, CaptureTruncated
 from iolens.sysinfo import cpu_probe_ok, cpu_record_ok
 
@@ -83,6 +83,7 @@ class Capture:
         }
 
 
+_BUFFER = 1 << 20  # a capture file is read through a buffer this large
 _NUMPY_TYPE = {"u8": "u1", "u32": "<u4", "u64": "<u8"}  # a SCHEMA field type as numpy's
 
 
@@ -280,27 +281,48 @@ def _meta_ok(key: str, value: Any) -> bool:
     return True
 
 
-def decode(data: bytes, path: str = "<capture>") -> Capture:
-    major, minor = FILE_HDR.unpack_from(data, 0)[1:3] if len(data) >= FILE_HDR.size else (0, 0)
-    walk = _Walk(data, path, [])
+def _decode(walk: _Walk, path: str) -> Capture:
     d = _Decoder(path, walk)
-    for rec in walk.records():
+    for rec in walk.records():  # the header first: a file that is not a capture is refused before anything else
         try:
             d.record(rec)
         except (struct.error, ValueError, OverflowError, MemoryError) as err:
             walk.bad(rec.offset, f"{rec.kind} record is damaged ({err})")
             break
+    major, minor = walk.version
     cap = Capture(path=path, meta=d.meta, processes=d.procs, problems=walk.problems, version=(major, minor),
                   damage=walk.damage, sealed=walk.sealed)
-    parts = d.meta.get("parts")
-    if not walk.sealed and not walk.damage and isinstance(parts, int) and len(d.procs) < parts:
-        # format 1.x has no trailer: a capture cut at a record boundary shows only in the count of its parts
-        walk.bad(len(data), f"capture holds {len(d.procs)} of the {parts} process images its META lists (cut short?)",
-                 partial=True)
+    if not walk.damage:
+        _short_of_recorded(cap, walk)
     return cap
 
 
+def _short_of_recorded(cap: Capture, walk: _Walk) -> None:
+    """A capture cut at a record boundary shows no damage to the walk, only in its counts: fewer FILE records than
+    an image's PROC counted, or fewer images than the parts its META lists (a sealed capture too, when the merge
+    dropped a damaged part)."""
+    procs = cap.processes
+    for i, p in enumerate(procs):
+        short = int(p.fields.get("nfiles", 0)) - len(p.files)
+        if short > 0:
+            at, where = (walk.n, "capture ends") if i == len(procs) - 1 else (p.offset, "process image was cut")
+            walk.bad(at, f"{where} before {short:,} of the file records of {os.path.basename(p.exe) or '?'} "
+                     f"[{p.fields.get('pid', '?')}]", partial=True)
+            return
+    parts = cap.meta.get("parts")
+    if isinstance(parts, int) and len(procs) < parts:
+        walk.bad(walk.n, f"capture holds {len(procs)} of the {parts} process images its META lists (cut short?)",
+                 partial=True)
+
+
+def decode(data: bytes, path: str = "<capture>") -> Capture:
+    """A capture held in memory."""
+    return _decode(_Walk(data, path, []), path)
+
+
 def read_capture(path: str | Path, *, strict: bool = False) -> Capture:
+    """A capture file, read in order and never whole: its header is checked before anything after it is read, so a
+    large file that is not a capture is refused at once."""
     if not str(path).strip():  # Path("") is ".", the working directory
         raise CaptureError("an empty name was given for the capture; give the capture file `iolens profile -o` wrote")
     p = Path(path)
@@ -310,7 +332,8 @@ def read_capture(path: str | Path, *, strict: bool = False) -> Capture:
         if not p.is_file() and p.exists():  # a device or a pipe: /dev/zero never ends, a FIFO may never start
             raise CaptureError(f"{p}: is not a regular file (a device or a pipe); give the capture file "
                                "`iolens profile -o` wrote")
-        data = p.read_bytes()
+        with open(p, "rb", buffering=_BUFFER) as fh:
+            cap = _decode(_Walk(fh, str(p), [], os.fstat(fh.fileno()).st_size), str(p))
     except FileNotFoundError:
         raise CaptureError(f"{p}: no such capture file; check the path (`iolens profile -o FILE` writes one)") from None
     except IsADirectoryError:
@@ -320,8 +343,7 @@ def read_capture(path: str | Path, *, strict: bool = False) -> Capture:
         raise CaptureError(f"{p}: permission denied; make it readable or run as its owner") from None
     except OSError as err:  # a symbolic link loop, a name too long, an I/O error
         raise CaptureError(f"{p}: cannot read the capture file: {err.strerror or err}") from None
-    cap = decode(data, str(p))
-    if strict and cap.problems:
-        first = cap.damage[0] if cap.damage else Damage(len(data), cap.problems[0].split(": ", 1)[-1])
+    if strict and cap.damage:  # every problem the reader finds is a Damage with its offset
+        first = cap.damage[0]
         raise CaptureTruncated(str(p), first.offset, first.reason)
     return cap

@@ -32,8 +32,8 @@ from typing import Any
 
 from iolens import __version__
 from iolens.capture.merge import merge_parts
-from iolens.capture.reader import Capture, decode
-from iolens.errors import CommandNotFound
+from iolens.capture.reader import Capture, read_capture
+from iolens.errors import CaptureError, CommandNotFound
 from iolens.native import preload_library
 from iolens.redact import redact_argv
 from iolens.sysinfo import cpu_delta, cpu_seconds, host_facts, mount_of, mounts
@@ -334,10 +334,12 @@ class Recording:
             if self.output is not None:
                 result.path = self.output
             result.problems = res.problems
-            result.capture = decode(target.read_bytes(), str(target))
+            result.capture = read_capture(target)  # read as it is read later: streamed, never whole
             result.capture.problems.extend(res.problems)
         except OSError as err:
             result.error = str(err.strerror or err)
+        except CaptureError as err:  # what was just written cannot be read back (removed meanwhile, an I/O error)
+            result.error = str(err)
         finally:
             self.close()
         return result

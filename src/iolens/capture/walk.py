@@ -1,16 +1,24 @@
 """Walking a capture's records after its header: plain (1.x) or sealed in CHECK blocks (2.x), with the damage
-met kept with its byte offset."""
+met kept with its byte offset.
+
+The walk reads in order and never holds more than it must: the header is read and checked first (a file that is
+not a capture is refused after its first 16 bytes), then record by record; a sealed block's records are held until
+its CHECK has proven them.  The source is a file (read through a buffer, never whole) or bytes in memory."""
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
-from typing import Iterator
+from typing import BinaryIO, Iterator
 
 
 from iolens import _format as F
 from iolens.capture.container import CHECK, CHECK_FINAL, FILE_HDR, REC_HDR, crc32c
 from iolens.errors import CaptureError
 from iolens.capture.layout import KIND_BY_ID, KNOWN_VERSION, MAX_RECORD
+
+_CHUNK = 1 << 20  # bytes read at a time where the walk only looks (the zeros after an end marker)
+
 
 @dataclass
 class RawRecord:
@@ -35,134 +43,205 @@ class _Walk:
     A sealed capture (2.x, a CHECK right after the header) yields the records of a block only once its CHECK
     matches: CRC-32C, place and running counts; it must end with the trailer, and nothing may follow that.  An
     unsealed one (1.x, or crafted) yields records as it meets them and ends at a kind-0 record followed by zeros,
-    or, for 1.x only, at the end of the file.
+    or, for 1.x only, at the end of the file.  Either must hold a record before its end: a header followed by
+    nothing or by zeros is a capture cut short.
+
+    `source` is bytes, or a binary file positioned at its start together with its `size` (the walk reads no
+    further, and a file that shrinks meanwhile reads as cut short).
     """
 
-    def __init__(self, data: bytes, path: str, problems: list[str]):
-        self.data, self.path, self.problems = data, path, problems
+    def __init__(self, source: bytes | BinaryIO, path: str, problems: list[str], size: int | None = None):
+        if isinstance(source, (bytes, bytearray, memoryview)):
+            size = len(source)
+            source = io.BytesIO(source)
+        assert size is not None, "a file source needs its size"
+        self.fh, self.n, self.pos = source, size, 0
+        self.path, self.problems = path, problems
         self.damage: list[Damage] = []
         self.sealed = False
-        self.view = memoryview(data)
+        self.version = (0, 0)
+        self.records_seen = 0
 
     def bad(self, offset: int, reason: str, *, partial: bool = False) -> None:
         self.problems.append(f"{self.path}: {reason} at byte {offset}")
         self.damage.append(Damage(offset, reason, partial))
 
+    def _read(self, k: int) -> bytes | None:
+        """The next k bytes, or None (after noting it) when the file ended sooner than its size said."""
+        data = self.fh.read(k)
+        if len(data) != k:
+            self.bad(self.pos + len(data), "capture ends sooner than its size (changed while it was read?)",
+                     partial=True)
+            return None
+        self.pos += k
+        return data
+
     def header(self) -> tuple[int, int, int]:
-        data, path = self.data, self.path
+        data = self.fh.read(FILE_HDR.size)
+        self.pos = len(data)
         if len(data) < FILE_HDR.size:
-            raise CaptureError(f"{path}: not an iolens capture (only {len(data)} bytes)")
-        magic, major, minor, hdr_size = FILE_HDR.unpack_from(data, 0)
+            raise CaptureError(f"{self.path}: not an iolens capture (only {len(data)} bytes)")
+        magic, major, minor, hdr_size = FILE_HDR.unpack(data)
         if magic != F.MAGIC:
-            raise CaptureError(f"{path}: not an iolens capture (bad magic)")
+            raise CaptureError(f"{self.path}: not an iolens capture (bad magic)")
+        self.version = (major, minor)
         if major > F.CONTAINER_MAJOR:
             raise CaptureError(
-                f"{path}: written by a newer iolens (capture format {major}.{minor}, this iolens reads "
+                f"{self.path}: written by a newer iolens (capture format {major}.{minor}, this iolens reads "
                 f"{F.CONTAINER_MAJOR}.x); upgrade iolens to read it"
             )
         return major, minor, hdr_size
 
-    def next_record(self, pos: int) -> tuple[str, int, int] | None:
-        """(kind, version, end) of the record at pos, or None after noting the damage; kind "" is the end marker."""
-        n = len(self.data)
-        if pos + REC_HDR.size > n:
-            self.bad(pos, "record header cut short", partial=True)
+    def next_record(self) -> tuple[str, int, int, bytes] | None:
+        """(kind, version, payload size, header bytes) of the record at self.pos, its header read, or None after
+        noting the damage; kind "" is the end marker."""
+        at = self.pos
+        if at + REC_HDR.size > self.n:
+            self.bad(at, "record header cut short", partial=True)
             return None
-        kid, ver, size = REC_HDR.unpack_from(self.data, pos)
+        head = self._read(REC_HDR.size)
+        if head is None:
+            return None
+        kid, ver, size = REC_HDR.unpack(head)
         if kid == 0:
-            return "", ver, pos + REC_HDR.size
+            return "", ver, 0, head
         kind = KIND_BY_ID.get(kid)
         if kind is None or size % 8 or size > MAX_RECORD:
-            self.bad(pos, f"damaged record (kind {kid}, size {size})")
+            self.bad(at, f"damaged record (kind {kid}, size {size})")
             return None
-        if pos + REC_HDR.size + size > n:
-            self.bad(pos, f"{kind} record cut short", partial=True)
+        if at + REC_HDR.size + size > self.n:
+            self.bad(at, f"{kind} record cut short", partial=True)
             return None
-        return kind, ver, pos + REC_HDR.size + size
+        return kind, ver, size, head
 
-    def raw(self, kind: str, ver: int, pos: int, end: int) -> RawRecord:
+    def raw(self, kind: str, ver: int, at: int, payload: bytes) -> RawRecord:
         if ver > KNOWN_VERSION[kind]:
             raise CaptureError(
-                f"{self.path}: {kind} record version {ver} at byte {pos} is newer than this iolens reads "
+                f"{self.path}: {kind} record version {ver} at byte {at} is newer than this iolens reads "
                 f"(version {KNOWN_VERSION[kind]}); upgrade iolens to read it"
             )
-        return RawRecord(kind, ver, pos, self.view[pos + REC_HDR.size : end])
+        return RawRecord(kind, ver, at, memoryview(payload))
+
+    def _zeros_ahead(self, limit: int | None = None) -> bool:
+        """Whether what follows is zero, to the end or for `limit` bytes (read a chunk at a time)."""
+        end = self.n if limit is None else min(self.n, self.pos + limit)
+        while self.pos < end:
+            chunk = self._read(min(_CHUNK, end - self.pos))
+            if chunk is None:
+                return True
+            if chunk.strip(b"\0"):
+                return False
+        return True
 
     def records(self) -> Iterator[RawRecord]:
         major, _minor, hdr_size = self.header()
-        n = len(self.data)
-        if not FILE_HDR.size <= hdr_size <= n:
+        if not FILE_HDR.size <= hdr_size <= self.n:
             self.bad(12, f"impossible header size {hdr_size}")
             return
-        pos = hdr_size
-        first = REC_HDR.unpack_from(self.data, pos)[0] if pos + REC_HDR.size <= n else None
-        if first == F.KINDS["CHECK"][0]:
-            if major < 2:
-                self.bad(4, f"a format {major}.x header on a capture sealed with checksums (format 2.x)")
+        self.fh.seek(hdr_size)
+        self.pos = hdr_size
+        if hdr_size + REC_HDR.size <= self.n:
+            first = self.fh.read(REC_HDR.size)
+            self.fh.seek(hdr_size)
+            if len(first) == REC_HDR.size and REC_HDR.unpack(first)[0] == F.KINDS["CHECK"][0]:
+                if major < 2:
+                    self.bad(4, f"a format {major}.x header on a capture sealed with checksums (format 2.x)")
+                    return
+                self.sealed = True
+                yield from self._sealed(self._crc_to(hdr_size))
                 return
-            self.sealed = True
-            yield from self._sealed(pos)
-        else:
-            yield from self._plain(pos, major)
+        yield from self._plain(major, hdr_size)
 
-    def _plain(self, pos: int, major: int) -> Iterator[RawRecord]:
-        n = len(self.data)
-        while pos < n:
-            rec = self.next_record(pos)
+    def _plain(self, major: int, start: int) -> Iterator[RawRecord]:
+        while self.pos < self.n:
+            at = self.pos
+            rec = self.next_record()
             if rec is None:
                 return
-            kind, ver, end = rec
+            kind, ver, size, _head = rec
             if kind == "":
-                if any(self.view[end:]):
-                    self.bad(pos, f"end marker followed by {n - end} more bytes")
+                # with no record before it, only the next bytes are looked at: cut short (zeros where its records
+                # were, a file preallocated and never written) or damaged, it is refused either way
+                if not self._zeros_ahead(None if self.records_seen else _CHUNK):
+                    self.bad(at, f"end marker followed by {self.n - at - REC_HDR.size} more bytes")
+                elif not self.records_seen:
+                    self.bad(start, "no records after the header (cut short, or zeros where its records were)",
+                             partial=True)
                 return
             if kind == "CHECK":
-                self.bad(pos, "CHECK record in a capture that is not sealed")
+                self.bad(at, "CHECK record in a capture that is not sealed")
                 return
-            yield self.raw(kind, ver, pos, end)
-            pos = end
+            payload = self._read(size)
+            if payload is None:
+                return
+            self.records_seen += 1
+            yield self.raw(kind, ver, at, payload)
         if major >= 2:
-            self.bad(pos, "capture ends without its end marker or trailer (cut short?)", partial=True)
+            self.bad(self.pos, "capture ends without its end marker or trailer (cut short?)", partial=True)
+        elif not self.records_seen:
+            self.bad(start, "no records after the header (cut short?)", partial=True)
 
-    def _sealed(self, pos: int) -> Iterator[RawRecord]:
-        n, seq, start = len(self.data), 0, 0
+    def _crc_to(self, end: int) -> int:
+        """CRC-32C of the bytes from the start of the file to `end` (the first block's checksum covers the header),
+        leaving the walk at `end`."""
+        self.fh.seek(0)
+        crc, pos = 0, 0
+        while pos < end:
+            chunk = self.fh.read(min(_CHUNK, end - pos))
+            if not chunk:
+                break
+            crc, pos = crc32c(chunk, crc), pos + len(chunk)
+        self.fh.seek(end)
+        self.pos = end
+        return crc
+
+    def _sealed(self, crc: int) -> Iterator[RawRecord]:
+        seq, start = 0, 0
         records = procs = 0
-        block: list[tuple[str, int, int, int]] = []
+        block: list[tuple[str, int, int, bytes]] = []
         while True:
-            if pos >= n:
-                self.bad(pos, "capture ends before its trailer (cut short?)", partial=True)
+            at = self.pos
+            if at >= self.n:
+                self.bad(at, "capture ends before its trailer (cut short?)", partial=True)
                 return
-            rec = self.next_record(pos)
+            rec = self.next_record()
             if rec is None:
                 return
-            kind, ver, end = rec
+            kind, ver, size, head = rec
             if kind != "CHECK":
                 if kind == "":
-                    self.bad(pos, "end marker inside a sealed capture")
+                    self.bad(at, "end marker inside a sealed capture")
                     return
-                block.append((kind, ver, pos, end))
-                pos = end
+                payload = self._read(size)
+                if payload is None:
+                    return
+                crc = crc32c(payload, crc32c(head, crc))
+                block.append((kind, ver, at, payload))
                 continue
-            if end - pos != REC_HDR.size + CHECK.size:
-                self.bad(pos, f"damaged CHECK record (size {end - pos - REC_HDR.size})")
+            if size != CHECK.size:
+                self.bad(at, f"damaged CHECK record (size {size})")
                 return
-            c_seq, c_start, c_records, c_procs, _parts, c_flags, c_crc = CHECK.unpack_from(
-                self.data, pos + REC_HDR.size)
-            if crc32c(self.view[start : end - 4]) != c_crc:
+            body = self._read(size)
+            if body is None:
+                return
+            end = self.pos
+            c_seq, c_start, c_records, c_procs, _parts, c_flags, c_crc = CHECK.unpack(body)
+            if crc32c(body[:-4], crc32c(head, crc)) != c_crc:
                 self.bad(start, f"checksum mismatch in block {seq} (bytes {start} to {end})")
                 return
             records += len(block)
             procs += sum(1 for b in block if b[0] == "PROC")
             if (c_seq, c_start, c_records, c_procs) != (seq, start, records, procs):
-                self.bad(pos, f"CHECK {seq} does not match the records before it")
+                self.bad(at, f"CHECK {seq} does not match the records before it")
                 return
-            for kind, ver, at, rend in block:
-                yield self.raw(kind, ver, at, rend)
+            for b_kind, b_ver, b_at, payload in block:
+                self.records_seen += 1
+                yield self.raw(b_kind, b_ver, b_at, payload)
             if c_flags & CHECK_FINAL:
-                if end != n:
-                    self.bad(end, f"{n - end} bytes after the trailer")
+                if end != self.n:
+                    self.bad(end, f"{self.n - end} bytes after the trailer")
                 return
-            seq, start, pos, block = seq + 1, end, end, []
+            seq, start, block, crc = seq + 1, end, [], 0
 
 
 def iter_records(data: bytes, path: str, problems: list[str]) -> Iterator[RawRecord]:

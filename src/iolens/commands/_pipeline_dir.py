@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import click
 
+from iolens.errors import PARTIAL_EXIT
 from iolens.output import check_outputs
-
-PARTIAL_EXIT = 3
 
 
 def _files_in(path: str) -> list[str]:
@@ -33,15 +33,25 @@ def report_dir(path: str, *, outputs: dict[str, str | None], overrides: list[str
     exports.write("pipeline", outputs, rep, force=force)
     if not quiet and not exports.to_stdout(outputs):
         click.echo(render_text(rep, top=top), nl=False)
-    t = rep["totals"]
-    if t["partial"] or t["not_profiled"]:
-        click.echo(f"iolens: warning: {path}: {t['partial']} partial task(s), {t['not_profiled']} not profiled",
-                   err=True)
-        sys.exit(PARTIAL_EXIT)
+    exit_if_partial((path, rep))
+
+
+def exit_if_partial(*runs: tuple[str, dict[str, Any]]) -> None:
+    """Exit PARTIAL_EXIT, after a warning, when a task of a pipeline run read is partial or was not profiled: as
+    for a single partial capture, the outputs were written from part of the run."""
+    status = 0
+    for path, rep in runs:
+        t = rep["totals"]
+        if t["partial"] or t["not_profiled"]:
+            click.echo(f"iolens: warning: {path}: {t['partial']} partial task(s), {t['not_profiled']} not profiled",
+                       err=True)
+            status = PARTIAL_EXIT
+    if status:
+        sys.exit(status)
 
 
 def diff_dirs(a: str, b: str, *, outputs: dict[str, str | None], overrides: list[str], force: bool) -> None:
-    """`iolens diff DIR1 DIR2`: two pipeline runs rule by rule."""
+    """`iolens diff DIR1 DIR2`: two pipeline runs rule by rule; exit 3 as `report DIR` does."""
     from iolens.analysis.thresholds import with_overrides
     from iolens.pipeline.merge import build_pipeline
     from iolens.render import exports
@@ -53,3 +63,4 @@ def diff_dirs(a: str, b: str, *, outputs: dict[str, str | None], overrides: list
     exports.write("pipeline-diff", outputs, (ra, rb, a, b), force=force)
     if not exports.to_stdout(outputs):
         click.echo(render_diff(ra, rb), nl=False)
+    exit_if_partial((a, ra), (b, rb))

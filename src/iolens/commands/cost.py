@@ -199,8 +199,12 @@ def cost(run_id, last, figures, maps, runs_per_month, held_for, size_gb, stored_
                   "command_template": (run.get("job") or {}).get("command_template"), "created": run.get("created"),
                   "host": run.get("host")}
     I.check_known(items)
+    cap = None
     if capture is not None:
-        I.apply_capture(items, I.capture_counts(str(capture)))
+        from iolens.capture.load import load_capture
+
+        cap = load_capture(str(capture), doing="pricing")
+        I.apply_capture(items, I.capture_counts(cap))
         source["capture"] = str(capture)
     if stored_gb is not None:
         for it in items:
@@ -229,3 +233,7 @@ def cost(run_id, last, figures, maps, runs_per_month, held_for, size_gb, stored_
     if details:
         render_charges(rep, console)
     exports.write_exports(console, "cost", outputs, rep, rep["store"], force=force)
+    if cap is not None:
+        from iolens.capture.load import exit_if_partial
+
+        exit_if_partial(cap)

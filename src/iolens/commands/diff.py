@@ -22,6 +22,9 @@ def diff(capture_a: str, capture_b: str, outputs: dict[str, str | None], overrid
     Shows what changed in total, per time category and per file.  Files are matched by their path
     relative to each run's working directory, so runs in different directories pair up.
 
+    Exit status: 0; 3 when a capture is partial (cut short or damaged: compared from what came before
+    the damage) or cannot be read at all.
+
     \b
     Example:
       iolens diff on-nfs.iolens on-local.iolens
@@ -36,14 +39,14 @@ def diff(capture_a: str, capture_b: str, outputs: dict[str, str | None], overrid
     from iolens.analysis.diff import diff_reports
     from iolens.analysis.report import build_report
     from iolens.analysis.thresholds import with_overrides
-    from iolens.commands.report import load_capture
+    from iolens.capture.load import exit_if_partial, load_capture
     from iolens.output import check_outputs
     from iolens.render import exports
 
     check_outputs(exports.check("diff", outputs), force=force, inputs=[capture_a, capture_b])
     th = with_overrides(list(overrides))
-    ra = build_report(load_capture(capture_a), th)
-    rb = build_report(load_capture(capture_b), th)
+    cap_a, cap_b = load_capture(capture_a, doing="comparing"), load_capture(capture_b, doing="comparing")
+    ra, rb = build_report(cap_a, th), build_report(cap_b, th)
     d = diff_reports(ra, rb)
     exports.write("diff", outputs, d, force=force)
     if not exports.to_stdout(outputs):
@@ -51,3 +54,4 @@ def diff(capture_a: str, capture_b: str, outputs: dict[str, str | None], overrid
         from iolens.render.terminal import console as terminal
 
         render_diff_text(d, terminal(), top=top)
+    exit_if_partial(cap_a, cap_b)

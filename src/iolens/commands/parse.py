@@ -125,11 +125,12 @@ def parse(capture, as_json):
     """Dump every record of CAPTURE.
 
     A damaged or truncated capture prints what could be read, then a one-line
-    error naming the file and byte offset, and exits with status 3.
+    error naming the file and byte offset, and exits with status 3 (as every
+    command that reads a capture does on the same damage).
     """
-    from iolens.capture.reader import read_capture
+    from iolens.capture.load import load_capture
 
-    cap = read_capture(capture)
+    cap = load_capture(capture, processes=False, warn=None)  # a dump shows whatever is there; the problem ends it
     if as_json:
         json.dump(capture_dict(cap), sys.stdout, indent=1, default=str)  # ASCII: surrogates are escaped
         sys.stdout.write("\n")

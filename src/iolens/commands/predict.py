@@ -30,13 +30,16 @@ def predict(capture: str, targets: tuple[str, ...], cache: str, home: str | None
     plus, per class, the op count times the change in per-op cost (compute unchanged).  Works without --trace,
     with a wider interval.
 
+    Exit status: 0; 3 when the capture is partial (predicted from what came before the damage, and the
+    prediction says so) or cannot be read.
+
     \b
     Example:
       iolens predict sort.iolens --on /scratch --on lab:gp2
     """
     from iolens.bench.safety import tidy_targets
     from iolens.bench.targets import resolve, resolve_each
-    from iolens.commands.report import load_capture
+    from iolens.capture.load import exit_if_partial, load_capture
     from iolens.errors import TargetError, UsageError
     from iolens.output import check_outputs
     from iolens.render import exports
@@ -49,7 +52,7 @@ def predict(capture: str, targets: tuple[str, ...], cache: str, home: str | None
     from iolens.whatif.predict import predict as run_predict
 
     check_outputs(exports.check("predict", outputs), force=force, inputs=[capture])
-    cap = load_capture(capture)
+    cap = load_capture(capture, doing="predicting from")
     resolved = resolve_each(targets)
     if home is not None and not home.strip():
         raise UsageError("--home was given an empty name; give a directory on the storage the capture was taken on")
@@ -68,6 +71,6 @@ def predict(capture: str, targets: tuple[str, ...], cache: str, home: str | None
         preds = [run_predict(model, calibrate(t, cache=cache, store=store, refresh=recalibrate), ref, t.spec)
                  for t in resolved]
     exports.write("predict", outputs, prediction_doc(model, preds, cache), force=force)
-    if exports.to_stdout(outputs):
-        return
-    render_predict(terminal(), capture, model, preds, cost_note, cache)
+    if not exports.to_stdout(outputs):
+        render_predict(terminal(), capture, model, preds, cost_note, cache)
+    exit_if_partial(cap)

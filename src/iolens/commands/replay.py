@@ -30,6 +30,9 @@ def replay(capture: str, targets: tuple[str, ...], speed: str, cache: str, outpu
     recorded sizes and synthetic content, in a new directory on each target that is removed afterwards.
     Operations on system files (/usr, /proc, ...) stay compute time.
 
+    Exit status: 0; 3 when the capture is partial (what came before the damage is replayed, without a
+    fidelity) or cannot be read; 4 when the replay itself failed on a target.
+
     \b
     Example:
       iolens profile --trace -o sort.iolens -- samtools sort -m 1M in.sam -o out.bam
@@ -37,8 +40,8 @@ def replay(capture: str, targets: tuple[str, ...], speed: str, cache: str, outpu
     """
     from iolens.bench.safety import tidy_targets
     from iolens.bench.targets import resolve_each
-    from iolens.commands.report import load_capture
-    from iolens.errors import TargetError, UsageError
+    from iolens.capture.load import exit_if_partial, load_capture
+    from iolens.errors import CaptureError, TargetError, UsageError
     from iolens.output import check_outputs
     from iolens.render import exports
     from iolens.render.terminal import console as terminal
@@ -55,7 +58,12 @@ def replay(capture: str, targets: tuple[str, ...], speed: str, cache: str, outpu
     if not targets and not fio_out:
         raise UsageError("give at least one --on TARGET (or --fio-iolog FILE)")
     resolved = resolve_each(targets)  # a bad target is said before the capture is read
-    cap = load_capture(capture)
+    cap = load_capture(capture, doing="replaying")
+    if not has_trace(cap) and cap.problems:  # partial: status 3, as every command that reads it gives
+        lost = ("it was recorded without --trace" if cap.meta.get("trace") is False
+                else "no trace is left before the damage")
+        raise CaptureError(f"{capture}: {lost}, so there is nothing to replay; profile the step again with --trace "
+                           "to replay it")
     if not has_trace(cap) and cap.meta.get("trace"):
         if not cap.problems and all(p.finalized for p in cap.processes):
             raise UsageError(f"{capture}: the step made no file operation the trace records (no open, read, write "
@@ -116,3 +124,4 @@ def replay(capture: str, targets: tuple[str, ...], speed: str, cache: str, outpu
         for r in results if r.errors]
     if problems:
         raise ReplayError("; ".join(problems))
+    exit_if_partial(cap)

@@ -3,32 +3,13 @@
 from __future__ import annotations
 
 import os
-import sys
 
 import click
 
-from iolens.errors import CaptureError, UsageError
+from iolens.errors import UsageError
 from iolens.names import shown
 from iolens.output import FORCE_OPTION, check_outputs
 from iolens.render.exports import export_options
-
-# the exit status of a report on a partial capture: every output was written, but from part of the run
-# (the same status `iolens parse` gives a truncated capture, and a capture that cannot be read at all)
-PARTIAL_EXIT = 3
-
-
-def load_capture(path: str):
-    """Read a capture for analysis: damage is a warning while something before it is readable."""
-    from iolens.capture.reader import read_capture
-
-    cap = read_capture(path)
-    if cap.problems and not cap.processes:
-        raise CaptureError(f"{cap.problems[0]}: nothing in it can be read; profile the step again")
-    if not cap.processes:
-        raise CaptureError(f"{path}: the capture holds no process records")
-    for prob in cap.problems:
-        click.echo(f"iolens: warning: {shown(prob)}; reporting what came before it", err=True)
-    return cap
 
 
 def print_thresholds() -> None:
@@ -91,6 +72,7 @@ def report(capture: str | None, outputs: dict[str, str | None], sample: str | No
     check_outputs(exports.check("report", outputs), force=force, inputs=[capture])
     from iolens.analysis.report import build_report
     from iolens.analysis.thresholds import with_overrides
+    from iolens.capture.load import exit_if_partial, load_capture
 
     th = with_overrides(list(overrides))
     cap = load_capture(capture)
@@ -103,9 +85,4 @@ def report(capture: str | None, outputs: dict[str, str | None], sample: str | No
 
         console = terminal()
         render_report_text(rep, console, top=top)
-    if rep.capture["partial"]:
-        if not cap.problems:  # load_capture warned about the reader's problems already
-            click.echo(f"iolens: warning: {shown(capture)}: {shown(rep.capture['partial_reason'])}; reporting what "
-                       "came before it",
-                       err=True)
-        sys.exit(PARTIAL_EXIT)
+    exit_if_partial(cap)

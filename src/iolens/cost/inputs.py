@@ -15,11 +15,14 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from iolens.cost.model import PART_BYTES, Storage, Usage, parse_spec
 from iolens.cost.prices import PriceError, Snapshot
 from iolens.errors import UsageError
+
+if TYPE_CHECKING:  # the reader needs numpy: imported only when a capture is given
+    from iolens.capture.reader import Capture
 
 # The lab's emulated targets -> the priced option each stands for, keyed by lab target name.  Where the
 # emulation depends on the size (gp2 IOPS, st1/sc1 throughput), the size is the one emulated; elsewhere --size.
@@ -195,12 +198,11 @@ def from_figures(options: tuple[str, ...] | list[str], snap: Snapshot, *, size_g
     return items
 
 
-def capture_counts(path: str) -> dict[str, Any]:
+def capture_counts(cap: Capture) -> dict[str, Any]:
     """Operation counts of a capture's files (system paths and pipes left out)."""
     from iolens.analysis.report import build_report
-    from iolens.capture.reader import read_capture
 
-    rep = build_report(read_capture(path), advise=False)
+    rep = build_report(cap, advise=False)
     files = [f for f in rep.files if f.kind == "file" and not f.path.startswith(SYSTEM_PREFIXES)]
     puts = gets = heads = 0
     sizes = []
@@ -216,7 +218,7 @@ def capture_counts(path: str) -> dict[str, Any]:
     return {"write_requests": puts, "read_requests": gets + heads,
             "io_requests": sum(f.reads + f.writes for f in files),
             "read_bytes": sum(f.bytes_read for f in files), "written_bytes": sum(f.bytes_written for f in files),
-            "object_sizes": sizes, "files": len(files), "source": os.path.basename(path)}
+            "object_sizes": sizes, "files": len(files), "source": os.path.basename(cap.path)}
 
 
 def apply_capture(items: list[Item], counts: dict[str, Any]) -> None:

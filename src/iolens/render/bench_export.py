@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
-from typing import Any
+from typing import Any, Iterator
 
 from iolens.bench.metrics import METRICS
+from iolens.render.csvsafe import csv_bytes
 from iolens.store import RESULTS_SCHEMA, RESULTS_TAG
 
 CSV_FIELDS = ["run_id", "kind", "created", "label", "host", "iolens_version", "status", "target", "name",
@@ -42,18 +41,18 @@ def _metric_rows(metrics: dict[str, Any]) -> list[tuple[str, str, Any, Any, Any]
 
 def results_csv(runs: list[dict[str, Any]]) -> bytes:
     """One row per (run, result, metric): easy to pivot, and two machines' exports concatenate."""
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
-    w.writeheader()
+    return csv_bytes(CSV_FIELDS, ([row.get(k) for k in CSV_FIELDS] for row in _rows(runs)))
+
+
+def _rows(runs: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     for run in runs:
         for res in run.get("results", []):
             tgt = (res.get("provenance") or {}).get("target") or {}
             for metric, unit, mean, sd, n in _metric_rows(res.get("metrics") or {}):
-                w.writerow({"run_id": run.get("id"), "kind": run.get("kind"), "created": run.get("created"),
-                            "label": run.get("label"), "host": run.get("host"),
-                            "iolens_version": run.get("iolens_version"), "status": run.get("status"),
-                            "target": res.get("target"), "name": res.get("name"),
-                            "cache_state": res.get("cache_state"), "fstype": tgt.get("fstype"),
-                            "device_model": tgt.get("device_model"), "metric": metric, "unit": unit,
-                            "mean": mean, "sd": sd, "n": n})
-    return buf.getvalue().encode()
+                yield {"run_id": run.get("id"), "kind": run.get("kind"), "created": run.get("created"),
+                       "label": run.get("label"), "host": run.get("host"),
+                       "iolens_version": run.get("iolens_version"), "status": run.get("status"),
+                       "target": res.get("target"), "name": res.get("name"),
+                       "cache_state": res.get("cache_state"), "fstype": tgt.get("fstype"),
+                       "device_model": tgt.get("device_model"), "metric": metric, "unit": unit,
+                       "mean": mean, "sd": sd, "n": n}

@@ -11,5 +11,6 @@ def _report(s: Exported) -> bytes:
     return render_csv(s.report)
 
 
-FORMAT = Format("csv", "--csv", ".csv", "Write the per-file table as CSV (UTF-8; a name that is not UTF-8 keeps its "
-                "bytes: read it with errors='surrogateescape')", {"report": _report})
+FORMAT = Format("csv", "--csv", ".csv", "Write the per-file table as CSV (RFC 4180, UTF-8; a name that is not UTF-8 "
+                "keeps its bytes: read it with errors='surrogateescape'; control characters in names are spelled "
+                "out as in the terminal: \\e, \\n, \\x07)", {"report": _report})

@@ -1,0 +1,31 @@
+"""The one CSV writer of the exporters: RFC 4180 quoting, and untrusted text as `iolens.names.csv_text` has it.
+
+Every text cell goes through `csv_text`, so no field holds a control character (an escape sequence, BEL, a
+carriage return, a newline) or a bidi override; a field with a comma or a double quote is quoted, with its quotes
+doubled (RFC 4180).  The bytes are UTF-8, except that a file name that is not UTF-8 keeps its own bytes (read in
+Python with `encoding="utf-8", errors="surrogateescape"`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any, Iterable
+
+from iolens.names import csv_text, utf8
+
+
+def _cell(v: Any) -> Any:
+    if v is None:
+        return ""
+    return csv_text(v) if isinstance(v, str) else v
+
+
+def csv_bytes(header: list[str], rows: Iterable[Iterable[Any]]) -> bytes:
+    """The table as CSV: the header row, then one line per row (None is an empty field)."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
+    w.writerow([_cell(h) for h in header])
+    for row in rows:
+        w.writerow([_cell(v) for v in row])
+    return utf8(buf.getvalue())
