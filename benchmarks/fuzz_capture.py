@@ -4,7 +4,7 @@
     python benchmarks/fuzz_capture.py mutants [--count 20000] [--seed 1]
     python benchmarks/fuzz_capture.py statuses [--count 300] [--seed 1]
 
-fuzz     coverage-guided (atheris, libFuzzer) over `iolens.capture.fuzz.exercise`: each input is read as a capture
+fuzz     coverage-guided (atheris, libFuzzer) over `tests/helpers/fuzz.py`'s `exercise`: each input is read as a capture
          and, resealed with fresh checksums, read again (so the decoder behind the checksums is reached too); one
          input in REPORT_EVERY also goes through the report in every format, parse and diff.  Anything other than
          a one-line `IolensError` is a crash: it is saved under --crashes and counted, and fuzzing goes on.
@@ -30,6 +30,8 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the harness: tests/helpers/fuzz.py
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE.parent / "tests" / "data"
@@ -71,7 +73,7 @@ def run_fuzz(args: argparse.Namespace) -> int:
     import atheris
 
     with atheris.instrument_imports(include=["iolens"]):
-        from iolens.capture.fuzz import exercise
+        from helpers.fuzz import exercise
 
     crashes_dir = Path(args.crashes)
     crashes_dir.mkdir(parents=True, exist_ok=True)
@@ -113,7 +115,7 @@ def run_fuzz(args: argparse.Namespace) -> int:
 
 
 def run_mutants(args: argparse.Namespace) -> int:
-    from iolens.capture.fuzz import MUTATIONS, classify, fingerprint, mutate
+    from helpers.fuzz import MUTATIONS, classify, fingerprint, mutate
     from iolens.capture.reader import decode
 
     rnd = random.Random(args.seed)
@@ -150,7 +152,7 @@ def run_mutants(args: argparse.Namespace) -> int:
 
 
 def run_statuses(args: argparse.Namespace) -> int:
-    from iolens.capture.fuzz import MUTATIONS, Readers, mutate
+    from helpers.fuzz import MUTATIONS, Readers, mutate
 
     rnd = random.Random(args.seed)
     t0 = time.monotonic()

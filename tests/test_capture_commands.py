@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import datapath, iolens
-from iolens.capture.fuzz import READERS, Readers
+from helpers.fuzz import READERS, Readers
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -80,7 +80,7 @@ def test_every_reader_gives_one_exit_status_for_the_same_damage(traced, readers,
     """A sample of the mutants benchmarks/fuzz_capture.py counts (cuts, insertions, changed bytes) and of the fuzz
     corpus: each command's exit status is report's (3 for damage, 0 for a mutant the checksums prove whole), and a
     status other than 0 comes with a one-line error or a warning that names the damage."""
-    from iolens.capture.fuzz import MUTATIONS, mutate
+    from helpers.fuzz import MUTATIONS, mutate
 
     rnd = random.Random(11)
     data = traced.read_bytes()
@@ -154,7 +154,7 @@ def test_a_capture_with_no_process_is_refused_by_the_commands_that_need_one(tmp_
 def test_a_file_reads_as_the_same_bytes_in_memory_and_a_shrinking_one_as_cut_short(traced, tmp_path):
     """A capture file is read in order through a buffer, never whole: it reads as the same bytes in memory do
     (sealed and format 1.0); one that shrinks while it is read (told a larger size) is cut short, not a crash."""
-    from iolens.capture.fuzz import fingerprint
+    from helpers.fuzz import fingerprint
     from iolens.capture.reader import decode, read_capture
     from iolens.capture.walk import _Walk
 

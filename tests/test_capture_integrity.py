@@ -12,7 +12,7 @@ from conftest import datapath, iolens
 from iolens import _format as F
 from iolens.capture import writer as W
 from iolens.capture.container import CHECK, REC_HDR
-from iolens.capture.fuzz import classify, fingerprint, mutate
+from helpers.fuzz import classify, fingerprint, mutate
 from iolens.capture.reader import decode, read_capture
 from iolens.capture.walk import iter_records
 from iolens.errors import CaptureError, CaptureTruncated

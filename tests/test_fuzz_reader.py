@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import HERE, datapath
-from iolens.capture.fuzz import exercise
+from helpers.fuzz import exercise
 
 CORPUS = sorted(datapath("fuzz").glob("*.iolens"))
 

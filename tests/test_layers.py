@@ -22,7 +22,7 @@ FLOORS: tuple[tuple[str, frozenset[str]], ...] = (
     ("storage", frozenset({"lab"})),  # where storage targets come from: the lab's catalogue and its kinds
     ("capture", frozenset({"capture"})),
     ("analysis", frozenset({"analysis"})),
-    ("compute", frozenset({"bench", "compare", "compress", "cost", "whatif", "pipeline"})),
+    ("compute", frozenset({"doctor", "bench", "compare", "compress", "cost", "whatif", "pipeline"})),
     ("render", frozenset({"render"})),
     ("commands", frozenset({"commands", "cli", "entry", "__main__"})),
 )
@@ -33,9 +33,6 @@ ALLOWED: dict[tuple[str, str], str] = {
                                    "and statistics, not a copy of them",
     ("whatif/replay.py", "bench"): "replay works in bench's work directories with its free-space rails and targets",
     ("whatif/predict.py", "bench"): "a prediction is for a bench target (until the storage-target resolver)",
-    ("capture/fuzz.py", "analysis"): "the damaged-capture harness drives every reader (to move out of the package)",
-    ("capture/fuzz.py", "render"): "the damaged-capture harness drives every renderer (to move out of the package)",
-    ("capture/fuzz.py", "commands"): "the damaged-capture harness drives parse (to move out of the package)",
 }
 
 

@@ -1,4 +1,5 @@
-"""What "every reader path is total" means, as code: the fuzz target and the capture mutators.
+"""What "every reader path is total" means, as code: the fuzz target and the capture mutators (a test harness,
+kept beside the tests, outside the package).
 
 `exercise(data)` reads `data` as a capture and, when something was read, builds the report and renders it in every
 format, and dumps it as `iolens parse` does.  It may raise `IolensError` (a one-line error) and nothing else; any
@@ -39,25 +40,22 @@ def render_all(cap: Capture) -> None:
         _encodes(line)
     if not cap.processes:
         return
-    from iolens.render.chrome_trace import render_chrome_trace
-    from iolens.render.report_csv import render_csv
-    from iolens.render.report_html import render_html
-    from iolens.render.report_json import render_json
+    from iolens.render import exports
     from iolens.render.report_text import render_report_text
 
     rep = build_report(cap, with_overrides([]))
-    render_json(rep)
-    render_csv(rep)
-    render_html(rep)
-    render_chrome_trace(cap)
+    subject = exports.Exported(rep, capture=cap, sample="fuzz")
+    for fmt in exports.offered("report"):  # every format the report is written in, from the one registry
+        exports.render("report", fmt.name, subject)
     out = io.StringIO()
     render_report_text(rep, Console(file=out, width=120, highlight=False, soft_wrap=False))
     _encodes(out.getvalue())
     from iolens.analysis.diff import diff_reports
-    from iolens.render.diff_text import render_diff_json, render_diff_text
+    from iolens.render.diff_text import render_diff_text
 
     d = diff_reports(rep, rep)
-    render_diff_json(d)
+    for fmt in exports.offered("diff"):
+        exports.render("diff", fmt.name, d)
     out = io.StringIO()
     render_diff_text(d, Console(file=out, width=120, highlight=False, soft_wrap=False))
     _encodes(out.getvalue())
