@@ -33,7 +33,7 @@ COMPILER_GLOBS = ("/usr/bin/cc", "/usr/bin/gcc*", "/usr/bin/c89*", "/usr/bin/c99
                   f"{_TRIPLE}-cpp*", f"{_TRIPLE}-as", f"{_TRIPLE}-ld*", "/usr/bin/make", "/usr/bin/cmake",
                   "/usr/bin/ninja", "/usr/lib/gcc/*/*/cc1*", "/usr/lib/gcc/*/*/collect2", "/usr/libexec/gcc/*/*/cc1*")
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]  # the first test builds the wheels (zig, cold: minutes)
 
 
 def _wheelcheck():
@@ -57,7 +57,6 @@ def dist(tmp_path_factory):
     return json.loads((out / "dist.json").read_text())
 
 
-@pytest.mark.timeout(1500)
 def test_wheels_are_manylinux2014_for_both_architectures(dist):
     assert [w["arch"] for w in dist["wheels"]] == list(ARCHES)
     for w in dist["wheels"]:
@@ -102,7 +101,6 @@ def test_the_checks_catch_a_newer_glibc_and_pass_the_installed_build(tmp_path):
     assert not any("hooks" in p or "BIND_NOW" in p for p in check["problems"])
 
 
-@pytest.mark.timeout(600)
 def test_the_sdist_builds_from_source(dist, tmp_path):
     sdist = Path(dist["sdist"]["path"])
     with tarfile.open(sdist) as tf:
@@ -132,7 +130,6 @@ def _compilers() -> list[str]:
     return sorted(p for p in found if os.path.isfile(p))
 
 
-@pytest.mark.timeout(600)
 def test_the_wheel_runs_in_a_fresh_venv_with_compilers_hidden(dist, tmp_path):
     """The host's wheel in a new venv; its dependencies are the test venv's (a .pth after the venv's own
     site-packages: pip would fetch the same from PyPI, for minutes), the wheel's iolens is the one imported."""
