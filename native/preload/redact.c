@@ -105,9 +105,11 @@ IOLENS_REDACT_COLD static int secret_name(const char *s, size_t n)
     static const char *const words[] = {"password", "passwd", "passphrase", "secret", "token", "apikey", "api_key",
                                         "api-key", "access_key", "access-key", "accesskey", "accountkey",
                                         "credential", "private_key", "private-key", "session_key",
-                                        "authorization", "sharedaccess", "_key", "-key"};
+                                        "authorization", "sharedaccess", "_key", "-key", "cred"};
     /* whole last component only: --pass, DB_PW, --auth (not --bypass-cache) */
-    static const char *const parts[] = {"pass", "pw", "pwd", "auth", "sas", "sig", "signature"};
+    static const char *const parts[] = {"pass",     "pw",        "pwd",     "auth",       "sas",       "sig",
+                                        "signature", "passin",   "passout", "storepass", "keypass",   "srcstorepass",
+                                        "deststorepass", "srckeypass", "destkeypass", "passwd"};
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
         if (icontains(s, n, words[i])) return 1;
     size_t b = n;
@@ -117,7 +119,158 @@ IOLENS_REDACT_COLD static int secret_name(const char *s, size_t n)
     return 0;
 }
 
+/* A variable or parameter name with a component that announces a secret:
+ * AWS_CREDS, NXF_TOWER_ACCESS, S3_KEY, ?sig=, as well as every secret_name. */
+IOLENS_REDACT_COLD static int loose_secret_name(const char *s, size_t n)
+{
+    static const char *const starts[] = {"cred", "secret", "token", "passw", "auth", "apikey", "private",
+                                         "cookie", "bearer", "jwt"};
+    static const char *const whole[] = {"pass", "pw", "pwd", "access", "key", "keys", "sig", "sas", "otp", "pat"};
+    if (secret_name(s, n)) return 1;
+    for (size_t b = 0; b < n;) {
+        size_t e = b;
+        while (e < n && !in_set(s[e], "-_.")) e++;
+        for (size_t i = 0; i < sizeof starts / sizeof starts[0]; i++) {
+            size_t l = iolens_strlen(starts[i]);
+            if (e - b >= l && ieq_n(s + b, starts[i], l)) return 1;
+        }
+        for (size_t i = 0; i < sizeof whole / sizeof whole[0]; i++)
+            if (ieq(s + b, e - b, whole[i])) return 1;
+        b = e + 1;
+    }
+    return 0;
+}
+
+/* A value that looks like a key rather than a word or a path: 16+ characters of
+ * a key alphabet, with lower case, upper case and digits mixed (or 32+ hex). */
+IOLENS_REDACT_COLD static int secret_shaped(const char *v, size_t n)
+{
+    if (n < 16 || v[0] == '/' || v[0] == '-') return 0;
+    int lo = 0, up = 0, dg = 0, hex = 1;
+    for (size_t i = 0; i < n; i++) {
+        int c = (unsigned char)v[i];
+        if (c >= 'a' && c <= 'z') lo = 1, hex &= c <= 'f';
+        else if (c >= 'A' && c <= 'Z') up = 1, hex = 0;
+        else if (is_digit(c)) dg = 1;
+        else if (!in_set(c, "+/=_~-")) return 0;
+        else hex = 0;
+    }
+    return (lo && up && dg) || (hex && n >= 32 && lo && dg);
+}
+
 /* ---- rules on a value ----------------------------------------------------- */
+
+static int tok_char(int c) { return is_alnum(c) || c == '_' || c == '-'; }
+
+/* Vendor tokens by prefix and shape (the prefix is kept: ghp_***), anywhere in a
+ * value; minimum lengths keep ordinary words out. */
+IOLENS_REDACT_COLD static size_t vendor_token(const char *v, size_t n)
+{
+    static const struct {
+        const char *prefix;
+        unsigned char min; /* characters after the prefix */
+    } known[] = {{"ghp_", 20},    {"gho_", 20},     {"ghu_", 20},     {"ghs_", 20},     {"ghr_", 20},
+                 {"github_pat_", 20}, {"glpat-", 16}, {"gldt-", 16},  {"glrt-", 16},    {"xoxb-", 10},
+                 {"xoxp-", 10},   {"xoxa-", 10},    {"xoxr-", 10},    {"xoxs-", 10},    {"xoxe-", 10},
+                 {"xapp-", 10},   {"sk-proj-", 16}, {"sk-ant-", 16},  {"sk-svcacct-", 16}, {"sk-", 32},
+                 {"sk_live_", 16}, {"sk_test_", 16}, {"rk_live_", 16}, {"rk_test_", 16},  {"whsec_", 16},
+                 {"AKIA", 16},    {"ASIA", 16},     {"AIza", 30},     {"ya29.", 20},    {"hf_", 30},
+                 {"npm_", 30},    {"pypi-", 40},    {"dop_v1_", 32},  {"hvs.", 20},     {"hvb.", 20},
+                 {"SG.", 20},     {"shpat_", 20},   {"shpss_", 20},   {"dapi", 32},     {"glc_", 20},
+                 {"AGE-SECRET-KEY-1", 20}};
+    for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) {
+        size_t l = iolens_strlen(known[k].prefix);
+        if (n < l + known[k].min || v[0] != known[k].prefix[0] || !iolens_memeq(v, known[k].prefix, l)) continue;
+        size_t e = l;
+        while (e < n && (tok_char(v[e]) || v[e] == '.')) e++;
+        if (e - l >= known[k].min) return l;
+    }
+    return 0;
+}
+
+/* eyJ<header>.<payload>.<signature>: a JWT, whole */
+IOLENS_REDACT_COLD static size_t jwt_end(const char *v, size_t n)
+{
+    if (n < 3 || !iolens_memeq(v, "eyJ", 3)) return 0;
+    size_t e = 0;
+    for (int part = 0; part < 3; part++) {
+        size_t b = e;
+        while (e < n && tok_char(v[e])) e++;
+        if (part < 2 && (e - b < 8 || e >= n || v[e] != '.')) return 0;
+        if (part < 2) e++;
+    }
+    return e;
+}
+
+/* -----BEGIN <label>----- ... -----END <label>-----: the body of any block but a
+ * certificate or a public key (the markers are kept); an unended block to the end. */
+IOLENS_REDACT_COLD static size_t pem_rule(const char *v, size_t n, size_t i, struct ranges *r)
+{
+    if (n - i < 16 || !iolens_memeq(v + i, "-----BEGIN ", 11)) return i;
+    size_t ls = i + 11, le = ls;
+    while (le < n && v[le] != '-' && v[le] != '\n') le++;
+    if (le + 5 > n || !iolens_memeq(v + le, "-----", 5)) return i;
+    if (icontains(v + ls, le - ls, "certificate") || icontains(v + ls, le - ls, "public")) return le + 5;
+    size_t b = le + 5, e = b;
+    while (e + 8 <= n && !iolens_memeq(v + e, "-----END", 8)) e++;
+    if (e + 8 > n) e = n;
+    add_range(r, b, e);
+    return e;
+}
+
+/* Tokens, JWTs and key blocks wherever they start a word of a value. */
+IOLENS_REDACT_COLD static void token_rule(const char *v, size_t n, struct ranges *r)
+{
+    for (size_t i = 0; i < n; i++) {
+        int c = v[i];
+        if (i > 0 && tok_char(v[i - 1])) continue;
+        if (c == '-') {
+            i = pem_rule(v, n, i, r);
+            continue;
+        }
+        if (!in_set(c, "ghxsrwAaynpdSe")) continue; /* the first letters of the prefixes below */
+        size_t e = jwt_end(v + i, n - i);
+        if (e) {
+            add_range(r, i, i + e);
+            i += e;
+            continue;
+        }
+        size_t l = vendor_token(v + i, n - i);
+        if (!l) continue;
+        for (e = i + l; e < n && (tok_char(v[e]) || v[e] == '.');) e++;
+        add_range(r, i + l, e);
+        i = e;
+    }
+}
+
+/* user:PASSWORD, or a userinfo that is not a plain user name (a token): masked */
+IOLENS_REDACT_COLD static void userinfo_rule(const char *v, size_t a, size_t at, struct ranges *r)
+{
+    const char *colon = find(v + a, at - a, ':');
+    if (colon) {
+        add_range(r, (size_t)(colon - v) + 1, at);
+        return;
+    }
+    int plain = at - a <= 32;
+    for (size_t k = a; k < at && plain; k++) plain = (v[k] >= 'a' && v[k] <= 'z') || is_digit(v[k]) ||
+                                                     in_set(v[k], "._-");
+    if (!plain || vendor_token(v + a, at - a)) add_range(r, a, at);
+}
+
+/* Webhook URLs carry their secret in the path: hooks.slack.com/..., .../webhooks/ID/TOKEN */
+IOLENS_REDACT_COLD static void webhook_rule(const char *v, size_t host, size_t hend, size_t pend, struct ranges *r)
+{
+    if (iends(v + host, hend - host, "hooks.slack.com")) {
+        add_range(r, hend, pend);
+        return;
+    }
+    for (size_t k = hend; k + 8 < pend; k++)
+        if (v[k] == '/' && ieq_n(v + k + 1, "webhook", 7)) {
+            while (k + 1 < pend && v[k + 1] != '/') k++;
+            add_range(r, k + 1, pend);
+            return;
+        }
+}
 
 /* scheme://user:PASSWORD@host/path?sig=SECRET&token=SECRET, every URL in v */
 IOLENS_REDACT_COLD static void url_rule(const char *v, size_t n, struct ranges *r)
@@ -139,12 +292,10 @@ IOLENS_REDACT_COLD static void url_rule(const char *v, size_t n, struct ranges *
         while (end < n && !in_set(v[end], "/?#\"' \t\n\r")) end++;
         for (size_t k = a; k < end; k++)
             if (v[k] == '@') at = k; /* the last '@': a password may hold one */
-        if (at != SIZE_MAX) {
-            const char *colon = find(v + a, at - a, ':');
-            if (colon) add_range(r, (size_t)(colon - v) + 1, at);
-        }
+        if (at != SIZE_MAX) userinfo_rule(v, a, at, r);
         size_t q = end;
         while (q < n && !in_set(v[q], "?#\"' \t\n\r")) q++;
+        webhook_rule(v, at != SIZE_MAX ? at + 1 : a, end, q, r);
         if (q >= n || v[q] != '?') continue;
         for (size_t p = q + 1; p < n && !in_set(v[p], "#\"' \t\n\r");) {
             size_t pe = p;
@@ -152,7 +303,7 @@ IOLENS_REDACT_COLD static void url_rule(const char *v, size_t n, struct ranges *
             const char *eq = find(v + p, pe - p, '=');
             if (eq) {
                 size_t kl = (size_t)(eq - v) - p;
-                if (secret_name(v + p, kl) || ieq(v + p, kl, "key") || icontains(v + p, kl, "signature"))
+                if (loose_secret_name(v + p, kl) || icontains(v + p, kl, "signature"))
                     add_range(r, (size_t)(eq - v) + 1, pe);
             }
             p = pe < n && v[pe] == '&' ? pe + 1 : n;
@@ -217,10 +368,11 @@ IOLENS_REDACT_COLD static void conn_rule(const char *v, size_t n, struct ranges 
         if (v[i] != '=') continue;
         size_t s = i;
         while (s > 0 && (hname_char(v[s - 1]) || v[s - 1] == '.')) s--;
-        if (s == i || (s > 0 && !in_set(v[s - 1], "; \t\n\r"))) continue;
+        if (s == i || (s > 0 && !in_set(v[s - 1], "; \t\n\r,"))) continue;
         if (!secret_name(v + s, i - s)) continue;
+        int comma = s > 0 && v[s - 1] == ','; /* mount -o user=u,password=V,uid=0 */
         size_t e = i + 1;
-        while (e < n && (semi ? v[e] != ';' : !is_space(v[e]))) e++;
+        while (e < n && (semi ? v[e] != ';' : !is_space(v[e]) && !(comma && v[e] == ','))) e++;
         add_range(r, i + 1, e);
         i = e; /* linear time, whatever the value */
     }
@@ -230,52 +382,106 @@ IOLENS_REDACT_COLD static void value_rules(const char *v, size_t n, struct range
 {
     url_rule(v, n, r);
     header_rule(v, n, r);
+    token_rule(v, n, r);
     conn_rule(v, n, r);
 }
 
 /* ---- rules on a sequence of words (argv, or the words of a script) -------- */
 
-enum prog { P_NONE, P_MYSQL, P_SSHPASS, P_CURL, P_AWS, P_SHELL };
-enum next { N_NONE, N_ALL, N_AFTER_COLON, N_PLAIN };
+enum kind { K_NONE, K_FLAG, K_CURL, K_AWS, K_SHELL, K_HTPASSWD, K_MC };
+enum next { N_NONE, N_ALL, N_AFTER, N_PLAIN, N_SHAPED };
+enum how { H_ATTACHED = 1, H_NEXT = 2, H_LOGIN = 4 }; /* -pV, -p V, only after `login` */
 
-struct ctx {
-    int prog;           /* the program these words are arguments of */
-    int next;           /* what the next word is */
-    int script_pending; /* a shell saw -c: its first operand is a script */
-    int depth;          /* scripts inside scripts */
+/* Programs whose arguments follow rules of their own: for K_FLAG, the short
+ * flag that takes a password, how, and the character the secret follows (0: all
+ * of it; `smbclient -U user%V`). */
+static const struct tool {
+    const char *name;
+    unsigned char kind;
+    char flag, after, how;
+} tools[] = {
+    {"mysql", K_FLAG, 'p', 0, 3},          {"mysqldump", K_FLAG, 'p', 0, 3},     {"mysqladmin", K_FLAG, 'p', 0, 3},
+    {"mysqlimport", K_FLAG, 'p', 0, 3},    {"mysqlshow", K_FLAG, 'p', 0, 3},     {"mysqlcheck", K_FLAG, 'p', 0, 3},
+    {"mysqlpump", K_FLAG, 'p', 0, 3},      {"mysqlslap", K_FLAG, 'p', 0, 3},     {"mysqlbinlog", K_FLAG, 'p', 0, 3},
+    {"mariadb", K_FLAG, 'p', 0, 3},        {"mariadb-dump", K_FLAG, 'p', 0, 3},  {"mariadb-admin", K_FLAG, 'p', 0, 3},
+    {"mariadb-import", K_FLAG, 'p', 0, 3}, {"mariadb-show", K_FLAG, 'p', 0, 3},  {"mariadb-check", K_FLAG, 'p', 0, 3},
+    {"mariadb-slap", K_FLAG, 'p', 0, 3},   {"sshpass", K_FLAG, 'p', 0, 3},       {"mongo", K_FLAG, 'p', 0, 3},
+    {"mongosh", K_FLAG, 'p', 0, 3},        {"mongodump", K_FLAG, 'p', 0, 3},     {"mongorestore", K_FLAG, 'p', 0, 3},
+    {"mongoexport", K_FLAG, 'p', 0, 3},    {"mongoimport", K_FLAG, 'p', 0, 3},   {"zip", K_FLAG, 'P', 0, 3},
+    {"unzip", K_FLAG, 'P', 0, 3},          {"zipcloak", K_FLAG, 'P', 0, 3},      {"7z", K_FLAG, 'p', 0, H_ATTACHED},
+    {"7za", K_FLAG, 'p', 0, H_ATTACHED},   {"7zr", K_FLAG, 'p', 0, H_ATTACHED},  {"7zz", K_FLAG, 'p', 0, H_ATTACHED},
+    {"redis-cli", K_FLAG, 'a', 0, 3},      {"valkey-cli", K_FLAG, 'a', 0, 3},    {"keydb-cli", K_FLAG, 'a', 0, 3},
+    {"redis-benchmark", K_FLAG, 'a', 0, 3}, {"docker", K_FLAG, 'p', 0, 7},       {"podman", K_FLAG, 'p', 0, 7},
+    {"nerdctl", K_FLAG, 'p', 0, 7},        {"buildah", K_FLAG, 'p', 0, 7},       {"skopeo", K_FLAG, 'p', 0, 7},
+    {"helm", K_FLAG, 'p', 0, 7},           {"oras", K_FLAG, 'p', 0, 7},          {"smbclient", K_FLAG, 'U', '%', 3},
+    {"rpcclient", K_FLAG, 'U', '%', 3},    {"smbget", K_FLAG, 'U', '%', 3},      {"smbcacls", K_FLAG, 'U', '%', 3},
+    {"lftp", K_FLAG, 'u', ',', 3},         {"ldapsearch", K_FLAG, 'w', 0, 3},    {"ldapadd", K_FLAG, 'w', 0, 3},
+    {"ldapmodify", K_FLAG, 'w', 0, 3},     {"ldapdelete", K_FLAG, 'w', 0, 3},    {"ldapwhoami", K_FLAG, 'w', 0, 3},
+    {"ldappasswd", K_FLAG, 'w', 0, 3},     {"sqlcmd", K_FLAG, 'P', 0, 3},        {"bcp", K_FLAG, 'P', 0, 3},
+    {"ipmitool", K_FLAG, 'P', 0, 3},       {"az", K_FLAG, 'p', 0, 3},            {"rdesktop", K_FLAG, 'p', 0, 3},
+    {"curl", K_CURL, 0, 0, 0},             {"aws", K_AWS, 0, 0, 0},              {"rclone", K_AWS, 0, 0, 0},
+    {"htpasswd", K_HTPASSWD, 0, 0, 0},     {"mc", K_MC, 0, 0, 0},                {"mcli", K_MC, 0, 0, 0},
+    {"sh", K_SHELL, 0, 0, 0},              {"bash", K_SHELL, 0, 0, 0},           {"dash", K_SHELL, 0, 0, 0},
+    {"zsh", K_SHELL, 0, 0, 0},             {"ksh", K_SHELL, 0, 0, 0},            {"ash", K_SHELL, 0, 0, 0},
+    {"mksh", K_SHELL, 0, 0, 0},            {"fish", K_SHELL, 0, 0, 0},
 };
 
-IOLENS_REDACT_COLD static int prog_of(const char *v, size_t n)
+struct ctx {
+    const struct tool *prog; /* the program these words are arguments of */
+    int next;                /* what the next word is */
+    char after;              /* N_AFTER: the character the secret follows */
+    int script_pending;      /* a shell saw -c: its first operand is a script */
+    int depth;               /* scripts inside scripts */
+    int login;               /* `docker login`, `mc alias set`: the subcommand seen */
+    int pos;                 /* operands since the program (or its subcommand) */
+    int batch;               /* htpasswd: -b (bit 1), -n (bit 2) */
+    int netrc;               /* `machine HOST login U password V` text */
+};
+
+IOLENS_REDACT_COLD static const struct tool *prog_of(const char *v, size_t n)
 {
-    static const char *const mysql[] = {"mysql",         "mysqldump",    "mysqladmin",     "mysqlimport",
-                                        "mysqlshow",     "mysqlcheck",   "mysqlpump",      "mysqlslap",
-                                        "mariadb",       "mariadb-dump", "mariadb-admin",  "mariadb-import",
-                                        "mariadb-show",  "mariadb-check", "mariadb-slap",  "mysqlbinlog"};
-    static const char *const shells[] = {"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "fish"};
     size_t b = n;
     while (b > 0 && v[b - 1] != '/') b--;
     const char *base = v + b;
     size_t bl = n - b;
-    for (size_t i = 0; i < sizeof mysql / sizeof mysql[0]; i++)
-        if (bl == iolens_strlen(mysql[i]) && iolens_memeq(base, mysql[i], bl)) return P_MYSQL;
-    for (size_t i = 0; i < sizeof shells / sizeof shells[0]; i++)
-        if (bl == iolens_strlen(shells[i]) && iolens_memeq(base, shells[i], bl)) return P_SHELL;
-    if (bl == 7 && iolens_memeq(base, "sshpass", 7)) return P_SSHPASS;
-    if (bl == 4 && iolens_memeq(base, "curl", 4)) return P_CURL;
-    if (bl == 3 && iolens_memeq(base, "aws", 3)) return P_AWS;
-    return P_NONE;
+    for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++)
+        if (base[0] == tools[i].name[0] && bl == iolens_strlen(tools[i].name) && iolens_memeq(base, tools[i].name, bl))
+            return &tools[i];
+    return NULL;
 }
 
-IOLENS_REDACT_COLD static void after_colon(const char *v, size_t from, size_t n, struct ranges *r)
+static int kind_of(const struct ctx *c) { return c->prog ? c->prog->kind : K_NONE; }
+
+IOLENS_REDACT_COLD static void new_command(struct ctx *c)
 {
-    const char *colon = find(v + from, n - from, ':');
-    if (colon) add_range(r, (size_t)(colon - v) + 1, n);
+    c->prog = NULL;
+    c->next = N_NONE;
+    c->script_pending = c->login = c->pos = c->batch = 0;
+}
+
+/* the secret after `after` in v[from..n) (all of it when after is 0) */
+IOLENS_REDACT_COLD static void after_char(const char *v, size_t from, size_t n, char after, struct ranges *r)
+{
+    if (!after) {
+        add_range(r, from, n);
+        return;
+    }
+    const char *at = find(v + from, n - from, after);
+    if (at) add_range(r, (size_t)(at - v) + 1, n);
 }
 
 IOLENS_REDACT_COLD static int curl_userpass(const char *name, size_t nl)
 {
     return ieq(name, nl, "user") || ieq(name, nl, "proxy-user") || ieq(name, nl, "cert") ||
            ieq(name, nl, "proxy-cert");
+}
+
+/* A flag name that may take a secret (--key, --creds, --pin): its value is
+ * masked when it is secret-shaped. */
+IOLENS_REDACT_COLD static int weak_secret_name(const char *s, size_t n)
+{
+    return secret_name(s, n) || icontains(s, n, "key") || icontains(s, n, "cred") || icontains(s, n, "pass") || icontains(s, n, "auth") ||
+           icontains(s, n, "pin") || icontains(s, n, "otp") || icontains(s, n, "sec");
 }
 
 IOLENS_REDACT_COLD static void flag_rules(struct ctx *c, const char *v, size_t n, struct ranges *r)
@@ -285,40 +491,42 @@ IOLENS_REDACT_COLD static void flag_rules(struct ctx *c, const char *v, size_t n
     size_t nend = eq ? (size_t)(eq - v) : n;
     const char *name = v + d;
     size_t nl = nend - d;
-    if (eq) {
-        if (secret_name(name, nl))
-            add_range(r, nend + 1, n);
-        else if (c->prog == P_CURL && d == 2 && curl_userpass(name, nl))
-            after_colon(v, nend + 1, n, r);
-        return;
-    }
-    if (d == 2) {
-        if (nl == 0) return; /* "--" */
-        if (c->prog == P_CURL && curl_userpass(name, nl))
-            c->next = N_AFTER_COLON;
-        else if (secret_name(name, nl) && !(nl > 3 && ieq(name, 3, "no-")) && !iends(name, nl, "stdin"))
-            c->next = N_ALL;
-        return;
-    }
-    switch (c->prog) {
-    case P_MYSQL:
-    case P_SSHPASS:
-        if (v[1] == 'p') {
-            if (n == 2)
-                c->next = N_ALL;
-            else
-                add_range(r, 2, n);
+    int kind = kind_of(c);
+    if (kind == K_FLAG && d == 1 && v[1] == c->prog->flag && (!(c->prog->how & H_LOGIN) || c->login)) {
+        if (n > 2 && (c->prog->how & H_ATTACHED))
+            after_char(v, 2, n, c->prog->after, r);
+        else if (n == 2 && (c->prog->how & H_NEXT)) {
+            c->next = N_AFTER;
+            c->after = c->prog->after;
         }
         return;
-    case P_CURL:
-        if (in_set(v[1], "uUE")) {
-            if (n == 2)
-                c->next = N_AFTER_COLON;
-            else
-                after_colon(v, 2, n, r);
+    }
+    if (kind == K_FLAG && c->prog->after && d == 2 && ieq(name, nl, "user")) { /* smbclient --user u%V */
+        if (eq)
+            after_char(v, nend + 1, n, c->prog->after, r);
+        else {
+            c->next = N_AFTER;
+            c->after = c->prog->after;
         }
         return;
-    case P_SHELL:
+    }
+    if (kind == K_CURL && (d == 2 ? curl_userpass(name, nl) : in_set(v[1], "uUE"))) {
+        if (d == 2 && eq)
+            after_char(v, nend + 1, n, ':', r);
+        else if (d == 1 && n > 2)
+            after_char(v, 2, n, ':', r);
+        else {
+            c->next = N_AFTER;
+            c->after = ':';
+        }
+        return;
+    }
+    if (kind == K_HTPASSWD && d == 1) {
+        if (n == 2 && (v[1] == 'C' || v[1] == 'r')) c->next = N_PLAIN; /* -C cost, -r rounds */
+        for (size_t i = 1; i < n; i++) c->batch |= (v[i] == 'b') | (v[i] == 'n') << 1;
+        return;
+    }
+    if (kind == K_SHELL && d == 1) {
         if (n == 2 && (v[1] == 'o' || v[1] == 'O')) {
             c->next = N_PLAIN; /* -o pipefail */
             return;
@@ -326,23 +534,87 @@ IOLENS_REDACT_COLD static void flag_rules(struct ctx *c, const char *v, size_t n
         for (size_t i = 1; i < n && is_alnum(v[i]); i++)
             if (v[i] == 'c') c->script_pending = 1;
         return;
-    default:
+    }
+    if (d == 2 && nl == 0) return; /* "--" */
+    /* --token-file PATH, --key-dir PATH: a secret-shaped value only */
+    int strong = secret_name(name, nl) && !iends(name, nl, "file") && !iends(name, nl, "path") &&
+                 !iends(name, nl, "dir");
+    if (eq) {
+        if (strong || (weak_secret_name(name, nl) && secret_shaped(eq + 1, n - nend - 1))) add_range(r, nend + 1, n);
         return;
     }
+    if ((d == 2 || nl > 2) && strong && !(nl > 3 && ieq(name, 3, "no-")) && !iends(name, nl, "stdin"))
+        c->next = N_ALL;
+    else if (d == 2 ? weak_secret_name(name, nl) : n == 2 && in_set(v[1], "pPkKaw"))
+        c->next = N_SHAPED;
+    else if (d == 1 && n > 2 && in_set(v[1], "pPkKw") && secret_shaped(v + 2, n - 2))
+        add_range(r, 2, n); /* -pV of a program not known here */
 }
 
 IOLENS_REDACT_COLD static void text_rules(const char *t, size_t n, struct ranges *r, int depth);
+
+/* an environment-style name: A-Z, 0-9 and _ */
+static int env_name(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'A' && s[i] <= 'Z') || is_digit(s[i]) || s[i] == '_')) return 0;
+    return n > 0;
+}
+
+/* "password" in .netrc text, also at the end of printf's "...\npassword" (unquoted: "...npassword") */
+IOLENS_REDACT_COLD static int netrc_password(const char *v, size_t n, const char *word)
+{
+    size_t l = iolens_strlen(word);
+    return iends(v, n, word) && (n == l || v[n - l - 1] == 'n');
+}
+
+/* An operand: a program name, a subcommand, or a secret by its position. */
+IOLENS_REDACT_COLD static void operand_rules(struct ctx *c, const char *v, size_t n, struct ranges *r)
+{
+    int kind = kind_of(c);
+    if (c->netrc && (netrc_password(v, n, "password") || netrc_password(v, n, "passwd"))) {
+        c->next = N_ALL; /* machine h login u password V, also in printf's "...\npassword V" */
+        return;
+    }
+    if (ieq(v, n, "machine") || ieq(v, n, "default")) c->netrc = 1;
+    if (kind == K_AWS && !find(v, n, '/') && secret_name(v, n)) {
+        c->next = N_ALL; /* aws configure set aws_secret_access_key V; rclone config create r s3 secret_access_key V */
+        return;
+    }
+    if (kind == K_FLAG && (c->prog->how & H_LOGIN) && ieq(v, n, "login")) c->login = 1;
+    if (kind == K_MC && (ieq(v, n, "set") || ieq(v, n, "add"))) { /* mc alias set NAME URL KEY SECRET */
+        c->login = 1;
+        c->pos = 0;
+        return;
+    }
+    c->pos++;
+    if (kind == K_MC && c->login && c->pos == 4) {
+        add_range(r, 0, n);
+        return;
+    }
+    if (kind == K_HTPASSWD && (c->batch & 1) && c->pos == ((c->batch & 2) ? 2 : 3)) {
+        add_range(r, 0, n); /* htpasswd -b FILE USER V, htpasswd -nb USER V */
+        return;
+    }
+    const struct tool *p = prog_of(v, n);
+    if (p) {
+        int netrc = c->netrc;
+        new_command(c);
+        c->prog = p;
+        c->netrc = netrc;
+    }
+}
 
 IOLENS_REDACT_COLD static void word_rules(struct ctx *c, const char *v, size_t n, struct ranges *r)
 {
     int next = c->next;
     c->next = N_NONE;
-    if (next == N_ALL) {
+    if (next == N_ALL || (next == N_SHAPED && secret_shaped(v, n))) {
         add_range(r, 0, n);
         return;
     }
-    if (next == N_AFTER_COLON) {
-        after_colon(v, 0, n, r);
+    if (next == N_AFTER) {
+        after_char(v, 0, n, c->after, r);
         return;
     }
     int spaced = 0;
@@ -350,12 +622,13 @@ IOLENS_REDACT_COLD static void word_rules(struct ctx *c, const char *v, size_t n
     if (spaced) { /* a command line: connection strings are found in its words */
         url_rule(v, n, r);
         header_rule(v, n, r);
+        token_rule(v, n, r);
     } else {
         value_rules(v, n, r);
     }
     if (next != N_PLAIN && n >= 2 && v[0] == '-' && !is_digit(v[1])) {
         flag_rules(c, v, n, r);
-    } else if (next != N_PLAIN && c->prog == P_SHELL && c->script_pending) {
+    } else if (next != N_PLAIN && kind_of(c) == K_SHELL && c->script_pending) {
         c->script_pending = 0;
         text_rules(v, n, r, c->depth + 1);
         return;
@@ -363,15 +636,11 @@ IOLENS_REDACT_COLD static void word_rules(struct ctx *c, const char *v, size_t n
         const char *eq = find(v, n, '=');
         if (eq && eq > v) {
             size_t kl = (size_t)(eq - v);
-            if (!find(v, kl, '/') && !find(v, kl, ' ') && kl < 64 && secret_name(v, kl)) add_range(r, kl + 1, n);
-        } else if (!eq && c->prog == P_AWS && !find(v, n, '/') && secret_name(v, n)) {
-            c->next = N_ALL; /* aws configure set aws_secret_access_key VALUE */
+            if (!find(v, kl, '/') && !find(v, kl, ' ') && kl < 64 &&
+                (secret_name(v, kl) || (env_name(v, kl) && loose_secret_name(v, kl))))
+                add_range(r, kl + 1, n);
         } else if (!eq) {
-            int p = prog_of(v, n);
-            if (p != P_NONE) {
-                c->prog = p;
-                c->script_pending = 0;
-            }
+            operand_rules(c, v, n, r);
         }
     }
     if (spaced) text_rules(v, n, r, c->depth + 1); /* an argument that is itself a command line */
@@ -397,7 +666,8 @@ IOLENS_REDACT_COLD static void text_rules(const char *t, size_t n, struct ranges
         value_rules(t, n, r);
         return;
     }
-    struct ctx c = {P_NONE, N_NONE, 0, depth};
+    struct ctx c = {0};
+    c.depth = depth;
     char val[WORD_MAX];
     uint16_t map[WORD_MAX];
     size_t i = 0;
@@ -407,9 +677,7 @@ IOLENS_REDACT_COLD static void text_rules(const char *t, size_t n, struct ranges
             continue;
         }
         if (text_sep(t[i])) {
-            c.prog = P_NONE;
-            c.next = N_NONE;
-            c.script_pending = 0;
+            new_command(&c);
             i++;
             continue;
         }
@@ -504,7 +772,7 @@ size_t iolens_redact_argv(int argc, char **argv, char *out, size_t cap)
 {
     size_t o = 0;
     if (!argv || cap == 0) return 0;
-    struct ctx c = {P_NONE, N_NONE, 0, 0};
+    struct ctx c = {0};
     for (int i = 0; i < argc && argv[i]; i++) {
         const char *a = argv[i];
         size_t n = iolens_strlen(a);
@@ -560,7 +828,7 @@ size_t iolens_capture_env(char **envp, char *out, size_t cap)
         const char *eq = iolens_strchr(v, '=');
         if (!eq) continue;
         o = put(out, o, cap, v, (size_t)(eq + 1 - v));
-        if (secret_name(v, (size_t)(eq - v))) {
+        if (loose_secret_name(v, (size_t)(eq - v))) {
             o = put(out, o, cap, MASK, MASK_LEN);
         } else {
             const char *val = eq + 1;

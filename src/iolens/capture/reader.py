@@ -23,6 +23,7 @@ import numpy as np
 from iolens import _format as F
 from iolens.capture.container import FILE_HDR
 from iolens.errors import CaptureError, CaptureTruncated
+from iolens.redact import capture_env, redact_argv
 from iolens.sysinfo import cpu_probe_ok, cpu_record_ok
 
 from iolens.capture.layout import KNOWN_VERSION, Layout, MAX_VALUE, _CURRENT, parse_schema
@@ -177,16 +178,13 @@ class _Decoder:
         if what == F.STRING_KINDS["EXE"]:
             cur.exe = text
         elif what == F.STRING_KINDS["ARGV"]:
-            cur.argv = text.split("\0")[:-1] if text.endswith("\0") else text.split("\0")
+            cur.argv = argv_of(text)
         elif what == F.STRING_KINDS["CWD"]:
             cur.cwd = text
         elif what == F.STRING_KINDS["HOST"]:
             cur.host = text
         elif what == F.STRING_KINDS["ENV"]:
-            for item in text.split("\0"):
-                if "=" in item:
-                    k, v = item.split("=", 1)
-                    cur.env[k] = v
+            cur.env.update(env_of(text))
 
     def _meta(self, rec: RawRecord) -> None:
         try:
@@ -201,6 +199,8 @@ class _Decoder:
         if wrong:
             self.walk.bad(rec.offset, f"META record has values of the wrong type ({', '.join(map(repr, wrong[:3]))})")
         self.meta = {k: v for k, v in meta.items() if k not in wrong}
+        if "command" in self.meta:
+            self.meta["command"] = redact_argv(self.meta["command"])
 
     def _trace(self, cur: Process, lay: Layout, rec: RawRecord) -> None:
         import zstandard
@@ -240,6 +240,17 @@ def _read_at_most(reader: Any, limit: int) -> bytes:
             break
         out += chunk
     return bytes(out)
+
+
+def argv_of(text: str) -> list[str]:
+    """An ARGV string's words, redacted again (as META's command and ENV are): a capture made before a rule
+    existed is shown without the secret."""
+    return redact_argv(text.split("\0")[:-1] if text.endswith("\0") else text.split("\0"))
+
+
+def env_of(text: str) -> dict[str, str]:
+    """An ENV string's variables, redacted again."""
+    return capture_env(dict(item.split("=", 1) for item in text.split("\0") if "=" in item))
 
 
 # META keys iolens writes, and the types a reader relies on (other keys are kept as they are)
