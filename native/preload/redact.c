@@ -1,27 +1,38 @@
 /* Redaction rules for argv, script text and environment values: the one copy.
  *
  * Each rule marks byte ranges of a value as secret; the ranges are then
- * replaced by "***".  The rules:
- *   - a flag whose name announces a secret: --password=V, --token V, --pass,
- *     --pw, --pwd, --auth, ... (the value; --no-password and --*-stdin are
- *     switches and take no value);
- *   - NAME=V where NAME announces a secret (AWS_SECRET_ACCESS_KEY=..., as
- *     given to env or a shell);
- *   - per program: -p V and -pV for mysql, mariadb, their tools and sshpass;
- *     -u/--user/-U/--proxy-user/-E/--cert user:V for curl (after the colon);
- *     `aws configure set aws_secret_access_key V`;
- *   - URL passwords (scheme://user:V@host) and secret query parameters
- *     (X-Amz-Signature, sig, token, key, ...);
+ * replaced by "***".  The rules are classes (docs/design.md lists them):
+ *   - flags whose name announces a secret, in any spelling: --password=V,
+ *     --client-secret V, -Password V, -storepass V (--no-password, --*-stdin
+ *     are switches; --token-file and --key-dir take a path);
+ *   - a secret-shaped value (16+ key characters, case and digits mixed) after
+ *     a flag that may take one: --key V, -k V, -pV of an unknown program;
+ *   - per program, its password arguments (the tools[] table): mysql -pV,
+ *     zip -P V, 7z -pV, redis-cli -a V, docker login -p V, smbclient -U u%V,
+ *     lftp -u u,V, curl -u u:V, htpasswd -b f u V, mc alias set N URL K V,
+ *     aws configure set aws_secret_access_key V, ...;
+ *   - NAME=V where NAME announces a secret (any component of an upper-case
+ *     NAME: AWS_CREDS=V), as given to env or a shell;
+ *   - URLs: the userinfo's password, a userinfo that is a token, secret query
+ *     parameters, webhook paths (hooks.slack.com, .../webhooks/ID/V);
+ *   - vendor tokens by prefix and shape (ghp_V, xoxb-V, sk-proj-V, AKIAV, ...;
+ *     the prefix is kept), JWTs, the bodies of PEM and OpenSSH key blocks;
  *   - HTTP headers anywhere in a value: "Authorization: Bearer V", Cookie,
- *     X-Api-Key, X-Auth-Token, ... (the scheme word is kept), and
- *     "password": "V" in JSON;
+ *     X-Api-Key, ... (the scheme word is kept), and "password": "V" in JSON;
  *   - connection strings: AccountKey=, SharedAccessSignature=, Password=,
- *     Pwd=, ... separated by ';' (or by spaces, as in libpq's conninfo);
+ *     Pwd=, ... separated by ';', ',' or spaces (libpq's conninfo, mount -o);
+ *   - .netrc text: machine H login U password V;
  *   - script text (the argument after sh/bash -c, and any argument with
  *     spaces in it) is split into shell words and every rule is applied to
  *     them, so `bash -c 'mysql -pV db'` loses V; nested quoting is followed a
- *     few levels deep.
- * No allocation: the buffers are on the stack and bounded. */
+ *     few levels deep;
+ *   - the environment: a kept variable whose name has a component announcing
+ *     a secret (CREDS, ACCESS, SECRET, TOKEN, KEY, PASS, AUTH, ...) is NAME=***,
+ *     whatever rule kept it.
+ * No allocation: the buffers are on the stack and bounded.  Every image runs
+ * these rules at its start, so a word is ruled out early: a token is tried
+ * only where a run of token characters starts with a prefix's first letter
+ * and is long enough, a program name only when its length can match. */
 #include "redact.h"
 
 #include <stdint.h>
@@ -63,9 +74,11 @@ IOLENS_REDACT_COLD static void add_range(struct ranges *r, size_t s, size_t e)
     r->n++;
 }
 
-static int lower(int c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
-static int is_digit(int c) { return c >= '0' && c <= '9'; }
-static int is_alnum(int c) { return is_digit(c) || (lower(c) >= 'a' && lower(c) <= 'z'); }
+/* inlined into the cold (size-optimized) rules: they run on every byte */
+#define IOLENS_INLINE static inline __attribute__((always_inline))
+IOLENS_INLINE int lower(int c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
+IOLENS_INLINE int is_digit(int c) { return c >= '0' && c <= '9'; }
+IOLENS_INLINE int is_alnum(int c) { return is_digit(c) || (lower(c) >= 'a' && lower(c) <= 'z'); }
 static int is_space(int c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 static int in_set(int c, const char *set) { return c != 0 && iolens_strchr(set, c) != NULL; }
 
@@ -78,18 +91,46 @@ static int ieq_n(const char *s, const char *lit, size_t l)
     return 1;
 }
 
+/* a literal and its length, so tables are walked without measuring each entry */
+struct lit {
+    const char *s;
+    unsigned char n;
+};
+#define LIT(x) {x, sizeof(x) - 1}
+
 IOLENS_REDACT_COLD static int ieq(const char *s, size_t n, const char *lit)
 {
     return iolens_strlen(lit) == n && ieq_n(s, lit, n);
 }
 
-IOLENS_REDACT_COLD static int icontains(const char *s, size_t n, const char *lit)
+IOLENS_REDACT_COLD static int icontains_l(const char *s, size_t n, const char *lit, size_t l)
 {
-    size_t l = iolens_strlen(lit);
     for (size_t i = 0; i + l <= n; i++) /* the first byte before the rest: most positions fail on it */
         if (lower((unsigned char)s[i]) == lit[0] && ieq_n(s + i, lit, l)) return 1;
     return 0;
 }
+
+IOLENS_REDACT_COLD static int icontains(const char *s, size_t n, const char *lit)
+{
+    return icontains_l(s, n, lit, iolens_strlen(lit));
+}
+
+/* s[0..n) contains one of the words, ignoring case */
+IOLENS_REDACT_COLD static int icontains_any(const char *s, size_t n, const struct lit *w, size_t nw)
+{
+    for (size_t i = 0; i < nw; i++)
+        if (icontains_l(s, n, w[i].s, w[i].n)) return 1;
+    return 0;
+}
+
+/* s[0..n) is one of the words, ignoring case */
+IOLENS_REDACT_COLD static int ieq_any(const char *s, size_t n, const struct lit *w, size_t nw)
+{
+    for (size_t i = 0; i < nw; i++)
+        if (w[i].n == n && ieq_n(s, w[i].s, n)) return 1;
+    return 0;
+}
+#define COUNT(a) (sizeof(a) / sizeof(a)[0])
 
 IOLENS_REDACT_COLD static int iends(const char *s, size_t n, const char *lit)
 {
@@ -102,40 +143,37 @@ static const char *find(const char *s, size_t n, int c) { return iolens_memchr(s
 /* A flag, variable or key name that announces a secret value. */
 IOLENS_REDACT_COLD static int secret_name(const char *s, size_t n)
 {
-    static const char *const words[] = {"password", "passwd", "passphrase", "secret", "token", "apikey", "api_key",
-                                        "api-key", "access_key", "access-key", "accesskey", "accountkey",
-                                        "credential", "private_key", "private-key", "session_key",
-                                        "authorization", "sharedaccess", "_key", "-key", "cred"};
+    /* "_key" and "-key" stand for api_key, access-key, private_key, ... */
+    static const struct lit words[] = {LIT("password"), LIT("passwd"),    LIT("passphrase"),    LIT("secret"),
+                                       LIT("token"),    LIT("apikey"),    LIT("accesskey"),     LIT("accountkey"),
+                                       LIT("cred"),     LIT("authorization"), LIT("sharedaccess"), LIT("_key"),
+                                       LIT("-key")};
     /* whole last component only: --pass, DB_PW, --auth (not --bypass-cache) */
-    static const char *const parts[] = {"pass",     "pw",        "pwd",     "auth",       "sas",       "sig",
-                                        "signature", "passin",   "passout", "storepass", "keypass",   "srcstorepass",
-                                        "deststorepass", "srckeypass", "destkeypass", "passwd"};
-    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
-        if (icontains(s, n, words[i])) return 1;
+    static const struct lit parts[] = {LIT("pass"),       LIT("pw"),         LIT("pwd"),           LIT("auth"),
+                                       LIT("sas"),        LIT("sig"),        LIT("signature"),     LIT("passin"),
+                                       LIT("passout"),    LIT("storepass"),  LIT("keypass"),       LIT("srcstorepass"),
+                                       LIT("deststorepass"), LIT("srckeypass"), LIT("destkeypass")};
+    if (icontains_any(s, n, words, COUNT(words))) return 1;
     size_t b = n;
     while (b > 0 && !in_set(s[b - 1], "-_.:")) b--;
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
-        if (ieq(s + b, n - b, parts[i])) return 1;
-    return 0;
+    return ieq_any(s + b, n - b, parts, COUNT(parts));
 }
 
 /* A variable or parameter name with a component that announces a secret:
  * AWS_CREDS, NXF_TOWER_ACCESS, S3_KEY, ?sig=, as well as every secret_name. */
 IOLENS_REDACT_COLD static int loose_secret_name(const char *s, size_t n)
 {
-    static const char *const starts[] = {"cred", "secret", "token", "passw", "auth", "apikey", "private",
-                                         "cookie", "bearer", "jwt"};
-    static const char *const whole[] = {"pass", "pw", "pwd", "access", "key", "keys", "sig", "sas", "otp", "pat"};
+    static const struct lit starts[] = {LIT("secret"),  LIT("token"),  LIT("passw"), LIT("auth"), LIT("apikey"),
+                                        LIT("private"), LIT("cookie"), LIT("bearer"), LIT("jwt")};
+    static const struct lit whole[] = {LIT("pass"), LIT("pw"),  LIT("pwd"), LIT("access"), LIT("key"),
+                                       LIT("keys"), LIT("sig"), LIT("sas"), LIT("otp"),    LIT("pat")};
     if (secret_name(s, n)) return 1;
     for (size_t b = 0; b < n;) {
         size_t e = b;
         while (e < n && !in_set(s[e], "-_.")) e++;
-        for (size_t i = 0; i < sizeof starts / sizeof starts[0]; i++) {
-            size_t l = iolens_strlen(starts[i]);
-            if (e - b >= l && ieq_n(s + b, starts[i], l)) return 1;
-        }
-        for (size_t i = 0; i < sizeof whole / sizeof whole[0]; i++)
-            if (ieq(s + b, e - b, whole[i])) return 1;
+        for (size_t i = 0; i < COUNT(starts); i++)
+            if (e - b >= starts[i].n && ieq_n(s + b, starts[i].s, starts[i].n)) return 1;
+        if (ieq_any(s + b, e - b, whole, COUNT(whole))) return 1;
         b = e + 1;
     }
     return 0;
@@ -160,31 +198,52 @@ IOLENS_REDACT_COLD static int secret_shaped(const char *v, size_t n)
 
 /* ---- rules on a value ----------------------------------------------------- */
 
-static int tok_char(int c) { return is_alnum(c) || c == '_' || c == '-'; }
+/* the characters of a token: one load per byte on the rules' busiest path */
+static const unsigned char tok_chars[256] = {['0' ... '9'] = 1, ['A' ... 'Z'] = 1, ['a' ... 'z'] = 1, ['_'] = 1,
+                                             ['-'] = 1};
+IOLENS_INLINE int tok_char(int c) { return tok_chars[(unsigned char)c]; }
+
+/* the first letters of the prefixes vendor_token and jwt_end know */
+IOLENS_INLINE int token_first(int c)
+{
+    switch (c) {
+    case 'g': case 'x': case 's': case 'r': case 'w': case 'A': case 'a':
+    case 'y': case 'h': case 'n': case 'p': case 'd': case 'S': case 'e':
+        return 1;
+    default:
+        return 0;
+    }
+}
 
 /* Vendor tokens by prefix and shape (the prefix is kept: ghp_***), anywhere in a
  * value; minimum lengths keep ordinary words out. */
 IOLENS_REDACT_COLD static size_t vendor_token(const char *v, size_t n)
 {
-    static const struct {
-        const char *prefix;
-        unsigned char min; /* characters after the prefix */
-    } known[] = {{"ghp_", 20},    {"gho_", 20},     {"ghu_", 20},     {"ghs_", 20},     {"ghr_", 20},
-                 {"github_pat_", 20}, {"glpat-", 16}, {"gldt-", 16},  {"glrt-", 16},    {"xoxb-", 10},
-                 {"xoxp-", 10},   {"xoxa-", 10},    {"xoxr-", 10},    {"xoxs-", 10},    {"xoxe-", 10},
-                 {"xapp-", 10},   {"sk-proj-", 16}, {"sk-ant-", 16},  {"sk-svcacct-", 16}, {"sk-", 32},
-                 {"sk_live_", 16}, {"sk_test_", 16}, {"rk_live_", 16}, {"rk_test_", 16},  {"whsec_", 16},
-                 {"AKIA", 16},    {"ASIA", 16},     {"AIza", 30},     {"ya29.", 20},    {"hf_", 30},
-                 {"npm_", 30},    {"pypi-", 40},    {"dop_v1_", 32},  {"hvs.", 20},     {"hvb.", 20},
-                 {"SG.", 20},     {"shpat_", 20},   {"shpss_", 20},   {"dapi", 32},     {"glc_", 20},
-                 {"AGE-SECRET-KEY-1", 20}};
-    for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) {
-        size_t l = iolens_strlen(known[k].prefix);
-        if (n < l + known[k].min || v[0] != known[k].prefix[0] || !iolens_memeq(v, known[k].prefix, l)) continue;
-        size_t e = l;
-        while (e < n && (tok_char(v[e]) || v[e] == '.')) e++;
-        if (e - l >= known[k].min) return l;
+    size_t run = 0; /* the token's length, as far as the longest prefix and its minimum */
+    while (run < n && run < 64 && (tok_char(v[run]) || v[run] == '.')) run++;
+    /* PREFIX with at least MIN characters after it */
+#define TRY(prefix, min) \
+    if (run >= sizeof(prefix) - 1 + (min) && iolens_memeq(v, prefix, sizeof(prefix) - 1)) return sizeof(prefix) - 1;
+    switch (v[0]) { /* one line a first letter */
+    case 'g': TRY("ghp_", 20) TRY("gho_", 20) TRY("ghu_", 20) TRY("ghs_", 20) TRY("ghr_", 20) TRY("github_pat_", 20)
+        TRY("glpat-", 16) TRY("gldt-", 16) TRY("glrt-", 16) TRY("glc_", 20) break;
+    case 'x': TRY("xoxb-", 10) TRY("xoxp-", 10) TRY("xoxa-", 10) TRY("xoxr-", 10) TRY("xoxs-", 10) TRY("xoxe-", 10)
+        TRY("xapp-", 10) break;
+    case 's': TRY("sk-proj-", 16) TRY("sk-ant-", 16) TRY("sk-svcacct-", 16) TRY("sk-", 32) TRY("sk_live_", 16)
+        TRY("sk_test_", 16) TRY("shpat_", 20) TRY("shpss_", 20) break;
+    case 'r': TRY("rk_live_", 16) TRY("rk_test_", 16) break;
+    case 'w': TRY("whsec_", 16) break;
+    case 'A': TRY("AKIA", 16) TRY("ASIA", 16) TRY("AIza", 30) TRY("AGE-SECRET-KEY-1", 20) break;
+    case 'y': TRY("ya29.", 20) break;
+    case 'h': TRY("hf_", 30) TRY("hvs.", 20) TRY("hvb.", 20) break;
+    case 'n': TRY("npm_", 30) break;
+    case 'p': TRY("pypi-", 40) break;
+    case 'd': TRY("dop_v1_", 32) TRY("dapi", 32) break;
+    case 'S': TRY("SG.", 20) break;
+    default:
+        break;
     }
+#undef TRY
     return 0;
 }
 
@@ -218,28 +277,40 @@ IOLENS_REDACT_COLD static size_t pem_rule(const char *v, size_t n, size_t i, str
     return e;
 }
 
-/* Tokens, JWTs and key blocks wherever they start a word of a value. */
+/* Tokens, JWTs and key blocks wherever they start a word of a value: the
+ * first character of each run of token characters is tried, the rest skipped. */
 IOLENS_REDACT_COLD static void token_rule(const char *v, size_t n, struct ranges *r)
 {
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n;) {
         int c = v[i];
-        if (i > 0 && tok_char(v[i - 1])) continue;
         if (c == '-') {
-            i = pem_rule(v, n, i, r);
+            size_t e = pem_rule(v, n, i, r);
+            if (e != i) {
+                i = e;
+                continue;
+            }
+        } else if (token_first(c)) {
+            size_t e = i; /* no prefix and its minimum is shorter than 15: most words stop here */
+            while (e < n && e - i < 15 && (tok_char(v[e]) || v[e] == '.')) e++;
+            e = e - i < 15 ? 0 : jwt_end(v + i, n - i);
+            if (e) {
+                add_range(r, i, i + e);
+                i += e;
+                continue;
+            }
+            size_t l = vendor_token(v + i, n - i);
+            if (l) {
+                for (e = i + l; e < n && (tok_char(v[e]) || v[e] == '.');) e++;
+                add_range(r, i + l, e);
+                i = e;
+                continue;
+            }
+        }
+        if (!tok_char(c)) {
+            i++;
             continue;
         }
-        if (!in_set(c, "ghxsrwAaynpdSe")) continue; /* the first letters of the prefixes below */
-        size_t e = jwt_end(v + i, n - i);
-        if (e) {
-            add_range(r, i, i + e);
-            i += e;
-            continue;
-        }
-        size_t l = vendor_token(v + i, n - i);
-        if (!l) continue;
-        for (e = i + l; e < n && (tok_char(v[e]) || v[e] == '.');) e++;
-        add_range(r, i + l, e);
-        i = e;
+        while (i < n && tok_char(v[i])) i++;
     }
 }
 
@@ -396,34 +467,34 @@ enum how { H_ATTACHED = 1, H_NEXT = 2, H_LOGIN = 4 }; /* -pV, -p V, only after `
  * flag that takes a password, how, and the character the secret follows (0: all
  * of it; `smbclient -U user%V`). */
 static const struct tool {
-    const char *name;
+    struct lit name;
     unsigned char kind;
     char flag, after, how;
 } tools[] = {
-    {"mysql", K_FLAG, 'p', 0, 3},          {"mysqldump", K_FLAG, 'p', 0, 3},     {"mysqladmin", K_FLAG, 'p', 0, 3},
-    {"mysqlimport", K_FLAG, 'p', 0, 3},    {"mysqlshow", K_FLAG, 'p', 0, 3},     {"mysqlcheck", K_FLAG, 'p', 0, 3},
-    {"mysqlpump", K_FLAG, 'p', 0, 3},      {"mysqlslap", K_FLAG, 'p', 0, 3},     {"mysqlbinlog", K_FLAG, 'p', 0, 3},
-    {"mariadb", K_FLAG, 'p', 0, 3},        {"mariadb-dump", K_FLAG, 'p', 0, 3},  {"mariadb-admin", K_FLAG, 'p', 0, 3},
-    {"mariadb-import", K_FLAG, 'p', 0, 3}, {"mariadb-show", K_FLAG, 'p', 0, 3},  {"mariadb-check", K_FLAG, 'p', 0, 3},
-    {"mariadb-slap", K_FLAG, 'p', 0, 3},   {"sshpass", K_FLAG, 'p', 0, 3},       {"mongo", K_FLAG, 'p', 0, 3},
-    {"mongosh", K_FLAG, 'p', 0, 3},        {"mongodump", K_FLAG, 'p', 0, 3},     {"mongorestore", K_FLAG, 'p', 0, 3},
-    {"mongoexport", K_FLAG, 'p', 0, 3},    {"mongoimport", K_FLAG, 'p', 0, 3},   {"zip", K_FLAG, 'P', 0, 3},
-    {"unzip", K_FLAG, 'P', 0, 3},          {"zipcloak", K_FLAG, 'P', 0, 3},      {"7z", K_FLAG, 'p', 0, H_ATTACHED},
-    {"7za", K_FLAG, 'p', 0, H_ATTACHED},   {"7zr", K_FLAG, 'p', 0, H_ATTACHED},  {"7zz", K_FLAG, 'p', 0, H_ATTACHED},
-    {"redis-cli", K_FLAG, 'a', 0, 3},      {"valkey-cli", K_FLAG, 'a', 0, 3},    {"keydb-cli", K_FLAG, 'a', 0, 3},
-    {"redis-benchmark", K_FLAG, 'a', 0, 3}, {"docker", K_FLAG, 'p', 0, 7},       {"podman", K_FLAG, 'p', 0, 7},
-    {"nerdctl", K_FLAG, 'p', 0, 7},        {"buildah", K_FLAG, 'p', 0, 7},       {"skopeo", K_FLAG, 'p', 0, 7},
-    {"helm", K_FLAG, 'p', 0, 7},           {"oras", K_FLAG, 'p', 0, 7},          {"smbclient", K_FLAG, 'U', '%', 3},
-    {"rpcclient", K_FLAG, 'U', '%', 3},    {"smbget", K_FLAG, 'U', '%', 3},      {"smbcacls", K_FLAG, 'U', '%', 3},
-    {"lftp", K_FLAG, 'u', ',', 3},         {"ldapsearch", K_FLAG, 'w', 0, 3},    {"ldapadd", K_FLAG, 'w', 0, 3},
-    {"ldapmodify", K_FLAG, 'w', 0, 3},     {"ldapdelete", K_FLAG, 'w', 0, 3},    {"ldapwhoami", K_FLAG, 'w', 0, 3},
-    {"ldappasswd", K_FLAG, 'w', 0, 3},     {"sqlcmd", K_FLAG, 'P', 0, 3},        {"bcp", K_FLAG, 'P', 0, 3},
-    {"ipmitool", K_FLAG, 'P', 0, 3},       {"az", K_FLAG, 'p', 0, 3},            {"rdesktop", K_FLAG, 'p', 0, 3},
-    {"curl", K_CURL, 0, 0, 0},             {"aws", K_AWS, 0, 0, 0},              {"rclone", K_AWS, 0, 0, 0},
-    {"htpasswd", K_HTPASSWD, 0, 0, 0},     {"mc", K_MC, 0, 0, 0},                {"mcli", K_MC, 0, 0, 0},
-    {"sh", K_SHELL, 0, 0, 0},              {"bash", K_SHELL, 0, 0, 0},           {"dash", K_SHELL, 0, 0, 0},
-    {"zsh", K_SHELL, 0, 0, 0},             {"ksh", K_SHELL, 0, 0, 0},            {"ash", K_SHELL, 0, 0, 0},
-    {"mksh", K_SHELL, 0, 0, 0},            {"fish", K_SHELL, 0, 0, 0},
+    {LIT("mysql"), K_FLAG, 'p', 0, 3},          {LIT("mysqldump"), K_FLAG, 'p', 0, 3},     {LIT("mysqladmin"), K_FLAG, 'p', 0, 3},
+    {LIT("mysqlimport"), K_FLAG, 'p', 0, 3},    {LIT("mysqlshow"), K_FLAG, 'p', 0, 3},     {LIT("mysqlcheck"), K_FLAG, 'p', 0, 3},
+    {LIT("mysqlpump"), K_FLAG, 'p', 0, 3},      {LIT("mysqlslap"), K_FLAG, 'p', 0, 3},     {LIT("mysqlbinlog"), K_FLAG, 'p', 0, 3},
+    {LIT("mariadb"), K_FLAG, 'p', 0, 3},        {LIT("mariadb-dump"), K_FLAG, 'p', 0, 3},  {LIT("mariadb-admin"), K_FLAG, 'p', 0, 3},
+    {LIT("mariadb-import"), K_FLAG, 'p', 0, 3}, {LIT("mariadb-show"), K_FLAG, 'p', 0, 3},  {LIT("mariadb-check"), K_FLAG, 'p', 0, 3},
+    {LIT("mariadb-slap"), K_FLAG, 'p', 0, 3},   {LIT("sshpass"), K_FLAG, 'p', 0, 3},       {LIT("mongo"), K_FLAG, 'p', 0, 3},
+    {LIT("mongosh"), K_FLAG, 'p', 0, 3},        {LIT("mongodump"), K_FLAG, 'p', 0, 3},     {LIT("mongorestore"), K_FLAG, 'p', 0, 3},
+    {LIT("mongoexport"), K_FLAG, 'p', 0, 3},    {LIT("mongoimport"), K_FLAG, 'p', 0, 3},   {LIT("zip"), K_FLAG, 'P', 0, 3},
+    {LIT("unzip"), K_FLAG, 'P', 0, 3},          {LIT("zipcloak"), K_FLAG, 'P', 0, 3},      {LIT("7z"), K_FLAG, 'p', 0, H_ATTACHED},
+    {LIT("7za"), K_FLAG, 'p', 0, H_ATTACHED},   {LIT("7zr"), K_FLAG, 'p', 0, H_ATTACHED},  {LIT("7zz"), K_FLAG, 'p', 0, H_ATTACHED},
+    {LIT("redis-cli"), K_FLAG, 'a', 0, 3},      {LIT("valkey-cli"), K_FLAG, 'a', 0, 3},    {LIT("keydb-cli"), K_FLAG, 'a', 0, 3},
+    {LIT("redis-benchmark"), K_FLAG, 'a', 0, 3}, {LIT("docker"), K_FLAG, 'p', 0, 7},       {LIT("podman"), K_FLAG, 'p', 0, 7},
+    {LIT("nerdctl"), K_FLAG, 'p', 0, 7},        {LIT("buildah"), K_FLAG, 'p', 0, 7},       {LIT("skopeo"), K_FLAG, 'p', 0, 7},
+    {LIT("helm"), K_FLAG, 'p', 0, 7},           {LIT("oras"), K_FLAG, 'p', 0, 7},          {LIT("smbclient"), K_FLAG, 'U', '%', 3},
+    {LIT("rpcclient"), K_FLAG, 'U', '%', 3},    {LIT("smbget"), K_FLAG, 'U', '%', 3},      {LIT("smbcacls"), K_FLAG, 'U', '%', 3},
+    {LIT("lftp"), K_FLAG, 'u', ',', 3},         {LIT("ldapsearch"), K_FLAG, 'w', 0, 3},    {LIT("ldapadd"), K_FLAG, 'w', 0, 3},
+    {LIT("ldapmodify"), K_FLAG, 'w', 0, 3},     {LIT("ldapdelete"), K_FLAG, 'w', 0, 3},    {LIT("ldapwhoami"), K_FLAG, 'w', 0, 3},
+    {LIT("ldappasswd"), K_FLAG, 'w', 0, 3},     {LIT("sqlcmd"), K_FLAG, 'P', 0, 3},        {LIT("bcp"), K_FLAG, 'P', 0, 3},
+    {LIT("ipmitool"), K_FLAG, 'P', 0, 3},       {LIT("az"), K_FLAG, 'p', 0, 3},            {LIT("rdesktop"), K_FLAG, 'p', 0, 3},
+    {LIT("curl"), K_CURL, 0, 0, 0},             {LIT("aws"), K_AWS, 0, 0, 0},              {LIT("rclone"), K_AWS, 0, 0, 0},
+    {LIT("htpasswd"), K_HTPASSWD, 0, 0, 0},     {LIT("mc"), K_MC, 0, 0, 0},                {LIT("mcli"), K_MC, 0, 0, 0},
+    {LIT("sh"), K_SHELL, 0, 0, 0},              {LIT("bash"), K_SHELL, 0, 0, 0},           {LIT("dash"), K_SHELL, 0, 0, 0},
+    {LIT("zsh"), K_SHELL, 0, 0, 0},             {LIT("ksh"), K_SHELL, 0, 0, 0},            {LIT("ash"), K_SHELL, 0, 0, 0},
+    {LIT("mksh"), K_SHELL, 0, 0, 0},            {LIT("fish"), K_SHELL, 0, 0, 0},
 };
 
 struct ctx {
@@ -444,8 +515,9 @@ IOLENS_REDACT_COLD static const struct tool *prog_of(const char *v, size_t n)
     while (b > 0 && v[b - 1] != '/') b--;
     const char *base = v + b;
     size_t bl = n - b;
-    for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++)
-        if (base[0] == tools[i].name[0] && bl == iolens_strlen(tools[i].name) && iolens_memeq(base, tools[i].name, bl))
+    if (bl < 2 || bl > 15) return NULL; /* "az" .. "redis-benchmark": most file names are ruled out here */
+    for (size_t i = 0; i < COUNT(tools); i++)
+        if (base[0] == tools[i].name.s[0] && bl == tools[i].name.n && iolens_memeq(base, tools[i].name.s, bl))
             return &tools[i];
     return NULL;
 }
@@ -457,6 +529,15 @@ IOLENS_REDACT_COLD static void new_command(struct ctx *c)
     c->prog = NULL;
     c->next = N_NONE;
     c->script_pending = c->login = c->pos = c->batch = 0;
+}
+
+/* field by field, not `= {0}`, which the compiler may turn into a call of libc's memset (bound at its first call) */
+IOLENS_REDACT_COLD static void ctx_init(struct ctx *c, int depth)
+{
+    new_command(c);
+    c->after = 0;
+    c->depth = depth;
+    c->netrc = 0;
 }
 
 /* the secret after `after` in v[from..n) (all of it when after is 0) */
@@ -482,6 +563,13 @@ IOLENS_REDACT_COLD static int weak_secret_name(const char *s, size_t n)
 {
     return secret_name(s, n) || icontains(s, n, "key") || icontains(s, n, "cred") || icontains(s, n, "pass") || icontains(s, n, "auth") ||
            icontains(s, n, "pin") || icontains(s, n, "otp") || icontains(s, n, "sec");
+}
+
+/* A flag whose value is a secret whatever its shape (--token-file PATH and
+ * --key-dir PATH: a secret-shaped value only). */
+IOLENS_REDACT_COLD static int strong_flag(const char *name, size_t nl)
+{
+    return secret_name(name, nl) && !iends(name, nl, "file") && !iends(name, nl, "path") && !iends(name, nl, "dir");
 }
 
 IOLENS_REDACT_COLD static void flag_rules(struct ctx *c, const char *v, size_t n, struct ranges *r)
@@ -536,14 +624,12 @@ IOLENS_REDACT_COLD static void flag_rules(struct ctx *c, const char *v, size_t n
         return;
     }
     if (d == 2 && nl == 0) return; /* "--" */
-    /* --token-file PATH, --key-dir PATH: a secret-shaped value only */
-    int strong = secret_name(name, nl) && !iends(name, nl, "file") && !iends(name, nl, "path") &&
-                 !iends(name, nl, "dir");
     if (eq) {
-        if (strong || (weak_secret_name(name, nl) && secret_shaped(eq + 1, n - nend - 1))) add_range(r, nend + 1, n);
+        if (strong_flag(name, nl) || (weak_secret_name(name, nl) && secret_shaped(eq + 1, n - nend - 1)))
+            add_range(r, nend + 1, n);
         return;
     }
-    if ((d == 2 || nl > 2) && strong && !(nl > 3 && ieq(name, 3, "no-")) && !iends(name, nl, "stdin"))
+    if ((d == 2 || nl > 2) && strong_flag(name, nl) && !(nl > 3 && ieq(name, 3, "no-")) && !iends(name, nl, "stdin"))
         c->next = N_ALL;
     else if (d == 2 ? weak_secret_name(name, nl) : n == 2 && in_set(v[1], "pPkKaw"))
         c->next = N_SHAPED;
@@ -666,8 +752,8 @@ IOLENS_REDACT_COLD static void text_rules(const char *t, size_t n, struct ranges
         value_rules(t, n, r);
         return;
     }
-    struct ctx c = {0};
-    c.depth = depth;
+    struct ctx c;
+    ctx_init(&c, depth);
     char val[WORD_MAX];
     uint16_t map[WORD_MAX];
     size_t i = 0;
@@ -772,7 +858,8 @@ size_t iolens_redact_argv(int argc, char **argv, char *out, size_t cap)
 {
     size_t o = 0;
     if (!argv || cap == 0) return 0;
-    struct ctx c = {0};
+    struct ctx c;
+    ctx_init(&c, 0);
     for (int i = 0; i < argc && argv[i]; i++) {
         const char *a = argv[i];
         size_t n = iolens_strlen(a);
