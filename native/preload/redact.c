@@ -368,16 +368,19 @@ IOLENS_REDACT_COLD static void url_rule(const char *v, size_t n, struct ranges *
         while (q < n && !in_set(v[q], "?#\"' \t\n\r")) q++;
         webhook_rule(v, at != SIZE_MAX ? at + 1 : a, end, q, r);
         if (q >= n || v[q] != '?') continue;
-        for (size_t p = q + 1; p < n && !in_set(v[p], "#\"' \t\n\r");) {
+        size_t lim = q + 1; /* the query ends where another URL starts: each byte is read for one URL */
+        while (lim + 3 <= n && !(v[lim] == ':' && v[lim + 1] == '/' && v[lim + 2] == '/')) lim++;
+        if (lim + 3 > n) lim = n;
+        for (size_t p = q + 1; p < lim && !in_set(v[p], "#\"' \t\n\r");) {
             size_t pe = p;
-            while (pe < n && !in_set(v[pe], "&#\"' \t\n\r")) pe++;
+            while (pe < lim && !in_set(v[pe], "&#\"' \t\n\r")) pe++;
             const char *eq = find(v + p, pe - p, '=');
             if (eq) {
                 size_t kl = (size_t)(eq - v) - p;
                 if (loose_secret_name(v + p, kl) || icontains(v + p, kl, "signature"))
                     add_range(r, (size_t)(eq - v) + 1, pe);
             }
-            p = pe < n && v[pe] == '&' ? pe + 1 : n;
+            p = pe < lim && v[pe] == '&' ? pe + 1 : lim;
         }
     }
 }

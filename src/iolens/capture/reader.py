@@ -11,6 +11,7 @@ raises `CaptureTruncated` instead.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import struct
@@ -245,12 +246,23 @@ def _read_at_most(reader: Any, limit: int) -> bytes:
 def argv_of(text: str) -> list[str]:
     """An ARGV string's words, redacted again (as META's command and ENV are): a capture made before a rule
     existed is shown without the secret."""
-    return redact_argv(text.split("\0")[:-1] if text.endswith("\0") else text.split("\0"))
+    return list(_redacted_argv(text))
 
 
 def env_of(text: str) -> dict[str, str]:
     """An ENV string's variables, redacted again."""
-    return capture_env(dict(item.split("=", 1) for item in text.split("\0") if "=" in item))
+    return dict(_redacted_env(text))
+
+
+# a capture's processes share their environment, and many their command line: each text is redacted once
+@functools.lru_cache(maxsize=4096)
+def _redacted_argv(text: str) -> tuple[str, ...]:
+    return tuple(redact_argv(text.split("\0")[:-1] if text.endswith("\0") else text.split("\0")))
+
+
+@functools.lru_cache(maxsize=1024)
+def _redacted_env(text: str) -> tuple[tuple[str, str], ...]:
+    return tuple(capture_env(dict(item.split("=", 1) for item in text.split("\0") if "=" in item)).items())
 
 
 # META keys iolens writes, and the types a reader relies on (other keys are kept as they are)
