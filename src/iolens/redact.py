@@ -1,8 +1,9 @@
-"""Redaction of secrets in command lines and environments that iolens records.
+"""Redaction of secrets in command lines and environments that iolens records or shows.
 
 The rules live in one place, native/preload/redact.c: the interposer links it to redact argv, script text and
 the environment before anything reaches the capture, and the same file is built alone as libiolens_redact.so,
-which this module loads, so `iolens profile`'s own record of the command (META) is redacted by the very same code.
+which this module loads, so everything Python writes (META, the reader's view of older captures, compare's
+commands and store rows, `results` output) is redacted by the very same code.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import ctypes
 import functools
 import os
 from collections.abc import Mapping
+from typing import Any
 
 from iolens.native import native_path
 
@@ -58,3 +60,29 @@ def capture_env(env: Mapping[str, str]) -> dict[str, str]:
         return {}
     out = _call(kv, lambda n, arr, buf, cap: lib.iolens_capture_env(arr, buf, cap))
     return dict(item.split("=", 1) for item in out if "=" in item)
+
+
+def redact_command(command: str) -> str:
+    """A shell command line (compare's template and commands, --prepare, a label) with its secrets masked."""
+    return redact_argv(["sh", "-c", command])[2] if command else command
+
+
+# the keys of stored and exported records whose values are command lines (text) or argv (lists)
+COMMAND_KEYS = frozenset({"command", "command_template", "prepare", "argv"})
+
+
+def redact_record(obj: Any) -> Any:
+    """A JSON-like record (a store row's job or metrics, an export) with every command line in it redacted."""
+    if isinstance(obj, dict):
+        return {k: _redact_value(v) if k in COMMAND_KEYS else redact_record(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [redact_record(v) for v in obj]
+    return obj
+
+
+def _redact_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact_command(value)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return redact_argv(value)
+    return redact_record(value)

@@ -27,6 +27,7 @@ from typing import Any, Callable, TypeVar
 
 from iolens.dirs import user_path
 from iolens.errors import IolensError
+from iolens.redact import redact_command, redact_record
 
 # Each entry: (version it produces, SQL statements).  Append only.
 MIGRATIONS: list[tuple[int, list[str]]] = [
@@ -294,6 +295,7 @@ class ResultsStore:
     def add_run(self, kind: str, job: dict[str, Any], provenance: dict[str, Any], *, label: str | None = None,
                 status: str = "complete", created: str | None = None) -> int:
         owner = json.dumps(process_identity(), sort_keys=True) if status == "running" else None
+        job, label = redact_record(job), redact_command(label) if label else label  # secrets never reach the file
         cur = self.db.execute(
             "INSERT INTO runs (kind, created, label, iolens_version, host, job, provenance, status, owner) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -316,7 +318,7 @@ class ResultsStore:
         self.db.execute("BEGIN IMMEDIATE")
         try:
             for run in runs:
-                job = json.dumps(run["job"], sort_keys=True, default=str)
+                job = json.dumps(redact_record(run["job"]), sort_keys=True, default=str)  # as add_run stores it
                 row = self.db.execute("SELECT id FROM runs WHERE kind = ? AND created = ? AND host IS ? AND job = ?",
                                       (run["kind"], run["created"], run.get("host"), job)).fetchone()
                 if row is not None:
@@ -344,6 +346,7 @@ class ResultsStore:
     @_guarded
     def add_result(self, run_id: int, name: str, metrics: dict[str, Any], *, target: str | None = None,
                    cache_state: str | None = None, provenance: dict[str, Any] | None = None) -> int:
+        metrics = redact_record(metrics)
         cur = self.db.execute(
             "INSERT INTO results (run_id, target, name, cache_state, metrics, provenance) VALUES (?, ?, ?, ?, ?, ?)",
             (run_id, target, name, cache_state, json.dumps(metrics, sort_keys=True, default=str),
@@ -364,6 +367,9 @@ class ResultsStore:
             _text(d, key)
         _obj(d, "job")
         _obj(d, "provenance")
+        d["job"] = redact_record(d["job"])  # rows written before the rules knew a form are shown redacted too
+        if d.get("label"):
+            d["label"] = redact_command(d["label"])
         if d["id"] in self.interrupted and d["status"] == "running":
             d["status"] = "interrupted"
         return d
@@ -405,6 +411,7 @@ class ResultsStore:
             _text(d, "cache_state")
             _obj(d, "metrics")
             _obj(d, "provenance")
+            d["metrics"] = redact_record(d["metrics"])
             out.append(d)
         return out
 

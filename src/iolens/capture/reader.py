@@ -11,6 +11,7 @@ raises `CaptureTruncated` instead.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -23,6 +24,7 @@ import numpy as np
 
 from iolens import _format as F
 from iolens.errors import CaptureError, CaptureTruncated
+from iolens.redact import capture_env, redact_argv
 from iolens.sysinfo import cpu_probe_ok, cpu_record_ok
 
 from iolens.capture.layout import KNOWN_VERSION, Layout, MAX_VALUE, _CURRENT, parse_schema
@@ -178,16 +180,13 @@ class _Decoder:
         if what == F.STRING_KINDS["EXE"]:
             cur.exe = text
         elif what == F.STRING_KINDS["ARGV"]:
-            cur.argv = text.split("\0")[:-1] if text.endswith("\0") else text.split("\0")
+            cur.argv = argv_of(text)
         elif what == F.STRING_KINDS["CWD"]:
             cur.cwd = text
         elif what == F.STRING_KINDS["HOST"]:
             cur.host = text
         elif what == F.STRING_KINDS["ENV"]:
-            for item in text.split("\0"):
-                if "=" in item:
-                    k, v = item.split("=", 1)
-                    cur.env[k] = v
+            cur.env.update(env_of(text))
 
     def _meta(self, rec: RawRecord) -> None:
         try:
@@ -202,6 +201,8 @@ class _Decoder:
         if wrong:
             self.walk.bad(rec.offset, f"META record has values of the wrong type ({', '.join(map(repr, wrong[:3]))})")
         self.meta = {k: v for k, v in meta.items() if k not in wrong}
+        if "command" in self.meta:
+            self.meta["command"] = redact_argv(self.meta["command"])
 
     def _trace(self, cur: Process, lay: Layout, rec: RawRecord) -> None:
         import zstandard
@@ -241,6 +242,28 @@ def _read_at_most(reader: Any, limit: int) -> bytes:
             break
         out += chunk
     return bytes(out)
+
+
+def argv_of(text: str) -> list[str]:
+    """An ARGV string's words, redacted again (as META's command and ENV are): a capture made before a rule
+    existed is shown without the secret."""
+    return list(_redacted_argv(text))
+
+
+def env_of(text: str) -> dict[str, str]:
+    """An ENV string's variables, redacted again."""
+    return dict(_redacted_env(text))
+
+
+# a capture's processes share their environment, and many their command line: each text is redacted once
+@functools.lru_cache(maxsize=4096)
+def _redacted_argv(text: str) -> tuple[str, ...]:
+    return tuple(redact_argv(text.split("\0")[:-1] if text.endswith("\0") else text.split("\0")))
+
+
+@functools.lru_cache(maxsize=1024)
+def _redacted_env(text: str) -> tuple[tuple[str, str], ...]:
+    return tuple(capture_env(dict(item.split("=", 1) for item in text.split("\0") if "=" in item)).items())
 
 
 # META keys iolens writes, and the types a reader relies on (other keys are kept as they are)

@@ -173,9 +173,9 @@ def compare(template, inputs, places, params, configs, strategies, scratch, base
         from iolens.store import ResultsStore
 
         with ResultsStore(db) as store:
-            job = {"command_template": plan.template, "settings": rep["settings"], "baseline": plan.baseline,
+            job = {"command_template": rep["command_template"], "settings": rep["settings"], "baseline": plan.baseline,
                    "configurations": [c.name for c in plan.configurations]}
-            run_id = store.add_run("compare", job, provenance, label=plan.template[:80])
+            run_id = store.add_run("compare", job, provenance, label=rep["command_template"][:80])
             for r in rep["results"]:
                 metrics = {k: v for k, v in r.items() if k != "run_records"}
                 metrics["runs_detail"] = r["run_records"]

@@ -22,11 +22,12 @@ import os
 import re
 import shlex
 import stat
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 
 from iolens import lab
 from iolens.errors import UsageError
+from iolens.redact import MASK
 
 STRATEGIES = ("direct", "stage")
 ROLES = ("input", "place", "param")
@@ -97,6 +98,7 @@ class Configuration:
     inputs: dict[str, Location] = field(default_factory=dict)
     places: dict[str, Location] = field(default_factory=dict)
     params: dict[str, str] = field(default_factory=dict)
+    shown: dict[str, str] = field(default_factory=dict)  # the values as reports and the store show them (secrets ***)
 
     def describe(self) -> dict[str, str]:
         return {**self.values, "strategy": self.strategy}
@@ -309,21 +311,39 @@ def _explicit_configurations(explicit: list[tuple[str, dict[str, str]]], order: 
     return raw, dims
 
 
+def hidden_values(parts: list[str | Placeholder], roles: dict[str, str],
+                  raw: list[tuple[str, dict[str, str]]]) -> set[tuple[str, str]]:
+    """(key, value) of the --param values that redaction hides once they are in the command (`--token {tok}`,
+    a secret-shaped `--key {k}`): reports, names and the store show them as ***."""
+    from iolens.compare.strategies import render
+    from iolens.redact import redact_command
+
+    hidden = set()
+    for _name, values in raw:
+        command = render(parts, {p.name: (values.get(p.name, ""), False) for p in parts if isinstance(p, Placeholder)})
+        shown = redact_command(command)
+        hidden |= {(k, v) for k, v in values.items()
+                   if roles.get(k) == "param" and v and command.count(v) > shown.count(v)}
+    return hidden
+
+
 def _matrix_configurations(order: list[str], used: list[str], declared: dict[str, list[str]],
-                           strategy_values: list[str]) -> tuple[list[tuple[str, dict[str, str]]], list[str]]:
-    """The full product of the values, in template order; named by the values that vary."""
+                           strategy_values: list[str], hidden: Set[tuple[str, str]] = frozenset()
+                           ) -> tuple[list[tuple[str, dict[str, str]]], list[str]]:
+    """The full product of the values, in template order; named by the values that vary (hidden ones as ***)."""
     keys = sorted(order, key=used.index)
     axes = [declared[k] for k in keys] + [strategy_values]
     dims = [k for k, vals in zip([*keys, "strategy"], axes) if len(vals) > 1]
     raw: list[tuple[str, dict[str, str]]] = []
     for combo in itertools.product(*axes):
         values = dict(zip([*keys, "strategy"], combo))
+        shown = {k: MASK if (k, v) in hidden else v for k, v in values.items()}
         if not dims:
             name = "command"
         elif len(dims) == 1:
-            name = values[dims[0]]
+            name = shown[dims[0]]
         else:
-            name = " ".join(f"{k}={values[k]}" for k in dims)
+            name = " ".join(f"{k}={shown[k]}" for k in dims)
         raw.append((name, values))
     seen: dict[str, int] = {}
     for i, (name, values) in enumerate(raw):
@@ -334,12 +354,13 @@ def _matrix_configurations(order: list[str], used: list[str], declared: dict[str
 
 
 def _configurations(raw: list[tuple[str, dict[str, str]]], roles: dict[str, str],
-                    parts: list[str | Placeholder]) -> list[Configuration]:
+                    parts: list[str | Placeholder], hidden: Set[tuple[str, str]]) -> list[Configuration]:
     """Resolve every location once (lab: targets included) and check {name:file} against what it is."""
     configurations: list[Configuration] = []
     cache: dict[tuple[str, str], Location] = {}
     for name, values in raw:
         cfg = Configuration(name=name, strategy=values.pop("strategy"), values=values)
+        cfg.shown = {k: MASK if (k, v) in hidden else v for k, v in values.items()}
         for key, val in values.items():
             role = roles[key]
             if role == "param":
@@ -389,6 +410,9 @@ def build_plan(template: str, *, inputs: Sequence[str] = (), places: Sequence[st
     else:
         raw, dims = _matrix_configurations(order, used, declared, strategy_values)
     _check_words(parts, raw)
-    configurations = _configurations(raw, roles, parts)
+    hidden = hidden_values(parts, roles, raw)
+    if hidden and not explicit:  # named again, without them
+        raw, dims = _matrix_configurations(order, used, declared, strategy_values, hidden)
+    configurations = _configurations(raw, roles, parts, hidden)
     return Plan(template=template, parts=parts, roles=roles, configurations=configurations,
                 baseline=_baseline(configurations, baseline), dimensions=dims)

@@ -1,8 +1,10 @@
 """Runs -> the compare report, as plain data (every renderer reads this and nothing else).
 
-The JSON export is this dict; docs/compare.md documents every key.  Field names that mean the same as in
-hyperfine's JSON export (`command`, `mean`, `stddev`, `median`, `user`, `system`, `min`, `max`, `times`,
-`exit_codes`, `memory_usage_byte`, `parameters`) carry hyperfine's names and units (seconds, bytes).
+The JSON export is this dict; docs/compare.md documents every key.  It is what leaves the machine (JSON, HTML, the
+results store), so its commands are redacted, and a --param value the rules hide in the command shows as ***.
+Field names that mean the same as in hyperfine's JSON export (`command`, `mean`, `stddev`, `median`, `user`,
+`system`, `min`, `max`, `times`, `exit_codes`, `memory_usage_byte`, `parameters`) carry hyperfine's names and units
+(seconds, bytes).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 from iolens.compare import stats
 from iolens.compare.placements import Plan
 from iolens.compare.runner import Outcome, RunRecord, Settings
+from iolens.redact import redact_command
 
 TAG = "iolens-compare"
 SCHEMA_VERSION = [1, 1]  # 1.1: outcome, ci_excludes_zero, places_written, place_bytes, untested, emulated
@@ -72,10 +75,10 @@ def config_result(plan: Plan, idx: int, runs: list[RunRecord], seed: int | None)
     return {
         "name": cfg.name,
         "strategy": cfg.strategy,
-        "parameters": dict(cfg.values),
+        "parameters": dict(cfg.shown),
         "emulated": any(t["emulated"] for t in labs),  # a lab target that emulates storage (docs/lab.md)
         "lab_targets": labs,
-        "command": counted[-1].command if counted else (runs[-1].command if runs else None),
+        "command": redact_command(counted[-1].command if counted else (runs[-1].command if runs else "")) or None,
         # hyperfine-compatible
         "mean": d.mean,
         "stddev": d.stddev,
@@ -122,7 +125,7 @@ def config_result(plan: Plan, idx: int, runs: list[RunRecord], seed: int | None)
         "profile": _profile_medians(ok),
         "places_written": _places_written(runs),
         "emulated_targets": sorted({loc.lab for loc in locs if loc.lab and loc.emulated}),
-        "run_records": [r.to_dict() for r in runs],
+        "run_records": [{**r.to_dict(), "command": redact_command(r.command)} for r in runs],
     }
 
 
@@ -236,7 +239,7 @@ def build_report(plan: Plan, settings: Settings, outcome: Outcome, *, provenance
     return {
         "tag": TAG,
         "schema_version": SCHEMA_VERSION,
-        "command_template": plan.template,
+        "command_template": redact_command(plan.template),
         "roles": dict(plan.roles),
         "dimensions": list(plan.dimensions),
         "baseline": plan.baseline,
@@ -248,7 +251,7 @@ def build_report(plan: Plan, settings: Settings, outcome: Outcome, *, provenance
             "evict_methods": sorted(outcome.evict_methods),
             "precision_pct": settings.precision,
             "max_runs": settings.max_runs if settings.precision is not None else None,
-            "prepare": settings.prepare,
+            "prepare": redact_command(settings.prepare) if settings.prepare else None,
             "seed": settings.seed,
             "profile": settings.profile,
             "interleaving": "randomized rounds",

@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 from iolens.errors import TargetError, UsageError
 from iolens.pagecache import drop_caches, evict
+from iolens.redact import redact_command
 
 CHUNK = 4 << 20
 HEADROOM = 16 << 20
@@ -182,4 +183,4 @@ def measure_all(specs: list[str], files: list[str], *, run: str | None, threads:
                 shutil.rmtree(d, ignore_errors=True)
     return {"tag": "iolens-compress-fs", "schema_version": list(SCHEMA_VERSION), "host": _host(),
             "files": [{"path": f, "bytes": os.path.getsize(f)} for f in files], "filesystems": results,
-            "threads": threads, "command": run, "compare": compare, "store": None}
+            "threads": threads, "command": redact_command(run) if run else run, "compare": compare, "store": None}

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from iolens.capture.layout import parse_schema
+from iolens.capture.reader import argv_of, env_of
 from iolens.capture.walk import iter_records
 from iolens.pipeline.naming import workflow_names
 
@@ -80,13 +81,13 @@ def read_head(path: str) -> PartHead | None:
                 text = bytes(rec.payload[lay.size: lay.size + s["len"]]).decode("utf-8", "replace")
                 what = s["what"]
                 if what == F.STRING_KINDS["ARGV"]:
-                    head.argv = text.rstrip("\0").split("\0")
+                    head.argv = argv_of(text)
                 elif what == F.STRING_KINDS["CWD"]:
                     head.cwd = text
                 elif what == F.STRING_KINDS["HOST"]:
                     head.host = text
                 elif what == F.STRING_KINDS["ENV"]:
-                    head.env = dict(i.split("=", 1) for i in text.split("\0") if "=" in i)
+                    head.env = env_of(text)
             elif rec.kind == "FILE":
                 break
     except Exception:  # noqa: BLE001 - a damaged head: the part still counts, the analysis reports the damage
