@@ -1,9 +1,9 @@
 """Redaction of secrets in command lines and environments that iolens records or shows.
 
-The rules live in one place, native/preload/redact.c: the interposer links it to redact argv, script text and
-the environment before anything reaches the capture, and the same file is built alone as libiolens_redact.so,
-which this module loads, so everything Python writes (META, the reader's view of older captures, compare's
-commands and store rows, `results` output) is redacted by the very same code.
+The rules live in one place, native/preload/redact.c and redact_value.c: the interposer links them to redact argv,
+script text and the environment before anything reaches the capture, and the same files are built alone as
+libiolens_redact.so, which this module loads, so everything Python writes (META, the reader's view of older
+captures, compare's commands and store rows, `results` output) is redacted by the very same code.
 """
 
 from __future__ import annotations
