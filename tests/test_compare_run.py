@@ -210,6 +210,35 @@ def test_precision_runs_until_precise_or_max(tmp_path):
     assert all(r["runs"] == 3 for r in rep["results"]) and all(rep["precision_reached"].values())
 
 
+def test_runs_auto_stops_when_every_comparison_is_decided(tmp_path):
+    res, rep = compare(tmp_path, "sleep {s}", "--param", "s=0.01", "--config", "a:s=0.01", "--config", "b:s=0.01",
+                       "--config", "c:s=0.3", "--runs", "auto", "--max-runs", "8")
+    assert res.returncode == 0, res.stderr
+    s = rep["settings"]
+    assert s["auto"] is True and s["max_runs"] == 8 and s["margin_pct"] == 5 and s["alpha"] == 0.05
+    assert rep["looks"][0] == 5 and rep["looks"][-1] <= 8
+    for c in rep["comparisons"]:
+        d = c["decision"]
+        assert d["kind"] in ("faster", "slower", "equivalent", "undecided") and c["verdict"].startswith(
+            d["sentence"])
+        r = next(x for x in rep["results"] if x["name"] == c["name"])
+        assert d["n"] == r["ok_runs"] and d["n"] in rep["looks"]  # frozen at the look that decided it
+        if d["kind"] == "undecided":
+            assert d["n"] == 8 and "run longer or quieter" in d["sentence"]
+    assert "runs until each comparison is decided (up to 8; margin ±5%)" in " ".join(res.stdout.split())
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--runs", "auto", "--precision", "2"], "--runs auto and --precision are two stopping rules; choose one"),
+    (["--runs", "many"], "--runs 'many': give a number of runs (at least 2) or auto"),
+    (["--runs", "4", "--max-time", "1m"], "--max-time applies to --runs auto; add it, or drop --max-time"),
+    (["--runs", "auto", "--max-time", "soon"], "--max-time 'soon': write a duration like 90s, 30m, 2h"),
+])
+def test_runs_auto_usage_errors_are_one_line(tmp_path, args, message):
+    res = iolens("compare", "true {t}", "--param", "t=1,2", "--no-store", *args)
+    assert res.returncode == 2 and message in res.stderr and "Traceback" not in res.stderr
+
+
 def test_prepare_sees_the_runs_placeholders(tmp_path):
     place = tmp_path / "p"
     place.mkdir()
@@ -223,7 +252,7 @@ def test_prepare_sees_the_runs_placeholders(tmp_path):
 
 def test_json_has_hyperfine_field_names_and_types(tmp_path):
     res, rep = compare(tmp_path, "true {t}", "--param", "t=1,2", "--runs", "2")
-    assert rep["tag"] == "iolens-compare" and rep["schema_version"] == [1, 1]
+    assert rep["tag"] == "iolens-compare" and rep["schema_version"] == [1, 2]
     hf = shutil.which("hyperfine")
     if hf is None:
         pytest.skip("hyperfine is not installed (Debian package hyperfine)")

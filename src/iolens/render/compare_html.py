@@ -9,6 +9,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from iolens.render.compare_text import decided, runs_phrase
 from iolens.render.htmlsafe import esc
 from iolens.units import human_bytes, human_seconds
 
@@ -160,17 +161,16 @@ def render_html(rep: dict[str, Any]) -> bytes:
     s = rep["settings"]
     prov = rep["provenance"]
     verdicts = "\n".join(
-        f'<p class="verdict{" sig" if c["significant"] else ""}">{esc(c["verdict"])}</p>' for c in rep["comparisons"])
+        f'<p class="verdict{" sig" if decided(c) else ""}">{esc(c["verdict"])}</p>' for c in rep["comparisons"])
     warnings = "\n".join(f'<p class="warn">warning: {esc(w)}</p>' for w in rep["warnings"])
     failures = []
     for r in rep["results"]:
         for f in r["failures"][:3]:
             failures.append(f"<p><b>{esc(r['name'])}</b>, run {f['seq']}, exit {f['exit_status']}:</p>"
                             f"<pre>{esc((f['stderr_tail'] or '').strip()[-1500:])}</pre>")
-    precision = f", precision target ±{s['precision_pct']:g}%" if s["precision_pct"] else ""
-    meta = (f"{s['runs']} runs per configuration, {s['warmup']} warmup, randomized interleaving (seed {s['seed']}), "
+    meta = (f"{esc(runs_phrase(s))}, {s['warmup']} warmup, randomized interleaving (seed {s['seed']}), "
             f"cache {esc(s['cache'])}{' (' + ', '.join(s['evict_methods']) + ')' if s['evict_methods'] else ''}"
-            f"{precision}; "
+            "; "
             f"host {esc(prov.get('host'))}, {esc(prov.get('cpu_model'))}, {esc(prov.get('cpus'))} CPUs, "
             f"kernel {esc(prov.get('kernel'))}, iolens {esc(prov.get('iolens_version'))}")
     commands = "".join(f"<li><b>{esc(r['name'])}</b>: <code>{esc(r['command'])}</code>"

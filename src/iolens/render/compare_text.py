@@ -62,6 +62,20 @@ def _by_configuration(title: str, first: str, configs: list[str], rows: list[lis
     return t
 
 
+def decided(c: dict[str, Any]) -> bool:
+    """The comparison found a difference (its decision is faster or slower): shown bold."""
+    return (c.get("decision") or {}).get("kind") in ("faster", "slower")
+
+
+def runs_phrase(s: dict[str, Any]) -> str:
+    """How many runs the settings asked for, in words."""
+    if s.get("auto"):
+        budget = f"up to {s['max_runs']}" + (f" or {human_seconds(s['max_time_s'])}" if s["max_time_s"] else "")
+        return f"runs until each comparison is decided ({budget}; margin ±{s['margin_pct']:g}%)"
+    return (f"{s['runs']} runs per configuration"
+            + (f" (+ up to {s['max_runs']} for ±{s['precision_pct']:g}% precision)" if s["precision_pct"] else ""))
+
+
 def render_compare(rep: dict[str, Any], console: Console) -> None:
     results = rep["results"]
     comps = {c["name"]: c for c in rep["comparisons"]}
@@ -69,9 +83,7 @@ def render_compare(rep: dict[str, Any], console: Console) -> None:
     s = rep["settings"]
     cache = s["cache"] + (f" ({', '.join(s['evict_methods'])})" if s["evict_methods"] else "")
     console.print(Padding(Text(
-        f"{s['runs']} runs per configuration"
-        + (f" (+ up to {s['max_runs']} for ±{s['precision_pct']:g}% precision)" if s["precision_pct"] else "")
-        + f", {s['warmup']} warmup, randomized interleaving (seed {s['seed']}), cache {cache}"),
+        runs_phrase(s) + f", {s['warmup']} warmup, randomized interleaving (seed {s['seed']}), cache {cache}"),
         (0, 0, 0, 2), expand=False))
 
     t = FitTable([Col("configuration", "left", flex="middle"), Col("median"), Col("vs baseline"), Col("p"),
@@ -138,7 +150,7 @@ def render_compare(rep: dict[str, Any], console: Console) -> None:
                                         "phase / category", [r["name"] for r in profiled], rows, console.width))
 
     for c in rep["comparisons"]:
-        style = "bold green" if c["significant"] else ""
+        style = "bold green" if decided(c) else ""
         console.print(Padding(shown_text(c["verdict"], style=style), (0, 0, 0, 2), expand=False))
     for w in rep["warnings"]:
         console.print(Padding(shown_text(f"warning: {w}", style="yellow"), (0, 0, 0, 2), expand=False))
