@@ -239,6 +239,26 @@ def test_runs_auto_usage_errors_are_one_line(tmp_path, args, message):
     assert res.returncode == 2 and message in res.stderr and "Traceback" not in res.stderr
 
 
+def test_user_and_sys_cpu_per_run_beside_wall_time(tmp_path):
+    burn = "i=0; while [ $i -lt {n} ]; do i=$((i+1)); done"
+    res, rep = compare(tmp_path, burn, "--param", "n=1,200000", "--runs", "2", "--html", tmp_path / "p.html",
+                       env=dict(os.environ, COLUMNS="160"))
+    assert res.returncode == 0, res.stderr
+    idle, busy = rep["results"]
+    for r in (idle, busy):
+        assert len(r["user_times"]) == len(r["system_times"]) == r["ok_runs"] == 2
+        recs = [x for x in r["run_records"] if x["ok"] and not x["warmup"]]
+        assert r["user_times"] == [x["user_s"] for x in recs] and r["system_times"] == [x["sys_s"] for x in recs]
+        assert r["user"] == pytest.approx(sum(r["user_times"]) / 2)
+    # the shell's loop is CPU work: it shows as user time of the command, beside its wall time
+    assert min(busy["user_times"]) > max(idle["user_times"])
+    assert min(busy["user_times"]) <= min(busy["times"]) * 1.05 + 0.01
+    head = next(line for line in res.stdout.splitlines() if "median" in line and "configuration" in line)
+    assert "user" in head and "sys" in head
+    page = (tmp_path / "p.html").read_text()
+    assert "<th>median</th><th>user (mean)</th><th>sys (mean)</th>" in page
+
+
 def test_prepare_sees_the_runs_placeholders(tmp_path):
     place = tmp_path / "p"
     place.mkdir()

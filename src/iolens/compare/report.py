@@ -16,7 +16,8 @@ from iolens.compare.runner import Outcome, RunRecord, Settings
 
 TAG = "iolens-compare"
 SCHEMA_VERSION = [1, 2]  # 1.1: outcome, ci_excludes_zero, places_written, place_bytes, untested, emulated
-#                          1.2: decision, auto, margin_pct, alpha, max_time_s, looks; verdict from the decision
+#                          1.2: decision, auto, margin_pct, alpha, max_time_s, looks, user_times, system_times;
+#                          the verdict from the decision
 
 
 def _median(xs: list[float | int | None]) -> float | None:
@@ -86,6 +87,8 @@ def config_result(plan: Plan, idx: int, runs: list[RunRecord], seed: int | None)
         "min": d.min,
         "max": d.max,
         "times": times,
+        "user_times": [r.user_s for r in ok],  # per successful run, beside `times` (iolens, schema 1.2)
+        "system_times": [r.sys_s for r in ok],
         "exit_codes": [r.exit_status for r in ok],
         "memory_usage_byte": [r.maxrss_bytes for r in ok],
         # iolens

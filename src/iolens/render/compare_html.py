@@ -121,8 +121,8 @@ def _table(rep: dict[str, Any]) -> str:
     """The statistics, verdict first: the comparison with the baseline, then the time, then what the kernel
     counted.  Cells wrap at their spaces so the table fits the page instead of scrolling."""
     comps = {c["name"]: c for c in rep["comparisons"]}
-    head = ["configuration", "vs baseline", "p", "95% CI of median", "median", "disk write", "disk read",
-            "peak RSS", "strategy", "runs", "mean ± SD", "min … max", "CV", "user", "sys"]
+    head = ["configuration", "vs baseline", "p", "95% CI of median", "median", "user (mean)", "sys (mean)",
+            "disk write", "disk read", "peak RSS", "strategy", "runs", "mean ± SD", "min … max", "CV"]
     rows = []
     for r in rep["results"]:
         c = comps.get(r["name"])
@@ -132,7 +132,7 @@ def _table(rep: dict[str, Any]) -> str:
             "baseline" if c is None else ("-" if c["rel_diff"] is None else f"{100 * c['rel_diff']:+.1f}%"),
             "" if c is None or c["p_value"] is None else ("< 0.001" if c["p_value"] < 0.001 else f"{c['p_value']:.3f}"),
             "-" if ci is None else f"{human_seconds(ci[0])} … {human_seconds(ci[1])}",
-            human_seconds(r["median"]),
+            human_seconds(r["median"]), human_seconds(r["user"]), human_seconds(r["system"]),
             human_bytes(r["io"]["write_bytes"]), human_bytes(r["io"]["read_bytes"]),
             human_bytes(r["io"]["max_rss_bytes"]), r["strategy"],
             f"{r['ok_runs']}" + (f" ({r['failed_runs']} failed)" if r["failed_runs"] else ""),
@@ -140,7 +140,6 @@ def _table(rep: dict[str, Any]) -> str:
                 "" if r["stddev"] is None else f" ± {human_seconds(r['stddev'])}"),
             "-" if r["min"] is None else f"{human_seconds(r['min'])} … {human_seconds(r['max'])}",
             "-" if r["cv"] is None else f"{100 * r['cv']:.1f}%",
-            human_seconds(r["user"]), human_seconds(r["system"]),
         ])
     out = [f'<p class="meta">baseline: <b>{esc(rep["baseline"])}</b>; p: two-sided test of the difference '
            "against the baseline</p>",

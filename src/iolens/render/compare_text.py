@@ -87,8 +87,8 @@ def render_compare(rep: dict[str, Any], console: Console) -> None:
         (0, 0, 0, 2), expand=False))
 
     t = FitTable([Col("configuration", "left", flex="middle"), Col("median"), Col("vs baseline"), Col("p"),
-                  Col("95% CI", drop=1), Col("runs", drop=3), Col("mean ± SD", drop=5), Col("min … max", drop=6),
-                  Col("CV", drop=2)], title=f"Wall time per run ({timed(results)})", **STYLE)
+                  Col("95% CI", drop=1), Col("user", drop=4), Col("sys", drop=4), Col("runs", drop=3), Col("mean ± SD", drop=5), Col("min … max", drop=6),
+                  Col("CV", drop=2)], title=f"Wall time per run ({timed(results)}); user and sys: mean CPU time", **STYLE)
     for r in results:
         ci = r["median_ci"]
         c = comps.get(r["name"])
@@ -99,6 +99,7 @@ def render_compare(rep: dict[str, Any], console: Console) -> None:
             "baseline" if r["name"] == rep["baseline"] else "" if c is None else _pct(c["rel_diff"]),
             "" if c is None else _p(c["p_value"]),
             "-" if ci is None else f"{human_seconds(ci[0])} … {human_seconds(ci[1])}",
+            human_seconds(r["user"]), human_seconds(r["system"]),
             runs,
             _pm(r["mean"], r["stddev"]),
             "-" if r["min"] is None else f"{human_seconds(r['min'])} … {human_seconds(r['max'])}",
@@ -107,15 +108,14 @@ def render_compare(rep: dict[str, Any], console: Console) -> None:
     console.print(t)
 
     t = FitTable([Col("configuration", "left", flex="middle"), Col("storage write"), Col("storage read"),
-                  Col("peak RSS", drop=3), Col("user", drop=5), Col("sys", drop=4), Col("bytes read", drop=7),
+                  Col("peak RSS", drop=3), Col("bytes read", drop=7),
                   Col("bytes written", drop=6), Col("inputs cached", drop=2)],
                  title="Per run, median (kernel counters, command and children)", **STYLE)
     for r in results:
         io = r["io"]
         res = r["cache"]["inputs_resident_median"]
         t.add_row(shown_text(r["name"]), human_bytes(io["write_bytes"]), human_bytes(io["read_bytes"]),
-                  human_bytes(io["max_rss_bytes"]), human_seconds(r["user"]), human_seconds(r["system"]),
-                  human_bytes(io["rchar"]), human_bytes(io["wchar"]),
+                  human_bytes(io["max_rss_bytes"]), human_bytes(io["rchar"]), human_bytes(io["wchar"]),
                   "-" if res is None else f"{100 * res:.0f}%")
     console.print(t)
 
