@@ -134,7 +134,8 @@ def test_clearly_different_options_are_called_faster_with_the_interval():
     assert t["faster"] == pytest.approx(1 - d.ratio) and t["faster_ci"] == pytest.approx([1 - d.high, 1 - d.low])
     assert 0 < t["faster_ci"][0] < t["faster"] < t["faster_ci"][1]
     lo, hi = (f"{100 * x:.0f}%" for x in t["faster_ci"])
-    assert verdict(p, order) == f"gp2 is the best value; nvme is {100 * t['faster']:.0f}% [{lo}, {hi}] faster for 30% more"
+    assert verdict(p, order) == (f"gp2 is the best value; nvme is {100 * t['faster']:.0f}% [{lo}, {hi}] faster "
+                                 "for 30% more")
     assert dominated_by(p, order)["st1"] == "gp2"
     # three options, three pairs: each decided at 0.05 / 3 (Bonferroni)
     assert d.alpha == pytest.approx(0.05 / 3)

@@ -126,8 +126,8 @@ def _raise_terminate(signum, _frame):
 @click.option("-q", "--quiet", is_flag=True, help="No progress line.")
 @FORCE_OPTION
 def compare(template, inputs, places, params, configs, strategies, scratch, baseline, runs, warmup, prepare, cache,
-            evict, precision, max_runs, max_time, margin, seed, profile, json_out, html_out, db, no_store, keep_outputs, show_output,
-            quiet, force):
+            evict, precision, max_runs, max_time, margin, seed, profile, json_out, html_out, db, no_store, keep_outputs,
+            show_output, quiet, force):
     """Run TEMPLATE in every placement configuration, interleaved, and compare them with statistics.
 
     TEMPLATE is a shell command with {NAME} placeholders ({{ and }} for literal braces; {NAME!words} for a

@@ -31,7 +31,8 @@ def assumptions(costed: list[Costed], wl: Workload, held_for: str, stored_gb: fl
     sizes = {f"{st.option.id} {billed_size_gb(st):g} GB": None for c in costed for st in c.storages
              if st.option.billing == "provisioned"}
     stored = f", {stored_gb:g} GB stored" if stored_gb is not None else ""
-    return f"assuming {held}{''.join(', ' + s for s in sizes)}{stored}, {wl.runs_per_month:g} runs per month"
+    runs = f"{wl.runs_per_month:g} run{'' if wl.runs_per_month == 1 else 's'} per month"
+    return f"assuming {held}{''.join(', ' + s for s in sizes)}{stored}, {runs}"
 
 
 def _storage_dict(c: Costed) -> list[dict[str, Any]]:

@@ -87,8 +87,9 @@ def render_compare(rep: dict[str, Any], console: Console) -> None:
         (0, 0, 0, 2), expand=False))
 
     t = FitTable([Col("configuration", "left", flex="middle"), Col("median"), Col("vs baseline"), Col("p"),
-                  Col("95% CI", drop=1), Col("user", drop=4), Col("sys", drop=4), Col("runs", drop=3), Col("mean ± SD", drop=5), Col("min … max", drop=6),
-                  Col("CV", drop=2)], title=f"Wall time per run ({timed(results)}); user and sys: mean CPU time", **STYLE)
+                  Col("95% CI", drop=1), Col("user", drop=4), Col("sys", drop=4), Col("runs", drop=3),
+                  Col("mean ± SD", drop=5), Col("min … max", drop=6), Col("CV", drop=2)],
+                 title=f"Wall time per run ({timed(results)}); user and sys: mean CPU time", **STYLE)
     for r in results:
         ci = r["median_ci"]
         c = comps.get(r["name"])
