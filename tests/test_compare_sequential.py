@@ -144,3 +144,18 @@ def test_a_a_false_positives_stay_at_the_nominal_level():
              for seed in range(20)]
     assert sum(k in ("faster", "slower") for k in calls) <= 1
     assert all(k in Q.KINDS for k in calls)
+
+
+def test_a_configuration_that_cannot_run_is_not_waited_for():
+    fake = FakeRunner(6, {"A": 10.0, "B": 10.0, "C": 10.0}, cv=0.3)
+
+    def run_round(names):
+        fake.round([n for n in names if n != "C"])  # every run of C fails: it has no times
+        stop.drop("C")
+
+    stop = Q.Stopper(["A", "B", "C"], "A", max_runs=40)
+    stop.run(run_round, lambda: fake.times)
+    assert "C" not in stop.names and "C" not in stop.decisions and stop.decisions["B"].n == len(fake.times["B"])
+    stop = Q.Stopper(["A", "B"], "A", max_runs=40)
+    stop.drop("A")  # without the baseline nothing can be compared
+    assert stop.names == ["A"] and stop.open() == [] and stop.active() == []

@@ -393,6 +393,8 @@ class Runner:
             self.planned += len(todo)
             self._round(rounds[0], todo, False)
             rounds[0] += 1
+            for n in self.out.given_up:
+                stop.drop(n)
 
         def out_of_time() -> bool:
             return self.s.max_time is not None and time.monotonic() - start >= self.s.max_time

@@ -177,6 +177,10 @@ class Stopper:
         todo = self.open()
         return [n for n in self.names if n in todo or (todo and n == self.baseline)]
 
+    def drop(self, name: str) -> None:
+        """A configuration that cannot run (every run failed): no longer waited for; without the baseline, none is."""
+        self.names = [n for n in self.names if n != name and name != self.baseline] or [self.baseline]
+
     def look(self, rounds: int, times: dict[str, list[float]]) -> None:
         total = pocock_spending(rounds / self.max_runs, self.alpha)
         alpha, self.spent = total - self.spent, total
