@@ -45,10 +45,14 @@ def test_output_placement_and_sort_tmp_reach_verdicts(example):
             assert r["median"] > 0.05
         for c in rep["comparisons"]:
             assert c["p_value"] is not None and c["n"] == RUNS
-            if c["significant"]:
-                assert f"than {c['baseline']} (p" in c["verdict"] and f"{RUNS} runs each" in c["verdict"]
+            kind = c["decision"]["kind"]
+            assert c["decision"]["n"] == RUNS and f"{RUNS} runs each" in c["verdict"]
+            if kind in ("faster", "slower"):
+                assert c["verdict"].startswith(f"{c['name']} is {kind} than {c['baseline']} by ")
+            elif kind == "equivalent":
+                assert "no difference larger than 5%" in c["verdict"]
             else:
-                assert "the smallest difference these runs could detect is" in c["verdict"]
+                assert "undecided after" in c["verdict"] and "use --runs auto" in c["verdict"]
             assert c["verdict"] in " ".join(res.stdout.split())  # wrapped at the terminal width
     # what reached each placement: minimap2's 16 MB of SAM, only to the same-dir disk
     io = {r["name"]: r["io"] for r in place["results"]}

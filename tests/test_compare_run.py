@@ -210,6 +210,55 @@ def test_precision_runs_until_precise_or_max(tmp_path):
     assert all(r["runs"] == 3 for r in rep["results"]) and all(rep["precision_reached"].values())
 
 
+def test_runs_auto_stops_when_every_comparison_is_decided(tmp_path):
+    res, rep = compare(tmp_path, "sleep {s}", "--param", "s=0.01", "--config", "a:s=0.01", "--config", "b:s=0.01",
+                       "--config", "c:s=0.3", "--runs", "auto", "--max-runs", "8")
+    assert res.returncode == 0, res.stderr
+    s = rep["settings"]
+    assert s["auto"] is True and s["max_runs"] == 8 and s["margin_pct"] == 5 and s["alpha"] == 0.05
+    assert rep["looks"][0] == 5 and rep["looks"][-1] <= 8
+    for c in rep["comparisons"]:
+        d = c["decision"]
+        assert d["kind"] in ("faster", "slower", "equivalent", "undecided") and c["verdict"].startswith(
+            d["sentence"])
+        r = next(x for x in rep["results"] if x["name"] == c["name"])
+        assert d["n"] == r["ok_runs"] and d["n"] in rep["looks"]  # frozen at the look that decided it
+        if d["kind"] == "undecided":
+            assert d["n"] == 8 and "run longer or quieter" in d["sentence"]
+    assert "runs until each comparison is decided (up to 8; margin ±5%)" in " ".join(res.stdout.split())
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--runs", "auto", "--precision", "2"], "--runs auto and --precision are two stopping rules; choose one"),
+    (["--runs", "many"], "--runs 'many': give a number of runs (at least 2) or auto"),
+    (["--runs", "4", "--max-time", "1m"], "--max-time applies to --runs auto; add it, or drop --max-time"),
+    (["--runs", "auto", "--max-time", "soon"], "--max-time 'soon': write a duration like 90s, 30m, 2h"),
+])
+def test_runs_auto_usage_errors_are_one_line(tmp_path, args, message):
+    res = iolens("compare", "true {t}", "--param", "t=1,2", "--no-store", *args)
+    assert res.returncode == 2 and message in res.stderr and "Traceback" not in res.stderr
+
+
+def test_user_and_sys_cpu_per_run_beside_wall_time(tmp_path):
+    burn = "i=0; while [ $i -lt {n} ]; do i=$((i+1)); done"
+    res, rep = compare(tmp_path, burn, "--param", "n=1,200000", "--runs", "2", "--html", tmp_path / "p.html",
+                       env=dict(os.environ, COLUMNS="160"))
+    assert res.returncode == 0, res.stderr
+    idle, busy = rep["results"]
+    for r in (idle, busy):
+        assert len(r["user_times"]) == len(r["system_times"]) == r["ok_runs"] == 2
+        recs = [x for x in r["run_records"] if x["ok"] and not x["warmup"]]
+        assert r["user_times"] == [x["user_s"] for x in recs] and r["system_times"] == [x["sys_s"] for x in recs]
+        assert r["user"] == pytest.approx(sum(r["user_times"]) / 2)
+    # the shell's loop is CPU work: it shows as user time of the command, beside its wall time
+    assert min(busy["user_times"]) > max(idle["user_times"])
+    assert min(busy["user_times"]) <= min(busy["times"]) * 1.05 + 0.01
+    head = next(line for line in res.stdout.splitlines() if "median" in line and "configuration" in line)
+    assert "user" in head and "sys" in head
+    page = (tmp_path / "p.html").read_text()
+    assert "<th>median</th><th>user (mean)</th><th>sys (mean)</th>" in page
+
+
 def test_prepare_sees_the_runs_placeholders(tmp_path):
     place = tmp_path / "p"
     place.mkdir()
@@ -223,7 +272,7 @@ def test_prepare_sees_the_runs_placeholders(tmp_path):
 
 def test_json_has_hyperfine_field_names_and_types(tmp_path):
     res, rep = compare(tmp_path, "true {t}", "--param", "t=1,2", "--runs", "2")
-    assert rep["tag"] == "iolens-compare" and rep["schema_version"] == [1, 1]
+    assert rep["tag"] == "iolens-compare" and rep["schema_version"] == [1, 2]
     hf = shutil.which("hyperfine")
     if hf is None:
         pytest.skip("hyperfine is not installed (Debian package hyperfine)")

@@ -12,9 +12,10 @@ from iolens.store import ResultsStore
 
 OPTION_KEYS = {"name", "storages", "placements", "instance", "time_s", "time_rel", "per_run", "per_month", "cost_rel",
                "parts", "shares", "charges", "on_front", "dominated_by", "best_value", "faster_than_best",
-               "more_than_best", "cost_per_pct_saved", "usage"}
+               "more_than_best", "cost_per_pct_saved", "usage", "time_ci", "per_run_ci", "per_month_ci",
+               "faster_than_best_ci", "tied_with_best"}
 TOP_KEYS = {"tag", "schema_version", "currency", "source", "prices", "settings", "options", "front", "best_value",
-            "verdict", "warnings", "notes", "store"}
+            "verdict", "warnings", "notes", "store", "tied", "assumptions"}
 
 
 def one_line(res) -> str:
@@ -44,7 +45,7 @@ def test_compare_then_cost_last_table_json_html(compared, tmp_path):
                  "--runs-per-month", "30", "--held-for", "2h", "--json", j, "--html", h)
     assert res.returncode == 0, res.stderr
     rep = json.loads(j.read_text())
-    assert set(rep) == TOP_KEYS and rep["tag"] == "iolens-cost" and rep["schema_version"] == [1, 0]
+    assert set(rep) == TOP_KEYS and rep["tag"] == "iolens-cost" and rep["schema_version"] == [1, 1]
     assert rep["source"]["kind"] == "compare" and rep["source"]["run_id"] == 1
     by = {o["name"]: o for o in rep["options"]}
     assert set(by) == {str(a), str(b)}
@@ -59,6 +60,14 @@ def test_compare_then_cost_last_table_json_html(compared, tmp_path):
     # the NVMe instance stays up to hold the data for 2 h
     assert nvme["parts"]["storage"] == pytest.approx((7200 - nvme["time_s"]) / 3600 * 0.226)
     assert gp3["usage"]["written_bytes"] >= 3_000_000
+    # the runs' interval of the median time, carried into $ per run and per month
+    for o in (nvme, gp3):
+        lo, hi = o["time_ci"]
+        assert lo <= o["time_s"] <= hi
+        assert o["per_run_ci"][0] - 1e-12 <= o["per_run"] <= o["per_run_ci"][1] + 1e-12
+        assert o["per_month_ci"] == pytest.approx([30 * x for x in o["per_run_ci"]])
+    assert rep["assumptions"] == ("assuming storage held 2h per run, aws:ebs-gp3 200 GB, 30 runs per month")
+    assert rep["verdict"].endswith(f" ({rep['assumptions']})")
     assert rep["best_value"] in by and rep["verdict"].startswith(f"{rep['best_value']} is the best value")
     assert rep["best_value"] in rep["front"]
     assert rep["verdict"] in res.stdout.replace("\n", " ") or rep["verdict"][:40] in res.stdout

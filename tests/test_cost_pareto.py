@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from iolens.cost import prices as P
 from iolens.cost.model import Usage, Workload, cost, parse_spec
-from iolens.cost.pareto import Point, best_value, dominated_by, front, tradeoffs, verdict
+from iolens.cost.pareto import Point, TimeOrder, best_value, dominated_by, front, tradeoffs, verdict
 
 
 def pts(**kw):
@@ -86,3 +87,71 @@ def test_case3_monthly_table(snap):
     assert month_cost(snap, "aws:fsx-lustre-scratch2:size=1228.8", "none") == pytest.approx(172.03, abs=0.01)
     per_day = month_cost(snap, "aws:ebs-gp2:size=1228.8", "none") / (730 / 24)
     assert per_day == pytest.approx(4.04, abs=0.01)
+
+
+# -- with the runs' times: faster only when the interval says so, ties named ----------------------------------
+
+def runs(seed, median, cv=0.05, n=10):
+    rng = np.random.default_rng(seed)
+    return tuple(float(x) for x in median * np.exp(rng.normal(0, cv, n)))
+
+
+def measured(**kw):
+    """name=(times, cost): points whose time is the median of seeded runs."""
+    return [Point(n, float(np.median(t)), c, t) for n, (t, c) in kw.items()]
+
+
+def test_identical_configurations_never_get_n_percent_faster():
+    for seed in range(20):
+        p = measured(a=(runs(2 * seed, 100.0), 1.0), b=(runs(2 * seed + 1, 100.0), 1.0))
+        order = TimeOrder.of(p)
+        v = verdict(p, order)
+        assert "faster" not in v, v
+        assert tradeoffs(p, order) == []
+        other = "b" if best_value(p).name == "a" else "a"
+        assert v == f"{best_value(p).name} is the best value; {other} is tied with it on time"
+
+
+def test_tied_options_the_cheaper_is_the_best_value():
+    # the issue's case: medians 24% apart from runs that cannot tell them apart
+    slow, fast = (90.0, 150.0, 95.0, 160.0, 100.0), (70.0, 160.0, 76.0, 140.0, 80.0)
+    p = measured(localize=(slow, 1.0), netfs=(fast, 17.74))
+    order = TimeOrder.of(p)
+    assert order.decisions[("netfs", "localize")].kind == "undecided"
+    assert verdict(p, order) == "localize is the best value; netfs is tied with it on time"
+    assert dominated_by(p, order) == {"localize": None, "netfs": "localize"}
+    # without the runs the same medians would read as a trade-off
+    assert verdict(pts(localize=(100.0, 1.0), netfs=(80.0, 17.74))).startswith(
+        "localize is the best value; netfs is 20% faster")
+
+
+def test_clearly_different_options_are_called_faster_with_the_interval():
+    p = measured(gp2=(runs(1, 100.0), 1.0), nvme=(runs(2, 80.0), 1.3), st1=(runs(3, 150.0), 1.2))
+    order = TimeOrder.of(p)
+    (t,) = tradeoffs(p, order)
+    d = order.decisions[("nvme", "gp2")]
+    assert t["name"] == "nvme" and d.kind == "faster"
+    assert t["faster"] == pytest.approx(1 - d.ratio) and t["faster_ci"] == pytest.approx([1 - d.high, 1 - d.low])
+    assert 0 < t["faster_ci"][0] < t["faster"] < t["faster_ci"][1]
+    lo, hi = (f"{100 * x:.0f}%" for x in t["faster_ci"])
+    assert verdict(p, order) == (f"gp2 is the best value; nvme is {100 * t['faster']:.0f}% [{lo}, {hi}] faster "
+                                 "for 30% more")
+    assert dominated_by(p, order)["st1"] == "gp2"
+    # three options, three pairs: each decided at 0.05 / 3 (Bonferroni)
+    assert d.alpha == pytest.approx(0.05 / 3)
+
+
+def test_report_carries_intervals_ties_and_assumptions(snap):
+    from iolens.cost.inputs import Item
+    from iolens.cost.report import build_report
+
+    same = [Item(n, [parse_spec("aws:ebs-gp3", snap)], Usage(wall_s=float(np.median(t)), times=list(t)))
+            for n, t in (("a", runs(5, 100.0)), ("b", runs(6, 100.0)))]
+    rep = build_report(same, snap, Workload(runs_per_month=30), instance=None, held_for="run", source={}, notes=[])
+    assert rep["tied"] == [n for n in ("a", "b") if n != rep["best_value"]]
+    assert "faster" not in rep["verdict"] and rep["verdict"].endswith(
+        "(assuming storage held for each run's wall time, aws:ebs-gp3 100 GB, 30 runs per month)")
+    for o in rep["options"]:
+        assert o["time_ci"][0] < o["time_s"] < o["time_ci"][1]
+        assert o["per_run_ci"][0] < o["per_run"] < o["per_run_ci"][1]
+        assert o["tied_with_best"] == (o["name"] != rep["best_value"]) and o["faster_than_best_ci"] is None

@@ -2,6 +2,20 @@
 
 from __future__ import annotations
 
+import re
+
+DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|min|h|d|w|month|months)\s*$")
+UNIT_S = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "month": 730 * 3600,
+          "months": 730 * 3600}
+
+
+def duration_s(text: str) -> float | None:
+    """A positive duration like 90s, 30m, 2h, 7d, 3months (a month is 730 h) in seconds; None if it is not one."""
+    m = DURATION.match(text.strip().lower())
+    if not m or float(m.group(1)) <= 0:
+        return None
+    return float(m.group(1)) * UNIT_S[m.group(2)]
+
 
 def human_bytes(n: float | int | None) -> str:
     if n is None:

@@ -38,6 +38,31 @@ def _locations(plan) -> dict[str, dict]:
     return out
 
 
+def _budget(runs: str, precision: float | None, max_runs: int | None,
+            max_time: str | None) -> tuple[bool, int, int, float | None]:
+    """--runs N|auto, --max-runs, --max-time -> (auto, runs, max runs, max seconds), or a usage error."""
+    from iolens.compare.sequential import FIRST_LOOK
+    from iolens.units import duration_s
+
+    auto = runs.strip().lower() == "auto"
+    if auto and precision is not None:
+        raise UsageError("--runs auto and --precision are two stopping rules; choose one")
+    if not auto and not (runs.strip().isdigit() and int(runs) >= 2):
+        raise UsageError(f"--runs {runs!r}: give a number of runs (at least 2) or auto")
+    n = FIRST_LOOK if auto else int(runs)
+    limit = max_runs if max_runs is not None else 40 if auto else 100
+    if precision is not None and limit < n:
+        raise UsageError(f"--max-runs {limit} is below --runs {n}")
+    seconds = None
+    if max_time is not None:
+        seconds = duration_s(max_time)
+        if seconds is None:
+            raise UsageError(f"--max-time {max_time!r}: write a duration like 90s, 30m, 2h")
+        if not auto:
+            raise UsageError("--max-time applies to --runs auto; add it, or drop --max-time")
+    return auto, n, limit, seconds
+
+
 class _Terminate(KeyboardInterrupt):
     """SIGTERM/SIGHUP: handled like Ctrl-C, so every temporary directory is removed."""
 
@@ -65,8 +90,10 @@ def _raise_terminate(signum, _frame):
 @click.option("--scratch", type=click.Path(file_okay=False, exists=True, writable=True), default=None,
               help="Local scratch directory for --strategy stage. [default: the system temp directory]")
 @click.option("--baseline", default=None, help="Configuration the others are compared with. [default: the first]")
-@click.option("-r", "--runs", type=click.IntRange(min=2), default=10, show_default=True,
-              help="Runs per configuration (with --precision: the minimum).")
+@click.option("-r", "--runs", default="10", show_default=True, metavar="N|auto",
+              help="Runs per configuration (with --precision: the minimum); auto: interleaved rounds until every "
+                   "comparison is decided (faster, slower, or equivalent within --margin) or --max-runs/--max-time "
+                   "is spent.")
 @click.option("-w", "--warmup", type=click.IntRange(min=0), default=0, show_default=True,
               help="Uncounted rounds first.")
 @click.option("--prepare", default=None, metavar="CMD",
@@ -77,8 +104,14 @@ def _raise_terminate(signum, _frame):
               help="How --cache cold evicts: drop-caches needs root; auto = drop-caches when allowed, else fadvise.")
 @click.option("--precision", type=click.FloatRange(min=0, min_open=True), default=None, metavar="P",
               help="Keep running until each configuration's median has a 95% CI half-width <= P% (or --max-runs).")
-@click.option("--max-runs", type=click.IntRange(min=2), default=100, show_default=True,
-              help="Upper limit of runs per configuration with --precision.")
+@click.option("--max-runs", type=click.IntRange(min=2), default=None,
+              help="Upper limit of runs per configuration with --precision or --runs auto. "
+                   "[default: 100 with --precision, 40 with --runs auto]")
+@click.option("--max-time", default=None, metavar="DURATION",
+              help="With --runs auto: stop starting rounds after this long (90s, 30m, 2h).")
+@click.option("--margin", type=click.FloatRange(min=0, min_open=True, max=100, max_open=True), default=5.0,
+              show_default=True, metavar="PCT",
+              help="Equivalence margin: \"no difference larger than PCT%\" when the runs show it.")
 @click.option("--seed", type=int, default=None, help="Seed of the run order and the bootstrap. [default: random]")
 @click.option("--profile", is_flag=True, help="Also capture every run with the iolens profiler and compare "
               "per-phase (child process) times and the I/O time breakdown.")
@@ -91,8 +124,8 @@ def _raise_terminate(signum, _frame):
 @FORCE_OPTION
 @export_options("compare")
 def compare(template, inputs, places, params, configs, strategies, scratch, baseline, runs, warmup, prepare, cache,
-            evict, precision, max_runs, seed, profile, outputs, db, no_store, keep_outputs, show_output,
-            quiet, force):
+            evict, precision, max_runs, max_time, margin, seed, profile, outputs, db, no_store, keep_outputs,
+            show_output, quiet, force):
     """Run TEMPLATE in every placement configuration, interleaved, and compare them with statistics.
 
     TEMPLATE is a shell command with {NAME} placeholders ({{ and }} for literal braces; {NAME!words} for a
@@ -123,12 +156,12 @@ def compare(template, inputs, places, params, configs, strategies, scratch, base
         raise UsageError("--evict only applies with --cache cold")
     if evict == "drop-caches" and os.geteuid() != 0:
         raise UsageError("--evict drop-caches needs root; use --evict fadvise")
-    if max_runs < runs and precision is not None:
-        raise UsageError(f"--max-runs {max_runs} is below --runs {runs}")
+    auto, runs, max_runs, max_s = _budget(runs, precision, max_runs, max_time)
     if seed is None:
         seed = random.SystemRandom().randrange(1, 2**31)
-    settings = Settings(runs=runs, warmup=warmup, cache=cache, evict=evict, precision=precision, max_runs=max_runs,
-                        prepare=prepare, seed=seed, show_output=show_output, profile=profile)
+    settings = Settings(runs=runs, auto=auto, max_time=max_s, margin=margin / 100, warmup=warmup, cache=cache,
+                        evict=evict, precision=precision, max_runs=max_runs, prepare=prepare, seed=seed,
+                        show_output=show_output, profile=profile)
     console = terminal(stderr=True)
     profiler = None
     if profile:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import time
 from pathlib import Path
 
@@ -13,10 +12,8 @@ from iolens.errors import UsageError
 from iolens.output import FORCE_OPTION, check_outputs, write_output
 from iolens.render import exports
 from iolens.render.exports import export_options
+from iolens.units import duration_s
 
-DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|min|h|d|w|month|months)\s*$")
-UNIT_S = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "month": 730 * 3600,
-          "months": 730 * 3600}
 
 
 def parse_held(text: str) -> tuple[float | None, bool]:
@@ -26,10 +23,10 @@ def parse_held(text: str) -> tuple[float | None, bool]:
         return None, False
     if t in ("always", "month-always"):
         return None, True
-    m = DURATION.match(t)
-    if not m or float(m.group(1)) <= 0:
+    held = duration_s(t)
+    if held is None:
         raise UsageError(f"--held-for {text!r}: write run, always, or a duration like 30m, 2h, 7d, 3months")
-    return float(m.group(1)) * UNIT_S[m.group(2)], False
+    return held, False
 
 
 def _source_run(db: Path | None, run_id: int | None, last: bool):

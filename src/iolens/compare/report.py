@@ -12,13 +12,15 @@ from __future__ import annotations
 import statistics as pystats
 from typing import Any
 
-from iolens.compare import stats
+from iolens.compare import sequential, stats
 from iolens.compare.placements import Plan
 from iolens.compare.runner import Outcome, RunRecord, Settings
 from iolens.redact import redact_command
 
 TAG = "iolens-compare"
-SCHEMA_VERSION = [1, 1]  # 1.1: outcome, ci_excludes_zero, places_written, place_bytes, untested, emulated
+SCHEMA_VERSION = [1, 2]  # 1.1: outcome, ci_excludes_zero, places_written, place_bytes, untested, emulated
+#                          1.2: decision, auto, margin_pct, alpha, max_time_s, looks, user_times, system_times;
+#                          the verdict from the decision
 
 
 def _median(xs: list[float | int | None]) -> float | None:
@@ -88,6 +90,8 @@ def config_result(plan: Plan, idx: int, runs: list[RunRecord], seed: int | None)
         "min": d.min,
         "max": d.max,
         "times": times,
+        "user_times": [r.user_s for r in ok],  # per successful run, beside `times` (iolens, schema 1.2)
+        "system_times": [r.sys_s for r in ok],
         "exit_codes": [r.exit_status for r in ok],
         "memory_usage_byte": [r.maxrss_bytes for r in ok],
         # iolens
@@ -203,7 +207,9 @@ def build_report(plan: Plan, settings: Settings, outcome: Outcome, *, provenance
     for c in configs:
         if c["name"] == base["name"]:
             continue
-        comp = stats.compare(c["name"], c["times"], base["name"], base["times"], seed=seed).to_dict()
+        frozen = (outcome.decisions or {}).get(c["name"])
+        comp = stats.compare(c["name"], c["times"], base["name"], base["times"], seed=seed, decision=frozen,
+                             margin=settings.margin).to_dict()
         comp["untested"] = untested_places(plan, configs, c["name"], base["name"])
         for key in comp["untested"]:
             comp["verdict"] += "; " + UNTESTED.format(key=key)
@@ -250,13 +256,18 @@ def build_report(plan: Plan, settings: Settings, outcome: Outcome, *, provenance
             "evict": settings.evict if settings.cache == "cold" else None,
             "evict_methods": sorted(outcome.evict_methods),
             "precision_pct": settings.precision,
-            "max_runs": settings.max_runs if settings.precision is not None else None,
+            "max_runs": settings.max_runs if settings.precision is not None or settings.auto else None,
+            "auto": settings.auto,
+            "max_time_s": settings.max_time,
+            "margin_pct": 100 * settings.margin,
+            "alpha": sequential.ALPHA,
             "prepare": redact_command(settings.prepare) if settings.prepare else None,
             "seed": settings.seed,
             "profile": settings.profile,
             "interleaving": "randomized rounds",
         },
         "precision_reached": outcome.precision_reached,
+        "looks": outcome.looks,
         "interrupted": interrupted,
         "results": configs,
         "comparisons": comparisons,

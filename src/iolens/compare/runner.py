@@ -1,4 +1,4 @@
-"""Running: one measured run, cache control, and the interleaved schedule (with --precision).
+"""Running: one measured run, cache control, and the interleaved schedule (with --precision or --runs auto).
 
 A run is `/bin/sh -c COMMAND` in its own session, so Ctrl-C reaches iolens, which stops the whole
 process group and cleans up.  When the command exits, iolens waits for it with WNOWAIT first and reads
@@ -19,7 +19,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-from iolens.compare import stats
+from iolens.compare import sequential, stats
 from iolens.compare.placements import Configuration, Placeholder, Plan, parse_template
 from iolens.compare.strategies import (
     Workspace,
@@ -43,7 +43,10 @@ GIVE_UP_AFTER = 3  # a configuration whose first runs all fail this often is not
 
 @dataclass
 class Settings:
-    runs: int = 10
+    runs: int = 10  # with auto: the rounds before the first look
+    auto: bool = False  # --runs auto: rounds until every comparison is decided (compare.sequential) or the budget
+    max_time: float | None = None  # --max-time, seconds of measured rounds (auto only)
+    margin: float = sequential.MARGIN  # equivalence margin (fraction)
     warmup: int = 0
     cache: str = "warm"  # warm | cold
     evict: str = "auto"  # auto | fadvise | drop-caches
@@ -267,6 +270,8 @@ class Outcome:
     given_up: list[str] = field(default_factory=list)
     precision_reached: dict[str, bool] | None = None
     evict_methods: set[str] = field(default_factory=set)
+    decisions: dict[str, sequential.Decision] | None = None  # --runs auto: each comparison as decided (frozen)
+    looks: list[int] | None = None  # --runs auto: the rounds after which it looked
 
 
 Progress = Callable[[RunRecord, int], None]  # (record, runs planned so far)
@@ -284,7 +289,7 @@ class Runner:
         self.out = Outcome()
         self.counts = {c.name: 0 for c in plan.configurations}
         self.seq = 0
-        self.planned = len(plan.configurations) * (settings.runs + settings.warmup)
+        self.planned = len(plan.configurations) * ((0 if settings.auto else settings.runs) + settings.warmup)
 
     def one(self, idx: int, cfg: Configuration, rnd: int, warmup: bool) -> RunRecord:
         prep = prepare(self.ws, cfg, idx, self.seq, self.plan.parts)
@@ -367,11 +372,36 @@ class Runner:
         for idx, cfg in enumerate(self.plan.configurations):
             if cfg.name in self.out.given_up or self.counts[cfg.name] >= self.s.max_runs:
                 continue
-            times = [r.wall_s for r in self.out.records if r.config == cfg.name and r.ok and not r.warmup]
-            d = stats.describe(times, seed=self.s.seed)
+            d = stats.describe(self._ok_times(cfg.name), seed=self.s.seed)
             if d.ci_half_rel is None or d.ci_half_rel * 100 > precision:
                 out.append((idx, cfg))
         return out
+
+    def _ok_times(self, name: str) -> list[float]:
+        return [r.wall_s for r in self.out.records if r.config == name and r.ok and not r.warmup]
+
+    def _adaptive(self, rnd: int) -> None:
+        """--runs auto: interleaved rounds of the configurations still undecided (and the baseline) until the
+        stopping rule of compare.sequential says every comparison is decided, or the budget is spent."""
+        by_name = {c.name: (i, c) for i, c in enumerate(self.plan.configurations)}
+        stop = sequential.Stopper(list(by_name), self.plan.baseline, max_runs=self.s.max_runs, margin=self.s.margin)
+        start = time.monotonic()
+        rounds = [rnd]
+
+        def run_round(names: list[str]) -> None:
+            todo = [by_name[n] for n in names]
+            self.planned += len(todo)
+            self._round(rounds[0], todo, False)
+            rounds[0] += 1
+            for n in self.out.given_up:
+                stop.drop(n)
+
+        def out_of_time() -> bool:
+            return self.s.max_time is not None and time.monotonic() - start >= self.s.max_time
+
+        stop.run(run_round, lambda: {n: self._ok_times(n) for n in by_name}, out_of_time)
+        self.out.decisions = dict(stop.decisions)
+        self.out.looks = list(stop.looks)
 
     def run(self) -> Outcome:
         configs = list(enumerate(self.plan.configurations))
@@ -379,6 +409,9 @@ class Runner:
         for _ in range(self.s.warmup):
             self._round(rnd, configs, True)
             rnd += 1
+        if self.s.auto:
+            self._adaptive(rnd)
+            return self.out
         for _ in range(self.s.runs):
             self._round(rnd, configs, False)
             rnd += 1
@@ -392,8 +425,7 @@ class Runner:
                 rnd += 1
             reached = {}
             for cfg in self.plan.configurations:
-                times = [r.wall_s for r in self.out.records if r.config == cfg.name and r.ok and not r.warmup]
-                d = stats.describe(times, seed=self.s.seed)
+                d = stats.describe(self._ok_times(cfg.name), seed=self.s.seed)
                 reached[cfg.name] = d.ci_half_rel is not None and d.ci_half_rel * 100 <= self.s.precision
             self.out.precision_reached = reached
         return self.out

@@ -10,10 +10,11 @@ References:
   deviation scaled by 1.253314 is used instead (as IBM SPSS documents).
 - Minimum detectable difference: two-sample normal power formula, alpha 0.05 two-sided, power 0.8.
 
-The verdict follows one rule (docs/compare.md, "The verdict"): a difference is called significant only when
-the U test (p < 0.05) and the bootstrap interval of the difference (excluding 0, on the side of the estimate)
-agree; when neither finds one there is no significant difference; when they disagree the verdict says so.
-The interval is always shown as it is, never as a symmetric ±.
+The verdict sentence is the decision of `compare.sequential` (faster, slower, equivalent within the margin,
+or undecided, on the ratio of geometric means).  Beside it, `outcome` keeps the rank reading of schema 1.1
+(docs/compare.md, "The rank reading"): a difference is significant only when the U test (p < 0.05) and the
+bootstrap interval of the difference of medians (excluding 0, on the side of the estimate) agree; "no
+difference" when neither finds one; "inconclusive" when they disagree.  Intervals are shown as they are.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 from scipy import stats as sps
+
+from iolens.compare import sequential
 
 Z_975 = 1.959963984540054  # standard normal quantiles
 Z_80 = 0.8416212335729143
@@ -65,6 +68,7 @@ class Comparison:
     verdict: str
     ci_excludes_zero: bool | None = None  # the interval lies on one side of 0, the side of the estimate
     outcome: str | None = None  # "faster", "slower", "no difference" or "inconclusive"; None: too few runs
+    decision: dict | None = None  # sequential.Decision: the verdict's kind, ratio, interval, runs and reason
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -182,31 +186,6 @@ def detectable_difference(base: Sequence[float], other: Sequence[float]) -> floa
     return (Z_975 + Z_80) * pooled * math.sqrt(1 / b.size + 1 / o.size) / ref
 
 
-def format_p(p: float) -> str:
-    """p to three places; four near 0.05, so that rounding never moves p across the threshold."""
-    if p < 0.001:
-        return "p < 0.001"
-    if 0.0495 <= p < 0.0505:
-        return f"p = {p:.4f}"
-    return f"p = {p:.3f}" if p < 0.1 else f"p = {p:.2f}"
-
-
-def _pct(v: float) -> str:
-    v = abs(v) * 100
-    return f"{v:.2f}%" if v < 1 else f"{v:.1f}%"
-
-
-def _spct(v: float) -> str:
-    """A signed relative difference: +97.5%, -7.4%."""
-    return ("-" if v < 0 else "+") + _pct(v)
-
-
-def interval_phrase(rel: float | None, lo: float, hi: float) -> str:
-    """The difference of medians and its 95% interval as they are: "median +97.5% [+65.0%, +781.0%]"."""
-    head = "" if rel is None else f" {_spct(rel)}"
-    return f"median{head} [{_spct(lo)}, {_spct(hi)}]"
-
-
 def decide(p: float, rel: float | None, lo: float, hi: float, alpha: float = ALPHA) -> tuple[str, bool]:
     """The verdict's rule: (outcome, whether the interval excludes 0 on the side of the estimate).
 
@@ -224,34 +203,22 @@ def decide(p: float, rel: float | None, lo: float, hi: float, alpha: float = ALP
     return "inconclusive", excludes
 
 
-def _runs_phrase(n: int, nb: int) -> str:
-    return f"{n} runs each" if n == nb else f"{n} vs {nb} runs"
-
-
 def compare(name: str, times: Sequence[float], baseline: str, base_times: Sequence[float], *,
-            seed: int | None = 0) -> Comparison:
-    """`name` against `baseline`: relative difference of medians with CI, U test, verdict in words."""
+            seed: int | None = 0, decision: sequential.Decision | None = None,
+            margin: float = sequential.MARGIN) -> Comparison:
+    """`name` against `baseline`: the decision's verdict (a fixed number of runs: one look at alpha 0.05, unless
+    the adaptive rule's `decision` is given), and the rank reading: medians' difference with CI, U test."""
     n, nb = len(times), len(base_times)
+    if decision is None:
+        decision = sequential.decide(name, times, baseline, base_times, margin=margin)
     if n < 2 or nb < 2:
-        return Comparison(name, baseline, n, nb, None, None, None, None, None, None,
-                          f"not enough successful runs to compare {name} with {baseline} "
-                          f"({n} and {nb}; at least 2 each)")
+        return Comparison(name, baseline, n, nb, None, None, None, None, None, None, decision.sentence,
+                          decision=decision.to_dict())
     mb, mo = float(np.median(base_times)), float(np.median(times))
     rel = mo / mb - 1 if mb else None
     lo, hi = bootstrap_rel_diff_ci(base_times, times, seed=seed)
     _u, p = mann_whitney_u(times, base_times)
     det = detectable_difference(base_times, times)
     outcome, excludes = decide(p, rel, lo, hi)
-    runs = f"{format_p(p)}, {_runs_phrase(n, nb)}"
-    interval = interval_phrase(rel, lo, hi)
-    tail = f"; the smallest difference these runs could detect is {_pct(det)}" if det is not None else ""
-    if outcome in ("faster", "slower"):
-        assert rel is not None
-        verdict = f"{name} is {_pct(rel)} {outcome} than {baseline} ({runs}); {interval}"
-    elif outcome == "no difference":
-        verdict = f"{name} vs {baseline}: no significant difference ({runs}); {interval}{tail}"
-    else:
-        verdict = (f"{name} vs {baseline}: inconclusive: the test and the interval disagree; add runs ({runs}); "
-                   f"{interval}{tail}")
-    return Comparison(name, baseline, n, nb, rel, lo, hi, p, outcome in ("faster", "slower"), det, verdict,
-                      ci_excludes_zero=excludes, outcome=outcome)
+    return Comparison(name, baseline, n, nb, rel, lo, hi, p, outcome in ("faster", "slower"), det, decision.sentence,
+                      ci_excludes_zero=excludes, outcome=outcome, decision=decision.to_dict())

@@ -165,7 +165,8 @@ def from_compare(run: dict[str, Any], maps: dict[str, str], snap: Snapshot, *, s
                 storages.append(st)
         io = m.get("io") or {}
         use = Usage(wall_s=float(m["median"]), read_bytes=float(io.get("rchar") or 0),
-                    written_bytes=float(io.get("wchar") or 0), basis="bytes read/written by the command")
+                    written_bytes=float(io.get("wchar") or 0), basis="bytes read/written by the command",
+                    times=[float(t) for t in m.get("times") or []] or None)
         items.append(Item(r["name"], storages, use, placements))
     if not any(i.storages for i in items):
         raise UsageError(f"compare run {rid}: no location maps to a priced option; give --map LOCATION=OPTION")

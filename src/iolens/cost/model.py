@@ -48,6 +48,7 @@ class Usage:
     read_requests: float | None = None
     io_requests: float | None = None
     basis: str = "measured bytes"  # where the counts come from, for the table
+    times: list[float] | None = None  # every run's wall time (a compare run), for the intervals
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,23 @@
-"""The time-vs-cost front and the one-sentence verdict.
+"""The time-vs-cost front and the one-sentence verdict, with the times' uncertainty.
 
-An option is dominated when another is at least as fast and at least as cheap, and strictly better in one of the
-two.  The best value is the cheapest option per run (ties: the faster); it is always on the front.  Every faster
-option on the front is then described by what it saves and what it costs more:
-"gp2 is the best value; NVMe is 2% faster for 10% more".
+Whether one option is faster than another is the decision of `compare.sequential` on their runs' times (the
+ratio of geometric means and its Welch interval), at alpha 0.05 shared between all pairs (Bonferroni): an
+option is faster only when the interval says so, and two options whose times it cannot tell apart are tied.
+Options given as single figures (`--option NAME=SECONDS`) have no runs, so their times are compared as stated.
+
+An option is dominated when another is at least as fast (faster or tied) and at least as cheap, and strictly
+better in one of the two.  The best value is the cheapest option per run (ties: the faster); it is always on the
+front.  Every option on the front that is faster than the best value is described by what it saves (with the
+interval) and what it costs more: "gp2 is the best value; NVMe is 2% [1%, 3%] faster for 10% more"; options tied
+with the best value on time are named as tied.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import permutations
+
+from iolens.compare.sequential import ALPHA, Decision, decide
 
 
 @dataclass(frozen=True)
@@ -16,21 +25,52 @@ class Point:
     name: str
     time_s: float
     cost: float
+    times: tuple[float, ...] | None = None  # the runs' times, when the option was measured
+    cost_range: tuple[float, float] | None = None  # per-run cost at the ends of the time's interval
 
 
-def dominated_by(points: list[Point]) -> dict[str, str | None]:
+@dataclass
+class TimeOrder:
+    """Which of two options is faster: by their runs when both have them, else by the stated times."""
+
+    decisions: dict[tuple[str, str], Decision] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, points: list[Point], alpha: float = ALPHA) -> TimeOrder:
+        measured = [p for p in points if p.times is not None and len(p.times) >= 2]
+        pairs = max(1, len(measured) * (len(measured) - 1) // 2)
+        return cls({(p.name, q.name): decide(p.name, p.times or (), q.name, q.times or (), alpha=alpha / pairs)
+                    for p, q in permutations(measured, 2)})
+
+    def cmp(self, p: Point, q: Point) -> int:
+        """-1: p is faster than q; 1: slower; 0: tied."""
+        d = self.decisions.get((p.name, q.name))
+        if d is not None:
+            return -1 if d.kind == "faster" else 1 if d.kind == "slower" else 0
+        return (p.time_s > q.time_s) - (p.time_s < q.time_s)
+
+    def faster_by(self, p: Point, q: Point) -> tuple[float, float | None, float | None]:
+        """How much less time p takes than q: the estimate and, from runs, its interval."""
+        d = self.decisions.get((p.name, q.name))
+        if d is not None and d.ratio is not None and d.low is not None and d.high is not None:
+            return 1 - d.ratio, 1 - d.high, 1 - d.low
+        return (q.time_s - p.time_s) / q.time_s, None, None
+
+
+def dominated_by(points: list[Point], order: TimeOrder | None = None) -> dict[str, str | None]:
     """name -> the name of one option that dominates it (the cheapest such), or None when it is on the front."""
+    order = order or TimeOrder()
     out: dict[str, str | None] = {}
     for p in points:
-        better = [q for q in points if q is not p and q.time_s <= p.time_s and q.cost <= p.cost
-                  and (q.time_s < p.time_s or q.cost < p.cost)]
+        better = [q for q in points if q is not p and order.cmp(q, p) <= 0 and q.cost <= p.cost
+                  and (order.cmp(q, p) < 0 or q.cost < p.cost)]
         out[p.name] = min(better, key=lambda q: (q.cost, q.time_s)).name if better else None
     return out
 
 
-def front(points: list[Point]) -> list[Point]:
+def front(points: list[Point], order: TimeOrder | None = None) -> list[Point]:
     """The non-dominated points, fastest first."""
-    dom = dominated_by(points)
+    dom = dominated_by(points, order)
     return sorted((p for p in points if dom[p.name] is None), key=lambda p: (p.time_s, p.cost))
 
 
@@ -43,21 +83,30 @@ def _pct(x: float) -> str:
     return f"{v:.0f}%" if abs(v) >= 1 or v == 0 else f"{v:.1f}%"
 
 
-def tradeoffs(points: list[Point]) -> list[dict]:
-    """For each front option faster than the best value: how much faster, how much more, $ per 1% of time saved."""
+def tradeoffs(points: list[Point], order: TimeOrder | None = None) -> list[dict]:
+    """For each front option faster than the best value: how much faster (with its interval from runs), how much
+    more, $ per 1% of time saved."""
+    order = order or TimeOrder()
     best = best_value(points)
     out = []
-    for p in front(points):
-        if p.time_s >= best.time_s:
+    for p in front(points, order):
+        if p is best or order.cmp(p, best) >= 0:
             continue
-        saved = (best.time_s - p.time_s) / best.time_s
+        saved, low, high = order.faster_by(p, best)
         more = (p.cost - best.cost) / best.cost if best.cost else None
-        out.append({"name": p.name, "faster": saved, "more": more,
-                    "cost_per_pct_saved": (p.cost - best.cost) / (100.0 * saved) if saved else None})
+        out.append({"name": p.name, "faster": saved, "faster_ci": None if low is None else [low, high],
+                    "more": more, "cost_per_pct_saved": (p.cost - best.cost) / (100.0 * saved) if saved else None})
     return out
 
 
-def verdict(points: list[Point]) -> str:
+def tied(points: list[Point], order: TimeOrder | None = None) -> list[str]:
+    """The options whose time cannot be told apart from the best value's."""
+    order = order or TimeOrder()
+    best = best_value(points)
+    return [p.name for p in points if p is not best and order.cmp(p, best) == 0]
+
+
+def verdict(points: list[Point], order: TimeOrder | None = None) -> str:
     """The one sentence."""
     if not points:
         return "nothing to compare"
@@ -65,12 +114,21 @@ def verdict(points: list[Point]) -> str:
     if len(points) == 1:
         return f"{best.name} is the only option priced"
     parts = []
-    for t in tradeoffs(points):
+    by_name = {p.name: p for p in points}
+    for t in tradeoffs(points, order):
         more = "an unknown amount more" if t["more"] is None else (
             "the same price" if t["more"] == 0 else f"{_pct(t['more'])} more")
-        parts.append(f"{t['name']} is {_pct(t['faster'])} faster for {more}")
-    fastest = min(points, key=lambda p: (p.time_s, p.cost))
+        rng, best_rng = by_name[t["name"]].cost_range, best.cost_range
+        if t["more"] and rng and best_rng and rng[0] <= best_rng[1]:
+            more = f"about the same cost ({more} at the medians; the times' intervals overlap in $)"
+        ci = "" if t["faster_ci"] is None else f" [{_pct(t['faster_ci'][0])}, {_pct(t['faster_ci'][1])}]"
+        parts.append(f"{t['name']} is {_pct(t['faster'])}{ci} faster for {more}")
+    same = tied(points, order)
+    if same:
+        verb = "is" if len(same) == 1 else "are"
+        parts.append(f"{', '.join(same)} {verb} tied with it on time")
+    order = order or TimeOrder()
+    fastest = not parts and all(order.cmp(best, p) < 0 for p in points if p is not best)
     if not parts:
-        tail = " and the fastest" if fastest.name == best.name else ""
-        return f"{best.name} is the best value{tail}"
+        return f"{best.name} is the best value{' and the fastest' if fastest else ''}"
     return f"{best.name} is the best value; " + ", ".join(parts)

@@ -9,6 +9,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from iolens.render.compare_text import decided, runs_phrase
 from iolens.render.htmlsafe import esc
 from iolens.units import human_bytes, human_seconds
 
@@ -120,8 +121,8 @@ def _table(rep: dict[str, Any]) -> str:
     """The statistics, verdict first: the comparison with the baseline, then the time, then what the kernel
     counted.  Cells wrap at their spaces so the table fits the page instead of scrolling."""
     comps = {c["name"]: c for c in rep["comparisons"]}
-    head = ["configuration", "vs baseline", "p", "95% CI of median", "median", "disk write", "disk read",
-            "peak RSS", "strategy", "runs", "mean ± SD", "min … max", "CV", "user", "sys"]
+    head = ["configuration", "vs baseline", "p", "95% CI of median", "median", "user (mean)", "sys (mean)",
+            "disk write", "disk read", "peak RSS", "strategy", "runs", "mean ± SD", "min … max", "CV"]
     rows = []
     for r in rep["results"]:
         c = comps.get(r["name"])
@@ -131,7 +132,7 @@ def _table(rep: dict[str, Any]) -> str:
             "baseline" if c is None else ("-" if c["rel_diff"] is None else f"{100 * c['rel_diff']:+.1f}%"),
             "" if c is None or c["p_value"] is None else ("< 0.001" if c["p_value"] < 0.001 else f"{c['p_value']:.3f}"),
             "-" if ci is None else f"{human_seconds(ci[0])} … {human_seconds(ci[1])}",
-            human_seconds(r["median"]),
+            human_seconds(r["median"]), human_seconds(r["user"]), human_seconds(r["system"]),
             human_bytes(r["io"]["write_bytes"]), human_bytes(r["io"]["read_bytes"]),
             human_bytes(r["io"]["max_rss_bytes"]), r["strategy"],
             f"{r['ok_runs']}" + (f" ({r['failed_runs']} failed)" if r["failed_runs"] else ""),
@@ -139,7 +140,6 @@ def _table(rep: dict[str, Any]) -> str:
                 "" if r["stddev"] is None else f" ± {human_seconds(r['stddev'])}"),
             "-" if r["min"] is None else f"{human_seconds(r['min'])} … {human_seconds(r['max'])}",
             "-" if r["cv"] is None else f"{100 * r['cv']:.1f}%",
-            human_seconds(r["user"]), human_seconds(r["system"]),
         ])
     out = [f'<p class="meta">baseline: <b>{esc(rep["baseline"])}</b>; p: two-sided test of the difference '
            "against the baseline</p>",
@@ -160,17 +160,16 @@ def render_html(rep: dict[str, Any]) -> bytes:
     s = rep["settings"]
     prov = rep["provenance"]
     verdicts = "\n".join(
-        f'<p class="verdict{" sig" if c["significant"] else ""}">{esc(c["verdict"])}</p>' for c in rep["comparisons"])
+        f'<p class="verdict{" sig" if decided(c) else ""}">{esc(c["verdict"])}</p>' for c in rep["comparisons"])
     warnings = "\n".join(f'<p class="warn">warning: {esc(w)}</p>' for w in rep["warnings"])
     failures = []
     for r in rep["results"]:
         for f in r["failures"][:3]:
             failures.append(f"<p><b>{esc(r['name'])}</b>, run {f['seq']}, exit {f['exit_status']}:</p>"
                             f"<pre>{esc((f['stderr_tail'] or '').strip()[-1500:])}</pre>")
-    precision = f", precision target ±{s['precision_pct']:g}%" if s["precision_pct"] else ""
-    meta = (f"{s['runs']} runs per configuration, {s['warmup']} warmup, randomized interleaving (seed {s['seed']}), "
+    meta = (f"{esc(runs_phrase(s))}, {s['warmup']} warmup, randomized interleaving (seed {s['seed']}), "
             f"cache {esc(s['cache'])}{' (' + ', '.join(s['evict_methods']) + ')' if s['evict_methods'] else ''}"
-            f"{precision}; "
+            "; "
             f"host {esc(prov.get('host'))}, {esc(prov.get('cpu_model'))}, {esc(prov.get('cpus'))} CPUs, "
             f"kernel {esc(prov.get('kernel'))}, iolens {esc(prov.get('iolens_version'))}")
     commands = "".join(f"<li><b>{esc(r['name'])}</b>: <code>{esc(r['command'])}</code>"

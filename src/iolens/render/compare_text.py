@@ -62,6 +62,20 @@ def _by_configuration(title: str, first: str, configs: list[str], rows: list[lis
     return t
 
 
+def decided(c: dict[str, Any]) -> bool:
+    """The comparison found a difference (its decision is faster or slower): shown bold."""
+    return (c.get("decision") or {}).get("kind") in ("faster", "slower")
+
+
+def runs_phrase(s: dict[str, Any]) -> str:
+    """How many runs the settings asked for, in words."""
+    if s.get("auto"):
+        budget = f"up to {s['max_runs']}" + (f" or {human_seconds(s['max_time_s'])}" if s["max_time_s"] else "")
+        return f"runs until each comparison is decided ({budget}; margin ±{s['margin_pct']:g}%)"
+    return (f"{s['runs']} runs per configuration"
+            + (f" (+ up to {s['max_runs']} for ±{s['precision_pct']:g}% precision)" if s["precision_pct"] else ""))
+
+
 def render_compare(rep: dict[str, Any], console: Console) -> None:
     results = rep["results"]
     comps = {c["name"]: c for c in rep["comparisons"]}
@@ -69,14 +83,13 @@ def render_compare(rep: dict[str, Any], console: Console) -> None:
     s = rep["settings"]
     cache = s["cache"] + (f" ({', '.join(s['evict_methods'])})" if s["evict_methods"] else "")
     console.print(Padding(Text(
-        f"{s['runs']} runs per configuration"
-        + (f" (+ up to {s['max_runs']} for ±{s['precision_pct']:g}% precision)" if s["precision_pct"] else "")
-        + f", {s['warmup']} warmup, randomized interleaving (seed {s['seed']}), cache {cache}"),
+        runs_phrase(s) + f", {s['warmup']} warmup, randomized interleaving (seed {s['seed']}), cache {cache}"),
         (0, 0, 0, 2), expand=False))
 
     t = FitTable([Col("configuration", "left", flex="middle"), Col("median"), Col("vs baseline"), Col("p"),
-                  Col("95% CI", drop=1), Col("runs", drop=3), Col("mean ± SD", drop=5), Col("min … max", drop=6),
-                  Col("CV", drop=2)], title=f"Wall time per run ({timed(results)})", **STYLE)
+                  Col("95% CI", drop=1), Col("user", drop=4), Col("sys", drop=4), Col("runs", drop=3),
+                  Col("mean ± SD", drop=5), Col("min … max", drop=6), Col("CV", drop=2)],
+                 title=f"Wall time per run ({timed(results)}); user and sys: mean CPU time", **STYLE)
     for r in results:
         ci = r["median_ci"]
         c = comps.get(r["name"])
@@ -87,6 +100,7 @@ def render_compare(rep: dict[str, Any], console: Console) -> None:
             "baseline" if r["name"] == rep["baseline"] else "" if c is None else _pct(c["rel_diff"]),
             "" if c is None else _p(c["p_value"]),
             "-" if ci is None else f"{human_seconds(ci[0])} … {human_seconds(ci[1])}",
+            human_seconds(r["user"]), human_seconds(r["system"]),
             runs,
             _pm(r["mean"], r["stddev"]),
             "-" if r["min"] is None else f"{human_seconds(r['min'])} … {human_seconds(r['max'])}",
@@ -95,15 +109,14 @@ def render_compare(rep: dict[str, Any], console: Console) -> None:
     console.print(t)
 
     t = FitTable([Col("configuration", "left", flex="middle"), Col("storage write"), Col("storage read"),
-                  Col("peak RSS", drop=3), Col("user", drop=5), Col("sys", drop=4), Col("bytes read", drop=7),
+                  Col("peak RSS", drop=3), Col("bytes read", drop=7),
                   Col("bytes written", drop=6), Col("inputs cached", drop=2)],
                  title="Per run, median (kernel counters, command and children)", **STYLE)
     for r in results:
         io = r["io"]
         res = r["cache"]["inputs_resident_median"]
         t.add_row(shown_text(r["name"]), human_bytes(io["write_bytes"]), human_bytes(io["read_bytes"]),
-                  human_bytes(io["max_rss_bytes"]), human_seconds(r["user"]), human_seconds(r["system"]),
-                  human_bytes(io["rchar"]), human_bytes(io["wchar"]),
+                  human_bytes(io["max_rss_bytes"]), human_bytes(io["rchar"]), human_bytes(io["wchar"]),
                   "-" if res is None else f"{100 * res:.0f}%")
     console.print(t)
 
@@ -138,7 +151,7 @@ def render_compare(rep: dict[str, Any], console: Console) -> None:
                                         "phase / category", [r["name"] for r in profiled], rows, console.width))
 
     for c in rep["comparisons"]:
-        style = "bold green" if c["significant"] else ""
+        style = "bold green" if decided(c) else ""
         console.print(Padding(shown_text(c["verdict"], style=style), (0, 0, 0, 2), expand=False))
     for w in rep["warnings"]:
         console.print(Padding(shown_text(f"warning: {w}", style="yellow"), (0, 0, 0, 2), expand=False))

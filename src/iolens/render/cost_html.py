@@ -10,7 +10,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from iolens.render.compare_html import CSS
-from iolens.render.cost_text import PART_LABELS, money, rel
+from iolens.render.cost_text import PART_LABELS, front_label, money, rel, with_ci
 from iolens.render.htmlsafe import esc
 from iolens.units import human_seconds
 
@@ -18,6 +18,13 @@ EXTRA_CSS = """
 .best { font-weight: 600; } .dominated { color: #888; }
 details { margin: 0.4em 0; } summary { cursor: pointer; }
 """
+
+
+def _bars(group: list[dict[str, Any]], key: str, ci: str) -> dict[str, Any]:
+    """The 95% interval of each point as it is (asymmetric); none for options without runs."""
+    return dict(type="data", symmetric=False, color="#999", thickness=1,
+                array=[0.0 if o[ci] is None else o[ci][1] - o[key] for o in group],
+                arrayminus=[0.0 if o[ci] is None else o[key] - o[ci][0] for o in group])
 
 
 def front_figure(rep: dict[str, Any]) -> go.Figure:
@@ -35,6 +42,7 @@ def front_figure(rep: dict[str, Any]) -> go.Figure:
             continue
         fig.add_trace(go.Scatter(
             x=[o["time_s"] for o in group], y=[o["per_run"] for o in group], mode="markers+text", name=label,
+            error_x=_bars(group, "time_s", "time_ci"), error_y=_bars(group, "per_run", "per_run_ci"),
             text=[o["name"] for o in group], textposition="top center",
             marker=dict(symbol=symbol, size=16 if symbol == "star" else 12, color=color, line=dict(width=1.5)),
             hovertext=[f"{o['name']}: {human_seconds(o['time_s'])}, {money(o['per_run'])} per run, "
@@ -64,17 +72,18 @@ def parts_figure(rep: dict[str, Any]) -> go.Figure:
 
 
 def _table(rep: dict[str, Any]) -> str:
-    head = ["option", "priced as", "time", "$ per run", "$ per month", "time rel. to fastest",
+    head = ["option", "priced as", "time [95% interval]", "$ per run", "$ per month", "time rel. to fastest",
             "cost rel. to cheapest", "front"] + [PART_LABELS[p] for p in PART_LABELS]
     out = ['<div style="overflow-x: auto"><table><tr>' + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr>"]
     for o in rep["options"]:
         priced = " + ".join(st["spec"] for st in o["storages"]) or "-"
         if o["instance"]:
             priced += f" on {o['instance']['type']}"
-        front = "best value" if o["best_value"] else ("on front" if o["on_front"] else
-                                                      f"dominated by {o['dominated_by']}")
+        front = front_label(o)
         cls = "best" if o["best_value"] else ("" if o["on_front"] else "dominated")
-        cells = [o["name"], priced, human_seconds(o["time_s"]), money(o["per_run"]), money(o["per_month"]),
+        cells = [o["name"], priced, with_ci(human_seconds(o["time_s"]), o["time_ci"], human_seconds),
+                 with_ci(money(o["per_run"]), o["per_run_ci"], money),
+                 with_ci(money(o["per_month"]), o["per_month_ci"], money),
                  rel(o["time_rel"]), rel(o["cost_rel"]), front]
         cells += [("-" if o["shares"][p] is None else f"{100 * o['shares'][p]:.0f}%") for p in PART_LABELS]
         out.append(f'<tr class="{cls}">' + "".join(f"<td>{esc(v)}</td>" for v in cells) + "</tr>")

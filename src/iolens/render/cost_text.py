@@ -35,6 +35,19 @@ def rel(v: float | None) -> str:
     return "-" if v is None else f"{100 * v:.0f}%"
 
 
+def with_ci(value: str, ci: list[float] | None, fmt) -> str:
+    """A value and, when the runs gave one, its 95% interval: "1.20 s [1.10 s, 1.31 s]"."""
+    return value if ci is None else f"{value} [{fmt(ci[0])}, {fmt(ci[1])}]"
+
+
+def front_label(o: dict[str, Any]) -> str:
+    if o["best_value"]:
+        return "best value"
+    if o["tied_with_best"]:
+        return "tied with best on time" + ("" if o["on_front"] else f", dominated by {o['dominated_by']}")
+    return "on front" if o["on_front"] else f"dominated by {o['dominated_by']}"
+
+
 def _shares(o: dict[str, Any]) -> str:
     parts = [(k, v) for k, v in o["shares"].items() if v]
     parts.sort(key=lambda kv: -kv[1])
@@ -53,8 +66,8 @@ def render_cost(rep: dict[str, Any], console: Console) -> None:
     dated = f"retrieved {pr['retrieved']}" if pr["retrieved"] else f"as of {pr['as_of']}"
     console.print(f"  {s['runs_per_month']:g} runs per month, storage held {held}; prices {dated}"
                   f"{' (transcribed)' if pr['transcribed'] else ''}")
-    t = Table(show_edge=False, pad_edge=False, title="Time and money per option (relative: to the fastest and to "
-              "the cheapest)", title_justify="left")
+    t = Table(show_edge=False, pad_edge=False, title="Time and money per option, median [95% interval] (relative: to "
+              "the fastest and to the cheapest)", title_justify="left")
     just: Literal["left", "right"]
     for col, just in (("option", "left"), ("priced as", "left"), ("time", "right"), ("$ per run", "right"),
                       ("$ per month", "right"), ("time rel.", "right"), ("cost rel.", "right"),
@@ -64,11 +77,11 @@ def render_cost(rep: dict[str, Any], console: Console) -> None:
         priced = " + ".join(st["spec"] for st in o["storages"]) or "-"
         if o["instance"]:
             priced += f" on {o['instance']['type']}"
-        front = "best value" if o["best_value"] else (
-            "on front" if o["on_front"] else f"dominated by {o['dominated_by']}")
+        front = front_label(o)
         t.add_row(shown_text(o["name"], style="bold" if o["best_value"] else ""), shown_text(priced),
-                  human_seconds(o["time_s"]),
-                  money(o["per_run"]), money(o["per_month"]), rel(o["time_rel"]), rel(o["cost_rel"]),
+                  with_ci(human_seconds(o["time_s"]), o["time_ci"], human_seconds),
+                  with_ci(money(o["per_run"]), o["per_run_ci"], money),
+                  with_ci(money(o["per_month"]), o["per_month_ci"], money), rel(o["time_rel"]), rel(o["cost_rel"]),
                   shown_text(front, style="green" if o["on_front"] else "dim"), _shares(o))
     console.print(t)
     console.print(shown_text(rep["verdict"], style="bold"))
