@@ -155,7 +155,7 @@ def bench(ctx, targets, suite_names, size, files, runtime, threads, bs, content,
         from iolens.bench.storage import BenchStore
         from iolens.store import ResultsStore
 
-        store = ResultsStore(db)
+        store = ResultsStore(db, write=True)
         store_cb = BenchStore(store, label)
 
     show_progress = not quiet and err_console.is_terminal
@@ -195,6 +195,10 @@ def _multi(mpi, targets, suite_names, opts, clients, launcher, json_out, db, no_
     """--clients: re-run under the launcher, or, as one of its ranks, run and (rank 0) store and render."""
     from iolens.render.bench_export import bench_json
 
+    if not no_store and (not mpi.started_by_launcher() or mpi.rank() == 0):
+        from iolens.store import check_before_writing
+
+        check_before_writing(db)  # rank 0 stores
     if not mpi.started_by_launcher():
         sys.exit(mpi.launch(clients, launcher))
     if len(targets) != 1:

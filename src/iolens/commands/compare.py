@@ -110,8 +110,8 @@ def compare(template, inputs, places, params, configs, strategies, scratch, base
     """
     from iolens.compare.placements import build_plan
     from iolens.compare.report import build_report
-    from iolens.compare.runner import Runner, Settings
-    from iolens.compare.strategies import Workspace
+    from iolens.compare.runner import Runner, Settings, launcher_dir
+    from iolens.compare.strategies import Workspace, reap_leftovers
     from iolens.render.compare_html import render_html
     from iolens.render.compare_json import render_json
     from iolens.render.compare_text import render_compare
@@ -128,6 +128,10 @@ def compare(template, inputs, places, params, configs, strategies, scratch, base
         raise UsageError("--evict drop-caches needs root; use --evict fadvise")
     if max_runs < runs and precision is not None:
         raise UsageError(f"--max-runs {max_runs} is below --runs {runs}")
+    if not no_store:
+        from iolens.store import check_before_writing
+
+        check_before_writing(db)
     if seed is None:
         seed = random.SystemRandom().randrange(1, 2**31)
     settings = Settings(runs=runs, warmup=warmup, cache=cache, evict=evict, precision=precision, max_runs=max_runs,
@@ -152,6 +156,13 @@ def compare(template, inputs, places, params, configs, strategies, scratch, base
                           f"{status}",
                           end="\r" if rec.ok else "\n")
 
+    reaped = reap_leftovers([loc for c in plan.configurations for loc in c.places.values()], scratch,
+                            [launcher_dir()])
+    if profile:
+        from iolens.capture.record import reap_staging
+
+        reaped += reap_staging()
+    reaped.say(lambda line: click.echo(line, err=True))
     ws = Workspace(scratch, keep_outputs=keep_outputs)
     old = {s: signal.signal(s, _raise_terminate) for s in (signal.SIGTERM, signal.SIGHUP)}
     try:

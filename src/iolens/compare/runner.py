@@ -19,9 +19,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
+from iolens import workdirs
 from iolens.compare import stats
 from iolens.compare.placements import Configuration, Placeholder, Plan, parse_template
 from iolens.compare.strategies import (
+    PREFIX,
     Workspace,
     copy_in,
     copy_out,
@@ -210,15 +212,15 @@ def _reap_group(pgid: int) -> None:
             time.sleep(0.005)
 
 
-def _ram_dir() -> str | None:
-    """/dev/shm when usable, so the launcher's pid file and stderr cause no disk I/O."""
-    return "/dev/shm" if os.access("/dev/shm", os.W_OK | os.X_OK) else None
+def launcher_dir() -> str:
+    """/dev/shm when usable, so the launcher's pid file and stderr cause no disk I/O; else the temp directory."""
+    return "/dev/shm" if os.access("/dev/shm", os.W_OK | os.X_OK) else tempfile.gettempdir()
 
 
 def execute(command: str, *, env: dict[str, str] | None = None, show_output: bool = False) -> Measured:
     """Run `sh -c command` and measure it; raises KeyboardInterrupt after stopping it on Ctrl-C."""
     _become_subreaper()
-    with tempfile.TemporaryDirectory(prefix="iolens-compare-x-", dir=_ram_dir()) as tmp:
+    with workdirs.temporary(launcher_dir(), PREFIX) as tmp:
         pidfile = os.path.join(tmp, "pid")
         with open(os.path.join(tmp, "stderr"), "w+b") as err:
             start = time.monotonic()
