@@ -75,6 +75,16 @@ def test_reap_removes_only_what_killed_runs_of_ours_left(tmp_path):
     assert workdirs.reap(tmp_path, "iolens-bench-").removed == []
 
 
+def test_another_users_leftover_is_left_alone(tmp_path):
+    if os.geteuid() != 0:
+        unavailable("giving a directory to another user needs root")
+    theirs = leftover(tmp_path, "iolens-bench-theirs", pid=dead_pid(), start=None, uid=65534)
+    os.chown(theirs, 65534, 65534)
+    reaped = workdirs.reap(tmp_path, "iolens-bench-")
+    assert reaped.removed == [] and theirs.exists()
+    assert reaped.notes() == [f"{theirs} belongs to an iolens run of another user: left alone"]
+
+
 def test_removal_never_follows_a_symlink(tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -313,3 +323,20 @@ def test_a_damaged_store_is_refused_before_anything_runs(tmp_path, isolated):
         assert res.returncode == 0, (name, res.stderr)
         assert marker.exists(), f"{name}: the marker does not show its workload"
         marker.unlink()
+
+
+def test_outputs_kept_for_the_user_are_never_reaped(tmp_path, isolated):
+    place = tmp_path / "place"
+    place.mkdir()
+    argv = ["compare", "echo {n} > {out:f}", "--place", f"out={place}", "--param", "n=1,2", "--runs", "2",
+            "--keep-outputs", "--no-store", "-q"]
+    first = iolens(*argv, env=isolated)
+    assert first.returncode == 0, first.stderr
+    kept = workdirs.candidates(place, "iolens-compare-")
+    assert len(kept) == 1 and not (kept[0] / workdirs.MARKER).exists()
+    outputs = sorted(p.relative_to(kept[0]) for p in kept[0].rglob("f"))
+    assert outputs
+    second = iolens(*argv, env=isolated)
+    assert second.returncode == 0, second.stderr
+    assert sorted(p.relative_to(kept[0]) for p in kept[0].rglob("f")) == outputs
+    assert "removed" not in second.stderr

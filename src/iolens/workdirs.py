@@ -242,6 +242,15 @@ def remove(d: str | os.PathLike[str]) -> None:
         pass
 
 
+def release(d: str | os.PathLike[str]) -> None:
+    """Hands a work directory over to the user (outputs they asked to keep): its marker goes, so no later run
+    takes it for a leftover."""
+    try:
+        os.unlink(Path(d, MARKER))
+    except FileNotFoundError:
+        pass
+
+
 def discard(d: str | os.PathLike[str]) -> str | None:
     """`remove`, for a clean-up that goes on whatever happens: what went wrong, or None."""
     try:

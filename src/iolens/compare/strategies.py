@@ -91,6 +91,7 @@ class Workspace:
         kept = []
         for loc, root in list(self.roots.items()):
             if self.keep_outputs and any(p.parent == root for ps in self.kept.values() for p in ps):
+                workdirs.release(root)  # the user's now: no later compare removes it
                 kept.append(root)
                 continue
             workdirs.discard(root)  # what is left (a mount the command made in it) the next compare reports

@@ -178,8 +178,10 @@ def measure_all(specs: list[str], files: list[str], *, run: str | None, threads:
                 progress(f"running the command on {len(made)} filesystems")
             compare = run_compare(run, made, threads, runs)
     finally:
-        if not keep_files:
-            for _spec, d in made:
+        for _spec, d in made:
+            if keep_files:
+                workdirs.release(d)
+            else:
                 workdirs.discard(d)
     return {"tag": "iolens-compress-fs", "schema_version": list(SCHEMA_VERSION), "host": _host(),
             "files": [{"path": f, "bytes": os.path.getsize(f)} for f in files], "filesystems": results,
