@@ -125,6 +125,25 @@ def test_a_mount_inside_a_leftover_is_never_entered(tmp_path):
     assert [f.path for f in workdirs.reap(tmp_path, "iolens-bench-").removed] == [killed]
 
 
+def test_a_read_only_parent_is_skipped_quietly(tmp_path):
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        unavailable("mounting a tmpfs needs root and mount(8)")
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "iolens-test", str(ro)], capture_output=True,
+                         text=True)
+    if res.returncode != 0:
+        unavailable(f"cannot mount a tmpfs here: {res.stderr.strip()}")
+    try:
+        killed = leftover(ro, "iolens-bench-killed", pid=dead_pid(), start=None)
+        subprocess.run(["mount", "-o", "remount,ro", str(ro)], check=True)
+        reaped = workdirs.reap(ro, "iolens-bench-")
+        assert reaped.removed == [] and reaped.notes() == [] and reaped.warnings() == []
+        assert (killed / "data").exists()
+    finally:
+        subprocess.run(["umount", str(ro)], check=True)
+
+
 def test_a_directory_made_is_marked_and_removed(tmp_path):
     with workdirs.temporary(tmp_path, "iolens-replay-") as d:
         m = workdirs.read_marker(d)
