@@ -15,7 +15,9 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -104,44 +106,40 @@ def test_removal_never_follows_a_symlink(tmp_path):
     assert (parent / "iolens-bench-a-link").is_symlink()
 
 
-def test_a_mount_inside_a_leftover_is_never_entered(tmp_path):
+@contextmanager
+def tmpfs(at: Path) -> Iterator[Path]:
+    """A small tmpfs mounted at `at` (a new directory) for the block."""
     if os.geteuid() != 0 or shutil.which("mount") is None:
         unavailable("mounting a tmpfs needs root and mount(8)")
-    killed = leftover(tmp_path, "iolens-bench-killed", pid=dead_pid(), start=None)
-    mnt = killed / "mnt"
-    mnt.mkdir()
-    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "iolens-test", str(mnt)], capture_output=True,
+    at.mkdir()
+    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "iolens-test", str(at)], capture_output=True,
                          text=True)
     if res.returncode != 0:
         unavailable(f"cannot mount a tmpfs here: {res.stderr.strip()}")
     try:
+        yield at
+    finally:
+        subprocess.run(["umount", str(at)], check=True)
+
+
+def test_a_mount_inside_a_leftover_is_never_entered(tmp_path):
+    killed = leftover(tmp_path, "iolens-bench-killed", pid=dead_pid(), start=None)
+    with tmpfs(killed / "mnt") as mnt:
         (mnt / "theirs.txt").write_text("keep")
         reaped = workdirs.reap(tmp_path, "iolens-bench-")
         assert reaped.removed == [] and len(reaped.failed) == 1
         assert (mnt / "theirs.txt").read_text() == "keep"
         assert "a mount point in it; unmount it first" in reaped.warnings()[0]
-    finally:
-        subprocess.run(["umount", str(mnt)], check=True)
     assert [f.path for f in workdirs.reap(tmp_path, "iolens-bench-").removed] == [killed]
 
 
 def test_a_read_only_parent_is_skipped_quietly(tmp_path):
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        unavailable("mounting a tmpfs needs root and mount(8)")
-    ro = tmp_path / "ro"
-    ro.mkdir()
-    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "iolens-test", str(ro)], capture_output=True,
-                         text=True)
-    if res.returncode != 0:
-        unavailable(f"cannot mount a tmpfs here: {res.stderr.strip()}")
-    try:
+    with tmpfs(tmp_path / "ro") as ro:
         killed = leftover(ro, "iolens-bench-killed", pid=dead_pid(), start=None)
         subprocess.run(["mount", "-o", "remount,ro", str(ro)], check=True)
         reaped = workdirs.reap(ro, "iolens-bench-")
         assert reaped.removed == [] and reaped.notes() == [] and reaped.warnings() == []
         assert (killed / "data").exists()
-    finally:
-        subprocess.run(["umount", str(ro)], check=True)
 
 
 def test_a_directory_made_is_marked_and_removed(tmp_path):
