@@ -5,8 +5,9 @@
 - `reap(parent, prefix)`: lists `parent` once and removes each `prefix*` directory that is provably the leftover
   of a killed run: marker present, same user, same host, and its owner gone (dead, an earlier boot, or its pid
   now another process).  A directory without the marker is someone else's, and one whose owner runs, runs in
-  another pid namespace or on another host is left alone: none of them is ever touched.  A parent that cannot be
-  listed (missing, unreadable) gives nothing.
+  another pid namespace or on another host is left alone: none of them is ever touched.  A parent this user
+  cannot write (read-only) or list gives nothing.  A run killed between the mkdtemp and the marker leaves an empty
+  directory without one, which is then left alone like a user's.
 - `remove(d)`: the one way a work directory is removed.  It never follows a symlink, never leaves the directory's
   filesystem, and refuses a directory that is, or holds, a mount point (a work directory bind-mounted elsewhere
   would otherwise lose the mounted files).
