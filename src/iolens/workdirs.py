@@ -313,11 +313,12 @@ class Reaped:
                 echo(f"iolens: {kind}: {shown(line)}")
 
 
-def reap(parent: str | os.PathLike[str], prefix: str) -> Reaped:
+def reap(parent: str | os.PathLike[str], prefix: str, *, shared: bool = False) -> Reaped:
     """Removes the `prefix*` directories in parent that killed runs of ours left (see the module's docstring).
 
     Lists parent once; a parent this user cannot write (read-only, another user's) is skipped quietly: nothing
-    could be removed there."""
+    could be removed there.  shared: parent is a system directory (/dev/shm, the temporary directory) where other
+    runs' and other programs' directories are normal, so only what was removed (or could not be) is said."""
     out = Reaped()
     if not os.access(parent, os.W_OK | os.X_OK):
         return out
@@ -332,10 +333,12 @@ def reap(parent: str | os.PathLike[str], prefix: str) -> Reaped:
             out.failed.append((f, err.strerror or str(err)))
         else:
             out.removed.append(f)
+    if shared:
+        out.left.clear()
     return out
 
 
-def reap_each(places: Iterable[tuple[str | os.PathLike[str], str]]) -> Reaped:
+def reap_each(places: Iterable[tuple[str | os.PathLike[str], str]], *, shared: bool = False) -> Reaped:
     """`reap` of each (parent, prefix), each parent and prefix once."""
     out = Reaped()
     seen = set()
@@ -343,7 +346,7 @@ def reap_each(places: Iterable[tuple[str | os.PathLike[str], str]]) -> Reaped:
         key = (os.path.realpath(parent), prefix)
         if key not in seen:
             seen.add(key)
-            out += reap(parent, prefix)
+            out += reap(parent, prefix, shared=shared)
     return out
 
 

@@ -85,9 +85,7 @@ def staging_dir(warn: Warn | None = None) -> Path:
 def reap_staging() -> workdirs.Reaped:
     """Removes the staging directories (and their parts) of recorders that were killed.  Those of live recorders
     are not mentioned: many at once are normal (a pipeline profiles its steps side by side)."""
-    reaped = workdirs.reap(staging_base()[0] or tempfile.gettempdir(), STAGE_PREFIX)
-    reaped.left.clear()
-    return reaped
+    return workdirs.reap(staging_base()[0] or tempfile.gettempdir(), STAGE_PREFIX, shared=True)
 
 
 def resolve_command(argv: Sequence[str]) -> None:

@@ -95,14 +95,13 @@ def compress(files, codecs, threads_text, sample_text, full, min_time, on, fs, r
         return _fs(files, fs, run, max(threads), runs, json_out, db, no_store, quiet, force)
     from iolens.bench.suites import parse_size
     from iolens.compress.codecs import parse_codecs
-    from iolens.compress.measure import reap_leftovers
     from iolens.compress.run import measure
     from iolens.compress.storage import resolve_targets
 
     sample = None if full else parse_size(sample_text)
     chosen = parse_codecs(codecs)
     targets = resolve_targets(list(on), str(db) if db else None)
-    reap_leftovers().say(lambda line: click.echo(line, err=True))
+    _tidy(files, [])
     with _progress(quiet) as progress:
         doc = measure(list(files), codecs=chosen, threads=threads, sample=sample, min_time=min_time, targets=targets,
                       progress=progress)
@@ -148,6 +147,16 @@ def _out_console():
     return Console(highlight=False, width=max(150, Console().width), soft_wrap=False)
 
 
+def _tidy(files, roots: list) -> None:
+    """Once the files are known good: what killed compress runs left in RAM and in the filesystems' roots."""
+    from iolens.compress.measure import reap_leftovers
+    from iolens.compress.run import check_file
+
+    for f in files:
+        check_file(str(f))
+    reap_leftovers(roots).say(lambda line: click.echo(line, err=True))
+
+
 def _store(doc: dict, db) -> None:
     from iolens.store import ResultsStore
 
@@ -175,12 +184,11 @@ def _emit(doc: dict, json_out, html_out, force: bool) -> None:
 
 def _fs(files, fs, run, threads, runs, json_out, db, no_store, quiet, force) -> None:
     from iolens.compress.fs import measure_all, resolve_fs
-    from iolens.compress.measure import reap_leftovers
     from iolens.render.compress_json import render_json
     from iolens.render.compress_text import render_fs_text
 
     specs = [s.strip() for s in fs.split(",") if s.strip()]
-    reap_leftovers([resolve_fs(s) for s in specs]).say(lambda line: click.echo(line, err=True))
+    _tidy(files, [resolve_fs(s) for s in specs])
     con = _out_console()
     say = None if quiet else (lambda text: click.echo(f"  {text} ...", err=True))
     doc = measure_all(specs, list(files), run=run, threads=threads, runs=runs, progress=say)

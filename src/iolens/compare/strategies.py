@@ -106,10 +106,13 @@ def scratch_base(scratch: str | None) -> str:
     return scratch or tempfile.gettempdir()
 
 
-def reap_leftovers(plan_places: list[Location], scratch: str | None, more: list[str]) -> workdirs.Reaped:
-    """What killed compares left: in every directory place, the scratch base and the `more` directories."""
-    parents = {loc.path for loc in plan_places if loc.kind == "dir"} | {scratch_base(scratch), *more}
-    return workdirs.reap_each((p, PREFIX) for p in sorted(parents))
+def reap_leftovers(plan_places: list[Location], scratch: str | None, shared: list[str]) -> workdirs.Reaped:
+    """What killed compares left: in every directory place, the scratch directory and the `shared` system
+    directories (the temporary directory when no --scratch is given)."""
+    mine = {loc.path for loc in plan_places if loc.kind == "dir"} | ({scratch} if scratch else set())
+    reaped = workdirs.reap_each((p, PREFIX) for p in sorted(mine))
+    reaped += workdirs.reap_each(((p, PREFIX) for p in sorted({scratch_base(scratch), *shared})), shared=True)
+    return reaped
 
 
 @dataclass

@@ -166,4 +166,6 @@ def staging() -> AbstractContextManager[Path]:
 
 def reap_leftovers(roots: Iterable[str | os.PathLike[str]] = ()) -> workdirs.Reaped:
     """What killed compress runs left: their staging in RAM and their directories on the filesystems in roots."""
-    return workdirs.reap_each([(ram_dir() or tempfile.gettempdir(), PREFIX), *((r, PREFIX) for r in roots)])
+    reaped = workdirs.reap(ram_dir() or tempfile.gettempdir(), PREFIX, shared=True)
+    reaped += workdirs.reap_each((r, PREFIX) for r in roots)
+    return reaped

@@ -77,7 +77,7 @@ def reap_leftovers(targets: list[Target]) -> workdirs.Reaped:
 
     reaped = reap_targets(targets)
     reaped += workdirs.reap_each([(tempfile.gettempdir(), JOB_PREFIX), (tempfile.gettempdir(), CAL_PREFIX),
-                                  (cost_base(), COST_PREFIX)])
+                                  (cost_base(), COST_PREFIX)], shared=True)
     reaped += reap_staging()
     return reaped
 
