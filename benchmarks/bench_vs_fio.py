@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from iolens.bench import engine  # noqa: E402
 from iolens.bench.suites import parse_size  # noqa: E402
 from iolens.compare.runner import fadvise_dontneed  # noqa: E402
-from iolens.compare.stats import bootstrap_ci  # noqa: E402
+from iolens.stats.samples import bootstrap_ci  # noqa: E402
 
 MiB = 1 << 20
 FIO_EXTRA: list[str] = []

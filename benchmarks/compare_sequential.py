@@ -5,7 +5,7 @@
 
 Each sequence is two configurations whose times are lognormal with the given CV, B's median `effect` slower or
 faster than A's, and now and then (2% of runs) a run 1.3-2x slower (a disturbed run).  Sequences are run through
-the stopping rule `compare` uses (iolens.compare.sequential.Stopper: interleaved rounds, alpha spending over the
+the stopping rule `compare` uses (iolens.stats.sequential.Stopper: interleaved rounds, alpha spending over the
 looks, frozen decisions), seeded 0..seeds-1.  For the A/A rows a false positive is any "faster" or "slower"; for
 the others, power is the share decided in the right direction, and "equivalent" of a 10% effect at a 5% margin
 would be an error too.
@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 
-from iolens.compare.sequential import Stopper
+from iolens.stats.sequential import Stopper
 
 OUTLIER_P = 0.02
 

@@ -111,7 +111,7 @@ def mode_env(mode: str, floor: Path, stage: Path, clock: str | None) -> dict:
 
 
 def bootstrap_ci(xs: list[float]) -> tuple[float, float]:
-    from iolens.compare.stats import bootstrap_ci as ci
+    from iolens.stats.samples import bootstrap_ci as ci
 
     return ci(xs)
 

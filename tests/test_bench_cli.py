@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import iolens
+from helpers.waiting import wait_for
 
 TINY = ["--size", "4M", "--files", "6", "--runtime", "0.1", "-q"]
 
@@ -251,15 +252,6 @@ def test_lab_targets_resolve_or_fail_in_one_line(tmp_path, monkeypatch):
     msg = one_line_error(iolens("bench", "lab:tmpfs", *TINY))
     assert msg.startswith("iolens: error: lab:tmpfs") and "iolens lab up" in msg
     assert "lab:no-such-target" in one_line_error(iolens("bench", "lab:no-such-target", *TINY), 2)
-
-
-def wait_for(pred, timeout=20.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])

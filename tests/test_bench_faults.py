@@ -17,6 +17,7 @@ import pytest
 from rich.console import Console
 
 from conftest import iolens
+from iolens import workdirs
 from iolens.bench import cache, engine, metrics, runner, safety, suites, targets
 from iolens.bench.metrics import from_phase
 from iolens.bench.report import ResultRow
@@ -223,44 +224,10 @@ def test_work_directories_carry_a_marker(tmp_path):
     t = Target(spec=str(tmp_path), kind="dir", path=tmp_path)
     with safety.WorkDirs() as wd:
         d = wd.create(t)
-        m = safety.read_marker(d)
+        m = workdirs.read_marker(d)
         assert m and m["pid"] == os.getpid() and m["host"] == socket.gethostname() and m["started"]
-        assert safety.owner_of(d).owner == "running"
+        assert workdirs.owner_of(d).owner == "running"
     assert not d.exists()
-
-
-def test_only_leftovers_proven_ours_are_removed(tmp_path):
-    t = Target(spec=str(tmp_path), kind="dir", path=tmp_path)
-    me = safety.marker_of_this_process()
-    killed = tmp_path / "iolens-bench-killed"
-    killed.mkdir()
-    (killed / "big.0").write_bytes(b"x" * 100)
-    safety.write_marker(killed, {**me, "pid": dead_pid(), "proc_start": None})
-    reused = tmp_path / "iolens-bench-reused"  # the pid lives on, as another process
-    reused.mkdir()
-    safety.write_marker(reused, {**me, "proc_start": "1"})
-    alive = tmp_path / "iolens-bench-alive"
-    alive.mkdir()
-    safety.write_marker(alive, me)
-    elsewhere = tmp_path / "iolens-bench-elsewhere"
-    elsewhere.mkdir()
-    safety.write_marker(elsewhere, {**me, "pid": dead_pid(), "host": "another-host"})
-    mine = tmp_path / "iolens-bench-results"  # a user's own directory of that name
-    mine.mkdir()
-    (mine / "precious.txt").write_text("keep")
-    forged = tmp_path / "iolens-bench-forged"  # a marker that is not one
-    forged.mkdir()
-    (forged / safety.MARKER).write_text("not json")
-
-    notes, warnings = safety.clean_leftovers(t)
-    assert not killed.exists() and not reused.exists()
-    assert alive.exists() and elsewhere.exists() and (mine / "precious.txt").read_text() == "keep"
-    assert forged.exists()
-    text = "\n".join(notes + warnings)
-    assert "left by an earlier run" not in text and "remove it" not in text
-    assert f"removed {killed}" in text and f"{mine} is not an iolens work directory" in text
-    assert f"{alive} belongs to an iolens run still running" in "\n".join(warnings)
-    assert f"{elsewhere} belongs to an iolens run on another-host" in text
 
 
 def test_bench_leaves_a_users_directory_alone_and_cleans_a_killed_runs(tmp_path, monkeypatch):
@@ -272,7 +239,7 @@ def test_bench_leaves_a_users_directory_alone_and_cleans_a_killed_runs(tmp_path,
     (mine / "notes.txt").write_text("mine")
     killed = tgt / "iolens-bench-k1ll3d"
     killed.mkdir()
-    safety.write_marker(killed, {**safety.marker_of_this_process(), "pid": dead_pid(), "proc_start": None})
+    workdirs.write_marker(killed, {**workdirs.marker_of_this_process(), "pid": dead_pid(), "start": None})
     res = iolens("bench", str(tgt), "--suite", "meta", "--threads", "1", "--files", "10", "-q", "--no-store",
                  "--json", "-")
     assert res.returncode == 0, res.stderr
@@ -282,7 +249,8 @@ def test_bench_leaves_a_users_directory_alone_and_cleans_a_killed_runs(tmp_path,
     everything = json.dumps(doc["warnings"] + doc["notes"])
     assert "left by an earlier run" not in everything
     assert any("iolens-bench-mine is not an iolens work directory" in n for n in doc["notes"])
-    assert any("iolens-bench-k1ll3d, left by an iolens run that was killed" in n for n in doc["notes"])
+    assert any(n.startswith("removed 1 leftover directory of iolens runs that were killed: ") and str(killed) in n
+               for n in doc["notes"])
 
 
 # ---- the op sets and CLI choices are the engine's -------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""iolens.compare.sequential: the decision against a hand computation, the spending, and adaptive stopping on
+"""iolens.stats.sequential: the decision against a hand computation, the spending, and adaptive stopping on
 synthetic effects from seeded generators (a fake runner driving the same Stopper as `compare --runs auto`)."""
 
 import math
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from iolens.compare import sequential as Q
+from iolens.stats import sequential as Q
 
 
 def welch(a, b, level):

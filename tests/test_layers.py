@@ -18,10 +18,10 @@ SRC = HERE.parent / "src" / "iolens"
 # lowest first; a room is a subpackage or a top-level module of iolens
 FLOORS: tuple[tuple[str, frozenset[str]], ...] = (
     ("base", frozenset({"__init__", "_format", "errors", "units", "names", "native", "output", "dirs", "sysinfo",
-                        "pagecache", "redact", "store", "synth", "examples"})),
+                        "pagecache", "redact", "store", "synth", "examples", "workdirs"})),
     ("storage", frozenset({"lab"})),  # where storage targets come from: the lab's catalogue and its kinds
     ("capture", frozenset({"capture"})),
-    ("analysis", frozenset({"analysis"})),
+    ("analysis", frozenset({"analysis", "stats"})),
     ("compute", frozenset({"doctor", "bench", "compare", "compress", "cost", "whatif", "pipeline"})),
     ("render", frozenset({"render"})),
     ("commands", frozenset({"commands", "cli", "entry", "__main__"})),

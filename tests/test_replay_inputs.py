@@ -244,14 +244,18 @@ def test_what_a_replay_killed_with_sigkill_left_is_removed_by_the_next(tmp_path)
     48 bytes an op) stayed, and the next replay neither removed nor mentioned them, as bench does."""
     import tempfile
 
+    from iolens import workdirs
+
     out, target, proc = slow_replay(tmp_path, 4, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                     start_new_session=True)
     time.sleep(0.5)
     os.killpg(proc.pid, signal.SIGKILL)  # the command and its replayer
     proc.wait(timeout=60)
-    jobs = list(Path(tempfile.gettempdir()).glob(f"iolens-replay-{proc.pid}-*"))
+    jobs = [d for d in workdirs.candidates(tempfile.gettempdir(), "iolens-replay-")
+            if (workdirs.read_marker(d) or {}).get("pid") == proc.pid]
     assert list(target.iterdir()) and jobs, "nothing was left behind to clean"
     res = iolens("replay", out, "--on", target)
     assert res.returncode == 0, res.stderr
-    assert "iolens: note: removed" in res.stderr and "left by an iolens run that was killed" in res.stderr
+    assert "iolens: note: removed " in res.stderr and " leftover directories of iolens runs that were killed" \
+        in res.stderr
     assert not list(target.iterdir()) and not any(j.exists() for j in jobs)

@@ -1,4 +1,4 @@
-"""iolens.compare.stats against values computed independently (scipy, hand calculation, theory)."""
+"""iolens.stats.samples against values computed independently (scipy, hand calculation, theory)."""
 
 import math
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from iolens.compare import stats as S
+from iolens.stats import samples as S
 
 
 # -- Mann-Whitney U against scipy ------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from typing import Any, Callable
 from iolens import __version__
 from iolens.bench import cache, engine, suites
 from iolens.bench.report import BenchReport
-from iolens.bench.safety import Terminated, WorkDirs, check_space, clean_leftovers, signals_as_exceptions
+from iolens.bench.safety import Terminated, WorkDirs, check_space, reap_targets, signals_as_exceptions
 from iolens.bench.suites import Options, Test
 from iolens.bench.targets import Target, resolve_each
 from iolens.errors import UsageError
@@ -130,10 +130,9 @@ def run_bench(specs: list[str], suite_names: list[str], opts: Options, *, repeat
         created=time.strftime("%Y-%m-%dT%H:%M:%S%z"), iolens_version=__version__, suites=list(suite_names),
         repeat=repeat, options=asdict(opts), scale=asdict(scale), host=host_facts(),
         engine_version=desc.get("engine_version"), targets=targets)
-    for t in real:
-        notes, warnings = clean_leftovers(t)
-        report.notes.extend(notes)
-        report.warnings.extend(warnings)
+    reaped = reap_targets(real)
+    report.notes.extend(reaped.notes())
+    report.warnings.extend(reaped.warnings())
     report.warnings.extend(content_caveats(jobs, opts))
     if opts.drop_caches and os.geteuid() != 0:
         report.warnings.append("--drop-caches needs root; files were evicted one by one instead")

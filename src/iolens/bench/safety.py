@@ -2,38 +2,28 @@
 
 - Each target gets a new `iolens-bench-*` directory (mkdtemp: unique, mode 0700); the engine refuses any other.
 - WorkDirs removes them on normal exit, on errors, on Ctrl-C (KeyboardInterrupt) and on SIGTERM/SIGHUP (turned
-  into `Terminated` by `signals_as_exceptions`).  Removal never follows symlinks (shutil.rmtree is fd-based).
-- Each work directory holds a marker (`.iolens-bench-owner`: pid, host, boot, process start time, uid, time) written
-  right after it is made.  A later run removes an `iolens-bench-*` directory only when it is provably a leftover of
-  a killed run: marker present, same user, same host, and its process gone (dead, or an earlier boot, or its pid
-  now another process).  A same-named directory without the marker is someone else's and is never touched.
+  into `Terminated` by `signals_as_exceptions`).
+- The directories are made and removed by `iolens.workdirs` (a marker naming the owner inside); `reap_targets`
+  removes what killed runs left in the targets, and only what is provably theirs.
 - check_space refuses a run whose peak footprint would not fit with a reserve to spare.
 """
 
 from __future__ import annotations
 
 import errno
-import json
 import os
-import shutil
 import signal
-import socket
-import tempfile
 import threading
-import time
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Iterator
 
+from iolens import workdirs
 from iolens.bench.targets import Target
 from iolens.errors import TargetError, Terminated
-from iolens.names import shown
 from iolens.units import human_bytes
 
-WORKDIR_PREFIX = "iolens-bench-"
-MARKER = ".iolens-bench-owner"
-MARKER_TAG = "iolens-bench-workdir"
+WORKDIR_PREFIX = "iolens-bench-"  # the engines refuse any other directory
 
 
 @contextmanager
@@ -79,12 +69,7 @@ class WorkDirs:
         if t.spec in self.dirs:
             return self.dirs[t.spec]
         try:
-            d = Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX, dir=t.path))
-        except OSError as err:
-            raise _target_error(t, err) from None
-        self.dirs[t.spec] = d  # removed with the others from here on, marker or not
-        try:
-            write_marker(d)
+            d = self.dirs[t.spec] = workdirs.make(t.path, WORKDIR_PREFIX)
         except OSError as err:
             raise _target_error(t, err) from None
         return d
@@ -103,9 +88,7 @@ class WorkDirs:
         try:
             for spec, d in list(self.dirs.items()):
                 try:
-                    shutil.rmtree(d)
-                except FileNotFoundError:
-                    pass
+                    workdirs.remove(d)
                 except OSError as err:
                     self.problems.append(f"could not remove {d}: {err.strerror}")
                     continue
@@ -128,142 +111,9 @@ class WorkDirs:
         self.remove_all()
 
 
-def _boot_id() -> str | None:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or None
-    except OSError:
-        return None
-
-
-def _proc_start(pid: int) -> str | None:
-    """The start time of a process (clock ticks since boot, /proc/PID/stat field 22): a pid and its start time
-    name one process, even after the pid is reused."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat[stat.rfind(")") + 2:].split()
-    return fields[19] if len(fields) > 19 else None
-
-
-def marker_of_this_process() -> dict[str, Any]:
-    pid = os.getpid()
-    return {"tag": MARKER_TAG, "pid": pid, "host": socket.gethostname(), "boot_id": _boot_id(),
-            "proc_start": _proc_start(pid), "uid": os.getuid(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-
-
-def write_marker(d: Path, marker: dict[str, Any] | None = None) -> None:
-    """Marks d as this process's work directory (a new file, never through a symlink)."""
-    fd = os.open(d / MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        json.dump(marker or marker_of_this_process(), fh)
-
-
-def read_marker(d: Path) -> dict[str, Any] | None:
-    """The marker of an iolens-bench-* directory, None when there is none (or it is not ours to read)."""
-    try:
-        fd = os.open(d / MARKER, os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd) as fh:
-            m = json.loads(fh.read(4096))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(m, dict) or m.get("tag") != MARKER_TAG or not isinstance(m.get("pid"), int):
-        return None
-    return m
-
-
-def _alive(pid: int, proc_start: str | None) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # exists, another user's
-    now = _proc_start(pid)
-    return proc_start is None or now is None or now == proc_start
-
-
-@dataclass
-class Leftover:
-    """An iolens-bench-* directory found in a target before the run, and whose it is.
-
-    owner: `dead` (ours, its run was killed: safe to remove), `running` (ours, its run is alive), `other-host`,
-    `other-user`, or `unmarked` (no marker: not an iolens work directory; never touched)."""
-
-    path: Path
-    owner: str
-    marker: dict[str, Any] | None = None
-
-
-def owner_of(d: Path) -> Leftover:
-    m = read_marker(d)
-    if m is None:
-        return Leftover(d, "unmarked")
-    try:
-        uid = d.lstat().st_uid
-    except OSError:
-        return Leftover(d, "unmarked")
-    if uid != os.getuid() or m.get("uid") != os.getuid():
-        return Leftover(d, "other-user", m)
-    if m.get("host") != socket.gethostname():
-        return Leftover(d, "other-host", m)
-    boot = _boot_id()
-    if m.get("boot_id") and boot and m["boot_id"] != boot:
-        return Leftover(d, "dead", m)  # made before this machine last booted
-    return Leftover(d, "running" if _alive(m["pid"], m.get("proc_start")) else "dead", m)
-
-
-def stale_dirs(t: Target) -> list[Path]:
-    """iolens-bench-* directories in a target (any owner; `owner_of` says whose)."""
-    if t.path is None:
-        return []
-    try:
-        return sorted(p for p in t.path.iterdir() if p.name.startswith(WORKDIR_PREFIX) and p.is_dir()
-                      and not p.is_symlink())
-    except OSError:
-        return []
-
-
-def tidy_targets(targets: list[Target], say: Callable[[str], None]) -> None:
-    """clean_leftovers on each target, each note and warning said as one line (`iolens: note: ...`)."""
-    for t in targets:
-        if t.kind == "null":
-            continue
-        notes, warnings = clean_leftovers(t)
-        for kind, lines in (("note", notes), ("warning", warnings)):
-            for line in lines:
-                say(f"iolens: {kind}: {shown(line)}")
-
-
-def clean_leftovers(t: Target) -> tuple[list[str], list[str]]:
-    """Removes the work directories that killed runs of ours left in t; (notes, warnings) about what was found.
-
-    Only a directory whose marker proves it ours and its run dead is removed; the rest are left as they are."""
-    notes: list[str] = []
-    warnings: list[str] = []
-    for d in stale_dirs(t):
-        lo = owner_of(d)
-        m = lo.marker or {}
-        if lo.owner == "dead":
-            try:
-                shutil.rmtree(d)
-            except OSError as err:
-                warnings.append(f"could not remove {d}, left by a killed iolens run (pid {m.get('pid')}): "
-                                f"{err.strerror}")
-            else:
-                notes.append(f"removed {d}, left by an iolens run that was killed (pid {m.get('pid')}, started "
-                             f"{m.get('started')})")
-        elif lo.owner == "running":
-            warnings.append(f"{d} belongs to an iolens run still running (pid {m.get('pid')}): left alone; the "
-                            "two runs share the target, so each disturbs the other's numbers")
-        elif lo.owner == "other-host":
-            notes.append(f"{d} belongs to an iolens run on {m.get('host')}: left alone")
-        elif lo.owner == "other-user":
-            notes.append(f"{d} belongs to an iolens run of another user: left alone")
-        else:
-            notes.append(f"{d} is not an iolens work directory (no iolens marker inside), although its name "
-                         "looks like one: left alone")
-    return notes, warnings
+def reap_targets(targets: list[Target]) -> workdirs.Reaped:
+    """Removes the work directories killed runs left in the targets (`workdirs.reap`): one listing per target."""
+    return workdirs.reap_each((t.path, WORKDIR_PREFIX) for t in targets if t.path is not None)
 
 
 def reserve_bytes(t: Target) -> int:

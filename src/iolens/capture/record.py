@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from iolens import __version__
+from iolens import __version__, workdirs
 from iolens.capture.merge import merge_parts
 from iolens.capture.reader import Capture, read_capture
 from iolens.errors import CaptureError, CommandNotFound
@@ -72,12 +72,22 @@ def staging_base() -> tuple[str | None, str | None]:
                   "the storage they may be measuring (set IOLENS_STAGING to choose)")
 
 
+STAGE_PREFIX = "iolens-stage-"
+
+
 def staging_dir(warn: Warn | None = None) -> Path:
-    """A new staging directory (see `staging_base`), absolute; raises OSError when none can be made."""
+    """A new staging directory (see `staging_base`), marked as this process's (`workdirs.make`), so what a killed
+    recorder left is removed later (`reap_staging`); raises OSError when none can be made."""
     base, note = staging_base()
     if note and warn:
         warn(f"iolens: note: {note}")
-    return Path(os.path.abspath(tempfile.mkdtemp(prefix="iolens-", dir=base)))
+    return Path(os.path.abspath(workdirs.make(base or tempfile.gettempdir(), STAGE_PREFIX)))  # IOLENS names it whole
+
+
+def reap_staging() -> workdirs.Reaped:
+    """Removes the staging directories (and their parts) of recorders that were killed.  Those of live recorders
+    are not mentioned: many at once are normal (a pipeline profiles its steps side by side)."""
+    return workdirs.reap(staging_base()[0] or tempfile.gettempdir(), STAGE_PREFIX, shared=True)
 
 
 # The recorder's settings, in the one variable the launcher adds beside LD_PRELOAD (native/preload/process.c

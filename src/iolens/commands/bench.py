@@ -155,7 +155,7 @@ def bench(ctx, targets, suite_names, size, files, runtime, threads, bs, content,
         from iolens.bench.storage import BenchStore
         from iolens.store import ResultsStore
 
-        store = ResultsStore(db)
+        store = ResultsStore(db, write=True)
         store_cb = BenchStore(store, label)
 
     show_progress = not quiet and err_console.is_terminal
@@ -192,6 +192,10 @@ def bench(ctx, targets, suite_names, size, files, runtime, threads, bs, content,
 
 def _multi(mpi, targets, suite_names, opts, clients, launcher, outputs, db, no_store, label, force) -> None:
     """--clients: re-run under the launcher, or, as one of its ranks, run and (rank 0) store and render."""
+    if not no_store and (not mpi.started_by_launcher() or mpi.rank() == 0):
+        from iolens.store import check_before_writing
+
+        check_before_writing(db)  # rank 0 stores
     if not mpi.started_by_launcher():
         sys.exit(mpi.launch(clients, launcher))
     if len(targets) != 1:

@@ -41,7 +41,7 @@ def _locations(plan) -> dict[str, dict]:
 def _budget(runs: str, precision: float | None, max_runs: int | None,
             max_time: str | None) -> tuple[bool, int, int, float | None]:
     """--runs N|auto, --max-runs, --max-time -> (auto, runs, max runs, max seconds), or a usage error."""
-    from iolens.compare.sequential import FIRST_LOOK
+    from iolens.stats.sequential import FIRST_LOOK
     from iolens.units import duration_s
 
     auto = runs.strip().lower() == "auto"
@@ -141,8 +141,8 @@ def compare(template, inputs, places, params, configs, strategies, scratch, base
     """
     from iolens.compare.placements import build_plan
     from iolens.compare.report import build_report
-    from iolens.compare.runner import Runner, Settings
-    from iolens.compare.strategies import Workspace
+    from iolens.compare.runner import Runner, Settings, launcher_dir
+    from iolens.compare.strategies import Workspace, reap_leftovers
     from iolens.render import exports
     from iolens.render.compare_text import render_compare
     from iolens.render.terminal import console as terminal
@@ -157,6 +157,10 @@ def compare(template, inputs, places, params, configs, strategies, scratch, base
     if evict == "drop-caches" and os.geteuid() != 0:
         raise UsageError("--evict drop-caches needs root; use --evict fadvise")
     auto, runs, max_runs, max_s = _budget(runs, precision, max_runs, max_time)
+    if not no_store:
+        from iolens.store import check_before_writing
+
+        check_before_writing(db)
     if seed is None:
         seed = random.SystemRandom().randrange(1, 2**31)
     settings = Settings(runs=runs, auto=auto, max_time=max_s, margin=margin / 100, warmup=warmup, cache=cache,
@@ -182,6 +186,13 @@ def compare(template, inputs, places, params, configs, strategies, scratch, base
                           f"{status}",
                           end="\r" if rec.ok else "\n")
 
+    reaped = reap_leftovers([loc for c in plan.configurations for loc in c.places.values()], scratch,
+                            [launcher_dir()])
+    if profile:
+        from iolens.capture.record import reap_staging
+
+        reaped += reap_staging()
+    reaped.say(lambda line: click.echo(line, err=True))
     ws = Workspace(scratch, keep_outputs=keep_outputs)
     old = {s: signal.signal(s, _raise_terminate) for s in (signal.SIGTERM, signal.SIGHUP)}
     try:

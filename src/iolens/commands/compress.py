@@ -84,6 +84,10 @@ def compress(files, codecs, threads_text, sample_text, full, min_time, on, fs, r
     if run and not fs:
         raise UsageError("--run needs --fs: it runs the command on each filesystem")
     check_outputs(exports.check("compress-fs" if fs else "compress", outputs), force=force, inputs=list(files))
+    if not no_store:
+        from iolens.store import check_before_writing
+
+        check_before_writing(db)
     if fs:
         return _fs(files, fs, run, max(threads), runs, outputs, db, no_store, quiet, force)
     from iolens.bench.suites import parse_size
@@ -94,6 +98,7 @@ def compress(files, codecs, threads_text, sample_text, full, min_time, on, fs, r
     sample = None if full else parse_size(sample_text)
     chosen = parse_codecs(codecs)
     targets = resolve_targets(list(on), str(db) if db else None)
+    _tidy(files, [])
     with _progress(quiet) as progress:
         doc = measure(list(files), codecs=chosen, threads=threads, sample=sample, min_time=min_time, targets=targets,
                       progress=progress)
@@ -139,6 +144,16 @@ def _out_console():
     return Console(highlight=False, width=max(150, Console().width), soft_wrap=False)
 
 
+def _tidy(files, roots: list) -> None:
+    """Once the files are known good: what killed compress runs left in RAM and in the filesystems' roots."""
+    from iolens.compress.measure import reap_leftovers
+    from iolens.compress.run import check_file
+
+    for f in files:
+        check_file(str(f))
+    reap_leftovers(roots).say(lambda line: click.echo(line, err=True))
+
+
 def _store(doc: dict, db) -> None:
     from iolens.store import ResultsStore
 
@@ -161,10 +176,11 @@ def _emit(doc: dict, outputs: dict[str, str | None], force: bool) -> None:
 
 
 def _fs(files, fs, run, threads, runs, outputs: dict[str, str | None], db, no_store, quiet, force) -> None:
-    from iolens.compress.fs import measure_all
+    from iolens.compress.fs import measure_all, resolve_fs
     from iolens.render.compress_text import render_fs_text
 
     specs = [s.strip() for s in fs.split(",") if s.strip()]
+    _tidy(files, [resolve_fs(s) for s in specs])
     con = _out_console()
     say = None if quiet else (lambda text: click.echo(f"  {text} ...", err=True))
     doc = measure_all(specs, list(files), run=run, threads=threads, runs=runs, progress=say)

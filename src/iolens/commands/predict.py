@@ -37,7 +37,6 @@ def predict(capture: str, targets: tuple[str, ...], cache: str, home: str | None
     Example:
       iolens predict sort.iolens --on /scratch --on lab:gp2
     """
-    from iolens.bench.safety import tidy_targets
     from iolens.bench.targets import resolve, resolve_each
     from iolens.capture.load import exit_if_partial, load_capture
     from iolens.errors import TargetError, UsageError
@@ -50,6 +49,7 @@ def predict(capture: str, targets: tuple[str, ...], cache: str, home: str | None
     from iolens.whatif.plan import has_trace
     from iolens.whatif.predict import calibrate, cpu_ratio_now, home_dir, prediction_doc, step_model
     from iolens.whatif.predict import predict as run_predict
+    from iolens.whatif.replay import reap_leftovers
 
     check_outputs(exports.check("predict", outputs), force=force, inputs=[capture])
     cap = load_capture(capture, doing="predicting from")
@@ -61,8 +61,8 @@ def predict(capture: str, targets: tuple[str, ...], cache: str, home: str | None
         home_target = resolve(home_spec) if home_spec else None
     except TargetError as err:
         raise TargetError(f"--home {err}" if home else f"the capture's home storage: {err}; give --home DIR") from None
-    tidy_targets(resolved + ([home_target] if home_target else []), lambda line: click.echo(line, err=True))
-    with ResultsStore() as store:
+    with ResultsStore(write=True) as store:  # it stores calibrations: a damaged store is refused before they run
+        reap_leftovers(resolved + ([home_target] if home_target else [])).say(lambda line: click.echo(line, err=True))
         ev_ns, path_ns, cost_note = (for_capture(cap.meta.get("host"), store, refresh=recalibrate)
                                       if has_trace(cap) else (0, 0, ""))
         model = step_model(cap, ev_ns, path_ns)

@@ -82,7 +82,7 @@ def run_profiled(argv: list[str], output: Path | None, *, trace: bool = False, m
                  capture_dir: Path | None = None) -> RecordingResult:
     from rich.text import Text
 
-    from iolens.capture.record import Recording, resolve_command
+    from iolens.capture.record import Recording, reap_staging, resolve_command
     from iolens.render.summary_text import summary_console
 
     resolve_command(argv)
@@ -92,6 +92,7 @@ def run_profiled(argv: list[str], output: Path | None, *, trace: bool = False, m
     out = output or default_capture_name(argv)
     console = console or summary_console()
     check_output(out, force=force)
+    reap_staging().say(lambda line: console.print(Text(line)))  # what killed recorders left in RAM
     rec = Recording(argv, output=out, overwrite=force, trace=trace, max_files=max_files,
                     warn=lambda msg: console.print(Text(shown(msg))), meta=meta)
     result = rec.run()

@@ -38,7 +38,6 @@ def replay(capture: str, targets: tuple[str, ...], speed: str, cache: str, outpu
       iolens profile --trace -o sort.iolens -- samtools sort -m 1M in.sam -o out.bam
       iolens replay sort.iolens --on /scratch --on /mnt/nfs
     """
-    from iolens.bench.safety import tidy_targets
     from iolens.bench.targets import resolve_each
     from iolens.capture.load import exit_if_partial, load_capture
     from iolens.errors import CaptureError, TargetError, UsageError
@@ -49,7 +48,7 @@ def replay(capture: str, targets: tuple[str, ...], speed: str, cache: str, outpu
     from iolens.store import ResultsStore, StoreError
     from iolens.whatif.overhead import defaults, for_capture
     from iolens.whatif.plan import build_plan, has_trace
-    from iolens.whatif.replay import CLASSES, ReplayError, capture_devices, preflight, replay_on
+    from iolens.whatif.replay import CLASSES, ReplayError, capture_devices, preflight, reap_leftovers, replay_on
 
     fio_out = outputs["fio-iolog"]
     if fio_out == "-":
@@ -87,7 +86,7 @@ def replay(capture: str, targets: tuple[str, ...], speed: str, cache: str, outpu
                           "is given")
     if speed == "max":  # the I/O alone, against the whole step: a fidelity would only say how much was compute
         plan.notes.append("--speed max drops the compute gaps, so no fidelity is given")
-    tidy_targets(resolved, lambda line: click.echo(line, err=True))  # what killed runs left there, and its space
+    reap_leftovers(resolved).say(lambda line: click.echo(line, err=True))  # what killed runs left, and its space
     for t in resolved:  # every target is checked before the first replay starts
         preflight(plan, t)
     results, failed = [], []

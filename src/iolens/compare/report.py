@@ -12,7 +12,8 @@ from __future__ import annotations
 import statistics as pystats
 from typing import Any
 
-from iolens.compare import sequential, stats
+from iolens.stats import samples as stats
+from iolens.stats import sequential
 from iolens.compare.placements import Plan
 from iolens.compare.runner import Outcome, RunRecord, Settings
 from iolens.redact import redact_command

@@ -19,9 +19,12 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-from iolens.compare import sequential, stats
+from iolens import workdirs
+from iolens.stats import samples as stats
+from iolens.stats import sequential
 from iolens.compare.placements import Configuration, Placeholder, Plan, parse_template
 from iolens.compare.strategies import (
+    PREFIX,
     Workspace,
     copy_in,
     copy_out,
@@ -44,7 +47,7 @@ GIVE_UP_AFTER = 3  # a configuration whose first runs all fail this often is not
 @dataclass
 class Settings:
     runs: int = 10  # with auto: the rounds before the first look
-    auto: bool = False  # --runs auto: rounds until every comparison is decided (compare.sequential) or the budget
+    auto: bool = False  # --runs auto: rounds until every comparison is decided (stats.sequential) or the budget
     max_time: float | None = None  # --max-time, seconds of measured rounds (auto only)
     margin: float = sequential.MARGIN  # equivalence margin (fraction)
     warmup: int = 0
@@ -213,15 +216,15 @@ def _reap_group(pgid: int) -> None:
             time.sleep(0.005)
 
 
-def _ram_dir() -> str | None:
-    """/dev/shm when usable, so the launcher's pid file and stderr cause no disk I/O."""
-    return "/dev/shm" if os.access("/dev/shm", os.W_OK | os.X_OK) else None
+def launcher_dir() -> str:
+    """/dev/shm when usable, so the launcher's pid file and stderr cause no disk I/O; else the temp directory."""
+    return "/dev/shm" if os.access("/dev/shm", os.W_OK | os.X_OK) else tempfile.gettempdir()
 
 
 def execute(command: str, *, env: dict[str, str] | None = None, show_output: bool = False) -> Measured:
     """Run `sh -c command` and measure it; raises KeyboardInterrupt after stopping it on Ctrl-C."""
     _become_subreaper()
-    with tempfile.TemporaryDirectory(prefix="iolens-compare-x-", dir=_ram_dir()) as tmp:
+    with workdirs.temporary(launcher_dir(), PREFIX) as tmp:
         pidfile = os.path.join(tmp, "pid")
         with open(os.path.join(tmp, "stderr"), "w+b") as err:
             start = time.monotonic()
@@ -382,7 +385,7 @@ class Runner:
 
     def _adaptive(self, rnd: int) -> None:
         """--runs auto: interleaved rounds of the configurations still undecided (and the baseline) until the
-        stopping rule of compare.sequential says every comparison is decided, or the budget is spent."""
+        stopping rule of stats.sequential says every comparison is decided, or the budget is spent."""
         by_name = {c.name: (i, c) for i, c in enumerate(self.plan.configurations)}
         stop = sequential.Stopper(list(by_name), self.plan.baseline, max_runs=self.s.max_runs, margin=self.s.margin)
         start = time.monotonic()

@@ -2,7 +2,8 @@
 
 Every directory iolens makes is registered in a Workspace and removed by `cleanup()`, which the command
 calls in a `finally` (so also after Ctrl-C or SIGTERM).  Nothing iolens writes goes anywhere but into a
-directory it has just created with `mkdtemp`, so no user file is ever overwritten.
+directory it has just created (`workdirs.make`: unique, marked with its owner), so no user file is ever
+overwritten; what a killed compare left is removed by the next one (`reap_leftovers`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from iolens import lab
+from iolens import lab, workdirs
 from iolens.compare.placements import Configuration, Location, Placeholder
 from iolens.errors import IolensError, UsageError
 
@@ -64,7 +65,7 @@ class Workspace:
 
     def _mkdtemp(self, base: str) -> Path:
         try:
-            return Path(tempfile.mkdtemp(prefix=PREFIX, dir=base))
+            return workdirs.make(base, PREFIX)
         except OSError as err:
             raise UsageError(f"cannot create a directory in {base}: {err.strerror}; choose another location") from None
 
@@ -76,8 +77,7 @@ class Workspace:
 
     def scratch_root(self) -> Path:
         if self._scratch_root is None:
-            base = self.scratch or tempfile.gettempdir()
-            self._scratch_root = self._mkdtemp(base)
+            self._scratch_root = self._mkdtemp(scratch_base(self.scratch))
         return self._scratch_root
 
     def all_dirs(self) -> list[Path]:
@@ -91,14 +91,28 @@ class Workspace:
         kept = []
         for loc, root in list(self.roots.items()):
             if self.keep_outputs and any(p.parent == root for ps in self.kept.values() for p in ps):
+                workdirs.release(root)  # the user's now: no later compare removes it
                 kept.append(root)
                 continue
-            shutil.rmtree(root, ignore_errors=True)
+            workdirs.discard(root)  # what is left (a mount the command made in it) the next compare reports
             del self.roots[loc]
         if self._scratch_root is not None:
-            shutil.rmtree(self._scratch_root, ignore_errors=True)
+            workdirs.discard(self._scratch_root)
             self._scratch_root = None
         return kept
+
+
+def scratch_base(scratch: str | None) -> str:
+    return scratch or tempfile.gettempdir()
+
+
+def reap_leftovers(plan_places: list[Location], scratch: str | None, shared: list[str]) -> workdirs.Reaped:
+    """What killed compares left: in every directory place, the scratch directory and the `shared` system
+    directories (the temporary directory when no --scratch is given)."""
+    mine = {loc.path for loc in plan_places if loc.kind == "dir"} | ({scratch} if scratch else set())
+    reaped = workdirs.reap_each((p, PREFIX) for p in sorted(mine))
+    reaped += workdirs.reap_each(((p, PREFIX) for p in sorted({scratch_base(scratch), *shared})), shared=True)
+    return reaped
 
 
 @dataclass

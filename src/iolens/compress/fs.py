@@ -15,11 +15,12 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
 
+from iolens import workdirs
+from iolens.compress.measure import PREFIX
 from iolens.errors import TargetError, UsageError
 from iolens.pagecache import drop_caches, evict
 from iolens.redact import redact_command
@@ -106,7 +107,7 @@ def measure_fs(spec: str, files: list[str], keep: list[tuple[str, Path]]) -> dic
     root = resolve_fs(spec)
     total = sum(os.path.getsize(f) for f in files)
     check_space(spec, root, total)
-    work = Path(tempfile.mkdtemp(prefix="iolens-compress-", dir=root))
+    work = workdirs.make(root, PREFIX)
     keep.append((spec, work))
     for f in files:  # the sources in memory, so the write is the target's
         _read_all([Path(f)])
@@ -178,9 +179,11 @@ def measure_all(specs: list[str], files: list[str], *, run: str | None, threads:
                 progress(f"running the command on {len(made)} filesystems")
             compare = run_compare(run, made, threads, runs)
     finally:
-        if not keep_files:
-            for _spec, d in made:
-                shutil.rmtree(d, ignore_errors=True)
+        for _spec, d in made:
+            if keep_files:
+                workdirs.release(d)
+            else:
+                workdirs.discard(d)
     return {"tag": "iolens-compress-fs", "schema_version": list(SCHEMA_VERSION), "host": _host(),
             "files": [{"path": f, "bytes": os.path.getsize(f)} for f in files], "filesystems": results,
             "threads": threads, "command": redact_command(run) if run else run, "compare": compare, "store": None}

@@ -20,8 +20,12 @@ import statistics
 import subprocess
 import tempfile
 import time
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Callable
+from pathlib import Path
+from typing import Callable, Iterable
+
+from iolens import workdirs
 
 MIN_TIME = 0.5
 MIN_PASSES = 3
@@ -153,5 +157,15 @@ class ToolFailed(RuntimeError):
     pass
 
 
-def staging() -> tempfile.TemporaryDirectory:
-    return tempfile.TemporaryDirectory(prefix="iolens-compress-", dir=ram_dir())
+PREFIX = "iolens-compress-"  # the staging directory in RAM, and the directory on each filesystem of --fs
+
+
+def staging() -> AbstractContextManager[Path]:
+    return workdirs.temporary(ram_dir(), PREFIX)
+
+
+def reap_leftovers(roots: Iterable[str | os.PathLike[str]] = ()) -> workdirs.Reaped:
+    """What killed compress runs left: their staging in RAM and their directories on the filesystems in roots."""
+    reaped = workdirs.reap(ram_dir() or tempfile.gettempdir(), PREFIX, shared=True)
+    reaped += workdirs.reap_each((r, PREFIX) for r in roots)
+    return reaped

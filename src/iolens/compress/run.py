@@ -177,7 +177,8 @@ def measure(files: list[str], *, codecs: list[tuple[C.Codec, tuple[str, ...]]], 
             raise UsageError(f"{f}: cannot read it: {err.strerror}") from None
         content = detect(s.data[: 1 << 20])
         rows: list[Row] = []
-        with staging() as tmp:
+        with staging() as stage:
+            tmp = str(stage)
             src = os.path.join(tmp, "input")
             with open(src, "wb") as fh:
                 fh.write(s.data)

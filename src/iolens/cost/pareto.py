@@ -1,6 +1,6 @@
 """The time-vs-cost front and the one-sentence verdict, with the times' uncertainty.
 
-Whether one option is faster than another is the decision of `compare.sequential` on their runs' times (the
+Whether one option is faster than another is the decision of `stats.sequential` on their runs' times (the
 ratio of geometric means and its Welch interval), at alpha 0.05 shared between all pairs (Bonferroni): an
 option is faster only when the interval says so, and two options whose times it cannot tell apart are tied.
 Options given as single figures (`--option NAME=SECONDS`) have no runs, so their times are compared as stated.
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import permutations
 
-from iolens.compare.sequential import ALPHA, Decision, decide
+from iolens.stats.sequential import ALPHA, Decision, decide
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from iolens.compare.stats import bootstrap_ci
+from iolens.stats.samples import bootstrap_ci
 from iolens.cost import pareto
 from iolens.cost.inputs import Item
 from iolens.cost.model import Costed, Workload, billed_size_gb, cost

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from iolens import __version__
+from iolens import __version__, workdirs
 from iolens.capture.record import Recording
 from iolens.whatif.engine import ReplayError
 from iolens.whatif.plan import TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS
@@ -96,8 +96,7 @@ def _run(d: Path, n_ev: int, n_path: int, profiled: bool) -> tuple[float, float]
 def measure(pairs: int = 9, n_ev: int = 100_000, n_path: int = 4000) -> ProfilerCost:
     """The profiler's cost per event and per path-naming event here, now (medians of `pairs` interleaved pairs;
     the probe's files on tmpfs where there is one)."""
-    base = "/dev/shm" if os.path.isdir("/dev/shm") else None
-    d = Path(tempfile.mkdtemp(prefix="iolens-cost-", dir=base))
+    d = workdirs.make(cost_base(), COST_PREFIX)
     try:
         ev_d: list[float] = []
         path_d: list[float] = []
@@ -119,7 +118,14 @@ def measure(pairs: int = 9, n_ev: int = 100_000, n_path: int = 4000) -> Profiler
         q = np.percentile(per_path, [25, 75])
         return ProfilerCost(event_ns, path_ns, len(ev_d), float((q[1] - q[0]) / path_ns) if path_ns else 0.0)
     finally:
-        shutil.rmtree(d, ignore_errors=True)
+        workdirs.discard(d)
+
+
+COST_PREFIX = "iolens-cost-"  # the probe's directory, in cost_base()
+
+
+def cost_base() -> str:
+    return "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
 
 
 COST_KIND = "profiler-cost"

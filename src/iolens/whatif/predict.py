@@ -28,14 +28,13 @@ from __future__ import annotations
 
 import os
 import socket
-import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from iolens import __version__
+from iolens import __version__, workdirs
 from iolens import _format as F
 from iolens.bench.targets import Target
 from iolens.capture.reader import Capture, Process
@@ -49,6 +48,7 @@ from iolens.whatif.timeline import event_costs, on_cpu_gap_s, recording_cost
 
 CAL_KIND = "whatif-calibration"
 CAL_VERSION = 7
+CAL_PREFIX = "iolens-cal-"  # a calibration replay's op log, in the temporary directory
 # Metadata by kind: a create costs a disk filesystem ten times a close, and a step's mix (a shell's loop: one
 # create, three closes, a stat) is not the calibration's, so one mean per metadata op mispriced it (up to +102%
 # on the throttled disks for the small-file step).  "meta": the other metadata ops (mkdir, rename), priced at the
@@ -360,7 +360,7 @@ def calibrate(t: Target, *, cache: str = "warm", store=None, refresh: bool = Fal
         samples, kinds = [], []
         plan = _cal_plan(cls)
         for _ in range(3):
-            with tempfile.TemporaryDirectory(prefix="iolens-cal-") as tmp:
+            with workdirs.temporary(None, CAL_PREFIX) as tmp:
                 log = os.path.join(tmp, "ops.log") if cls in _FROM_LOG else None
                 r = replay_on(plan, t, speed="max", cache=cache, log=log)
                 if log:

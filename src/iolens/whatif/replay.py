@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
@@ -13,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 
-from iolens.bench.safety import WorkDirs, check_space, signals_as_exceptions
+from iolens import workdirs
+from iolens.bench.safety import WorkDirs, check_space, reap_targets, signals_as_exceptions
 from iolens.bench.targets import Target
 from iolens.capture.reader import Capture
 from iolens.errors import TargetError
@@ -65,17 +65,21 @@ def preflight(plan: Plan, t: Target) -> None:
                 (room, room.replace("space", "inodes")))
 
 
-JOB_PREFIX = "iolens-replay-"  # + the pid of the run that made it: its job file and op list, in the temp directory
+JOB_PREFIX = "iolens-replay-"  # its job file and op list, in the temp directory
 
 
-def _remove_stale_jobs() -> None:
-    """The job directories of replays killed with SIGKILL (no cleanup ran): an op list is 48 bytes an op."""
-    base = Path(tempfile.gettempdir())
-    for d in base.glob(f"{JOB_PREFIX}*-*"):
-        pid = d.name[len(JOB_PREFIX):].split("-", 1)[0]
-        if not pid.isdigit() or Path(f"/proc/{pid}").exists():
-            continue
-        shutil.rmtree(d, ignore_errors=True)
+def reap_leftovers(targets: list[Target]) -> workdirs.Reaped:
+    """What killed replays and predictions left: their iolens-bench-* directories on the targets, their job
+    directories (an op list is 48 bytes an op), the profiler-cost probe's directory and its recordings' staging."""
+    from iolens.capture.record import reap_staging
+    from iolens.whatif.overhead import COST_PREFIX, cost_base
+    from iolens.whatif.predict import CAL_PREFIX
+
+    reaped = reap_targets(targets)
+    reaped += workdirs.reap_each([(tempfile.gettempdir(), JOB_PREFIX), (tempfile.gettempdir(), CAL_PREFIX),
+                                  (cost_base(), COST_PREFIX)], shared=True)
+    reaped += reap_staging()
+    return reaped
 
 
 def replay_on(plan: Plan, t: Target, *, speed: str = "recorded", cache: str = "warm", log: str | None = None,
@@ -84,9 +88,7 @@ def replay_on(plan: Plan, t: Target, *, speed: str = "recorded", cache: str = "w
     `dependency_timeout_s`: how long every live replay thread may wait before the waits are given up (default
     the replayer's, 10 s)."""
     preflight(plan, t)
-    _remove_stale_jobs()
-    with signals_as_exceptions(), WorkDirs() as wd, \
-            tempfile.TemporaryDirectory(prefix=f"{JOB_PREFIX}{os.getpid()}-") as tmp:
+    with signals_as_exceptions(), WorkDirs() as wd, workdirs.temporary(None, JOB_PREFIX) as tmp:
         d = wd.create(t)
         ops_path = Path(tmp) / "ops.bin"
         ops_path.write_bytes(plan.ops.tobytes())

@@ -10,7 +10,7 @@ References:
   deviation scaled by 1.253314 is used instead (as IBM SPSS documents).
 - Minimum detectable difference: two-sample normal power formula, alpha 0.05 two-sided, power 0.8.
 
-The verdict sentence is the decision of `compare.sequential` (faster, slower, equivalent within the margin,
+The verdict sentence is the decision of `stats.sequential` (faster, slower, equivalent within the margin,
 or undecided, on the ratio of geometric means).  Beside it, `outcome` keeps the rank reading of schema 1.1
 (docs/compare.md, "The rank reading"): a difference is significant only when the U test (p < 0.05) and the
 bootstrap interval of the difference of medians (excluding 0, on the side of the estimate) agree; "no
@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import stats as sps
 
-from iolens.compare import sequential
+from iolens.stats import sequential
 
 Z_975 = 1.959963984540054  # standard normal quantiles
 Z_80 = 0.8416212335729143
