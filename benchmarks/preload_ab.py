@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import platform
 import random
 import resource
 import shutil
@@ -114,6 +115,22 @@ def main() -> int:
     return 0
 
 
+def _callgrind(env: dict, children: bool) -> list[str]:
+    """How to start callgrind.  `valgrind` is a dynamic launcher that execs the tool, a static program: with the
+    interposer in LD_PRELOAD the launcher loads it, and its exec of a static program passes the environment the
+    program would have unprofiled (no LD_PRELOAD), so the guest would run unprofiled.  The tool is started
+    directly instead (VALGRIND_LIB and VALGRIND_LAUNCHER set as the launcher sets them).  A traced child is
+    re-executed through the launcher, so counts over children (`children`) still go through it."""
+    lib = os.environ.get("VALGRIND_LIB", "/usr/libexec/valgrind")
+    arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
+    tool = Path(lib) / f"callgrind-{arch}-linux"
+    launcher = shutil.which("valgrind")
+    if children or not tool.exists() or launcher is None:
+        return ["valgrind", "--tool=callgrind"]
+    env["VALGRIND_LIB"], env["VALGRIND_LAUNCHER"] = lib, launcher
+    return [str(tool)]
+
+
 def callgrind_instructions(argv: list[str], env: dict, children: bool = False) -> int:
     """Instructions one run of argv executes (valgrind's callgrind; the program's and the libraries'), summed over
     the processes it execs when `children` (a `sh -c` line)."""
@@ -125,7 +142,7 @@ def callgrind_instructions(argv: list[str], env: dict, children: bool = False) -
         logs.mkdir()
         # a log file per process: a child's stderr may be sent elsewhere (`2>/dev/null`)
         follow = ["--trace-children=yes", f"--log-file={logs}/%p"] if children else []
-        r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *follow, *argv],
+        r = subprocess.run([*_callgrind(run_env, children), "--callgrind-out-file=/dev/null", *follow, *argv],
                            env=run_env, capture_output=True, text=True, check=True)
         text = "".join(f.read_text() for f in logs.iterdir()) if children else r.stderr
     counts = [int(line.split("Collected :")[1].replace(",", "").strip()) for line in text.splitlines()
