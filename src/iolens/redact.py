@@ -11,7 +11,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from iolens.native import native_path
@@ -30,7 +30,7 @@ def _library() -> ctypes.CDLL:
     return lib
 
 
-def _call(items: list[str], fn) -> list[str]:
+def _call(items: list[str], fn: Callable[..., int]) -> list[str]:
     """Runs a C rule over NUL-free strings; the output is NUL-separated, grown until it was not cut."""
     raw = [os.fsencode(s).split(b"\0", 1)[0] for s in items]
     arr = (ctypes.c_char_p * (len(raw) + 1))(*raw, None)

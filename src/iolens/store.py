@@ -440,5 +440,5 @@ class ResultsStore:
     def __enter__(self) -> "ResultsStore":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

@@ -7,11 +7,16 @@ their docstrings by `gen_summaries.py` (a test checks it is current), so it impo
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import click
+
 COMMANDS = ("profile", "parse", "report", "diff", "data", "compare", "bench", "results", "lab", "compress", "cost",
             "replay", "predict", "wrap", "doctor")
 
 
-def load(name: str):
+def load(name: str) -> click.Command:
     """The click command `name` (one of COMMANDS), importing its module."""
     import importlib
 

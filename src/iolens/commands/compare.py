@@ -8,6 +8,7 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -15,6 +16,10 @@ from iolens import __version__
 from iolens.errors import UsageError
 from iolens.output import FORCE_OPTION, check_outputs
 from iolens.render.exports import export_options, write_exports
+
+if TYPE_CHECKING:
+    from iolens.compare.placements import Plan
+    from iolens.compare.runner import RunRecord
 
 
 def _split_list(values: tuple[str, ...]) -> list[str]:
@@ -24,7 +29,7 @@ def _split_list(values: tuple[str, ...]) -> list[str]:
     return out
 
 
-def _locations(plan) -> dict[str, dict]:
+def _locations(plan: Plan) -> dict[str, dict]:
     from iolens.sysinfo import mount_of
 
     out = {}
@@ -67,7 +72,7 @@ class _Terminate(KeyboardInterrupt):
     """SIGTERM/SIGHUP: handled like Ctrl-C, so every temporary directory is removed."""
 
 
-def _raise_terminate(signum, _frame):
+def _raise_terminate(signum: int, _frame: object) -> None:
     raise _Terminate(signal.Signals(signum).name)
 
 
@@ -123,9 +128,12 @@ def _raise_terminate(signum, _frame):
 @click.option("-q", "--quiet", is_flag=True, help="No progress line.")
 @FORCE_OPTION
 @export_options("compare")
-def compare(template, inputs, places, params, configs, strategies, scratch, baseline, runs, warmup, prepare, cache,
-            evict, precision, max_runs, max_time, margin, seed, profile, outputs, db, no_store, keep_outputs,
-            show_output, quiet, force):
+def compare(template: str, inputs: tuple[str, ...], places: tuple[str, ...], params: tuple[str, ...],
+            configs: tuple[str, ...], strategies: tuple[str, ...], scratch: str | None, baseline: str | None,
+            runs: str, warmup: int, prepare: str | None, cache: str, evict: str, precision: float | None,
+            max_runs: int | None, max_time: str | None, margin: float, seed: int | None, profile: bool,
+            outputs: dict[str, str | None], db: Path | None, no_store: bool, keep_outputs: bool, show_output: bool,
+            quiet: bool, force: bool) -> None:
     """Run TEMPLATE in every placement configuration, interleaved, and compare them with statistics.
 
     TEMPLATE is a shell command with {NAME} placeholders ({{ and }} for literal braces; {NAME!words} for a
@@ -156,15 +164,15 @@ def compare(template, inputs, places, params, configs, strategies, scratch, base
         raise UsageError("--evict only applies with --cache cold")
     if evict == "drop-caches" and os.geteuid() != 0:
         raise UsageError("--evict drop-caches needs root; use --evict fadvise")
-    auto, runs, max_runs, max_s = _budget(runs, precision, max_runs, max_time)
+    auto, n_runs, limit, max_s = _budget(runs, precision, max_runs, max_time)
     if not no_store:
         from iolens.store import check_before_writing
 
         check_before_writing(db)
     if seed is None:
         seed = random.SystemRandom().randrange(1, 2**31)
-    settings = Settings(runs=runs, auto=auto, max_time=max_s, margin=margin / 100, warmup=warmup, cache=cache,
-                        evict=evict, precision=precision, max_runs=max_runs, prepare=prepare, seed=seed,
+    settings = Settings(runs=n_runs, auto=auto, max_time=max_s, margin=margin / 100, warmup=warmup, cache=cache,
+                        evict=evict, precision=precision, max_runs=limit, prepare=prepare, seed=seed,
                         show_output=show_output, profile=profile)
     console = terminal(stderr=True)
     profiler = None
@@ -177,7 +185,7 @@ def compare(template, inputs, places, params, configs, strategies, scratch, base
     show_progress = not quiet and console.is_terminal
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
-    def progress(rec, planned):
+    def progress(rec: RunRecord, planned: int) -> None:
         if show_progress:
             status = f"{rec.wall_s:.3g} s" if rec.ok else f"failed (exit {rec.exit_status})"
             from iolens.names import shown

@@ -12,7 +12,7 @@ from iolens.units import human_bytes
 
 
 @click.group()
-def data():
+def data() -> None:
     """Generate test data for profiling, benchmarks and comparisons."""
 
 
@@ -29,7 +29,7 @@ def data():
               help="binned: 4-level qualities as NovaSeq writes them; full: every Phred score 2..41, as older "
                    "instruments wrote them (compresses far worse).")
 @click.option("--force", is_flag=True, help="Replace existing files of the same names.")
-def synth(outdir, ref_bases, pairs, read_length, seed, quality, force):
+def synth(outdir: Path, ref_bases: int, pairs: int, read_length: int, seed: int, quality: str, force: bool) -> None:
     """A synthetic reference and gzipped paired reads with binned (or full-resolution) qualities and a few % errors."""
     from iolens.synth import synth as make
 

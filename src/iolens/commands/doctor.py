@@ -10,7 +10,7 @@ NAME_W = 14
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON (tag iolens-doctor, schema [1, 0]).")
-def doctor(as_json):
+def doctor(as_json: bool) -> None:
     """Say what this machine supports: the native parts, the interposer profiling a real command, kernel
     features, FUSE, root and the lab's tools.
 

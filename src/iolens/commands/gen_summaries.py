@@ -11,12 +11,14 @@ import inspect
 import sys
 from pathlib import Path
 
+import click
+
 from iolens.commands import COMMANDS, load
 
 OUT = Path(__file__).with_name("_summaries.py")
 
 
-def summary(cmd) -> tuple[str | None, str]:
+def summary(cmd: click.Command) -> tuple[str | None, str]:
     """(short help, help) as `get_short_help_str` reads them: the help down to its first paragraph, whitespace
     collapsed (click shortens it word by word, so the command list comes out the same)."""
     if cmd.hidden or cmd.deprecated:

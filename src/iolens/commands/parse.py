@@ -121,7 +121,7 @@ def print_text(cap: Capture) -> None:
 @click.command()
 @click.argument("capture", type=click.Path(path_type=str))  # the reader says what is wrong, in one line
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (tag iolens-parse, schema [1, 0]).")
-def parse(capture, as_json):
+def parse(capture: str, as_json: bool) -> None:
     """Dump every record of CAPTURE.
 
     A damaged or truncated capture prints what could be read, then a one-line

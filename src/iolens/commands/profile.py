@@ -117,7 +117,8 @@ def run_profiled(argv: list[str], output: Path | None, *, trace: bool = False, m
               help="A pipeline's capture directory: write this task's capture there under a name no other task "
                    "takes (host, job and task ids, pid, time); implies --quiet. See `iolens wrap`.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def profile(output, force, trace, max_files, quiet, capture_dir, command):
+def profile(output: Path | None, force: bool, trace: bool, max_files: int | None, quiet: bool, capture_dir: Path | None,
+            command: tuple[str, ...]) -> None:
     """Run COMMAND and record the file I/O of it and all its children.
 
     Exits with COMMAND's exit status (128+N if it died from signal N).

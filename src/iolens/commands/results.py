@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.table import Table
@@ -18,11 +19,16 @@ from iolens.output import FORCE_OPTION, check_outputs, write_output
 from iolens.render.terminal import Col, FitTable
 from iolens.render.terminal import console as terminal
 
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from iolens.store import ResultsStore
+
 DB_OPTION = click.option("--db", type=click.Path(dir_okay=False, path_type=Path),
                          help="Results store (default: IOLENS_DB, else the user data directory).")
 
 
-def _open(db: Path | None):
+def _open(db: Path | None) -> ResultsStore:
     from iolens.store import ResultsStore, default_db_path
 
     path = db or default_db_path()
@@ -32,7 +38,7 @@ def _open(db: Path | None):
 
 
 @contextlib.contextmanager
-def _stored(what: str, db: Path | None):
+def _stored(what: str, db: Path | None) -> Iterator[None]:
     """Rendering stored runs: contents that are valid JSON but not what iolens wrote give one line, not a traceback."""
     from iolens.store import StoreError, default_db_path
 
@@ -44,7 +50,7 @@ def _stored(what: str, db: Path | None):
 
 
 @click.group()
-def results():
+def results() -> None:
     """Browse and export stored benchmark and comparison results."""
 
 
@@ -52,7 +58,7 @@ def results():
 @DB_OPTION
 @click.option("--kind", help="Only runs of this kind (bench, compare, ...).")
 @click.option("-n", "--limit", type=click.IntRange(min=1), default=50, show_default=True)
-def list_runs(db, kind, limit):
+def list_runs(db: Path | None, kind: str | None, limit: int) -> None:
     """One line per run, newest first."""
     with _open(db) as store:
         runs = store.runs(kind=kind, limit=limit)
@@ -75,7 +81,7 @@ def list_runs(db, kind, limit):
 @DB_OPTION
 @click.argument("run_id", type=int)
 @click.option("--json", "as_json", is_flag=True, help="The stored run as JSON.")
-def show(db, run_id, as_json):
+def show(db: Path | None, run_id: int, as_json: bool) -> None:
     """One run: a bench run as its side-by-side table, anything else as a list of results."""
     from iolens.render.bench_export import results_json
 
@@ -88,7 +94,7 @@ def show(db, run_id, as_json):
         _show(run)
 
 
-def _show(run) -> None:
+def _show(run: dict[str, Any]) -> None:
     console = terminal()
     if run["kind"] == "bench":
         from iolens.bench.storage import report_dict_from_store
@@ -119,7 +125,8 @@ def _show(run) -> None:
 @click.option("--format", "fmt", type=click.Choice(["json", "csv"]), default="json", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default="-", show_default=True)
 @FORCE_OPTION
-def export(db, run_ids, kind, fmt, output, force):
+def export(db: Path | None, run_ids: tuple[int, ...], kind: str | None, fmt: str, output: str,
+           force: bool) -> None:
     """Runs (all, or the given ids) as JSON or CSV, to compare machines elsewhere."""
     from iolens.render.bench_export import results_csv, results_json
 
@@ -138,7 +145,7 @@ def export(db, run_ids, kind, fmt, output, force):
 @results.command("import")
 @DB_OPTION
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
-def import_(db, files):
+def import_(db: Path | None, files: tuple[Path, ...]) -> None:
     """Add runs exported on another machine (`iolens results export --format json`) to this store.
 
     Each file is imported whole or not at all; runs already in the store are skipped, so importing twice is
@@ -167,7 +174,7 @@ def import_(db, files):
 @DB_OPTION
 @click.argument("run_ids", nargs=-1, required=True, type=int)
 @click.option("--json", "as_json", is_flag=True, help="The merged side-by-side report as JSON.")
-def compare_runs(db, run_ids, as_json):
+def compare_runs(db: Path | None, run_ids: tuple[int, ...], as_json: bool) -> None:
     """Bench runs side by side, one column per (run, target): e.g. this machine's run beside an imported one."""
     from iolens.bench.storage import side_by_side
     from iolens.render.bench_export import bench_json

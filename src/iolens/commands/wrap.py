@@ -14,7 +14,7 @@ ENGINES = ("slurm", "snakemake", "nextflow")
 @click.option("-d", "--capture-dir", default="iolens-captures", show_default=True, metavar="DIR",
               help="The pipeline's capture directory (on storage every node sees).")
 @click.option("--task-prolog", is_flag=True, help="slurm: print only the TaskProlog script.")
-def wrap(engine, capture_dir, task_prolog):
+def wrap(engine: str, capture_dir: str, task_prolog: bool) -> None:
     """Print the snippet that turns profiling on for ENGINE with its own mechanism.
 
     The interposer goes into every task through the scheduler's or engine's environment (no Python runs per

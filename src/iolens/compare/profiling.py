@@ -8,11 +8,16 @@ The capture itself is discarded.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from iolens.analysis.summary import summarize
 from iolens.capture.record import Recording, Warn, staging_base
 from iolens.native import preload_library
+
+if TYPE_CHECKING:
+    from iolens.analysis.model import RunSummary
+    from iolens.capture.reader import Capture
+    from iolens.compare.runner import Measured
 
 
 class Profiler:
@@ -29,7 +34,7 @@ class Profiler:
         rec = Recording(["/bin/sh", "-c", command], preload_var="IOLENS_COMPARE_PRELOAD")
         return rec.environment(), rec
 
-    def finish(self, rec: Recording, measured, dirs: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    def finish(self, rec: Recording, measured: Measured, dirs: dict[str, Any] | None = None) -> dict[str, Any] | None:
         """The run's phase summary; with dirs (key -> directory), also the bytes written under each."""
         result = rec.finish(measured.exit_status, measured.wall_s)
         if result.capture is None:
@@ -40,7 +45,7 @@ class Profiler:
         return out
 
 
-def bytes_written_under(cap, dirs: dict[str, Any]) -> dict[str, int]:
+def bytes_written_under(cap: Capture, dirs: dict[str, Any]) -> dict[str, int]:
     """Bytes the profiled processes wrote to files under each directory (files deleted since included)."""
     prefixes = {key: os.path.join(str(d), "") for key, d in dirs.items()}
     out = dict.fromkeys(dirs, 0)
@@ -94,7 +99,7 @@ def _phase_names(images: list, every: list) -> list[str]:
     return names
 
 
-def phase_summary(s) -> dict[str, Any]:
+def phase_summary(s: RunSummary) -> dict[str, Any]:
     """RunSummary -> {"phases": {name: {...}}, "io": {...}} (plain data).
 
     A phase is one invocation of a program (see _phase_names): two runs of minimap2 in one command (index,
@@ -120,8 +125,8 @@ def phase_summary(s) -> dict[str, Any]:
         ph["own_s"] += excl
         ph["cpu_s"] += p.cpu_s
         ph["io_wall_s"] += min(p.io_wall_s, excl)
-    io = {f"{c}_s": v for c, v in s.cat_wall_s.items()}
-    io_total = sum(io.values())
+    io: dict[str, float | None] = {f"{c}_s": v for c, v in s.cat_wall_s.items()}
+    io_total = sum(s.cat_wall_s.values())
     io.update(stream_s=s.stream_s, compute_s=max(0.0, excl_total - io_total - s.stream_s), process_s=excl_total,
               bytes_read=s.bytes_read, bytes_written=s.bytes_written, coverage=s.coverage)
     return {"phases": phases, "io": io, "processes": s.processes}

@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from iolens import workdirs
 from iolens.stats import samples as stats
@@ -25,6 +25,7 @@ from iolens.stats import sequential
 from iolens.compare.placements import Configuration, Placeholder, Plan, parse_template
 from iolens.compare.strategies import (
     PREFIX,
+    Prepared,
     Workspace,
     copy_in,
     copy_out,
@@ -36,6 +37,9 @@ from iolens.compare.strategies import (
 )
 from iolens.errors import IolensError, UsageError
 from iolens.pagecache import drop_caches, fadvise_dontneed, make_cold, resident_bytes, resident_fraction
+
+if TYPE_CHECKING:
+    from iolens.compare.profiling import Profiler
 
 __all__ = ["Settings", "Measured", "RunRecord", "Outcome", "Runner", "execute", "prepare_command", "drop_caches",
            "fadvise_dontneed", "make_cold", "resident_bytes", "resident_fraction"]
@@ -113,7 +117,7 @@ class RunRecord:
 _libc = None
 
 
-def _lib():
+def _lib() -> ctypes.CDLL:
     global _libc
     if _libc is None:
         lib = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
@@ -282,7 +286,7 @@ Progress = Callable[[RunRecord, int], None]  # (record, runs planned so far)
 
 class Runner:
     def __init__(self, plan: Plan, settings: Settings, ws: Workspace, *, progress: Progress | None = None,
-                 profiler=None):
+                 profiler: Profiler | None = None):
         self.plan = plan
         self.s = settings
         self.ws = ws
@@ -314,16 +318,17 @@ class Runner:
             if prep.copy_in:
                 cin, cin_b = copy_in(prep)
             env = None
-            rec = None
+            recording = None
             if self.profiler is not None:
-                env, rec = self.profiler.start(prep.command)
+                env, recording = self.profiler.start(prep.command)
             try:
                 m = execute(prep.command, env=env, show_output=self.s.show_output)
             except BaseException:
-                if rec is not None:
-                    rec.close()
+                if recording is not None:
+                    recording.close()
                 raise
-            prof = self.profiler.finish(rec, m, dict(prep.place_dirs)) if rec is not None else None
+            prof = (self.profiler.finish(recording, m, dict(prep.place_dirs))
+                    if self.profiler is not None and recording is not None else None)
             places = self._places(prep, prof)
             ok = m.exit_status == 0
             if prep.strategy == "stage" and ok:
@@ -347,7 +352,7 @@ class Runner:
         return rec
 
     @staticmethod
-    def _places(prep, prof: dict[str, Any] | None) -> dict[str, tuple[bool, int]]:
+    def _places(prep: Prepared, prof: dict[str, Any] | None) -> dict[str, tuple[bool, int]]:
         """What the run did in each directory place: its own evidence, and the profiler's per-file writes."""
         seen = written_places(prep)
         profiled = (prof or {}).pop("place_bytes", None) or {}
@@ -434,7 +439,7 @@ class Runner:
         return self.out
 
 
-def prepare_command(template: str, prep) -> str:
+def prepare_command(template: str, prep: Prepared) -> str:
     """--prepare may use the template's placeholders; it sees this run's values."""
     parts = parse_template(template)
     missing = [p.name for p in parts if isinstance(p, Placeholder) and p.name not in prep.bound]

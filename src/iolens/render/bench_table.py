@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console, Group
@@ -159,7 +160,7 @@ def targets_table(doc: dict[str, Any], width: int | None = None) -> Table:
         tab.add_column(shown_text(t.get("name")), overflow="ellipsis", no_wrap=True,
                        max_width=44 if most is None else most)
 
-    def row(label: str, f) -> None:
+    def row(label: str, f: Callable[[dict[str, Any]], object]) -> None:
         tab.add_row(label, *[shown_text(f(t)) for t in targets])
 
     row("filesystem", lambda t: t.get("fstype") or "-")

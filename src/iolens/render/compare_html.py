@@ -64,7 +64,7 @@ def stage_figure(rep: dict[str, Any]) -> go.Figure | None:
         return None
     names = [r["name"] for r in results]
 
-    def part(r, key):
+    def part(r: dict[str, Any], key: str) -> float:
         if r["phases"]:
             return r["phases"][key] or 0.0
         return r["median"] or 0.0 if key == "run_s" else 0.0

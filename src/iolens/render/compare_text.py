@@ -15,17 +15,17 @@ from iolens.render.terminal import Col, FitTable, plain
 from iolens.units import human_bytes, human_seconds
 
 
-def _pm(mean, sd) -> str:
+def _pm(mean: float | None, sd: float | None) -> str:
     if mean is None:
         return "-"
     return human_seconds(mean) + ("" if sd is None else f" ± {human_seconds(sd)}")
 
 
-def _pct(v) -> str:
+def _pct(v: float | None) -> str:
     return "-" if v is None else f"{100 * v:+.1f}%"
 
 
-def _p(p) -> str:
+def _p(p: float | None) -> str:
     if p is None:
         return "-"
     return "< 0.001" if p < 0.001 else f"{p:.3f}"

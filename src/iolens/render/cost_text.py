@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, Literal
 
 from rich.console import Console
@@ -35,7 +36,7 @@ def rel(v: float | None) -> str:
     return "-" if v is None else f"{100 * v:.0f}%"
 
 
-def with_ci(value: str, ci: list[float] | None, fmt) -> str:
+def with_ci(value: str, ci: list[float] | None, fmt: Callable[[float], str]) -> str:
     """A value and, when the runs gave one, its 95% interval: "1.20 s [1.10 s, 1.31 s]"."""
     return value if ci is None else f"{value} [{fmt(ci[0])}, {fmt(ci[1])}]"
 

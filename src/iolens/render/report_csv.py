@@ -12,7 +12,7 @@ from dataclasses import fields
 from typing import Any
 
 from iolens.analysis.breakdown import CLASSES
-from iolens.analysis.model import FileRow
+from iolens.analysis.model import FileRow, Report
 from iolens.render.csvsafe import csv_bytes
 
 _LISTS = {"read_hist", "write_hist", "flags", "tools"}
@@ -43,5 +43,5 @@ def _row(row: FileRow) -> list[Any]:
     return out
 
 
-def render_csv(report) -> bytes:
+def render_csv(report: Report) -> bytes:
     return csv_bytes(columns(), (_row(row) for row in report.files))

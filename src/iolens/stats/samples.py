@@ -20,8 +20,9 @@ difference" when neither finds one; "inconclusive" when they disagree.  Interval
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 from scipy import stats as sps
@@ -78,7 +79,7 @@ def _rng(seed: int | None) -> np.random.Generator:
     return np.random.default_rng(0 if seed is None else seed)
 
 
-def bootstrap_ci(x: Sequence[float] | np.ndarray, stat=np.median, *, level: float = 0.95,
+def bootstrap_ci(x: Sequence[float] | np.ndarray, stat: Callable[..., Any] = np.median, *, level: float = 0.95,
                  resamples: int = BOOTSTRAP_RESAMPLES, seed: int | None = 0) -> tuple[float, float]:
     """Percentile bootstrap CI of `stat` (a numpy reduction taking axis=), by `scipy.stats.bootstrap`."""
     a = np.asarray(x, dtype=float)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 from functools import lru_cache
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -57,7 +58,7 @@ def recorded_block_ns(meta: dict[str, Any]) -> float | None:
     return cpu_probe_ns(meta, describe().get("burn_loop", 0))
 
 
-def run(job_path: str, *, preexec=None) -> dict[str, Any]:
+def run(job_path: str, *, preexec: Callable[[], None] | None = None) -> dict[str, Any]:
     """Runs the replayer on a job file; the engine is stopped (then re-raised) on Ctrl-C or any error."""
     proc = subprocess.Popen([replay_path(), job_path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             preexec_fn=preexec)
