@@ -78,7 +78,7 @@ struct iolens_state {
     uint64_t used, mapped, reserve;
     uint64_t max_files;
     int lock; /* spinlock for the rare paths: new records, growth, coarsening */
-    int dirfd_cached; /* 1 + the descriptor whose path files.c's dirfd_cache holds; 0: none */
+    int dirfd_cached; /* 1 + the descriptor whose path paths.c's dirfd_cache holds; 0: none */
     /* in-flight counters for honest wall time with threads */
     int inflight[IOLENS_NCAT + 1];
     uint64_t wall_start[IOLENS_NCAT + 1];
@@ -494,14 +494,13 @@ void iolens_file_stat(struct iolens_file *rec, uint64_t dev, uint64_t ino, uint6
 
 /*
  * A layer (an interface file) with work at an image's start or at its exit
- * registers it once, with IOLENS_LAYER(name, .start = ..., ...): a
+ * registers it once, with IOLENS_LAYER(id, .start = ..., ...): a
  * constructor that runs before the core's own.  The core (core.c) runs every
  * registered hook and names no layer, so no layer's file is needed to build
  * the core's.  A hook left out is 0.  Hooks of one kind run in the order the
  * layers registered, which no layer may rely on.
  */
-struct iolens_layer {
-    const char *name;
+struct iolens_layer { /* no name: each pointer is a relocation the loader makes in every image */
     /* at the image's start: the recorder's variables are read and the start noted; nothing is recorded yet */
     void (*start)(void);
     /* at exit, in an image with no part yet: does the layer hold counts that need one? */
@@ -511,7 +510,7 @@ struct iolens_layer {
 };
 void iolens_layer_add(const struct iolens_layer *l);
 #define IOLENS_LAYER(id, ...) \
-    static const struct iolens_layer iolens_layer_##id = {.name = #id, __VA_ARGS__}; \
+    static const struct iolens_layer iolens_layer_##id = {__VA_ARGS__}; \
     IOLENS_COLD __attribute__((constructor(101))) static void iolens_layer_add_##id(void) \
     { \
         iolens_layer_add(&iolens_layer_##id); \

@@ -8,11 +8,11 @@
  *   env.c       the recorder's variables: out of environ, back for children
  *   clock.c     the call clock
  *   part.c      the part file: its records, its growth under RLIMIT_FSIZE
- *   files.c     the file table and paths (directory descriptors, working directory)
+ *   paths.c     the paths of calls (directory descriptors, the working directory)
  *   trace.c     --trace events, buffered per thread
  *   timeline.c  timeline coarsening, wall time with threads
  *   srun.c      runs of untimed stdio calls with threads
- *   account.c   each call's counts, the descriptor table
+ *   account.c   the file table, each call's counts, the descriptor table
  *   built.c     what an image notes at its start; the part written whole at its end
  *   core.c      an image's lifetime: start, end, fork, the part made lazily
  *
@@ -84,8 +84,9 @@ static inline uint64_t tv_ns(struct timeval tv)
 }
 
 /* ---- base.c ---- */
-/* The layers registered (IOLENS_LAYER, core.h); there are three. */
-#define IOLENS_MAX_LAYERS 16
+/* The layers registered (IOLENS_LAYER, core.h): there are three.  Few slots: the table is in .data, which
+ * has to stay on one page (see IOLENS_START_DATA); a layer past them would not run its hooks. */
+#define IOLENS_MAX_LAYERS 4
 extern const struct iolens_layer *iolens_layers[IOLENS_MAX_LAYERS];
 extern int iolens_nlayers;
 
@@ -107,11 +108,6 @@ void iolens_add_string(uint32_t what, const char *s, uint32_t len);
 IOLENS_COLD int iolens_part_name(uint64_t t_mono);
 /* Create this image's part file and map it, its PROC starting as init.  0 on success. */
 int iolens_start_part(const struct iolens_proc *init);
-
-/* ---- files.c ---- */
-static inline const char *iolens_rec_path(const struct iolens_file *r) { return (const char *)(r + 1); }
-/* The file table starts empty (a new part: its FILE records are made again). */
-void iolens_files_reset(void);
 
 /* ---- trace.c ---- */
 /* A fork child: the parent's unflushed events are the parent's. */
@@ -153,6 +149,9 @@ static inline __attribute__((always_inline)) void tl_add(int cat, uint64_t t, ui
 }
 
 /* ---- account.c ---- */
+static inline const char *iolens_rec_path(const struct iolens_file *r) { return (const char *)(r + 1); }
+/* The file table starts empty (a new part: its FILE records are made again). */
+void iolens_files_reset(void);
 /* The highest descriptor seen: bounds the scan of the table when a part is made. */
 extern int iolens_fd_high;
 

@@ -1,117 +1,12 @@
 /*
- * The file table (absolute path -> FILE record, private to the process) and
- * the paths of calls: a relative name made absolute from the working
- * directory or a directory descriptor, both cached.
+ * The paths of calls: a relative name made absolute from the working
+ * directory or, for the *at calls, a directory descriptor; both are cached.
  */
 #include "internal.h"
 
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
-
-/* Path table: absolute path -> FILE record, private to the process. */
-static struct {
-    struct iolens_file **slot;
-    uint64_t cap, n;
-} pt;
-
-static uint64_t hash_path(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
-    return h;
-}
-
-static int pt_resize(uint64_t cap)
-{
-    struct iolens_file **slot =
-        sys_mmap(0, cap * sizeof *slot, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (slot == MAP_FAILED) return -1;
-    for (uint64_t i = 0; i < pt.cap; i++) {
-        struct iolens_file *r = pt.slot[i];
-        if (!r) continue;
-        uint64_t j = hash_path(iolens_rec_path(r)) & (cap - 1);
-        while (slot[j]) j = (j + 1) & (cap - 1);
-        slot[j] = r;
-    }
-    if (pt.slot) sys_munmap(pt.slot, pt.cap * sizeof *pt.slot);
-    pt.slot = slot;
-    pt.cap = cap;
-    return 0;
-}
-
-static struct iolens_file *new_file(const char *path, size_t len, uint64_t flags)
-{
-    struct iolens_file *r = iolens_rec_alloc(sizeof *r + len + 1);
-    if (!r) return 0;
-    r->index = iolens_g.proc->nfiles++;
-    r->flags = flags;
-    r->path_len = len;
-    memcpy(r + 1, path, len + 1);
-    iolens_publish(r, IOLENS_KIND_FILE, IOLENS_VER_FILE);
-    return r;
-}
-
-static struct iolens_file *lookup_locked(const char *path, uint64_t flags)
-{
-    if (!pt.slot || (pt.n + 1) * 2 > pt.cap)
-        if (pt_resize(pt.cap ? pt.cap * 2 : 4096) != 0) return 0;
-    uint64_t j = hash_path(path) & (pt.cap - 1);
-    for (; pt.slot[j]; j = (j + 1) & (pt.cap - 1))
-        if (strcmp(iolens_rec_path(pt.slot[j]), path) == 0) return pt.slot[j];
-    struct iolens_file *r = 0;
-    size_t len = strlen(path);
-    if (iolens_g.proc->nfiles < iolens_g.max_files) r = new_file(path, len, flags);
-    if (!r) {
-        /* Past the limit (or out of room): aggregate by directory. */
-        iolens_g.proc->flags |= IOLENS_PF_OVERFLOW;
-        if (flags & IOLENS_FF_AGGREGATE) return 0;
-        char agg[PATH_MAX + 4];
-        const char *slash = strrchr(path, '/');
-        size_t dl = slash ? (size_t)(slash - path) : 0;
-        memcpy(agg, path, dl);
-        memcpy(agg + dl, "/*", 3);
-        iolens_g.max_files++; /* room for the one aggregate record */
-        r = lookup_locked(agg, IOLENS_FF_AGGREGATE);
-        iolens_g.max_files--;
-        return r;
-    }
-    pt.slot[j] = r;
-    pt.n++;
-    return r;
-}
-
-void iolens_files_reset(void)
-{
-    if (pt.slot) sys_munmap(pt.slot, pt.cap * sizeof *pt.slot);
-    pt.slot = 0;
-    pt.cap = pt.n = 0;
-}
-
-struct iolens_file *iolens_file_for(const char *abspath, uint64_t flags)
-{
-    /* The guard is up while the lock is held, so a signal handler that
-     * interrupts here records nothing instead of spinning on our own lock. */
-    int guard = iolens_guard;
-    iolens_guard = 1;
-    lock();
-    struct iolens_file *r = lookup_locked(abspath, flags);
-    if (r) r->flags |= flags;
-    unlock();
-    iolens_guard = guard;
-    return r;
-}
-
-void iolens_file_stat(struct iolens_file *rec, uint64_t dev, uint64_t ino, uint64_t mode)
-{
-    /* lstat of a symlink describes the link, not the file opened through it */
-    if (!rec || (rec->flags & IOLENS_FF_AGGREGATE) || S_ISLNK(mode)) return;
-    rec->dev = dev;
-    rec->ino = ino;
-    rec->mode = mode;
-    if (S_ISDIR(mode)) rec->flags |= IOLENS_FF_DIRECTORY;
-    else if (!S_ISREG(mode) && !S_ISBLK(mode)) rec->flags |= IOLENS_FF_NOT_A_FILE;
-}
 
 /*
  * The path of the last directory descriptor named through /proc/self/fd, for
