@@ -61,7 +61,8 @@ from iolens.capture.record import Recording
 from iolens.pagecache import proactive_reclaim, reclaim_paused, warm
 from iolens.synth import fastq_text, synth
 from iolens.whatif.overhead import measure as profiler_cost
-from iolens.whatif.engine import probe_cpu, recorded_block_ns
+from iolens.native import probe_cpu
+from iolens.whatif.engine import recorded_block_ns
 from iolens.whatif.plan import build_plan
 from iolens.whatif.predict import calibrate, predict, step_model
 from iolens.whatif.replay import replay_on

@@ -13,7 +13,7 @@ from iolens.capture.merge import merge_parts
 from iolens.capture.reader import read_capture
 from iolens.native import preload_library
 
-# Bound lazily by the start-up or exit code before, now done by the library itself (preload/nolibc.h, core.c)
+# Bound lazily by the start-up or exit code before, now done by the library itself (preload/nolibc.h, base.c)
 NOT_BOUND = {"getenv", "strlen", "strcpy", "strncmp", "strcmp", "memcmp", "memcpy", "memset", "memchr", "strchr",
              "syscall"}
 

@@ -43,7 +43,7 @@ static uint64_t anchor_tsc, anchor_mono, scaled_span;
 #endif
 
 /* Called once the environment is known: IOLENS_CLOCK=vdso forces the vDSO. */
-IOLENS_COLD void iolens_clock_init(void)
+IOLENS_COLD static void clock_start(void)
 {
     const char *c = iolens_env("IOLENS_CLOCK");
 #if defined(__x86_64__)
@@ -53,6 +53,8 @@ IOLENS_COLD void iolens_clock_init(void)
     iolens_clock_state = CLK_VDSO;
 #endif
 }
+
+IOLENS_LAYER(clock, .start = clock_start);
 
 #if defined(__x86_64__)
 /* errno is kept: this runs inside a hooked call, after its real call returned. */

@@ -27,6 +27,10 @@
 #include "iolens_format.h"
 #include "hooks.h"
 
+/* Everything the rooms share is hidden (the library is built with -fvisibility=hidden; declared so here,
+ * a room reaches another's state and functions directly, not through the GOT).  The hooks say IOLENS_API. */
+#pragma GCC visibility push(hidden)
+
 #define IOLENS_API __attribute__((visibility("default")))
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -55,7 +59,7 @@ struct iolens_fdstate {
 
 struct iolens_state {
     volatile int active;  /* recording */
-    volatile int pending; /* no part yet: it is made on the first recorded call (IOLENS_PENDING_*, core.c) */
+    volatile int pending; /* no part yet: it is made on the first recorded call (IOLENS_PENDING_*, below) */
     int mt;               /* threads exist: counters use atomics */
     int trace;            /* --trace */
     int pid;
@@ -69,12 +73,12 @@ struct iolens_state {
      * the system call itself (posix.c).  Found by dlsym then, so no relocation
      * costs every image a lookup at its start. */
     const volatile char *read_single, *write_single;
-    /* part file mapping; no descriptor is held between calls (see core.c) */
+    /* part file mapping; no descriptor is held between calls (see part.c) */
     char *base;
     uint64_t used, mapped, reserve;
     uint64_t max_files;
     int lock; /* spinlock for the rare paths: new records, growth, coarsening */
-    int dirfd_cached; /* 1 + the descriptor whose path core.c's dirfd_cache holds; 0: none */
+    int dirfd_cached; /* 1 + the descriptor whose path paths.c's dirfd_cache holds; 0: none */
     /* in-flight counters for honest wall time with threads */
     int inflight[IOLENS_NCAT + 1];
     uint64_t wall_start[IOLENS_NCAT + 1];
@@ -136,7 +140,6 @@ extern int iolens_clock_state;
 #define IOLENS_CLOCK_VDSO 1
 uint64_t iolens_now_calibrating(void);
 void iolens_clock_refine(void);
-void iolens_clock_init(void);
 
 static inline uint64_t iolens_now(void)
 {
@@ -460,10 +463,6 @@ static inline __attribute__((always_inline)) void iolens_data_quick(struct iolen
     }
 }
 
-/* Bytes waiting in stdio write buffers now become kernel writes (exit). */
-void iolens_stdio_exit(void);
-/* Does any stream hold bytes waiting to be written? */
-int iolens_stdio_waiting(void);
 /* Account a non-data call on a descriptor (or no file when f is 0). */
 void iolens_fdop(struct iolens_call *c, struct iolens_fdstate *f);
 /* Account a dup2/dup3 that covered a descriptor open on a file (`over`, its state before the call): the call as
@@ -493,13 +492,44 @@ int iolens_abspath(int dirfd, const char *path, char *out, size_t cap);
 
 void iolens_file_stat(struct iolens_file *rec, uint64_t dev, uint64_t ino, uint64_t mode);
 
-/* Process lifetime (process.c and core.c). */
-extern int iolens_exit_status; /* main's return or exit's argument */
-void iolens_signals_install(void);
-/* Take the recorder's variables out of environ, keeping copies (process.c). */
+/*
+ * A layer (an interface file) with work at an image's start or at its exit
+ * registers it once, with IOLENS_LAYER(id, .start = ..., ...): a
+ * constructor that runs before the core's own.  The core (core.c) runs every
+ * registered hook and names no layer, so no layer's file is needed to build
+ * the core's.  A hook left out is 0.  Hooks of one kind run in the order the
+ * layers registered, which no layer may rely on.
+ */
+struct iolens_layer { /* no name: each pointer is a relocation the loader makes in every image */
+    /* at the image's start: the recorder's variables are read and the start noted; nothing is recorded yet */
+    void (*start)(void);
+    /* at exit, in an image with no part yet: does the layer hold counts that need one? */
+    int (*waiting)(void);
+    /* at exit (not at exec or a fatal signal), before the end fields: the counts the layer still holds */
+    void (*exit)(void);
+};
+void iolens_layer_add(const struct iolens_layer *l);
+#define IOLENS_LAYER(id, ...) \
+    static const struct iolens_layer iolens_layer_##id = {__VA_ARGS__}; \
+    IOLENS_COLD __attribute__((constructor(101))) static void iolens_layer_add_##id(void) \
+    { \
+        iolens_layer_add(&iolens_layer_##id); \
+    }
+
+/* The recorder's variables (env.c): taken out of environ at start, keeping copies. */
 void iolens_env_take(void);
 /* A variable the recorder took out of environ, or 0. */
 const char *iolens_env(const char *key);
+/* The environment to pass on at exec or spawn: envp with the recorder's variables put back into out (cap
+ * entries; merged, mcap bytes, for a merged LD_PRELOAD), or envp itself when nothing is missing, it does not fit,
+ * or the program (path; fd for fexecve; search: looked up on PATH) does not load the interposer. */
+char *const *iolens_env_for_child(char *const envp[], char **out, int cap, char *merged, size_t mcap,
+                                  const char *path, int fd, int search);
+/* The entries out needs for envp (0: too many; it is passed on as it is). */
+int iolens_env_cap(char *const envp[]);
+
+/* Process lifetime (core.c). */
+extern int iolens_exit_status; /* main's return or exit's argument */
 void iolens_finalize(uint64_t flags, uint64_t status);
 void iolens_unfinalize(void);
 void iolens_after_fork_child(void);
@@ -510,7 +540,7 @@ void iolens_trace_flush_all(void);
 long iolens_sys_write(int fd, const void *buf, unsigned long n);
 
 #if defined(__x86_64__)
-/* libc's syscall(), the same instructions inline in the library (core.c):
+/* libc's syscall(), the same instructions inline in the library (base.c):
  * every image calls it at its start and end, and libc's would cost a lazy
  * binding there.  Same contract: -1 with errno set on failure. */
 long iolens_syscall(long n, ...);
@@ -537,5 +567,7 @@ void iolens_xfsz_release(struct iolens_xfsz *x);
     iolens_fdop(&c, iolens_fd(fd)); \
     iolens_ret(&c); \
     return r;
+
+#pragma GCC visibility pop
 
 #endif

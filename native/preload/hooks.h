@@ -1,7 +1,7 @@
 /*
  * Every symbol the interposer defines, in one place: X(ret, name, params).
  * Each gets a lazily resolved pointer to the next definition (libc's),
- * declared here and defined in core.c.  The wrappers live in one file per
+ * declared here and defined in base.c.  The wrappers live in one file per
  * interface: posix.c, stdio.c, meta.c, mmap.c, process.c.
  */
 #ifndef IOLENS_HOOKS_H
@@ -23,6 +23,8 @@
 
 struct statx;
 struct iolens_srun;
+
+#pragma GCC visibility push(hidden) /* the real-symbol pointers, the thread-local block: see core.h */
 
 #define IOLENS_HOOKS(X) \
     /* posix.c: opens, closes, data, seeks, descriptor copies, sync */ \
@@ -164,7 +166,7 @@ extern __thread struct iolens_tls iolens_tls __attribute__((tls_model("initial-e
 #define iolens_resolving (iolens_tls.resolving)
 #define iolens_guard (iolens_tls.guard)
 void *iolens_fallback(const char *name);
-/* The slow path of every getter below, shared and out of line (core.c): it
+/* The slow path of every getter below, shared and out of line (base.c): it
  * runs once per symbol, mostly at start-up, where it stays with the rest of
  * the start-up code rather than in the hooks' text. */
 void *iolens_resolve_slot(void **slot, const char *name);
@@ -179,5 +181,7 @@ void *iolens_resolve_slot(void **slot, const char *name);
 IOLENS_HOOKS(IOLENS_X_GET)
 #undef IOLENS_X_GET
 #define REAL(name) iolens_get_##name()
+
+#pragma GCC visibility pop
 
 #endif

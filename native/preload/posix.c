@@ -150,7 +150,7 @@ IOLENS_API void closefrom(int lo)
  * So in that case the hook makes the system call itself: no indirect call
  * through the resolved pointer, no second function to return from after the
  * kernel returns.  Only when the next definition is libc's (direct_ok in
- * core.c checks); another interposer after ours is called as before.
+ * base.c checks); another interposer after ours is called as before.
  */
 #if defined(__x86_64__)
 static inline __attribute__((always_inline)) long direct3(long nr, long a, long b, long c)

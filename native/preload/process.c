@@ -1,25 +1,19 @@
 /*
  * Process lifetime: the exit status of main, exit and _exit, fatal signals,
- * fork and vfork, the environment (the recorder's variables hidden from the
- * program, passed on at exec, posix_spawn, system and popen), reaping
+ * fork and vfork, exec, posix_spawn, system and popen (with the recorder's
+ * variables put back into the environment passed on: env.c), reaping
  * children and thread creation.
  */
 #include "core.h"
 
 #include <alloca.h>
-#include <dlfcn.h>
-#include <elf.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <link.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "nolibc.h"
-
-IOLENS_START_DATA int iolens_exit_status;
 
 #define IOLENS_STR2(x) #x
 #define IOLENS_STR(x) IOLENS_STR2(x)
@@ -130,7 +124,7 @@ static void on_fatal(int sig)
  * with it; where the program already had one (an inherited SIG_IGN, a
  * handler a constructor set), it is put back.  The signals are blocked
  * meanwhile, so none arrives while ours stands in for the program's. */
-IOLENS_COLD void iolens_signals_install(void)
+IOLENS_COLD static void signals_install(void)
 {
     /* the kernel's 8-byte mask, set directly: no libc signal-set calls to bind at every start */
     uint64_t all = 0, prev = 0;
@@ -162,6 +156,8 @@ IOLENS_COLD void iolens_signals_install(void)
 #endif
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &prev, 0, sizeof prev);
 }
+
+IOLENS_LAYER(signals, .start = signals_install);
 
 static int is_fatal(int sig)
 {
@@ -291,273 +287,14 @@ __asm__(".text\n"
 IOLENS_API pid_t vfork(void) { return fork(); }
 #endif
 
-/* ---- the environment: the recorder's variables are its own ---- */
+/* ---- exec and spawn: the environment passed on has the recorder's variables back (env.c) ---- */
 
-/* Set by the launcher (IOLENS, capture/record.py's `recorder_value`) or a
- * pipeline's engine (IOLENS_DIR, ...); taken out of environ at start, so the
- * program (and `env`) sees what it would see unprofiled, and put back only
- * into the environments passed on. */
-static const char *const env_keys[] = {"IOLENS",           "IOLENS_DIR",        "IOLENS_TRACE",
-                                        "IOLENS_MAX_FILES", "IOLENS_PARENT_PID", "IOLENS_CLOCK"};
-#define NKEYS (sizeof env_keys / sizeof env_keys[0])
-/* Pointers into the environment's own strings, which stay where they are
- * (only the array shrinks); so the start copies little and touches few pages. */
-IOLENS_START_DATA static const char *env_saved[NKEYS]; /* "KEY=value", 0 when unset */
-IOLENS_START_DATA static char *preload_full;           /* "LD_PRELOAD=..." as the launcher set it */
-static char preload_pool[1100 + 4096];
-static char nothing[1];
-static char *preload_own = nothing;  /* "LD_PRELOAD=<this library>"; empty: not found */
-static char *preload_rest = nothing; /* the program's part of it, as left in environ; empty: none */
-IOLENS_START_DATA static const char *own_path;
-IOLENS_START_DATA static int env_taken;
-
-IOLENS_COLD static int starts(const char *s, const char *key, size_t kl) { return iolens_strneq(s, key, kl) && s[kl] == '='; }
-
-/* Is [s, s+n) this library?  By its file name (pass 0), else by the path
- * the loader used (pass 1). */
-IOLENS_COLD static int is_own(const char *s, size_t n, int pass)
-{
-    static const char name[] = "libiolens_preload.so";
-    size_t nl = sizeof name - 1;
-    if (pass == 0) return n >= nl && iolens_memeq(s + n - nl, name, nl) && (n == nl || s[n - nl - 1] == '/');
-    if (!own_path) { /* looked up only when needed: dladdr walks every loaded object */
-        Dl_info di;
-        own_path = dladdr((void *)is_own, &di) && di.dli_fname ? di.dli_fname : "";
-    }
-    return iolens_strlen(own_path) == n && iolens_memeq(s, own_path, n);
-}
-
-/* Where our entry is in an LD_PRELOAD value (space or colon separated).
- * Every entry is tried by name before any by path, so other preloads
- * listed first (a sanitizer's, valgrind's) cost no dladdr. */
-IOLENS_COLD static const char *find_own(const char *v, size_t *len)
-{
-    for (int pass = 0; pass < 2; pass++)
-        for (const char *p = v; *p;) {
-            while (*p == ' ' || *p == ':') p++;
-            const char *e = p;
-            while (*e && *e != ' ' && *e != ':') e++;
-            if (e > p && is_own(p, (size_t)(e - p), pass)) {
-                *len = (size_t)(e - p);
-                return p;
-            }
-            p = e;
-        }
-    return 0;
-}
-
-IOLENS_COLD const char *iolens_env(const char *key)
-{
-    if (!env_taken) return iolens_getenv_in(environ, key);
-    size_t kl = iolens_strlen(key);
-    for (size_t k = 0; k < NKEYS; k++)
-        if (env_saved[k] && starts(env_saved[k], key, kl)) return env_saved[k] + kl + 1;
-    return 0;
-}
-
-IOLENS_COLD void iolens_env_take(void)
-{
-    char **env = environ;
-    if (!env) return;
-    size_t o = 0;
-    for (size_t i = 0; env[i]; i++) {
-        char *e = env[i];
-        int drop = 0;
-        for (size_t k = 0; k < NKEYS && !drop && e[0] == 'I'; k++) {
-            size_t kl = iolens_strlen(env_keys[k]);
-            if (!starts(e, env_keys[k], kl)) continue;
-            env_saved[k] = e;
-            drop = 1;
-        }
-        size_t at_len;
-        const char *at;
-        if (!drop && e[0] == 'L' && starts(e, "LD_PRELOAD", 10) && iolens_strlen(e) < sizeof preload_pool - 1100 &&
-            (at = find_own(e + 11, &at_len)) != 0 && at_len + 12 < 1100) {
-            preload_full = e;
-            char *own = preload_pool, *rest = own + 11 + at_len + 1;
-            iolens_memcpy(own, "LD_PRELOAD=", 11);
-            iolens_memcpy(own + 11, at, at_len);
-            own[11 + at_len] = 0;
-            preload_own = own;
-            /* the rest: the value without our entry and one separator beside it */
-            size_t head = (size_t)(at - e), tail = head + at_len;
-            if (e[tail] == ' ' || e[tail] == ':') tail++;
-            else if (head > 11 && (e[head - 1] == ' ' || e[head - 1] == ':')) head--;
-            iolens_memcpy(rest, e, head);
-            iolens_memcpy(rest + head, e + tail, iolens_strlen(e + tail) + 1);
-            /* a value that was only ours was unset before; anything more (even
-             * a separator alone: the launcher's "ours " for an empty one) was set */
-            if (iolens_strlen(e + 11) > at_len) env[o++] = preload_rest = rest;
-            continue;
-        }
-        if (!drop) env[o++] = e;
-    }
-    env[o] = 0; /* the array shrinks in place; the strings stay where they are */
-    env_taken = 1;
-}
-
-/* ---- a program the interposer cannot load in ---- */
-
-extern const ElfW(Ehdr) __ehdr_start; /* this library's own ELF header, placed by the linker */
-
-/* Does the ELF whose first n bytes are in b (read from fd) load the
- * interposer: our class, byte order and machine, and an interpreter
- * (PT_INTERP)?  Not ELF: yes, exec decides. */
-IOLENS_COLD static int elf_loads(int fd, unsigned char *b, long n, size_t cap)
-{
-    const ElfW(Ehdr) *me = &__ehdr_start;
-    ElfW(Ehdr) h;
-    if (n < (long)sizeof h || !iolens_memeq((const char *)b, ELFMAG, SELFMAG)) return 1;
-    iolens_memcpy(&h, b, sizeof h);
-    if (h.e_ident[EI_CLASS] != me->e_ident[EI_CLASS] || h.e_ident[EI_DATA] != me->e_ident[EI_DATA] ||
-        h.e_machine != me->e_machine)
-        return 0;
-    long base = 0; /* b holds the file's bytes [base, base + n) */
-    for (unsigned i = 0; i < h.e_phnum && h.e_phentsize >= sizeof(ElfW(Phdr)); i++) {
-        long at = (long)h.e_phoff + (long)i * h.e_phentsize;
-        if (at < base || at + (long)sizeof(ElfW(Phdr)) > base + n) {
-            base = at;
-            n = syscall(SYS_pread64, fd, b, cap, at);
-            if (n < (long)sizeof(ElfW(Phdr))) return 1;
-        }
-        ElfW(Phdr) ph;
-        iolens_memcpy(&ph, b + (at - base), sizeof ph);
-        if (ph.p_type == PT_INTERP) return 1;
-    }
-    return 0;
-}
-
-/* Whether the interposer loads in the program at path (or, path 0, open at
- * fd), following "#!" lines as the kernel does (capture/record.py's
- * `interposer_loads` makes the same test for the command itself).  A static
- * program ignores LD_PRELOAD, and one of another class or machine gets the
- * loader's complaint on its stderr: either is given its environment as the
- * caller passed it, as unprofiled, and its children are not followed.  Read
- * only at exec or spawn, with raw system calls; errno is kept. */
-IOLENS_COLD static int loads_in(const char *path, int fd)
-{
-    union {
-        unsigned char b[1024];
-        ElfW(Ehdr) align_;
-    } u;
-    char interp[256];
-    int r = 1, e = errno;
-    for (int depth = 0; depth < 5; depth++) {
-        int opened = path ? (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC) : -1;
-        if (path && opened < 0) break;
-        long n = syscall(SYS_pread64, path ? opened : fd, u.b, sizeof u.b, 0L);
-        if (n >= 2 && u.b[0] == '#' && u.b[1] == '!') {
-            long i = 2, k = 0, m = n < 256 ? n : 256; /* the kernel reads the line's first 256 bytes */
-            while (i < m && (u.b[i] == ' ' || u.b[i] == '\t')) i++;
-            while (i < m && u.b[i] && u.b[i] != ' ' && u.b[i] != '\t' && u.b[i] != '\n')
-                interp[k++] = (char)u.b[i++];
-            interp[k] = 0;
-            path = interp;
-        } else {
-            r = elf_loads(path ? opened : fd, u.b, n, sizeof u.b);
-            path = 0;
-        }
-        if (opened >= 0) syscall(SYS_close, opened);
-        if (!path || !*path) break;
-    }
-    errno = e;
-    return r;
-}
-
-/* The same for the file execvp or posix_spawnp runs: file itself with a
- * '/', else the first executable one of that name on PATH (glibc's default
- * when unset).  A non-executable namesake earlier on PATH, which those would
- * skip after trying, is not one this looks at either. */
-IOLENS_COLD static int loads_in_search(const char *file)
-{
-    if (!file || !*file || iolens_strchr(file, '/')) return loads_in(file, -1);
-    const char *dirs = iolens_getenv_in(environ, "PATH");
-    size_t fl = iolens_strlen(file);
-    char full[PATH_MAX];
-    int e = errno, r = 1;
-    for (const char *p = dirs ? dirs : "/bin:/usr/bin";;) {
-        const char *end = iolens_strchr(p, ':');
-        size_t dl = end ? (size_t)(end - p) : iolens_strlen(p);
-        if (dl + fl + 2 <= sizeof full) {
-            size_t o = 0;
-            if (dl) {
-                iolens_memcpy(full, p, dl);
-                o = dl;
-                full[o++] = '/';
-            }
-            iolens_memcpy(full + o, file, fl + 1);
-            if (syscall(SYS_faccessat, AT_FDCWD, full, X_OK) == 0) {
-                r = loads_in(full, -1);
-                break;
-            }
-        }
-        if (!end) break;
-        p = end + 1;
-    }
-    errno = e;
-    return r;
-}
-
-/* The environment to pass on at exec or spawn: envp with the recorder's
- * variables put back.  An empty environment stays empty: the caller asked
- * for nothing to be passed on, and that child is not followed.  Nor is a
- * program the interposer cannot load in (`loads_in`; search: look the file
- * up on PATH; fd: fexecve's).  Returns envp itself when nothing is missing
- * (or when it does not fit in out). */
-static char *const *fix_env(char *const envp[], char **out, int cap, char *merged, size_t mcap, const char *path,
-                            int fd, int search)
-{
-    int n = 0, o = 0, seen = 0;
-    if (!env_taken || !envp || !envp[0]) return envp;
-    if (!(search ? loads_in_search(path) : loads_in(path, fd))) return envp;
-    while (envp[n]) n++;
-    if (n + (int)NKEYS + 2 > cap) return envp;
-    for (int i = 0; i < n; i++) {
-        char *e = envp[i];
-        if (preload_own[0] && starts(e, "LD_PRELOAD", 10)) {
-            size_t l;
-            seen = 1;
-            if (preload_rest[0] && strcmp(e, preload_rest) == 0) {
-                e = preload_full; /* the program's own as left: the launcher's order back */
-            } else if (!find_own(e + 11, &l)) {
-                size_t ol = strlen(preload_own), vl = strlen(e + 11);
-                if (ol + 1 + vl + 1 <= mcap) { /* ours first, as the launcher puts it */
-                    memcpy(merged, preload_own, ol);
-                    merged[ol] = ' ';
-                    memcpy(merged + ol + 1, e + 11, vl + 1);
-                    e = merged;
-                }
-            }
-        }
-        out[o++] = e;
-    }
-    if (preload_own[0] && !seen) out[o++] = preload_own;
-    for (size_t k = 0; k < NKEYS; k++) {
-        size_t kl = strlen(env_keys[k]);
-        int found = 0;
-        for (int i = 0; i < n && !found; i++) found = starts(envp[i], env_keys[k], kl);
-        if (!found && env_saved[k]) out[o++] = (char *)env_saved[k];
-    }
-    out[o] = 0;
-    return out;
-}
-
-#define ENVCAP 4096
 #define MERGECAP 8192
-/* The array is sized to the environment (up to ENVCAP entries), so a fork
- * child about to exec writes only stack pages next to the ones it uses
- * (each page it touches first is a copy-on-write fault). */
-static int env_cap(char *const envp[])
-{
-    size_t n = 0;
-    while (envp && envp[n]) n++;
-    return n + NKEYS + 2 <= ENVCAP ? (int)(n + NKEYS + 2) : 0; /* 0: too many, passed on as they are */
-}
 #define FIXED_ENV(path, fd, search) \
-    int cap_ = env_cap(envp); \
+    int cap_ = iolens_env_cap(envp); \
     char **fixed = alloca(sizeof(char *) * (size_t)(cap_ + 1)); \
     char *merged = alloca(MERGECAP); \
-    char *const *env = fix_env(envp, fixed, cap_, merged, MERGECAP, path, fd, search);
+    char *const *env = iolens_env_for_child(envp, fixed, cap_, merged, MERGECAP, path, fd, search);
 #define EXEC(path, fd, search, call_with_env) \
     FIXED_ENV(path, fd, search) \
     iolens_finalize(IOLENS_PF_EXECED, 0); \

@@ -461,7 +461,8 @@ IOLENS_API int fflush(FILE *fp)
     return r;
 }
 
-IOLENS_COLD int iolens_stdio_waiting(void)
+/* Does any stream hold bytes waiting to be written? */
+IOLENS_COLD static int stdio_waiting(void)
 {
     int any = 0;
     _IO_list_lock();
@@ -470,13 +471,16 @@ IOLENS_COLD int iolens_stdio_waiting(void)
     return any;
 }
 
-/* Called by the end of the image at exit, which has checked it is ours. */
-IOLENS_COLD void iolens_stdio_exit(void)
+/* Bytes waiting in write buffers become kernel writes now: exit flushes them after the destructors.  Called by
+ * the end of the image at exit, which has checked it is ours. */
+IOLENS_COLD static void stdio_exit(void)
 {
     iolens_guard = 1;
     flush_all_pending();
     iolens_guard = 0;
 }
+
+IOLENS_LAYER(stdio, .waiting = stdio_waiting, .exit = stdio_exit);
 
 /* A seek flushes what waits to be written, and a seek outside the read
  * buffer refills it (glibc reads the block it lands in). */

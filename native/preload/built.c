@@ -1,0 +1,283 @@
+/*
+ * What an image knows before it makes its part: PROC's start fields and the
+ * STRING records noted at start, kept in private memory; and, when the image
+ * ends with no part, the whole part written with one write.  The start-up and
+ * exit code here is marked cold (core.h, IOLENS_COLD) and uses no libc
+ * function it would have to bind.
+ */
+#include "internal.h"
+
+#include <limits.h>
+#include <stddef.h>
+#include <sys/uio.h>
+#include <sys/utsname.h>
+
+#include "iolens_schema.h"
+#include "nolibc.h"
+#include "redact.h"
+
+/* The kernel's I/O counters of this process, in the order of its lines.
+ * Parsed by hand: the start of every image reads this, and libc's number
+ * parsing would cost it pages of code it otherwise never touches. */
+IOLENS_COLD static void read_proc_io(uint64_t v[7])
+{
+    static const char keys[7][24] = {"rchar", "wchar", "syscr", "syscw", "read_bytes", "write_bytes",
+                                     "cancelled_write_bytes"};
+    char buf[512];
+    for (int k = 0; k < 7; k++) v[k] = 0;
+    int fd = sys_open("/proc/self/io", O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0) return;
+    long n = sys_read(fd, buf, sizeof buf - 1);
+    sys_close(fd);
+    if (n <= 0) return;
+    buf[n] = 0;
+    int line_no = 0;
+    for (const char *line = buf; *line; line_no++) {
+        const char *colon = line;
+        while (*colon && *colon != ':' && *colon != '\n') colon++;
+        if (*colon != ':') break;
+        size_t kl = (size_t)(colon - line);
+        const char *d = colon + 1;
+        while (*d == ' ') d++;
+        uint64_t x = 0;
+        for (; *d >= '0' && *d <= '9'; d++) x = x * 10 + (uint64_t)(*d - '0');
+        /* the kernel's order first, then any line where it is */
+        for (int i = 0; i < 7; i++) {
+            int k = (line_no + i) % 7;
+            if (kl < sizeof keys[0] && keys[k][kl] == 0 && iolens_memeq(line, keys[k], kl)) {
+                v[k] = x;
+                break;
+            }
+        }
+        while (*d && *d != '\n') d++;
+        line = *d ? d + 1 : d;
+    }
+}
+
+/*
+ * The records of an image's part that it knows before it makes one: PROC
+ * (its start fields from the constructor on), the STRING records noted at
+ * start (cwd, argv, environment: the program may change them later), and
+ * when the image ends with no part, the rest of them, so that the part is
+ * written with one write (write_built).  A part made earlier copies them.
+ */
+#define BUILT_CAP (2 * 65536 + 3 * PATH_MAX + 16384)
+/* page-aligned: what an image notes at its start (PROC, then its strings) is on one page */
+static uint64_t built_mem[BUILT_CAP / 8] __attribute__((aligned(4096)));
+static char *const built = (char *)built_mem;
+static const uint64_t built_strings = sizeof(struct iolens_rec_hdr) + sizeof(struct iolens_proc);
+IOLENS_START_DATA static uint64_t built_strings_end; /* the noted STRING records: [built_strings, built_strings_end) */
+
+/* The PROC record: its start fields from the constructor on, its end fields once written. */
+struct iolens_proc *iolens_built_proc(void)
+{
+    return (struct iolens_proc *)(built + sizeof(struct iolens_rec_hdr));
+}
+
+/* What a part says of the moment its image (or fork child) started. */
+IOLENS_COLD void iolens_take_start(struct iolens_proc *p)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    p->pid = (uint64_t)iolens_g.pid;
+    p->start_real = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    p->start_mono = iolens_mono();
+    p->ppid = (uint64_t)syscall(SYS_getppid);
+    struct rusage ru;
+    if (syscall(SYS_getrusage, RUSAGE_SELF, &ru) == 0) {
+        p->utime_start_ns = tv_ns(ru.ru_utime);
+        p->stime_start_ns = tv_ns(ru.ru_stime);
+    }
+    uint64_t io[7];
+    read_proc_io(io);
+    p->k_rchar_start = io[0];
+    p->k_wchar_start = io[1];
+    p->k_syscr_start = io[2];
+    p->k_syscw_start = io[3];
+    p->k_read_bytes_start = io[4];
+    p->k_write_bytes_start = io[5];
+}
+
+static char *built_text(uint64_t at)
+{
+    return built + at + sizeof(struct iolens_rec_hdr) + sizeof(struct iolens_string);
+}
+
+/* Close the STRING record at `at` whose len bytes of text are in place; returns the offset after it. */
+IOLENS_COLD static uint64_t built_string(uint64_t at, uint32_t what, uint32_t len)
+{
+    struct iolens_rec_hdr *h = (struct iolens_rec_hdr *)(built + at);
+    struct iolens_string *s = (struct iolens_string *)(h + 1);
+    uint32_t size = (uint32_t)((sizeof *s + len + 1 + 7) & ~(size_t)7);
+    s->what = what;
+    s->len = len;
+    iolens_memset0(built_text(at) + len, size - sizeof *s - len);
+    h->size = size;
+    h->version = IOLENS_VER_STRING;
+    h->kind = IOLENS_KIND_STRING;
+    return at + sizeof *h + size;
+}
+
+/* At start: the working directory, the redacted argv and the environment worth keeping. */
+IOLENS_COLD void iolens_note_strings(int argc, char **argv, char **envp)
+{
+    uint64_t at = built_strings;
+    if (syscall(SYS_getcwd, built_text(at), PATH_MAX) > 0)
+        at = built_string(at, IOLENS_STR_CWD, (uint32_t)iolens_strlen(built_text(at)));
+    size_t len = iolens_redact_argv(argc, argv, built_text(at), 65536);
+    at = built_string(at, IOLENS_STR_ARGV, (uint32_t)len);
+    len = iolens_capture_env(envp, built_text(at), 65536);
+    if (len) at = built_string(at, IOLENS_STR_ENV, (uint32_t)len);
+    built_strings_end = at;
+}
+
+/* The executable and the host are the image's for its whole life: read when its part is made. */
+IOLENS_COLD static uint64_t built_late_strings(uint64_t at)
+{
+    long n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", built_text(at), PATH_MAX - 1);
+    if (n > 0) at = built_string(at, IOLENS_STR_EXE, (uint32_t)n);
+    struct utsname u;
+    if (syscall(SYS_uname, &u) == 0) {
+        size_t l = iolens_strlen(u.nodename);
+        iolens_memcpy(built_text(at), u.nodename, l);
+        at = built_string(at, IOLENS_STR_HOST, (uint32_t)l);
+    }
+    return at;
+}
+
+/* The image's strings, into a part made before its end. */
+IOLENS_COLD void iolens_add_start_strings(void)
+{
+    uint64_t end = built_late_strings(built_strings_end);
+    for (uint64_t off = built_strings; off < end;) {
+        struct iolens_rec_hdr *h = (struct iolens_rec_hdr *)(built + off);
+        struct iolens_string *s = (struct iolens_string *)(h + 1);
+        iolens_add_string(s->what, (const char *)(s + 1), s->len);
+        off += sizeof *h + h->size;
+    }
+}
+
+IOLENS_COLD void iolens_fill_end(struct iolens_proc *p)
+{
+    p->end_mono = iolens_mono(); /* on the same clock as start_mono */
+    struct rusage ru;
+    if (syscall(SYS_getrusage, RUSAGE_SELF, &ru) == 0) {
+        p->utime_ns = tv_ns(ru.ru_utime);
+        p->stime_ns = tv_ns(ru.ru_stime);
+        p->maxrss_kb = (uint64_t)ru.ru_maxrss;
+        p->majflt = (uint64_t)ru.ru_majflt;
+        p->minflt = (uint64_t)ru.ru_minflt;
+        p->nvcsw = (uint64_t)ru.ru_nvcsw;
+        p->nivcsw = (uint64_t)ru.ru_nivcsw;
+    }
+    uint64_t io[7];
+    read_proc_io(io);
+    p->k_rchar = io[0];
+    p->k_wchar = io[1];
+    p->k_syscr = io[2];
+    p->k_syscw = io[3];
+    p->k_read_bytes = io[4];
+    p->k_write_bytes = io[5];
+    p->k_cancelled_write_bytes = io[6];
+}
+
+/* The SCHEMA payload as a constant: the bytes iolens_schema_write makes (a
+ * test compares them), with no code run and no page written at the end of
+ * an image that writes its part whole. */
+#define SCHEMA_FS(type, name) {#name, IOLENS_T_##type, 1, (uint32_t)offsetof(SCHEMA_CUR, name), 0},
+#define SCHEMA_FA(type, name, n) {#name, IOLENS_T_##type, n, (uint32_t)offsetof(SCHEMA_CUR, name), 0},
+#define SCHEMA_N(name) (uint32_t)(sizeof iolens_fields_##name / sizeof iolens_fields_##name[0])
+#define SCHEMA_MEMBER(name, layout) \
+    struct iolens_schema_kind k_##name; \
+    struct iolens_schema_field f_##name[SCHEMA_N(name)];
+#define SCHEMA_INIT(name, layout) \
+    {IOLENS_KIND_##name, IOLENS_VER_##name, sizeof(SCHEMA_CUR), SCHEMA_N(name)}, {layout(SCHEMA_FS, SCHEMA_FA)},
+static const struct {
+    IOLENS_LAYOUTS(SCHEMA_MEMBER)
+} schema_blob = {
+#define SCHEMA_CUR struct iolens_proc
+    SCHEMA_INIT(PROC, IOLENS_LAYOUT_PROC)
+#undef SCHEMA_CUR
+#define SCHEMA_CUR struct iolens_string
+    SCHEMA_INIT(STRING, IOLENS_LAYOUT_STRING)
+#undef SCHEMA_CUR
+#define SCHEMA_CUR struct iolens_file
+    SCHEMA_INIT(FILE, IOLENS_LAYOUT_FILE)
+#undef SCHEMA_CUR
+#define SCHEMA_CUR struct iolens_timeline
+    SCHEMA_INIT(TIMELINE, IOLENS_LAYOUT_TIMELINE)
+#undef SCHEMA_CUR
+#define SCHEMA_CUR struct iolens_child
+    SCHEMA_INIT(CHILD, IOLENS_LAYOUT_CHILD)
+#undef SCHEMA_CUR
+#define SCHEMA_CUR struct iolens_event
+    SCHEMA_INIT(EVENT, IOLENS_LAYOUT_EVENT)
+#undef SCHEMA_CUR
+};
+#define SCHEMA_KIND_NAME(name, layout) IOLENS_KIND_##name,
+static const uint32_t schema_kinds[] = {IOLENS_LAYOUTS(SCHEMA_KIND_NAME)};
+_Static_assert(sizeof schema_kinds / sizeof schema_kinds[0] == 6, "a new layout is added to schema_blob too");
+
+/* The end of an image that never made its part: the part is written with one
+ * write (file header and SCHEMA, then the records in built), then extended
+ * over the timeline's empty bins, which stay a hole.  Raw system calls and
+ * no formatting by libc: it runs on fatal signals too. */
+IOLENS_COLD int iolens_write_built(uint64_t flags, uint64_t status)
+{
+    struct iolens_state *g = &iolens_g;
+    struct iolens_proc *p = iolens_built_proc();
+    if (iolens_part_name(p->start_mono) < 0) return -1;
+    struct iolens_rec_hdr *r = (struct iolens_rec_hdr *)built;
+    r->size = sizeof *p;
+    r->version = IOLENS_VER_PROC;
+    r->kind = IOLENS_KIND_PROC;
+    p->flags = IOLENS_PF_FINALIZED | flags;
+    iolens_fill_end(p);
+    p->exit_status = status;
+    uint64_t at = built_late_strings(built_strings_end);
+    r = (struct iolens_rec_hdr *)(built + at);
+    r->size = sizeof(struct iolens_timeline);
+    r->version = IOLENS_VER_TIMELINE;
+    r->kind = IOLENS_KIND_TIMELINE;
+    struct iolens_timeline *tl = (struct iolens_timeline *)(r + 1);
+    tl->t0_mono = p->start_mono;
+    tl->shift = IOLENS_TIMELINE_SHIFT0;
+    tl->nbins = IOLENS_TIMELINE_BINS;
+    at += sizeof *r;
+    struct {
+        struct iolens_file_hdr h;
+        struct iolens_rec_hdr schema;
+    } head;
+    iolens_memcpy(head.h.magic, IOLENS_MAGIC, IOLENS_MAGIC_LEN);
+    head.h.major = IOLENS_CONTAINER_MAJOR;
+    head.h.minor = IOLENS_CONTAINER_MINOR;
+    head.h.hdr_size = sizeof head.h;
+    head.schema.kind = IOLENS_KIND_SCHEMA;
+    head.schema.version = IOLENS_VER_SCHEMA;
+    head.schema.size = sizeof schema_blob;
+    struct iovec iov[3] = {{&head, sizeof head},
+                           {(void *)&schema_blob, sizeof schema_blob},
+                           {built, at + offsetof(struct iolens_timeline, count)}};
+    uint64_t len = iov[0].iov_len + iov[1].iov_len + iov[2].iov_len;
+    uint64_t total = sizeof head + sizeof schema_blob + at + sizeof *tl;
+    uint64_t lim = iolens_fsize_limit();
+    if (total > lim) {
+        iolens_fsize_short = 1;
+        return -1;
+    }
+    int fd = sys_open(g->part_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return -1;
+    struct iolens_xfsz x;
+    if (lim != UINT64_MAX) iolens_xfsz_hold(&x);
+    long w;
+    do w = syscall(SYS_writev, fd, iov, 3);
+    while (w < 0 && errno == EINTR);
+    int ok = w == (long)len && syscall(SYS_ftruncate, fd, (long)total) == 0;
+    if (lim != UINT64_MAX) iolens_xfsz_release(&x);
+    sys_close(fd);
+    if (!ok) {
+        syscall(SYS_unlinkat, AT_FDCWD, g->part_path, 0);
+        return -1;
+    }
+    return 0;
+}
