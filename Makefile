@@ -7,6 +7,10 @@
 BUILD ?= build/check
 PROGS = rw_exact meta_exact stdio_exact stdio_modes stdio_runs stdio_mix dup_exact family threads vfork_exact fdcheck
 CC ?= cc
+# memcheck is started directly: `valgrind` is a dynamic launcher that execs the static tool, and the interposer,
+# loaded into the launcher by LD_PRELOAD, passes a static program the environment it would have unprofiled
+VG_LIB ?= $(or $(VALGRIND_LIB),/usr/libexec/valgrind)
+VG_ARCH ?= $(if $(filter aarch64,$(shell uname -m)),arm64,amd64)
 
 .PHONY: asan asan-bench valgrind clean-check
 
@@ -48,10 +52,13 @@ valgrind: $(addprefix $(BUILD)/,$(PROGS))
 	    vfork_exact) args="$(BUILD)/work/v /bin/echo";; \
 	    stdio_exact|dup_exact) args="$(BUILD)/work/f";; stdio_modes) args="$(BUILD)/work";; \
 	    *) rm -rf $(BUILD)/work/sub; args="$(BUILD)/work";; esac; \
-	  for t in 0 1; do \
+	  for t in 0 1; do rm -rf $(BUILD)/cap/*; \
 	  IOLENS_DIR=$(CURDIR)/$(BUILD)/cap IOLENS_TRACE=$$t LD_PRELOAD=$(CURDIR)/$(BUILD)/rel/native/libiolens_preload.so \
-	    valgrind -q --error-exitcode=99 ./$(BUILD)/$$p $$args \
-	    || { echo "valgrind: $$p (trace $$t) failed"; exit 1; }; echo "valgrind: $$p (trace $$t) ok"; done; done
+	    VALGRIND_LIB=$(VG_LIB) VALGRIND_LAUNCHER=$$(command -v valgrind) $(VG_LIB)/memcheck-$(VG_ARCH)-linux \
+	    -q --error-exitcode=99 ./$(BUILD)/$$p $$args \
+	    || { echo "valgrind: $$p (trace $$t) failed"; exit 1; }; \
+	  test -n "$$(ls $(BUILD)/cap)" || { echo "valgrind: $$p (trace $$t): the interposer wrote no part"; exit 1; }; \
+	  echo "valgrind: $$p (trace $$t) ok"; done; done
 
 clean-check:
 	rm -rf $(BUILD)
