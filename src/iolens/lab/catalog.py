@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from iolens import volumes
 from iolens.lab import nbd
 
 MiB = 1 << 20
@@ -36,6 +37,14 @@ class Target:
     remote: bool = False  # network targets: through toxiproxy
     disk: str | None = None  # nbd: the emulated disk's profile (a name in nbd.PROFILES)
     notes: tuple[str, ...] = field(default_factory=tuple)
+    volume: str = "instance-nvme"  # the volume type (iolens.volumes) it is priced as; emulated disks: the profile's
+    size_gib: float | None = None  # the modelled size (None: the volume type's default)
+    iops: float | None = None  # provisioned IOPS, for volume types that take them
+
+    @property
+    def option(self) -> str:
+        """The priced option this target stands for (size and provisioned figures included), for `iolens cost`."""
+        return volumes.TYPES[self.volume].spec(self.size_gib, self.iops)
 
     @property
     def profile(self) -> nbd.Profile | None:
@@ -70,9 +79,16 @@ IOPS_NOTE = ("IOPS count block requests of up to 512 KiB, so large sequential I/
              "set high enough that the byte rate governs sequential I/O")
 EMULATED_NOTE = ("emulated at the device (nbdkit rate + delay, nbdfuse, loop, ext4): slow for every process, for "
                  "buffered writeback and for reads that miss the page cache; no wrapper is needed")
+# Targets that are no volume type of a provider are priced as the nearest one, and say so.
+HDD_AS = ("st1", 3 * 1024)  # the hard disk: a 3 TiB st1 has its 120 MiB/s as its baseline
+PRICED_AS = {"hdd": ("priced as a 3 TiB st1 volume, whose baseline is this disk's 120 MiB/s",),
+             "tmpfs": ("priced as the instance with local NVMe: a RAM disk costs the instance's memory",),
+             "throttle": ("priced as a 1 TiB st1 volume, whose baseline is this throttle's 40 MiB/s and 500 IOPS",)}
 EMULATED_DISKS = tuple(
     Target(p.name, "nbd", "ext4", p.emulates, disk=p.name,
-           notes=(EMULATED_NOTE, f"published: {p.published}", *(f"not emulated: {n}" for n in p.not_emulated)))
+           notes=(EMULATED_NOTE, f"published: {p.published}", *(f"not emulated: {n}" for n in p.not_emulated),
+                  *PRICED_AS.get(p.name, ())),
+           volume=p.volume or HDD_AS[0], size_gib=p.size_gib if p.volume else HDD_AS[1], iops=p.provisioned_iops)
     for p in nbd.PROFILES
 )
 
@@ -88,7 +104,7 @@ REMOTE_NOTE = "latency and bandwidth are added by toxiproxy per TCP connection, 
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in [
-        Target("tmpfs", "tmpfs", "tmpfs", "a RAM disk"),
+        Target("tmpfs", "tmpfs", "tmpfs", "a RAM disk", notes=PRICED_AS["tmpfs"]),
         Target("ext4", "loop", "ext4", "a local disk with ext4", mkfs="ext4"),
         Target("xfs", "loop", "xfs", "a local disk with XFS", mkfs="xfs"),
         Target("btrfs", "loop", "btrfs", "a local disk with btrfs", mkfs="btrfs"),
@@ -99,20 +115,21 @@ TARGETS: dict[str, Target] = {
         _compressed("btrfs-zlib", "zlib:6", "zlib level 6 (like ZFS gzip-6)"),
         Target("throttle", "loop", "ext4",
                "legacy: a blkio throttle of 40 MiB/s and 500 IOPS on the O_DIRECT and fsync'd I/O of the processes "
-               "in its cgroup", mkfs="ext4", throttle=Limits(40 * MiB, 500), notes=(THROTTLE_NOTE, IOPS_NOTE)),
+               "in its cgroup", mkfs="ext4", throttle=Limits(40 * MiB, 500),
+               notes=(THROTTLE_NOTE, IOPS_NOTE, *PRICED_AS["throttle"]), volume="st1", size_gib=1024),
         *EMULATED_DISKS,
         Target("s3", "s3fs", "fuse.s3fs", "an S3 bucket read through a FUSE client (s3fs), same region",
-               notes=("versitygw on 127.0.0.1; objects are plain files in the lab directory",)),
+               notes=("versitygw on 127.0.0.1; objects are plain files in the lab directory",), volume="s3"),
         Target("s3-rclone", "rclone", "fuse.rclone",
                "Mountpoint-for-S3 semantics: new files written sequentially; no random writes, no append",
                notes=("rclone mount --vfs-cache-mode off --dir-cache-time 1s: objects written through the S3 API "
-                      "show up within a second",)),
+                      "show up within a second",), volume="s3"),
         Target("s3-remote", "s3fs", "fuse.s3fs", "cloud object storage a few ms away, through s3fs",
-               remote=True, notes=(REMOTE_NOTE,)),
+               remote=True, notes=(REMOTE_NOTE,), volume="s3"),
         Target("netfs", "sshfs", "fuse.sshfs", "a network filesystem (sshfs to a private sshd on loopback)",
-               notes=("SFTP semantics, not NFS: no kernel NFS client or server on this kernel",)),
+               notes=("SFTP semantics, not NFS: no kernel NFS client or server on this kernel",), volume="efs"),
         Target("netfs-remote", "sshfs", "fuse.sshfs", "a remote network share (sshfs through toxiproxy)",
-               remote=True, notes=(REMOTE_NOTE,)),
+               remote=True, notes=(REMOTE_NOTE,), volume="efs"),
     ]
 }
 

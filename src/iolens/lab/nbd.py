@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from iolens import volumes
 from iolens.lab import state as st
 from iolens.lab import tools
 from iolens.lab.sysops import StepFailed, log_tail, loops_backed_by, mount_at, responsive, run, stop_process
@@ -109,16 +110,46 @@ class Device:
 
 @dataclass(frozen=True)
 class Profile:
-    """One volume type of the catalogue: what it emulates, its published limits beside ours, and what we cannot do."""
+    """One emulated disk: what it emulates, its limits (a volume type of iolens.volumes at a size, or its own), the
+    calibrated settings that give them here, and what we cannot do."""
 
     name: str
     emulates: str
-    published: str  # the provider's or maker's figures, as published
-    bandwidth: int | None  # our limit, bytes/s (None: unthrottled)
-    iops: int | None  # our 4 KiB IOPS limit at a deep queue (None: unthrottled)
     device: Device  # the calibrated settings that give those limits here
+    volume: str | None = None  # a volume type in iolens.volumes: the limits and what is published come from it
+    size_gib: float | None = None  # the modelled size (the image is `size`, and sparse)
+    provisioned_iops: float | None = None
+    own: tuple[int | None, int | None, str] | None = None  # not a volume type: (bytes/s, IOPS, published)
     size: int = 2 * GiB  # default image size (sparse)
     not_emulated: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def perf(self) -> volumes.Perf | None:
+        return volumes.perf(self.volume, self.size_gib, self.provisioned_iops) if self.volume else None
+
+    @property
+    def bandwidth(self) -> int | None:
+        """Our baseline limit, bytes/s (None: unthrottled)."""
+        p = self.perf
+        if p is None:
+            return self.own[0] if self.own else None
+        return round(p.mibps * MiB) if p.mibps else None
+
+    @property
+    def iops(self) -> int | None:
+        """Our baseline IOPS limit at a deep queue (None: unthrottled)."""
+        p = self.perf
+        if p is None:
+            return self.own[1] if self.own else None
+        return round(p.iops) if p.iops else None
+
+    @property
+    def published(self) -> str:
+        """The provider's or maker's figures, as published (with their source for a volume type)."""
+        if self.volume:
+            t = volumes.TYPES[self.volume]
+            return f"{t.published} ({t.source.url}, as of {t.source.as_of})"
+        return self.own[2] if self.own else ""
 
 
 NO_BURST = "burst credits (the I/O credit bucket) are not emulated: the baseline holds from the first second"
@@ -128,47 +159,41 @@ DELAY_IOPS = ("the IOPS limit comes from a per-request delay x requests in fligh
 SHARED = ("no jitter, no queueing effects of a shared network or spindle; every request of any size pays the "
           "same latency")
 
-# Device.bandwidth is the rate nbdkit is given, which for magnetic, gp2 and io2-100 is 4-5% above the stated limit
+# Device.bandwidth is the rate nbdkit is given, which for magnetic, gp2 and io2-100 is 4-5% above the modelled limit
 # and for hdd 13%: found by measurement, since writeback (buffered write + fsync) and cold read-ahead do not keep
 # the rate filter's bucket busy and landed 9-12% under the limit at exactly it, while O_DIRECT streams stayed
 # within 7% of it. hdd's reads and writes take separate delays (19 and 20 ms) for its 4 KiB IOPS; at 120 MiB/s
 # its sequential reads are bound by the delay x requests in flight more than by the rate.
 PROFILES: tuple[Profile, ...] = (
-    Profile("magnetic", "EBS magnetic (standard), previous generation",
-            "40-200 IOPS (about 100 on average), 40-90 MiB/s, bursts to hundreds of IOPS",
-            40 * MiB, 100, Device(42 * MiB, 44, 2, write_latency_ms=42),
+    Profile("magnetic", "EBS magnetic (standard), previous generation", Device(42 * MiB, 44, 2, write_latency_ms=42),
+            volume="standard", size_gib=100,
             not_emulated=("the burst to hundreds of IOPS", "the spread of 40-200 IOPS: we give the average", SHARED)),
-    Profile("gp2", "EBS gp2 SSD at baseline (3 IOPS per GiB, at least 100; 0.25 MiB per I/O)",
-            "3 IOPS/GiB (min 100, max 16,000), bursts to 3,000 IOPS below 1 TiB; 128-250 MiB/s",
-            25 * MiB, 100, Device(26 * MiB, 44, 2, write_latency_ms=42),
+    Profile("gp2", "EBS gp2 SSD of 33 GiB at baseline (3 IOPS per GiB, at least 100; 0.25 MiB per I/O)",
+            Device(26 * MiB, 44, 2, write_latency_ms=42), volume="gp2", size_gib=33,
             not_emulated=(NO_BURST, "IOPS follow the image size only through the default: 100 IOPS up to 33 GiB",
                           DELAY_IOPS)),
-    Profile("gp3", "EBS gp3 SSD at its included baseline", "3,000 IOPS, 125 MiB/s (provisionable to 16,000 / 1,000)",
-            125 * MiB, 3000, Device(125 * MiB, 0, 16, iops=3000),
+    Profile("gp3", "EBS gp3 SSD at its included baseline", Device(125 * MiB, 0, 16, iops=3000),
+            volume="gp3", size_gib=100,
             not_emulated=("a modelled latency: at queue depth 1 a request takes what the stack takes (0.4-0.8 ms "
                           "here, with load), whatever its size",
                           "I/O is counted in 64 KiB units, not 256 KiB (the bandwidth binds first above 43 KiB, so "
                           "the limits are the same); a small write reads and writes 64 KiB of the image")),
-    Profile("io2-100", "EBS io2 with 100 provisioned IOPS", "100 IOPS, 0.256 MiB/s per provisioned IOPS",
-            25 * MiB, 100, Device(26 * MiB, 44, 2, write_latency_ms=42),
+    Profile("io2-100", "EBS io2 with 100 provisioned IOPS", Device(27 * MiB, 44, 2, write_latency_ms=42),
+            volume="io2", size_gib=100, provisioned_iops=100,
             not_emulated=(DELAY_IOPS, "sub-millisecond latency at queue depth 1 (ours is 44 ms)")),
-    Profile("io2-500", "EBS io2 with 500 provisioned IOPS", "500 IOPS, 0.256 MiB/s per provisioned IOPS",
-            125 * MiB, 500, Device(125 * MiB, 9, 4),
+    Profile("io2-500", "EBS io2 with 500 provisioned IOPS", Device(128 * MiB, 9, 4),
+            volume="io2", size_gib=100, provisioned_iops=500,
             not_emulated=(DELAY_IOPS, "sub-millisecond latency at queue depth 1 (ours is 9 ms)")),
-    Profile("st1", "EBS st1 throughput HDD of 1 TiB at baseline",
-            "40 MiB/s per TiB baseline, bursts to 250 MiB/s per TiB; 500 IOPS of up to 1 MiB",
-            40 * MiB, 500, Device(40 * MiB, 9, 4),
+    Profile("st1", "EBS st1 throughput HDD of 1 TiB at baseline", Device(40 * MiB, 9, 4), volume="st1",
+            size_gib=1024,
             not_emulated=(NO_BURST, "small random I/O is not penalised as on st1 (each counts as a full 1 MiB I/O)")),
-    Profile("sc1", "EBS sc1 cold HDD of 1 TiB at baseline",
-            "12 MiB/s per TiB baseline, bursts to 80 MiB/s per TiB; 250 IOPS of up to 1 MiB",
-            12 * MiB, 250, Device(12 * MiB, 19, 4),
+    Profile("sc1", "EBS sc1 cold HDD of 1 TiB at baseline", Device(12 * MiB, 19, 4), volume="sc1", size_gib=1024,
             not_emulated=(NO_BURST, "small random I/O is not penalised as on sc1 (each counts as a full 1 MiB I/O)")),
-    Profile("hdd", "a 7200 rpm hard disk with a deep queue", "about 120 MiB/s sequential, 75-250 IOPS (with NCQ)",
-            120 * MiB, 250, Device(136 * MiB, 19, 4, write_latency_ms=20),
+    Profile("hdd", "a 7200 rpm hard disk with a deep queue", Device(136 * MiB, 19, 4, write_latency_ms=20),
+            own=(120 * MiB, 250, "about 120 MiB/s sequential, 75-250 IOPS (with NCQ)"),
             not_emulated=("seek distance: every request costs the same, near or far", SHARED)),
-    Profile("nvme", "a local NVMe SSD (instance store), unthrottled stand-in",
-            "hundreds of thousands of IOPS, GB/s",
-            None, None, Device(None, 0, 16),
+    Profile("nvme", "a local NVMe SSD (instance store), unthrottled stand-in", Device(None, 0, 16),
+            volume="instance-nvme",
             not_emulated=("the device's speed: this is as fast as nbdkit, FUSE and the host disk go (see the table)",)),
 )
 
