@@ -112,7 +112,7 @@ def test_down_without_a_lab_is_a_no_op(tmp_path):
         assert res.returncode == 0 and "nothing to do" in res.stdout
     res = iolens("lab", "status", "--dir", tmp_path / "never", "--json")
     doc = json.loads(res.stdout)
-    assert doc["tag"] == "iolens-lab-status" and doc["schema_version"] == [1, 1] and doc["lab_up"] is False
+    assert doc["tag"] == "iolens-lab-status" and doc["schema_version"] == [1, 2] and doc["lab_up"] is False
     assert [t["status"] for t in doc["targets"]] == ["down"] * len(TARGETS)
 
 

@@ -52,7 +52,7 @@ def target_info(name: str, root: str | os.PathLike | None = None) -> dict[str, A
     return info
 
 
-def emulation(spec: str) -> dict[str, Any] | None:
+def emulation(spec: str, root: str | os.PathLike | None = None) -> dict[str, Any] | None:
     """What every result measured on `lab:NAME[/sub/path]` carries: the target's name, whether it is emulated, and
     how (None for a path outside the lab). From the catalogue alone, so it works whether or not the lab is up.
 
@@ -71,7 +71,28 @@ def emulation(spec: str) -> dict[str, Any] | None:
         "limits": target.limits.as_dict() if target.limits else None,
         "published": profile.published if profile else None,
         "not_emulated": list(profile.not_emulated) if profile else None,
+        "volume": target.option,
+        **_credits(target, root),
     }
+
+
+def _credits(target, root: str | os.PathLike | None) -> dict[str, Any]:
+    """The burst model of an emulated disk with credits, and the time scale it runs under when it is up scaled
+    (tests only: a result made under it says so)."""
+    perf = target.profile.perf if target.profile else None
+    if perf is None or not target.profile.bucket:
+        return {"credits": None, "time_scale": None}
+    scale = None
+    try:
+        _r, state = _load(root)
+        scale = ((state or {}).get("targets", {}).get(target.name) or {}).get("time_scale")
+    except (OSError, ValueError):
+        pass
+    model = {**perf.as_dict(), "note": "a new volume starts with a full bucket (`lab up --credits` sets it)"}
+    if scale and scale != 1:
+        model["note"] = (f"TIME-SCALED x{scale:g} (tests only): the bucket is 1/{scale:g} of the real one, so "
+                         f"bursts and refills take 1/{scale:g} of their real time")
+    return {"credits": model, "time_scale": scale}
 
 
 def resolve_target(spec: str, root: str | os.PathLike | None = None) -> Path:
