@@ -153,3 +153,22 @@ def test_burst_until_the_bucket_empties_then_baseline_then_refill(labdir, tmp_pa
     assert rate2 > 2.5 * base
     assert length2 == pytest.approx(want2, rel=0.15, abs=1.0)
     assert held2 == pytest.approx(base, rel=0.10)
+
+
+@pytest.mark.root
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_sized_target_comes_up_with_the_limits_and_price_of_its_size(tmp_path_factory):
+    why = nbd.missing() if os.geteuid() == 0 else []
+    if why:
+        unavailable("; ".join(why))
+    for d in lab_up(tmp_path_factory, "sized", "--only", "lab:sc1:500G", "--disk-size", "256M", "--credits", "50"):
+        t = _status(d, "sc1:500G")
+        assert t["status"] == "up" and t["healthy"], t
+        assert t["volume"] == "aws:ebs-sc1:size=500"
+        assert t["limits"]["write_bps"] == round(12 * 500 / 1024 * MiB)  # 12 MiB/s per TiB
+        assert t["credits"]["capacity"] == pytest.approx(500 * 1024)  # 1 TiB of credits per TiB, in MiB
+        assert t["credits"]["start"] == pytest.approx(250 * 1024)  # --credits 50
+        assert t["device"]["bandwidth"] == nbd.profile("sc1").at(500).device.bandwidth
+        res = iolens("cost", "--option", "lab:sc1:500G=600")
+        assert res.returncode == 0 and "size=500" in res.stdout, res.stdout + res.stderr

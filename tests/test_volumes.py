@@ -95,3 +95,24 @@ def test_cost_assumes_the_catalogue_size_when_none_is_given(snap):
         if t.default_gib is not None:
             assert st.size_gb == t.default_gib, t.name
     assert spec_for("aws:ebs-st1", snap, 250).size_gb == 250  # --size still wins
+
+
+def test_a_sized_lab_target_moves_its_emulated_limits_and_its_price_together(snap):
+    from iolens.errors import UsageError
+    from iolens.lab.catalog import lookup
+
+    small, big = lookup("lab:st1"), lookup("lab:st1:2T")
+    assert big.name == "st1:2048G" and big.option == "aws:ebs-st1:size=2048"
+    assert (small.profile.bandwidth, big.profile.bandwidth) == (40 * MiB, 80 * MiB)
+    assert big.profile.device.bandwidth == 2 * small.profile.device.bandwidth  # the burst: 250 -> 500 MiB/s
+    assert spec_for("lab:st1:2T", snap, None).size_gb == 2048
+    gp2 = lookup("gp2:500G")
+    assert gp2.profile.iops == 1500 and gp2.profile.device.iops == 3000
+    assert spec_for("lab:gp2:500G", snap, None).size_gb == 500
+    gp3 = lookup("lab:gp3:200G:iops=6000:throughput=500")
+    assert gp3.option == "aws:ebs-gp3:size=200:iops=6000:throughput=500" and gp3.profile.device.iops == 6000
+    assert "500 MiB/s" in gp3.emulates
+    for bad, why in (("magnetic:100G", "takes no size"), ("st1:100G", "125 to 16384 GiB"),
+                     ("gp2:1T:iops=5", "no provisioned iops"), ("gp2:huge", "write lab:NAME:SIZE")):
+        with pytest.raises(UsageError, match=why):
+            lookup(bad)

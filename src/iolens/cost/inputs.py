@@ -20,7 +20,7 @@ from typing import Any
 from iolens.cost.model import PART_BYTES, Storage, Usage, parse_spec
 from iolens.cost.prices import PriceError, Snapshot
 from iolens.errors import UsageError
-from iolens.lab.catalog import TARGETS
+from iolens.lab.catalog import TARGETS, lookup
 from iolens.volumes import default_size
 
 # Each lab target -> the priced option it stands for, size and provisioned figures included: derived from the lab
@@ -56,7 +56,11 @@ def parse_maps(values: tuple[str, ...] | list[str]) -> dict[str, str]:
 
 
 def lab_spec(name: str) -> str | None:
-    return LAB_OPTIONS.get(name[4:] if name.startswith("lab:") else name)
+    """A lab target (lab:gp2, lab:st1:2T, ...) -> the priced option it stands for; None: no such target."""
+    try:
+        return lookup(name).option
+    except UsageError:
+        return None
 
 
 def _default_size(option_id: str, snapshot_default: float | None) -> float | None:

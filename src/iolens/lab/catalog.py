@@ -6,7 +6,7 @@ limits, ours, what is not emulated) from their profile in nbd.PROFILES; nothing 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from iolens import volumes
 from iolens.lab import nbd
@@ -40,15 +40,20 @@ class Target:
     volume: str = "instance-nvme"  # the volume type (iolens.volumes) it is priced as; emulated disks: the profile's
     size_gib: float | None = None  # the modelled size (None: the volume type's default)
     iops: float | None = None  # provisioned IOPS, for volume types that take them
+    throughput: float | None = None  # provisioned MiB/s, likewise
+    base: str | None = None  # a sized target (lab:gp2:500G): the catalogue target it is made from
 
     @property
     def option(self) -> str:
         """The priced option this target stands for (size and provisioned figures included), for `iolens cost`."""
-        return volumes.TYPES[self.volume].spec(self.size_gib, self.iops)
+        return volumes.TYPES[self.volume].spec(self.size_gib, self.iops, self.throughput)
 
     @property
     def profile(self) -> nbd.Profile | None:
-        return nbd.profile(self.disk) if self.disk else None
+        if not self.disk:
+            return None
+        p = nbd.profile(self.disk)
+        return p.at(self.size_gib, self.iops, self.throughput) if self.base else p
 
     @property
     def limits(self) -> Limits | None:
@@ -134,19 +139,65 @@ TARGETS: dict[str, Target] = {
 }
 
 def lookup(name: str) -> Target:
-    """A target by name, with or without the `lab:` prefix."""
+    """A target by name, with or without the `lab:` prefix: NAME, or NAME:SIZE[:iops=N][:throughput=MiBps] for an
+    emulated disk whose limits follow its size (lab:gp2:500G, lab:st1:2T, lab:gp3:100G:iops=6000)."""
     from iolens.errors import UsageError
 
     bare = name[4:] if name.startswith("lab:") else name
+    head, _, rest = bare.partition(":")
     try:
-        return TARGETS[bare]
+        target = TARGETS[head]
     except KeyError:
-        raise UsageError(f"lab:{bare} is not a lab target; choose from {', '.join(TARGETS)}") from None
+        raise UsageError(f"lab:{head} is not a lab target; choose from {', '.join(TARGETS)}") from None
+    if not rest:
+        return target
+    size, iops, tp = _sizing(bare, rest)
+    if target.disk not in nbd.SIZED:
+        raise UsageError(f"lab:{head} takes no size; sizes apply to {', '.join(nbd.SIZED)} (e.g. lab:gp2:500G)")
+    canonical = ":".join([head, f"{size:g}G" if size is not None else f"{target.size_gib:g}G",
+                          *([f"iops={iops:g}"] if iops is not None else []),
+                          *([f"throughput={tp:g}"] if tp is not None else [])])
+    sized = replace(target, name=canonical, base=head, size_gib=size if size is not None else target.size_gib,
+                    iops=iops, throughput=tp)
+    try:
+        profile = sized.profile
+    except nbd.StepFailed as err:
+        raise UsageError(f"lab:{bare}: {err}") from None
+    assert profile is not None
+    return replace(sized, emulates=profile.emulates_at(), notes=(
+        EMULATED_NOTE, f"published: {profile.published}", *(f"not emulated: {n}" for n in profile.not_emulated)))
+
+
+UNITS = {"G": 1, "GIB": 1, "GB": 1, "T": 1024, "TIB": 1024, "TB": 1024}
+
+
+def _sizing(bare: str, rest: str) -> tuple[float | None, float | None, float | None]:
+    """SIZE[:iops=N][:throughput=M] -> (GiB, IOPS, MiB/s); UsageError saying how to write it."""
+    from iolens.errors import UsageError
+
+    size = iops = tp = None
+    for part in rest.split(":"):
+        key, eq, val = part.partition("=")
+        try:
+            if not eq:
+                num = part.rstrip("GgTtIiBb")
+                size = float(num) * UNITS[part[len(num):].upper() or "G"]
+            elif key == "iops":
+                iops = float(val)
+            elif key == "throughput":
+                tp = float(val)
+            else:
+                raise ValueError(key)
+        except (ValueError, KeyError):
+            raise UsageError(f"lab:{bare}: write lab:NAME:SIZE[:iops=N][:throughput=MiBps], e.g. lab:gp2:500G, "
+                             "lab:st1:2T or lab:gp3:100G:iops=6000") from None
+    return size, iops, tp
 
 
 def parse_only(text: str | None) -> list[Target]:
     """--only a,b,lab:c -> targets, in catalogue order."""
     if not text:
         return list(TARGETS.values())
-    wanted = {lookup(part.strip()).name for part in text.split(",") if part.strip()}
-    return [t for t in TARGETS.values() if t.name in wanted]
+    wanted = [lookup(part.strip()) for part in text.split(",") if part.strip()]
+    names = {t.name for t in wanted}
+    return [t for t in TARGETS.values() if t.name in names] + [t for t in wanted if t.base]

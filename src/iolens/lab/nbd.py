@@ -30,7 +30,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,7 @@ CONNECTIONS = 4  # nbdfuse's connections to nbdkit (its default multi-conn)
 IOPS_BLOCK = 64 * 1024  # the IOPS server counts each request as at least this many bytes (blocksize's largest)
 SERVERS = ("nbdkit", "nbdkit-iops")  # the device's server, and the IOPS server under it (Device.iops only)
 SOCKETS = ("nbd.sock", "iops.sock", credits.STATE)  # paths on our processes' command lines (the controller's last)
+SIZED = ("gp2", "gp3", "st1", "sc1")  # disks whose limits are rates, so a size or provisioned figure can set them
 RATE_FILES = {"MiB": "rate", "io": "iops.rate"}  # the rate file the credit controller writes, by credit unit
 IOPS_BURST_S = 0.02  # the IOPS server's bucket: 60 requests at 3,000/s, so a short run is not 5% fast
 READ_AHEAD_KB = 4096  # the loop device's read-ahead, which is the filesystem's: large sequential reads, few requests
@@ -125,13 +126,55 @@ class Profile:
     volume: str | None = None  # a volume type in iolens.volumes: the limits and what is published come from it
     size_gib: float | None = None  # the modelled size (the image is `size`, and sparse)
     provisioned_iops: float | None = None
+    provisioned_throughput: float | None = None
     own: tuple[int | None, int | None, str] | None = None  # not a volume type: (bytes/s, IOPS, published)
     size: int = 2 * GiB  # default image size (sparse)
     not_emulated: tuple[str, ...] = field(default_factory=tuple)
 
     @property
     def perf(self) -> volumes.Perf | None:
-        return volumes.perf(self.volume, self.size_gib, self.provisioned_iops) if self.volume else None
+        if not self.volume:
+            return None
+        return volumes.perf(self.volume, self.size_gib, self.provisioned_iops, self.provisioned_throughput)
+
+    def at(self, size_gib: float | None, iops: float | None = None, throughput: float | None = None) -> Profile:
+        """This disk at another size (and provisioned figures): the limits the model gives there, the device's rate
+        scaled from the calibrated one. Only disks whose limits are rates (an IOPS server, a bandwidth) can be
+        resized; those whose IOPS come from a calibrated delay cannot (StepFailed saying which can)."""
+        if self.name not in SIZED:
+            raise StepFailed(f"lab:{self.name} has calibrated limits and takes no size; sizes and provisioned figures "
+                             f"apply to {', '.join(SIZED)} (e.g. lab:gp2:500G)")
+        new = replace(self, size_gib=size_gib if size_gib is not None else self.size_gib, provisioned_iops=iops,
+                      provisioned_throughput=throughput)
+        try:
+            perf = new.perf
+        except volumes.SizeError as err:
+            raise StepFailed(str(err)) from None
+        assert perf is not None and self.device.bandwidth and self.burst_bandwidth
+        k = self.device.bandwidth / self.burst_bandwidth  # calibration: the rate given per byte/s of the limit
+        bw = round((new.burst_bandwidth or 0) * k)
+        notes = new.not_emulated
+        if self.device.iops:
+            top = round(perf.burst_iops if new.bucket and perf.burst_iops else perf.iops or 0)
+            if top * IOPS_BLOCK < bw:
+                notes = (*notes, f"the bandwidth is held to {top} IOPS x 64 KiB = {top * IOPS_BLOCK / MiB:.0f} MiB/s "
+                                 f"(the model's {bw / k / MiB:.0f}): the IOPS server counts requests in 64 KiB units")
+                bw = top * IOPS_BLOCK
+            device = replace(self.device, bandwidth=bw, iops=top)
+        else:
+            device = replace(self.device, bandwidth=bw)
+        return replace(new, device=device, not_emulated=notes)
+
+    def emulates_at(self) -> str:
+        """What it emulates, with the size and the model's limits there (for a resized disk)."""
+        p = self.perf
+        if p is None or self.volume is None:
+            return self.emulates
+        what = [f"{p.iops:g} IOPS" if p.iops else "", f"{p.mibps:g} MiB/s" if p.mibps else ""]
+        burst = [f"{p.burst_iops:g} IOPS" if p.burst_iops else "", f"{p.burst_mibps:g} MiB/s" if p.burst_mibps else ""]
+        text = f"{volumes.TYPES[self.volume].title} of {self.size_gib:g} GiB: {', '.join(w for w in what if w)}"
+        return text + (f" baseline, bursting to {', '.join(b for b in burst if b)} on its credits" if self.bucket
+                       else "")
 
     @property
     def bucket(self) -> bool:

@@ -7,7 +7,7 @@ from typing import Any
 
 from iolens.lab import credits as nbd_credits
 from iolens.lab import state as st
-from iolens.lab.catalog import TARGETS, Target
+from iolens.lab.catalog import TARGETS, Target, lookup
 from iolens.lab.kinds import kind_of
 
 TAG = "iolens-lab-status"
@@ -70,7 +70,8 @@ def check(info: dict[str, Any], state: dict[str, Any]) -> tuple[bool, str | None
 def collect(root: Path) -> dict[str, Any]:
     state = st.load(root)
     targets = []
-    for target in TARGETS.values():
+    sized = [lookup(n) for n in (state or {}).get("targets", {}) if n not in TARGETS]  # lab:gp2:500G and the like
+    for target in [*TARGETS.values(), *sized]:
         rec = state["targets"].get(target.name) if state else None
         info = describe(target, rec, state)
         if state and info["status"] == "up":
