@@ -168,6 +168,31 @@ def test_bench_on_an_emulated_disk_runs_at_its_limit_and_says_emulated(labdir, t
         assert json.loads(prov)["target"]["emulated"] is True
 
 
+def test_random_writes_the_page_cache_absorbed_are_not_called_synced(labdir, tmp_path):
+    """4 KiB random writes to a small file on lab:gp3 (3,000 IOPS) with one fdatasync at the end: the cache takes
+    many more writes than the device, so the phase is `buffered` and says why; `synced` only when the device's
+    counters show it wrote the bytes, and then the rate is the device's."""
+    out = tmp_path / "r.json"
+    env = dict(os.environ, IOLENS_LAB_DIR=str(labdir))
+    res = iolens("bench", "lab:gp3", "--suite", "random", "--size", "32M", "--runtime", "2", "--threads", "1,4",
+                 "--json", out, "--no-store", "-q", env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    doc = json.loads(out.read_text())
+    writes = [r for r in doc["results"] if r["op"] == "randwrite"]
+    assert writes
+    for r in writes:
+        m = r["metrics"]
+        iops, dev = (m.get("iops") or {}).get("mean"), m.get("device_write_bytes")
+        print(f"lab:gp3 {r['test']}: {iops and round(iops)} IOPS, {r['cache_state']}, device wrote {dev} of "
+              f"{m.get('write_bytes')}; {r.get('notes')}", file=sys.stderr)
+        if r["cache_state"] == "synced":
+            assert dev is not None and dev >= 0.5 * m["write_bytes"] and iops < 1.4 * 3000
+        else:
+            assert r["cache_state"] == "buffered"
+            assert any("not synced" in n for n in r.get("notes") or []), r.get("notes")
+    assert any(r["cache_state"] == "buffered" for r in writes)  # 2 s of 4 KiB writes overwrite a 32 MiB file
+
+
 def _ours(labdir: Path) -> list[int]:
     """Live processes whose command line names the lab directory (nbdkit, nbdfuse)."""
     out = []
