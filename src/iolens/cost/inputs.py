@@ -19,6 +19,7 @@ from typing import Any
 
 from iolens.cost.model import PART_BYTES, Storage, Usage, parse_spec
 from iolens.cost.prices import PriceError, Snapshot
+from iolens import resolve
 from iolens.errors import UsageError
 from iolens.lab.catalog import TARGETS, lookup
 from iolens.volumes import default_size
@@ -79,10 +80,11 @@ def spec_for(key: str, snap: Snapshot, size_gb: float | None) -> Storage | None:
     """An option spec, a lab target name or `none` -> Storage (None for `none`)."""
     if key == NOT_PRICED:
         return None
-    lab = lab_spec(key) if ":" not in key or key.startswith("lab:") else None
+    lab_name = ":" not in key or resolve.is_lab(key)  # a lab target, or a priced option (PROVIDER:NAME)
+    lab = lab_spec(key) if lab_name else None
     if lab is not None:
         key = lab
-    elif ":" not in key or key.startswith("lab:"):
+    elif lab_name:
         raise UsageError(f"{key!r} is neither a priced option (like aws:ebs-gp3) nor a lab target with a price "
                          f"({', '.join(LAB_OPTIONS)})")
     st = parse_spec(key, snap)

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from iolens.errors import TargetError
 from iolens.lab import state as _state
-from iolens.lab.catalog import TARGETS, lookup
+from iolens.lab.catalog import TARGETS, lookup, split
 from iolens.lab.kinds import ACCESS_KEY, kind_of
 from iolens.lab.status import check, describe
 
@@ -28,7 +28,7 @@ __all__ = ["TARGETS", "is_lab_spec", "is_s3", "resolve_target", "target_info", "
 
 
 def is_lab_spec(spec: str) -> bool:
-    return isinstance(spec, str) and spec.startswith("lab:")
+    return split(spec) is not None
 
 
 def is_s3(name: str) -> bool:
@@ -59,9 +59,10 @@ def emulation(spec: str, root: str | os.PathLike | None = None) -> dict[str, Any
     emulation: "device" (slow for every process), "cgroup" (only inside its cgroup: `lab run`, bench's engine),
     "network" (toxiproxy), or None (a real filesystem, at the host's speed).
     """
-    if not is_lab_spec(spec):
+    parts = split(spec)
+    if parts is None:
         return None
-    target = lookup(spec.partition("/")[0])
+    target = lookup(parts[0])
     profile = target.profile
     return {
         "target": f"lab:{target.name}",
@@ -97,9 +98,10 @@ def _credits(target, root: str | os.PathLike | None) -> dict[str, Any]:
 
 def resolve_target(spec: str, root: str | os.PathLike | None = None) -> Path:
     """`lab:NAME` -> the mounted directory of that target; TargetError if the lab or the target is not up."""
-    if not is_lab_spec(spec):
+    parts = split(spec)
+    if parts is None:
         return Path(spec)
-    target = lookup(spec)
+    target = lookup(parts[0])
     r, state = _load(root)
     if state is None:
         raise TargetError(f"{spec}: no lab is up in {r}; run `iolens lab up --only {target.name}` (as root)")

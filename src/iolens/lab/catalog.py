@@ -138,12 +138,24 @@ TARGETS: dict[str, Target] = {
     ]
 }
 
+PREFIX = "lab:"
+
+
+def split(spec: str) -> tuple[str, str] | None:
+    """`lab:NAME[:SIZE...][/sub/path]` -> (NAME[:SIZE...], sub/path); None when spec does not name a lab target.
+    The one place the prefix is read (iolens.resolve builds on it)."""
+    if not isinstance(spec, str) or not spec.startswith(PREFIX):
+        return None
+    name, _, sub = spec[len(PREFIX):].partition("/")
+    return name, sub
+
+
 def lookup(name: str) -> Target:
     """A target by name, with or without the `lab:` prefix: NAME, or NAME:SIZE[:iops=N][:throughput=MiBps] for an
     emulated disk whose limits follow its size (lab:gp2:500G, lab:st1:2T, lab:gp3:100G:iops=6000)."""
     from iolens.errors import UsageError
 
-    bare = name[4:] if name.startswith("lab:") else name
+    bare = name[len(PREFIX):] if name.startswith(PREFIX) else name
     head, _, rest = bare.partition(":")
     try:
         target = TARGETS[head]
