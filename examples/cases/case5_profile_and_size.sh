@@ -19,7 +19,7 @@ need_tool minimap2 minimap2
 need_tool samtools samtools
 if [ "$mode" = short ]; then pairs=20000; ref=4000000; regions=400; runs=2; oruns=5; else pairs=100000; ref=10000000; regions=2000; runs=3; oruns=5; fi
 here=$(cd "$(dirname "$0")" && pwd)
-volumes=(gp2:100G gp3:100G st1:125G io2-100 io2-500 magnetic)  # one size, so time x cost compares like with like
+volumes=(gp2 gp3 st1:125G io2-100 io2-500 magnetic)  # all about 100 GiB (st1: its minimum), so time x cost compares like with like
 db=$work/results.sqlite
 
 synth "$work/synth" --ref-size "$ref" --pairs "$pairs"
