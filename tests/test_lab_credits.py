@@ -3,10 +3,11 @@ time-scaled gp2 (IOPS credits) and st1 (throughput credits): burst until the buc
 a refill that buys a shorter burst, each against the volume model (iolens.volumes).
 
 The burst rate a shared machine reaches can be below the model's (the stack tops out near 2,000-3,000 4 KiB
-requests a second here under load), so the burst must not exceed the model's and the burst's length is checked
-against the model at the rate reached: bucket / (rate - baseline). The baseline, which the stack reaches with room
-to spare, is checked against the model's figure. Tolerances: 10% for rates, 15% for lengths (1 s resolution of
-fio's log at the phase edges, and the rate file is re-read once a tick).
+requests a second here under load), so the burst must not exceed the model's, and what it spent above the baseline
+before it fell to the baseline is checked against the bucket. The baseline, which the stack reaches with room
+to spare, is checked against the model's figure. Tolerances: 10% for rates; 15% for what the first burst spent
+against the bucket and 20% for what the refill's short burst spent against what the idle time earned (fio's 1 s
+log at the phase edges; the controller counts the device's requests, journal writes included, fio only its own).
 """
 
 from __future__ import annotations
@@ -80,26 +81,22 @@ def _fio(path: Path, log: Path, seconds: float, *, small: bool) -> list[float]:
     return vals if small else [v / 1024 for v in vals]  # fio logs KiB/s
 
 
-def _phases(series: list[float], base: float, bucket: float) -> tuple[float, float, float, float]:
-    """(burst rate, burst seconds measured, burst seconds the model gives for this series, baseline rate after).
+def _phases(series: list[float], base: float) -> tuple[float, float, float, float]:
+    """(burst rate, burst seconds, credits the burst spent, baseline rate after) of a per-second series.
 
-    Measured: the burst is what lies above the midpoint between its median and the baseline; the edge second counts
-    by where it lies between them. Model: the bucket is spent by what is done above the baseline, second by second,
-    so the burst ends when the series' sum of (rate - baseline) reaches the bucket."""
+    The burst runs to the last second above the midpoint between its start and the baseline (a second the host
+    stalls in is still burst); the edge second counts by where it lies between them. What it spent is what was done
+    above the baseline during it (credits are earned at the baseline and spent by everything done), which the
+    model says is the bucket."""
     first = statistics.median(series[:3])
     mid = (first + base) / 2
-    n = next((i for i, v in enumerate(series) if v < mid), len(series))
+    n = max((i + 1 for i, v in enumerate(series) if v >= mid), default=0)
     burst = statistics.median(series[:n]) if n else first
     edge = series[n] if n < len(series) else base
-    length = n + max(0.0, min(1.0, (edge - base) / (burst - base))) if burst > base else 0.0
-    spent, model = 0.0, float(len(series))
-    for i, v in enumerate(series):
-        if v > base and spent + (v - base) >= bucket:
-            model = i + (bucket - spent) / (v - base)
-            break
-        spent += v - base
+    part = max(0.0, min(1.0, (edge - base) / (burst - base))) if burst > base else 0.0
+    spent = sum(v - base for v in series[:n]) + part * (edge - base)
     tail = series[n + 2:]
-    return burst, length, model, statistics.median(tail) if tail else float("nan")
+    return burst, n + part, spent, statistics.median(tail) if tail else float("nan")
 
 
 def _prefill(labdir: Path, name: str, path: Path) -> None:
@@ -136,23 +133,24 @@ def test_burst_until_the_bucket_empties_then_baseline_then_refill(labdir, tmp_pa
 
     series = _fio(path, tmp_path / "a", seconds, small=small)
     ended = time.monotonic()
-    rate, length, want, held = _phases(series, base, bucket)
-    print(f"lab:{name} x{SCALE}: burst {rate:.0f} for {length:.1f} s (model for this series {want:.1f} s; "
-          f"model's burst {top:g}), then {held:.1f} (model {base:g}); series {' '.join(f'{v:.0f}' for v in series)}")
+    rate, length, spent, held = _phases(series, base)
+    print(f"lab:{name} x{SCALE}: burst {rate:.0f} (model {top:g}) for {length:.1f} s, spending {spent:.0f} of a "
+          f"{bucket:.0f} bucket, then {held:.1f} (model {base:g}); series {' '.join(f'{v:.0f}' for v in series)}")
     assert rate <= 1.1 * top and rate > 2.5 * base
-    assert length == pytest.approx(want, rel=0.15, abs=1.0)
+    assert spent == pytest.approx(bucket, rel=0.15)
     assert held == pytest.approx(base, rel=0.10)
 
     idle = 0.3 * bucket / base  # refills 30% of the bucket
     time.sleep(max(0.0, idle - (time.monotonic() - ended)))
     earned = base * (time.monotonic() - ended)
     again = _fio(path, tmp_path / "b", seconds / 2, small=small)
-    rate2, length2, want2, held2 = _phases(again, base, earned)
-    print(f"lab:{name}: after {earned / base:.1f} s idle, burst {rate2:.0f} for {length2:.1f} s (model "
-          f"{want2:.1f} s), then {held2:.1f}; series {' '.join(f'{v:.0f}' for v in again)}")
+    rate2, length2, spent2, held2 = _phases(again, base)
+    print(f"lab:{name}: after {earned / base:.1f} s idle (earning {earned:.0f}), burst {rate2:.0f} for {length2:.1f} s "
+          f"spending {spent2:.0f}, then {held2:.1f}; series {' '.join(f'{v:.0f}' for v in again)}")
     assert rate2 > 2.5 * base
-    assert length2 == pytest.approx(want2, rel=0.15, abs=1.0)
+    assert spent2 == pytest.approx(earned, rel=0.2)
     assert held2 == pytest.approx(base, rel=0.10)
+
 
 
 @pytest.mark.root
@@ -162,8 +160,18 @@ def test_a_sized_target_comes_up_with_the_limits_and_price_of_its_size(tmp_path_
     why = nbd.missing() if os.geteuid() == 0 else []
     if why:
         unavailable("; ".join(why))
+    scale = os.environ.pop("IOLENS_LAB_TIME_SCALE", None)  # the module's time-scaled lab may be up: not this one
+    try:
+        _sized(tmp_path_factory)
+    finally:
+        if scale is not None:
+            os.environ["IOLENS_LAB_TIME_SCALE"] = scale
+
+
+def _sized(tmp_path_factory) -> None:
     for d in lab_up(tmp_path_factory, "sized", "--only", "lab:sc1:500G", "--disk-size", "256M", "--credits", "50"):
         t = _status(d, "sc1:500G")
+        assert t["time_scale"] == 1
         assert t["status"] == "up" and t["healthy"], t
         assert t["volume"] == "aws:ebs-sc1:size=500"
         assert t["limits"]["write_bps"] == round(12 * 500 / 1024 * MiB)  # 12 MiB/s per TiB
