@@ -40,7 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from iolens.lab import credits, nbd  # noqa: E402
+from iolens.lab import credits, disks, nbd  # noqa: E402
 
 MiB = 1 << 20
 BLOCK = 4096
@@ -106,7 +106,7 @@ MEASURES = ("seq write, buffered+fsync", "seq read, cold buffered", "seq read, O
             "4k rand read, cold buffered", "4k read latency QD1, O_DIRECT")
 
 
-def measure(mnt: Path, prof: nbd.Profile, seconds: float) -> dict[str, float]:
+def measure(mnt: Path, prof: disks.Profile, seconds: float) -> dict[str, float]:
     bw = prof.burst_bandwidth or 400 * MiB  # enough to write for --seconds at the faster phase
     iops = prof.iops or 20000
     f = mnt / "seq.dat"
@@ -133,7 +133,7 @@ def show(m: str, v: float) -> str:
     return {"MiB/s": f"{v / MiB:.1f}", "ms": f"{v:.2f}", "IOPS": f"{v:.0f}"}[kind(m)]
 
 
-def phases(prof: nbd.Profile) -> list[tuple[str, str | None, int | None, int | None]]:
+def phases(prof: disks.Profile) -> list[tuple[str, str | None, int | None, int | None]]:
     """(label, --credits, bandwidth limit, IOPS limit) of each phase to measure."""
     if not prof.bucket:
         return [(prof.name, None, prof.bandwidth, prof.iops)]
@@ -144,7 +144,7 @@ def phases(prof: nbd.Profile) -> list[tuple[str, str | None, int | None, int | N
             (f"{prof.name} base", "empty", prof.bandwidth, prof.iops)]
 
 
-def run_profile(prof: nbd.Profile, repeat: int, seconds: float, size: int,
+def run_profile(prof: disks.Profile, repeat: int, seconds: float, size: int,
                 credits_: str | None = None) -> dict[str, list[float]]:
     perf = prof.perf
     bucket = credits.Bucket.from_perf(perf, credits_) if perf is not None and credits_ else None
@@ -192,9 +192,9 @@ def main() -> int:
         print(f"emulated_disks: {why[0]}", file=sys.stderr)
         return 2
     size = int(a.size[:-1]) << {"M": 20, "G": 30}[a.size[-1].upper()] if a.size[-1].isalpha() else int(a.size)
-    names = a.only.split(",") if a.only else [p.name for p in nbd.PROFILES]
+    names = a.only.split(",") if a.only else [p.name for p in disks.PROFILES]
     try:
-        profiles = [nbd.profile(n.strip()) for n in names]
+        profiles = [disks.profile(n.strip()) for n in names]
     except nbd.StepFailed as err:
         print(f"emulated_disks: {err}", file=sys.stderr)
         return 2

@@ -211,10 +211,10 @@ def test_every_target_has_a_registered_kind_and_s3_comes_from_the_kind():
 
 def test_emulated_disks_come_from_the_profiles_and_say_what_they_cannot_do():
     """Each volume of the catalogue is a lab target of kind nbd whose limits, published figures and caveats are its
-    profile's (nbd.PROFILES), not a copy."""
-    from iolens.lab import nbd
+    profile's (disks.PROFILES), not a copy."""
+    from iolens.lab import disks, nbd
 
-    for p in nbd.PROFILES:
+    for p in disks.PROFILES:
         t = TARGETS[p.name]
         assert t.kind == "nbd" and t.emulated and t.emulation == "device" and t.fstype == "ext4"
         assert t.emulates == p.emulates

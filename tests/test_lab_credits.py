@@ -23,7 +23,7 @@ import pytest
 from conftest import iolens, lab_up, unavailable
 
 from iolens import volumes
-from iolens.lab import credits, nbd
+from iolens.lab import credits, disks, nbd
 
 MiB = 1 << 20
 SCALE = 400  # gp2: 5.4M / 400 = 13,500 I/O credits; st1: 1 TiB / 400 = 2,621 MiB
@@ -117,7 +117,7 @@ def _status(labdir: Path, name: str) -> dict:
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("name, unit", [("gp2", "io"), ("st1", "MiB")])
 def test_burst_until_the_bucket_empties_then_baseline_then_refill(labdir, tmp_path, name, unit):
-    perf = nbd.profile(name).perf
+    perf = disks.profile(name).perf
     assert perf is not None and perf.credits is not None
     small = unit == "io"
     base, top = (perf.iops, perf.burst_iops) if small else (perf.mibps, perf.burst_mibps)
@@ -177,6 +177,6 @@ def _sized(tmp_path_factory) -> None:
         assert t["limits"]["write_bps"] == round(12 * 500 / 1024 * MiB)  # 12 MiB/s per TiB
         assert t["credits"]["capacity"] == pytest.approx(500 * 1024)  # 1 TiB of credits per TiB, in MiB
         assert t["credits"]["start"] == pytest.approx(250 * 1024)  # --credits 50
-        assert t["device"]["bandwidth"] == nbd.profile("sc1").at(500).device.bandwidth
+        assert t["device"]["bandwidth"] == disks.profile("sc1").at(500).device.bandwidth
         res = iolens("cost", "--option", "lab:sc1:500G=600")
         assert res.returncode == 0 and "size=500" in res.stdout, res.stdout + res.stderr

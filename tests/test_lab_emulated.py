@@ -21,14 +21,14 @@ import pytest
 from conftest import iolens, lab_up, unavailable
 
 from iolens import pagecache
-from iolens.lab import nbd
+from iolens.lab import disks, nbd
 from iolens.lab.state import process_start_time
 from iolens.lab.sysops import loops_backed_by, mounts_under
 
 pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(600)]
 
 MiB = 1 << 20
-DISKS = [p.name for p in nbd.PROFILES]
+DISKS = [p.name for p in disks.PROFILES]
 TOLERANCE = 0.4
 SECONDS = 0.8  # each timed transfer takes about this long at the target's limit
 
@@ -58,7 +58,7 @@ def test_status_shows_each_disk_with_its_published_limits(labdir):
     by = status(labdir)
     for name in DISKS:
         t = by[name]
-        p = nbd.profile(name)
+        p = disks.profile(name)
         assert t["status"] == "up" and t["healthy"], (name, t["problem"], t["error"])
         assert t["kind"] == "nbd" and t["emulated"] is True and t["emulation"] == "device"
         assert t["published"] == p.published and t["not_emulated"] == list(p.not_emulated)
@@ -87,7 +87,7 @@ def test_buffered_write_sync_and_cold_read_take_the_time_the_limits_imply(labdir
     """dd and sync as plain processes (no wrapper, no cgroup): the page cache absorbs the write, sync pays for it,
     and a read that misses the cache pays again. The limit is a cap: no attempt may be faster than it allows, and a
     busy shared machine can only slow an attempt down, so up to 3 attempts are made for the upper bound."""
-    p = nbd.profile(name)
+    p = disks.profile(name)
     root = Path(status(labdir)[name]["path"])
     if p.bandwidth is None:  # nvme: unthrottled, as fast as the stack goes
         write, read = _write_sync_read(root, 32)
@@ -150,7 +150,7 @@ def test_bench_on_an_emulated_disk_runs_at_its_limit_and_says_emulated(labdir, t
     doc = json.loads(out.read_text())
     (target,) = doc["targets"]
     assert target["name"] == "lab:io2-100" and target["emulated"] is True and target["emulation"] == "device"
-    io2 = nbd.profile("io2-100")
+    io2 = disks.profile("io2-100")
     assert target["lab"] == "io2-100" and target["lab_read_Bps"] == io2.bandwidth
     assert doc["results"] and all(r["emulated"] is True and r["target"] == "lab:io2-100" for r in doc["results"])
     limit = io2.bandwidth
@@ -211,7 +211,7 @@ def test_down_after_sigkill_of_the_servers_leaves_nothing(labdir):
     pids = _ours(labdir)
     # nbdkit + nbdfuse per disk, the IOPS server of those that have one (gp2, gp3), the credit controller of those
     # with burst credits (gp2, st1, sc1)
-    assert len(pids) == sum(2 + bool(nbd.profile(n).device.iops) + nbd.profile(n).bucket for n in DISKS)
+    assert len(pids) == sum(2 + bool(disks.profile(n).device.iops) + disks.profile(n).bucket for n in DISKS)
     with open(Path(status(labdir)["hdd"]["path"]) / "dirty.bin", "wb") as fh:
         fh.write(os.urandom(4 * MiB))  # dirty pages that will never reach the device
     state = labdir / "nbd"

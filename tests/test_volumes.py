@@ -9,7 +9,7 @@ from iolens import volumes as V
 from iolens.cost import prices as P
 from iolens.cost.inputs import LAB_OPTIONS, spec_for
 from iolens.cost.model import Usage, Workload, cost, parse_spec
-from iolens.lab import nbd
+from iolens.lab import disks
 from iolens.lab.catalog import TARGETS
 
 MiB = 1 << 20
@@ -31,7 +31,7 @@ def test_every_lab_target_has_a_price_and_every_price_names_a_lab_target(snap):
 
 
 def test_every_emulated_disk_states_the_limits_of_its_volume_type_at_its_size():
-    for p in nbd.PROFILES:
+    for p in disks.PROFILES:
         if p.volume is None:
             assert p.own is not None, p.name
             continue

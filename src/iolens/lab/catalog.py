@@ -1,7 +1,7 @@
 """The lab's targets, listed once: what each is built from (its kind, see kinds.py), what it emulates, its limits.
 
 The emulated disks (kind `nbd`) take everything they say about themselves (what they emulate, the published
-limits, ours, what is not emulated) from their profile in nbd.PROFILES; nothing is restated here.
+limits, ours, what is not emulated) from their profile in disks.PROFILES; nothing is restated here.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from iolens import volumes
-from iolens.lab import nbd
+from iolens.lab import disks, nbd
 
 MiB = 1 << 20
 
@@ -35,7 +35,7 @@ class Target:
     mount_options: str | None = None
     throttle: Limits | None = None  # loop targets under a cgroup v1 blkio throttle (`lab run` only)
     remote: bool = False  # network targets: through toxiproxy
-    disk: str | None = None  # nbd: the emulated disk's profile (a name in nbd.PROFILES)
+    disk: str | None = None  # nbd: the emulated disk's profile (a name in disks.PROFILES)
     notes: tuple[str, ...] = field(default_factory=tuple)
     volume: str = "instance-nvme"  # the volume type (iolens.volumes) it is priced as; emulated disks: the profile's
     size_gib: float | None = None  # the modelled size (None: the volume type's default)
@@ -49,10 +49,10 @@ class Target:
         return volumes.TYPES[self.volume].spec(self.size_gib, self.iops, self.throughput)
 
     @property
-    def profile(self) -> nbd.Profile | None:
+    def profile(self) -> disks.Profile | None:
         if not self.disk:
             return None
-        p = nbd.profile(self.disk)
+        p = disks.profile(self.disk)
         return p.at(self.size_gib, self.iops, self.throughput) if self.base else p
 
     @property
@@ -94,7 +94,7 @@ EMULATED_DISKS = tuple(
            notes=(EMULATED_NOTE, f"published: {p.published}", *(f"not emulated: {n}" for n in p.not_emulated),
                   *PRICED_AS.get(p.name, ())),
            volume=p.volume or HDD_AS[0], size_gib=p.size_gib if p.volume else HDD_AS[1], iops=p.provisioned_iops)
-    for p in nbd.PROFILES
+    for p in disks.PROFILES
 )
 
 
@@ -164,8 +164,8 @@ def lookup(name: str) -> Target:
     if not rest:
         return target
     size, iops, tp = _sizing(bare, rest)
-    if target.disk not in nbd.SIZED:
-        raise UsageError(f"lab:{head} takes no size; sizes apply to {', '.join(nbd.SIZED)} (e.g. lab:gp2:500G)")
+    if target.disk not in disks.SIZED:
+        raise UsageError(f"lab:{head} takes no size; sizes apply to {', '.join(disks.SIZED)} (e.g. lab:gp2:500G)")
     canonical = ":".join([head, f"{size:g}G" if size is not None else f"{target.size_gib:g}G",
                           *([f"iops={iops:g}"] if iops is not None else []),
                           *([f"throughput={tp:g}"] if tp is not None else [])])
