@@ -3,6 +3,10 @@
 
     sudo python benchmarks/emulated_disks.py [--only gp3,hdd] [--repeat 3] [--seconds 3] [--json out.json]
 
+A disk with burst credits (gp2, st1, sc1: iolens.volumes) is measured in both phases, each against the model's
+limits there: `burst` (a new volume's full bucket, real size: it lasts far longer than the measurements) and
+`baseline` (an empty bucket; idle moments between measurements earn too little to burst again).
+
 For each profile: bring it up in a temporary directory, then, each --repeat times (the median is reported):
 - seq write, buffered + fsync: write --seconds worth of the bandwidth in 1 MiB writes, fsync; bytes / time;
 - seq read, cold buffered: drop caches, read that file in 1 MiB reads;
@@ -36,7 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from iolens.lab import nbd  # noqa: E402
+from iolens.lab import credits, disks, nbd  # noqa: E402
 
 MiB = 1 << 20
 BLOCK = 4096
@@ -102,8 +106,8 @@ MEASURES = ("seq write, buffered+fsync", "seq read, cold buffered", "seq read, O
             "4k rand read, cold buffered", "4k read latency QD1, O_DIRECT")
 
 
-def measure(mnt: Path, prof: nbd.Profile, seconds: float) -> dict[str, float]:
-    bw = prof.bandwidth or 400 * MiB
+def measure(mnt: Path, prof: disks.Profile, seconds: float) -> dict[str, float]:
+    bw = prof.burst_bandwidth or 400 * MiB  # enough to write for --seconds at the faster phase
     iops = prof.iops or 20000
     f = mnt / "seq.dat"
     nbytes = max(32 * MiB, int(bw * seconds) // MiB * MiB)
@@ -129,17 +133,49 @@ def show(m: str, v: float) -> str:
     return {"MiB/s": f"{v / MiB:.1f}", "ms": f"{v:.2f}", "IOPS": f"{v:.0f}"}[kind(m)]
 
 
-def run_profile(prof: nbd.Profile, repeat: int, seconds: float, size: int) -> dict[str, list[float]]:
+def phases(prof: disks.Profile) -> list[tuple[str, str | None, int | None, int | None]]:
+    """(label, --credits, bandwidth limit, IOPS limit) of each phase to measure."""
+    if not prof.bucket:
+        return [(prof.name, None, prof.bandwidth, prof.iops)]
+    perf = prof.perf
+    assert perf is not None
+    top = round(perf.burst_iops) if perf.burst_iops else prof.iops
+    return [(f"{prof.name} burst", "full", prof.burst_bandwidth, top),
+            (f"{prof.name} base", "empty", prof.bandwidth, prof.iops)]
+
+
+def run_profile(prof: disks.Profile, repeat: int, seconds: float, size: int,
+                credits_: str | None = None) -> dict[str, list[float]]:
+    perf = prof.perf
+    bucket = credits.Bucket.from_perf(perf, credits_) if perf is not None and credits_ else None
     with tempfile.TemporaryDirectory(prefix=f"iolens-cal-{prof.name}-") as tmp:
         state, mnt = Path(tmp) / "state", Path(tmp) / "mnt"
         try:
-            nbd.up(state, mnt, prof.device, size=size)
+            nbd.up(state, mnt, prof.device, size=size, bucket=bucket)
             runs = [measure(mnt, prof, seconds) for _ in range(repeat)]
         finally:
             left = nbd.down(state, mnt)
             if left:
                 print(f"{prof.name}: teardown left {'; '.join(left)}", file=sys.stderr)
     return {m: [r[m] for r in runs] for m in MEASURES}
+
+
+def report(label: str, res: dict[str, list[float]], bw: int | None, iops: int | None) -> list[tuple[float, str, str]]:
+    """Print a phase's rows and its summary; its worst errors as (abs %, label, unit)."""
+    errors: dict[str, list[float]] = {"MiB/s": [], "IOPS": []}
+    for m, vals in res.items():
+        med = statistics.median(vals)
+        limit = {"MiB/s": bw, "IOPS": iops, "ms": None}[kind(m)]
+        err = "-"
+        if limit:
+            errors[kind(m)].append((med - limit) / limit * 100)
+            err = f"{errors[kind(m)][-1]:+.1f}%"
+        print(f"{label:<12} {m + ' ' + kind(m):<36} {show(m, limit) if limit else '-':>8} {show(m, med):>9} "
+              f"{err:>8}   {' '.join(show(m, v) for v in vals)}", flush=True)
+    summary = {k: max(v, key=abs) for k, v in errors.items() if v}
+    print(f"{label:<12} worst error: " + (", ".join(f"{k} {e:+.1f}%" for k, e in summary.items()) or
+                                        "unthrottled") + f" (load average {os.getloadavg()[0]:.1f})\n", flush=True)
+    return [(abs(e), label, k) for k, e in summary.items()]
 
 
 def main() -> int:
@@ -156,35 +192,22 @@ def main() -> int:
         print(f"emulated_disks: {why[0]}", file=sys.stderr)
         return 2
     size = int(a.size[:-1]) << {"M": 20, "G": 30}[a.size[-1].upper()] if a.size[-1].isalpha() else int(a.size)
-    names = a.only.split(",") if a.only else [p.name for p in nbd.PROFILES]
+    names = a.only.split(",") if a.only else [p.name for p in disks.PROFILES]
     try:
-        profiles = [nbd.profile(n.strip()) for n in names]
+        profiles = [disks.profile(n.strip()) for n in names]
     except nbd.StepFailed as err:
         print(f"emulated_disks: {err}", file=sys.stderr)
         return 2
     version = subprocess.run(["nbdkit", "--version"], capture_output=True, text=True).stdout.strip()
     print(f"# {' '.join(sys.argv)}\n# {time.strftime('%Y-%m-%d %H:%M %Z')}, {version}, {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.1f} at the start")
-    print(f"{'profile':<9} {'measure':<36} {'limit':>8} {'measured':>9} {'error':>8}   samples")
+    print(f"{'profile':<12} {'measure':<36} {'limit':>8} {'measured':>9} {'error':>8}   samples")
     samples, worst = {}, []
     for prof in profiles:
-        res = run_profile(prof, a.repeat, a.seconds, size)
-        samples[prof.name] = res
-        errors: dict[str, list[float]] = {"MiB/s": [], "IOPS": []}
-        for m, vals in res.items():
-            med = statistics.median(vals)
-            limit = {"MiB/s": prof.bandwidth, "IOPS": prof.iops, "ms": None}[kind(m)]
-            err = "-"
-            if limit:
-                errors[kind(m)].append((med - limit) / limit * 100)
-                err = f"{errors[kind(m)][-1]:+.1f}%"
-            print(f"{prof.name:<9} {m + ' ' + kind(m):<36} {show(m, limit) if limit else '-':>8} {show(m, med):>9} "
-                  f"{err:>8}   {' '.join(show(m, v) for v in vals)}", flush=True)
-        summary = {k: max(v, key=abs) for k, v in errors.items() if v}
-        worst += [(abs(e), prof.name, k) for k, e in summary.items()]
-        print(f"{prof.name:<9} worst error: " + (", ".join(f"{k} {e:+.1f}%" for k, e in summary.items()) or
-                                                  "unthrottled") + f" (load average {os.getloadavg()[0]:.1f})\n",
-              flush=True)
+        for label, credits_, bw_limit, iops_limit in phases(prof):
+            res = run_profile(prof, a.repeat, a.seconds, size, credits_)
+            samples[label] = res
+            worst += report(label, res, bw_limit, iops_limit)
     if worst:
         e, name, k = max(worst)
         print(f"worst of all: {name} {k} {e:.1f}% ({'within' if e <= 10 else 'outside'} the 10% target); "

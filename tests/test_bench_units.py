@@ -95,11 +95,25 @@ def test_the_device_counters_overrule_mincore():
     assert len(w) == 1 and "delivered only 10% of the bytes read" in w[0]
     notes = cache.notes_for(lied, "warm", disk(device="vda"))
     assert any("vda) delivered only 10.0 MiB of the 100.0 MiB read" in n for n in notes), notes
-    # too small to judge, a write, or no block device: mincore alone decides
+    # too small to judge, or no block device: mincore alone decides
     small = on_device(phase(group(bytes=8 << 20)), 0)
     assert cache.state_of(small, disk()) == "cold-evicted"
-    assert cache.state_of(on_device(phase(group("write", sync="fdatasync")), 0, 0), disk()) == "synced"
     assert cache.state_of(phase(), disk()) == "cold-evicted" and from_phase(phase())["device_read_bytes"] is None
+
+
+def test_synced_means_the_device_took_the_data():
+    """A write phase with a sync is `synced` only when the device's counters show it wrote (most of) the bytes:
+    random writes to a small file overwrite pages in the cache, and the one sync at the end writes only the last
+    copy, so their rate is the page cache's and is labelled `buffered`, with the counters in a note."""
+    took = on_device(phase(group("write", sync="fdatasync")), 0, 100 << 20)
+    assert cache.state_of(took, disk()) == "synced"
+    absorbed = on_device(phase(group("randwrite", sync="fdatasync")), 0, 4 << 20)
+    assert cache.state_of(absorbed, disk()) == "buffered"
+    notes = cache.notes_for(absorbed, "buffered", disk(device="loop3"))
+    assert any("not synced: the device (loop3) wrote only 4.0 MiB of the 100.0 MiB written" in n for n in notes)
+    assert cache.state_of(on_device(phase(group("randwrite", sync="fdatasync", bytes=8 << 20)), 0, 0),
+                          disk()) == "synced"  # too small to judge
+    assert cache.state_of(phase(group("randwrite", sync="fdatasync")), disk()) == "synced"  # no counters
 
 
 def test_compressing_filesystems_are_judged_only_on_random_content():

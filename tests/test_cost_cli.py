@@ -129,7 +129,7 @@ def test_lab_survey_maps_the_emulated_volumes_by_default(tmp_path):
     assert res.returncode == 0, res.stderr
     rep = json.loads(j.read_text())
     spec = {o["name"]: o["storages"][0]["spec"] for o in rep["options"]}
-    assert spec["work=lab:gp2"] == "aws:ebs-gp2:size=33"
+    assert spec["work=lab:gp2"] == "aws:ebs-gp2:size=100"  # the size whose limits the lab emulates
     assert spec["work=lab:io2-500"] == "aws:ebs-io2:size=100:iops=500"
     assert spec["work=lab:st1"] == "aws:ebs-st1:size=1024"
     assert spec["work=lab:magnetic"] == "aws:ebs-standard:size=100"
@@ -144,7 +144,9 @@ def test_lab_survey_maps_the_emulated_volumes_by_default(tmp_path):
             assert set(c) == {"part", "what", "quantity", "unit", "price", "per_run", "per_month", "basis"}
     by = {o["name"]: o for o in rep["options"]}
     assert by["work=lab:st1"]["dominated_by"] is not None and by["work=lab:io2-100"]["dominated_by"] is not None
-    assert rep["best_value"] == "work=lab:gp2"
+    # every volume priced at the size the lab emulates (100 GiB for the SSDs and magnetic): held all month, magnetic's
+    # half price per GB outweighs its 60 s more per run
+    assert rep["best_value"] == "work=lab:magnetic"
     assert set(rep["settings"]) == {"runs_per_month", "held_for", "held_for_s", "always", "instance", "size_gb",
                                     "stored_gb", "month_hours"}
     assert set(rep["prices"]) == {"file", "as_of", "retrieved", "transcribed", "prices_used",

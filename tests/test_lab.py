@@ -50,7 +50,7 @@ def test_catalogue_names_fit_every_place_a_name_is_written():
     assert [t.name for t in parse_only("btrfs-zstd9,lab:btrfs-zstd1")] == ["btrfs-zstd1", "btrfs-zstd9"]
     assert {n: TARGETS[n].mount_options for n in ("btrfs-zstd1", "btrfs-zstd", "btrfs-zstd9")} == {
         "btrfs-zstd1": "compress=zstd:1", "btrfs-zstd": "compress=zstd:3", "btrfs-zstd9": "compress=zstd:9"}
-    with pytest.raises(UsageError, match="not a lab target"):
+    with pytest.raises(UsageError, match="lab:btrfs-zstd takes no size"):  # a colon is for a volume's size
         parse_only("btrfs-zstd:9")
 
 
@@ -112,7 +112,7 @@ def test_down_without_a_lab_is_a_no_op(tmp_path):
         assert res.returncode == 0 and "nothing to do" in res.stdout
     res = iolens("lab", "status", "--dir", tmp_path / "never", "--json")
     doc = json.loads(res.stdout)
-    assert doc["tag"] == "iolens-lab-status" and doc["schema_version"] == [1, 1] and doc["lab_up"] is False
+    assert doc["tag"] == "iolens-lab-status" and doc["schema_version"] == [1, 2] and doc["lab_up"] is False
     assert [t["status"] for t in doc["targets"]] == ["down"] * len(TARGETS)
 
 
@@ -211,10 +211,10 @@ def test_every_target_has_a_registered_kind_and_s3_comes_from_the_kind():
 
 def test_emulated_disks_come_from_the_profiles_and_say_what_they_cannot_do():
     """Each volume of the catalogue is a lab target of kind nbd whose limits, published figures and caveats are its
-    profile's (nbd.PROFILES), not a copy."""
-    from iolens.lab import nbd
+    profile's (disks.PROFILES), not a copy."""
+    from iolens.lab import disks, nbd
 
-    for p in nbd.PROFILES:
+    for p in disks.PROFILES:
         t = TARGETS[p.name]
         assert t.kind == "nbd" and t.emulated and t.emulation == "device" and t.fstype == "ext4"
         assert t.emulates == p.emulates
@@ -227,8 +227,9 @@ def test_emulated_disks_come_from_the_profiles_and_say_what_they_cannot_do():
         else:
             assert e["limits"] is None
         assert p.size <= 4 << 30  # sparse, and small enough for a shared machine
-    for name in ("gp2", "st1", "sc1"):
-        assert any("burst credits" in n for n in lab.emulation(f"lab:{name}")["not_emulated"])
+    for name in ("gp2", "st1", "sc1"):  # burst credits, emulated by a controller (test_lab_credits.py)
+        assert lab.emulation(f"lab:{name}")["credits"]["credits"]["capacity"] > 0
+    assert lab.emulation("lab:gp3")["credits"] is None
     assert lab.emulation("/scratch") is None
     assert lab.emulation("lab:ext4")["emulated"] is False
     assert lab.emulation("lab:throttle")["emulation"] == "cgroup"

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import unavailable
 
-from iolens.lab import nbd
+from iolens.lab import disks, nbd
 from iolens.lab.sysops import loops_backed_by, mount_at
 
 pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(300)]
@@ -183,16 +183,17 @@ def test_a_failed_bring_up_removes_what_it_made(tmp_path):
 
 
 def test_catalogue():
-    names = [p.name for p in nbd.PROFILES]
+    names = [p.name for p in disks.PROFILES]
     assert len(names) == len(set(names))
     for want in ("magnetic", "gp2", "gp3", "io2-100", "io2-500", "st1", "sc1", "hdd", "nvme"):
-        assert nbd.profile(want).name == want
-    for name in ("gp2", "st1", "sc1"):
-        assert any("burst" in n for n in nbd.profile(name).not_emulated)
-    assert nbd.profile("gp3").iops == 3000 and nbd.profile("gp3").bandwidth == 125 * MiB
-    assert all(p.size <= 4 << 30 for p in nbd.PROFILES)
+        assert disks.profile(want).name == want
+    for name in ("gp2", "st1", "sc1"):  # burst credits, switched by a controller (test_lab_credits.py)
+        assert disks.profile(name).bucket and not any("credit" in n for n in disks.profile(name).not_emulated)
+    assert not disks.profile("gp3").bucket
+    assert disks.profile("gp3").iops == 3000 and disks.profile("gp3").bandwidth == 125 * MiB
+    assert all(p.size <= 4 << 30 for p in disks.PROFILES)
     with pytest.raises(nbd.StepFailed, match="choose from"):
-        nbd.profile("io3")
+        disks.profile("io3")
     assert "rate=167772160" in nbd.Device(RATE, 2, 2).nbdkit_args(Path("img"))  # the filter counts bits
     iops = nbd.Device(125 * MiB, 0, 16, iops=3000)
     assert iops.nbdkit_args(Path("img"), Path("iops.sock"))[-4:-2] == ["nbd", "socket=iops.sock"]
@@ -200,7 +201,7 @@ def test_catalogue():
         Path("img"))
     with pytest.raises(ValueError, match="IOPS-bound"):
         nbd.Device(40 * MiB, 0, 16, iops=100)  # 100 x 64 KiB is below 40 MiB/s
-    assert nbd.profile("gp3").device.iops == 3000 and nbd.profile("gp3").device.latency_ms == 0
-    args = nbd.profile("magnetic").device.nbdkit_args(Path("img"))
+    assert disks.profile("gp3").device.iops == 3000 and disks.profile("gp3").device.latency_ms == 0
+    args = disks.profile("magnetic").device.nbdkit_args(Path("img"))
     assert "delay-read=44ms" in args and "delay-write=42ms" in args  # random writes + fsync ran 6-11% slow at 44
     assert "delay-write=2ms" in DEVICE.nbdkit_args(Path("img"))  # the read latency, unless a write one is set

@@ -3,8 +3,9 @@
 #   1. a multi-step pipeline (examples/cases/pipeline_like.sh) profiled on a slow target (lab:magnetic, an emulated
 #      EBS magnetic volume) and a fast one (lab:tmpfs): its I/O time split into small reads, small writes, sync and
 #      streaming I/O, with the size histogram and IOPS over time in each report page;
-#   2. the six-volume survey (gp2, gp3, st1, io2-100, io2-500, magnetic) and its time x monthly-cost table with
-#      the best value named (`iolens compare` then `iolens cost --last`);
+#   2. the six-volume survey (gp2, gp3, st1, io2-100, io2-500, magnetic), each of about the same size (100 GiB;
+#      st1 at its 125 GiB minimum), new volumes with burst credits where the type has them, and its time x
+#      monthly-cost table with the best value named (`iolens compare` then `iolens cost --last`);
 #   3. the profiler's own overhead on the run (plain vs under `iolens profile`, interleaved).
 #
 # Usage (as root): examples/cases/case5_profile_and_size.sh [--full] [WORK_DIR]
@@ -18,7 +19,7 @@ need_tool minimap2 minimap2
 need_tool samtools samtools
 if [ "$mode" = short ]; then pairs=20000; ref=4000000; regions=400; runs=2; oruns=5; else pairs=100000; ref=10000000; regions=2000; runs=3; oruns=5; fi
 here=$(cd "$(dirname "$0")" && pwd)
-volumes=(gp2 gp3 st1 io2-100 io2-500 magnetic)
+volumes=(gp2 gp3 st1:125G io2-100 io2-500 magnetic)  # all about 100 GiB (st1: its minimum), so time x cost compares like with like
 db=$work/results.sqlite
 
 synth "$work/synth" --ref-size "$ref" --pairs "$pairs"
@@ -51,7 +52,7 @@ for t in magnetic tmpfs; do
 done
 
 args=()
-for v in "${volumes[@]}"; do args+=(--config "$v:work=lab:$v"); done
+for v in "${volumes[@]}"; do args+=(--config "${v%%:*}:work=lab:$v"); done
 "${iolens[@]}" compare "bash $here/pipeline_like.sh $src {work} $regions" --place work=lab:gp2 "${args[@]}" \
   --runs "$runs" --db "$db" -q --json "$report/six-volumes.json" --html "$report/six-volumes.html"
 "${iolens[@]}" cost --last --db "$db" --runs-per-month 30 --no-store \

@@ -15,7 +15,7 @@ work=$(cd "$work" && pwd)
 read -r -a iolens <<<"${IOLENS:-iolens}"
 [ "$(id -u)" = 0 ] || { echo "run_all: needs root (the lab's loop devices and mounts): run it with sudo" >&2; exit 2; }
 cases=${CASES:-case1 case2 case3 case4 case5}
-targets=tmpfs,ext4,xfs,btrfs,btrfs-lzo,btrfs-zstd,btrfs-zlib,s3,s3-rclone,s3-remote,netfs,magnetic,gp2,gp3,io2-100,io2-500,st1,nvme
+targets=tmpfs,ext4,xfs,btrfs,btrfs-lzo,btrfs-zstd,btrfs-zlib,s3,s3-rclone,s3-remote,netfs,magnetic,gp2,gp3,io2-100,io2-500,st1,st1:125G,nvme
 export IOLENS_LAB_DIR=$work/lab
 trap '"${iolens[@]}" lab down -q || true' EXIT
 "${iolens[@]}" lab up --only "$targets" --size "${LAB_SIZE:-512M}" --disk-size "${LAB_DISK_SIZE:-512M}" -q

@@ -4,8 +4,9 @@ States (recorded with every result):
 - reads:  `cold-direct` (O_DIRECT really used), `cold-evicted` (flushed and dropped from the page cache, mincore
   found under 5% still resident, and the block device's own counters show it delivered at least half the bytes
   read), `warm` (eviction skipped on purpose, or it had no effect by either check);
-- writes: `cold-direct`, `synced` (fsync/fdatasync inside the timing: the device took the data) or `buffered`
-  (only the page cache took it);
+- writes: `cold-direct`, `synced` (fsync/fdatasync inside the timing and the device took the data: its counters
+  show at least half the bytes written) or `buffered` (only the page cache took it: no sync, or a sync after
+  overwrites the cache absorbed, as random writes to a small file, when the device wrote under half the bytes);
 - metadata: `stat` is `cold-evicted` only when caches were dropped (root, --drop-caches), else `warm`;
   create/delete are `buffered` unless files were fsync'd;
 - the null target: `none`.
@@ -82,6 +83,22 @@ def device_delivered_all(ph: dict[str, Any]) -> bool:
     return read > 0 and dev["read_bytes"] >= DEVICE_SHARE_ALL * read
 
 
+def write_shortfall(ph: dict[str, Any], compressing: bool = False) -> tuple[float, float] | None:
+    """(bytes written, bytes the device wrote) when a synced write phase's device wrote too little: the writes
+    overwrote pages in the cache and only the last copy reached the device, so their rate is the page cache's."""
+    g = ph["groups"][0]
+    if g.get("op") not in ("write", "randwrite", "randrw") or g.get("sync") in (None, "none") or compressing:
+        return None
+    dev = device_of(ph)
+    if not dev or dev.get("write_bytes") is None:
+        return None
+    written = sum(x["bytes"] for x in ph["groups"] if x["op"] in ("write", "randwrite") and
+                  (x.get("dir") or 0) == (g.get("dir") or 0))
+    if written < DEVICE_MIN_BYTES or dev["write_bytes"] >= DEVICE_SHARE_MIN * written:
+        return None
+    return float(written), float(dev["write_bytes"])
+
+
 def compressing(t: Target) -> bool:
     return t.fstype == "zfs" or bool(t.compression or compression_of(t.mount_options))
 
@@ -109,7 +126,8 @@ def state_of(ph: dict[str, Any], t: Target | None = None, job: dict[str, Any] | 
     if op == "stat":
         return "cold-evicted" if cache.get("dropped") else "warm"
     if op in ("write", "randwrite"):
-        return "synced" if g.get("sync") not in (None, "none") else "buffered"
+        synced = g.get("sync") not in (None, "none") and not write_shortfall(ph, compressing(t) if t else False)
+        return "synced" if synced else "buffered"
     return "buffered"
 
 
@@ -132,6 +150,11 @@ def notes_for(ph: dict[str, Any], state: str, t: Target, job: dict[str, Any] | N
         elif short:
             notes.append(f"the device ({t.device or 'its block device'}) delivered only {human_bytes(short[1])} of "
                          f"the {human_bytes(short[0])} read (kernel block counters): the rest came from a cache")
+    short_w = write_shortfall(ph, compressing(t))
+    if short_w and state == "buffered":
+        notes.append(f"not synced: the device ({t.device or 'its block device'}) wrote only {human_bytes(short_w[1])} "
+                     f"of the {human_bytes(short_w[0])} written (kernel block counters); the rest were overwrites "
+                     "the page cache absorbed before the sync, so this rate is the page cache's")
     if cache.get("evicted") and cache.get("resident_fraction") is None and g["op"] in read_ops():
         notes.append("residency after eviction could not be checked (mmap refused)")
     return notes

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from iolens import lab
+from iolens import resolve as where_is
 from iolens.errors import TargetError, UsageError
 from iolens.sysinfo import dev_string, mount_of
 
@@ -241,10 +242,12 @@ def describe_path(t: Target) -> None:
 
 
 def _apply_lab(t: Target) -> None:
-    t.path = lab.resolve_target(t.spec)  # TargetError (one line) when the lab or the target is not up
-    t.lab = t.spec[4:]
-    info = lab.target_info(t.lab)
-    t.preexec = lab.preexec(t.lab)
+    where = where_is.parse(t.spec)
+    t.path = where.path()  # TargetError (one line) when the lab or the target is not up
+    assert where.lab is not None
+    t.lab = where.lab
+    info = lab.target_info(where.lab)
+    t.preexec = lab.preexec(where.lab)
     emulation = lab.emulation(t.spec) or {}
     t.emulated, t.emulation = bool(emulation.get("emulated")), emulation.get("emulation")
     if info.get("emulates"):
@@ -279,7 +282,7 @@ def resolve(spec: str) -> Target:
     if not spec.strip():
         raise TargetError("a target was given an empty name; give a directory or lab:NAME")
     t = Target(spec=spec, kind="dir")
-    if lab.is_lab_spec(spec):
+    if where_is.is_lab(spec):
         _apply_lab(t)
     else:
         t.path = Path(spec).expanduser()

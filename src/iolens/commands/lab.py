@@ -45,17 +45,28 @@ def lab():
               help="Latency toxiproxy adds to each response on the -remote targets.")
 @click.option("--bandwidth", "bandwidth_mbps", type=click.FloatRange(min=0), default=50.0, show_default=True,
               help="Bandwidth cap of the -remote targets in MiB/s per connection and direction (0: none).")
+@click.option("--credits", "credits_", default=None, metavar="full|empty|PCT",
+              help="Burst credits the emulated gp2, st1 and sc1 start with [default: a new volume's, full].")
 @click.option("-q", "--quiet", is_flag=True, help="Print only failures.")
-def up(only, lab_dir, size, disk_size, latency_ms, bandwidth_mbps, quiet):
+def up(only, lab_dir, size, disk_size, latency_ms, bandwidth_mbps, credits_, quiet):
     """Bring up lab targets (as root for mounts). Failing targets say why; the others still come up."""
+    from iolens.lab import credits
     from iolens.lab import state as st
     from iolens.lab.catalog import parse_only
     from iolens.lab.up import Settings
     from iolens.lab.up import up as bring_up
 
     targets = parse_only(only)
+    try:
+        credits.initial_fraction(credits_)
+        scale = float(os.environ.get("IOLENS_LAB_TIME_SCALE") or 1)  # tests only: see docs/lab.md
+    except (credits.CreditsError, ValueError) as err:
+        raise UsageError(str(err) if isinstance(err, credits.CreditsError) else
+                         "IOLENS_LAB_TIME_SCALE must be a number >= 1 (a test-only time scale)") from None
+    if scale < 1:
+        raise UsageError("IOLENS_LAB_TIME_SCALE must be a number >= 1 (a test-only time scale)")
     settings = Settings(size=_size(size), disk_size=_size(disk_size) if disk_size else None, latency_ms=latency_ms,
-                        bandwidth_kbps=int(bandwidth_mbps * 1024))
+                        bandwidth_kbps=int(bandwidth_mbps * 1024), credits=credits_, time_scale=scale)
     root = st.lab_dir(lab_dir)
     say = _say(quiet)
     state = bring_up(root, targets, settings, lambda msg: click.echo(msg) if msg.startswith("FAILED") else say(msg))
@@ -68,7 +79,7 @@ def up(only, lab_dir, size, disk_size, latency_ms, bandwidth_mbps, quiet):
 
 @lab.command()
 @DIR_OPTION
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (tag iolens-lab-status, schema [1, 1]).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (tag iolens-lab-status, schema [1, 2]).")
 def status(lab_dir, as_json):
     """Each target's health, filesystem and limits."""
     from iolens.lab import state as st

@@ -25,7 +25,7 @@ import stat
 from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 
-from iolens import lab
+from iolens import lab, resolve
 from iolens.errors import UsageError
 from iolens.redact import MASK
 
@@ -176,21 +176,22 @@ def resolve_lab(value: str) -> str:
     return os.path.join(base, sub) if sub else base
 
 
-def _lab_emulated(name: str) -> bool:
+def _where(key: str, raw: str) -> resolve.Resolved:
     try:
-        return bool(lab.lookup(name).emulated)
-    except UsageError:
-        return False  # not in this catalogue (resolve_target said where it is)
+        return resolve.parse(raw)
+    except UsageError as err:
+        raise UsageError(f"{key}={raw}: {err}") from None
 
 
 def resolve_location(key: str, role: str, raw: str) -> Location:
     lab_name = None
     path = raw
     emulated = False
-    if raw.startswith("lab:"):
-        lab_name = raw[4:].partition("/")[0]
+    where = _where(key, raw)
+    if where.target is not None:
+        lab_name = where.target.name
         path = resolve_lab(raw)
-        emulated = _lab_emulated(lab_name)
+        emulated = where.emulated
     path = os.path.expanduser(path)
     try:
         st = os.stat(path)

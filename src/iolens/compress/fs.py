@@ -30,9 +30,9 @@ HEADROOM = 16 << 20
 
 
 def resolve_fs(spec: str) -> Path:
-    from iolens import lab
+    from iolens import resolve
 
-    p = lab.resolve_target(spec) if lab.is_lab_spec(spec) else Path(spec)
+    p = resolve.parse(spec).path()
     if not p.is_dir():
         raise TargetError(f"--fs {spec}: no such directory")
     if not os.access(p, os.W_OK | os.X_OK):
@@ -140,12 +140,13 @@ def run_compare(template: str, dirs: list[tuple[str, Path]], threads: int, runs:
     from iolens.compare.report import build_report
     from iolens.compare.runner import Runner, Settings
     from iolens.compare.strategies import Workspace
+    from iolens import resolve
     from iolens.sysinfo import host_facts
 
     used = placeholder_names(parse_template(template))
     if "dir" not in used:
         raise UsageError("--run needs {dir} in the command: the directory on each filesystem holding the files")
-    names = [spec.removeprefix("lab:").replace(":", "-").replace(",", "-") for spec, _ in dirs]
+    names = [(resolve.parse(spec).lab or spec).replace(":", "-").replace(",", "-") for spec, _ in dirs]
     configs = [f"{n}:dir={p}" for n, (_spec, p) in zip(names, dirs)]
     params = [f"threads={threads}"] if "threads" in used else []
     plan = build_plan(template, inputs=[f"dir={dirs[0][1]}"], params=params,

@@ -19,6 +19,7 @@ import os
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from iolens import resolve
 from iolens.errors import UsageError
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ def _mean(v: Any) -> float | None:
 def from_store(spec: str, store: ResultsStore) -> StorageTarget | None:
     """The latest bench run's sequential bandwidth for `spec` (as typed, or as a resolved directory)."""
     names = {spec}
-    if not spec.startswith("lab:") and os.path.isdir(spec):
+    if not resolve.is_lab(spec) and os.path.isdir(spec):
         names.add(os.path.realpath(spec))
         names.add(os.path.abspath(spec))
     for run in store.runs(kind="bench"):
@@ -92,9 +93,9 @@ def resolve_targets(specs: list[str], db: str | None) -> list[StorageTarget]:
                     store = ResultsStore(db)
                 t = from_store(spec, store)
             if t is None:
+                name = resolve.parse(spec).lab or spec
                 raise UsageError(f"--on {spec}: no sequential read/write results for it in the results store; run "
-                                 f"`iolens bench {spec}` first, or give --on {spec.removeprefix('lab:')}=READ,WRITE "
-                                 "in MB/s")
+                                 f"`iolens bench {spec}` first, or give --on {name}=READ,WRITE in MB/s")
             out.append(t)
     finally:
         if store is not None:

@@ -19,35 +19,17 @@ from typing import TYPE_CHECKING, Any
 
 from iolens.cost.model import PART_BYTES, Storage, Usage, parse_spec
 from iolens.cost.prices import PriceError, Snapshot
+from iolens import resolve
 from iolens.errors import UsageError
+from iolens.lab.catalog import TARGETS, lookup
+from iolens.volumes import default_size
 
 if TYPE_CHECKING:  # the reader needs numpy: imported only when a capture is given
     from iolens.capture.reader import Capture
 
-# The lab's emulated targets -> the priced option each stands for, keyed by lab target name.  Where the
-# emulation depends on the size (gp2 IOPS, st1/sc1 throughput), the size is the one emulated; elsewhere --size.
-LAB_OPTIONS: dict[str, str] = {
-    "magnetic": "aws:ebs-standard",
-    "gp2": "aws:ebs-gp2:size=33",  # 100 IOPS baseline: 3 IOPS per GiB, at least 100 -> up to 33 GiB
-    "gp3": "aws:ebs-gp3:iops=3000:throughput=125",
-    "io1-100": "aws:ebs-io1:iops=100",
-    "io1-500": "aws:ebs-io1:iops=500",
-    "io2-100": "aws:ebs-io2:iops=100",
-    "io2-500": "aws:ebs-io2:iops=500",
-    "st1": "aws:ebs-st1:size=1024",  # 40 MiB/s baseline = 1 TiB
-    "sc1": "aws:ebs-sc1:size=1024",  # 12 MiB/s baseline = 1 TiB
-    "nvme": "aws:ec2-instance-nvme",
-    "local": "aws:ec2-instance-nvme",
-    "ext4": "aws:ec2-instance-nvme",
-    "xfs": "aws:ec2-instance-nvme",
-    "btrfs": "aws:ec2-instance-nvme",
-    "s3": "aws:s3-standard",
-    "s3-rclone": "aws:s3-standard",
-    "s3-remote": "aws:s3-standard",
-    "netfs": "aws:efs-standard",
-    "netfs-remote": "aws:efs-standard",
-    "efs": "aws:efs-standard",
-}
+# Each lab target -> the priced option it stands for, size and provisioned figures included: derived from the lab
+# catalogue and the volume types (iolens.volumes), never restated.
+LAB_OPTIONS: dict[str, str] = {t.name: t.option for t in TARGETS.values()}
 NOT_PRICED = "none"
 SYSTEM_PREFIXES = ("/proc/", "/sys/", "/dev/", "/usr/", "/etc/", "/lib", "/bin/", "/sbin/", "/run/")
 
@@ -78,7 +60,17 @@ def parse_maps(values: tuple[str, ...] | list[str]) -> dict[str, str]:
 
 
 def lab_spec(name: str) -> str | None:
-    return LAB_OPTIONS.get(name[4:] if name.startswith("lab:") else name)
+    """A lab target (lab:gp2, lab:st1:2T, ...) -> the priced option it stands for; None: no such target."""
+    try:
+        return lookup(name).option
+    except UsageError:
+        return None
+
+
+def _default_size(option_id: str, snapshot_default: float | None) -> float | None:
+    """The size assumed when none is given: the volume type's (iolens.volumes), else the price snapshot's."""
+    ours = default_size(option_id)
+    return ours if ours is not None else snapshot_default
 
 
 def _with_size(spec: str, size_gb: float | None) -> str:
@@ -91,15 +83,16 @@ def spec_for(key: str, snap: Snapshot, size_gb: float | None) -> Storage | None:
     """An option spec, a lab target name or `none` -> Storage (None for `none`)."""
     if key == NOT_PRICED:
         return None
-    lab = lab_spec(key) if ":" not in key or key.startswith("lab:") else None
+    lab_name = ":" not in key or resolve.is_lab(key)  # a lab target, or a priced option (PROVIDER:NAME)
+    lab = lab_spec(key) if lab_name else None
     if lab is not None:
         key = lab
-    elif ":" not in key or key.startswith("lab:"):
+    elif lab_name:
         raise UsageError(f"{key!r} is neither a priced option (like aws:ebs-gp3) nor a lab target with a price "
                          f"({', '.join(LAB_OPTIONS)})")
     st = parse_spec(key, snap)
     if st.size_gb is None and st.option.billing in ("provisioned", "tiered"):
-        size = size_gb if size_gb is not None else st.option.default_size_gb
+        size = size_gb if size_gb is not None else _default_size(st.option.id, st.option.default_size_gb)
         if size is not None:
             st = parse_spec(_with_size(key, size), snap)
     return st

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from iolens.errors import TargetError
 from iolens.lab import state as _state
-from iolens.lab.catalog import TARGETS, lookup
+from iolens.lab.catalog import TARGETS, lookup, split
 from iolens.lab.kinds import ACCESS_KEY, kind_of
 from iolens.lab.status import check, describe
 
@@ -28,7 +28,7 @@ __all__ = ["TARGETS", "is_lab_spec", "is_s3", "resolve_target", "target_info", "
 
 
 def is_lab_spec(spec: str) -> bool:
-    return isinstance(spec, str) and spec.startswith("lab:")
+    return split(spec) is not None
 
 
 def is_s3(name: str) -> bool:
@@ -52,16 +52,17 @@ def target_info(name: str, root: str | os.PathLike | None = None) -> dict[str, A
     return info
 
 
-def emulation(spec: str) -> dict[str, Any] | None:
+def emulation(spec: str, root: str | os.PathLike | None = None) -> dict[str, Any] | None:
     """What every result measured on `lab:NAME[/sub/path]` carries: the target's name, whether it is emulated, and
     how (None for a path outside the lab). From the catalogue alone, so it works whether or not the lab is up.
 
     emulation: "device" (slow for every process), "cgroup" (only inside its cgroup: `lab run`, bench's engine),
     "network" (toxiproxy), or None (a real filesystem, at the host's speed).
     """
-    if not is_lab_spec(spec):
+    parts = split(spec)
+    if parts is None:
         return None
-    target = lookup(spec.partition("/")[0])
+    target = lookup(parts[0])
     profile = target.profile
     return {
         "target": f"lab:{target.name}",
@@ -71,14 +72,36 @@ def emulation(spec: str) -> dict[str, Any] | None:
         "limits": target.limits.as_dict() if target.limits else None,
         "published": profile.published if profile else None,
         "not_emulated": list(profile.not_emulated) if profile else None,
+        "volume": target.option,
+        **_credits(target, root),
     }
+
+
+def _credits(target, root: str | os.PathLike | None) -> dict[str, Any]:
+    """The burst model of an emulated disk with credits, and the time scale it runs under when it is up scaled
+    (tests only: a result made under it says so)."""
+    perf = target.profile.perf if target.profile else None
+    if perf is None or not target.profile.bucket:
+        return {"credits": None, "time_scale": None}
+    scale = None
+    try:
+        _r, state = _load(root)
+        scale = ((state or {}).get("targets", {}).get(target.name) or {}).get("time_scale")
+    except (OSError, ValueError):
+        pass
+    model = {**perf.as_dict(), "note": "a new volume starts with a full bucket (`lab up --credits` sets it)"}
+    if scale and scale != 1:
+        model["note"] = (f"TIME-SCALED x{scale:g} (tests only): the bucket is 1/{scale:g} of the real one, so "
+                         f"bursts and refills take 1/{scale:g} of their real time")
+    return {"credits": model, "time_scale": scale}
 
 
 def resolve_target(spec: str, root: str | os.PathLike | None = None) -> Path:
     """`lab:NAME` -> the mounted directory of that target; TargetError if the lab or the target is not up."""
-    if not is_lab_spec(spec):
+    parts = split(spec)
+    if parts is None:
         return Path(spec)
-    target = lookup(spec)
+    target = lookup(parts[0])
     r, state = _load(root)
     if state is None:
         raise TargetError(f"{spec}: no lab is up in {r}; run `iolens lab up --only {target.name}` (as root)")

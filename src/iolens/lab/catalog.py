@@ -1,14 +1,15 @@
 """The lab's targets, listed once: what each is built from (its kind, see kinds.py), what it emulates, its limits.
 
 The emulated disks (kind `nbd`) take everything they say about themselves (what they emulate, the published
-limits, ours, what is not emulated) from their profile in nbd.PROFILES; nothing is restated here.
+limits, ours, what is not emulated) from their profile in disks.PROFILES; nothing is restated here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from iolens.lab import nbd
+from iolens import volumes
+from iolens.lab import disks, nbd
 
 MiB = 1 << 20
 
@@ -34,12 +35,25 @@ class Target:
     mount_options: str | None = None
     throttle: Limits | None = None  # loop targets under a cgroup v1 blkio throttle (`lab run` only)
     remote: bool = False  # network targets: through toxiproxy
-    disk: str | None = None  # nbd: the emulated disk's profile (a name in nbd.PROFILES)
+    disk: str | None = None  # nbd: the emulated disk's profile (a name in disks.PROFILES)
     notes: tuple[str, ...] = field(default_factory=tuple)
+    volume: str = "instance-nvme"  # the volume type (iolens.volumes) it is priced as; emulated disks: the profile's
+    size_gib: float | None = None  # the modelled size (None: the volume type's default)
+    iops: float | None = None  # provisioned IOPS, for volume types that take them
+    throughput: float | None = None  # provisioned MiB/s, likewise
+    base: str | None = None  # a sized target (lab:gp2:500G): the catalogue target it is made from
 
     @property
-    def profile(self) -> nbd.Profile | None:
-        return nbd.profile(self.disk) if self.disk else None
+    def option(self) -> str:
+        """The priced option this target stands for (size and provisioned figures included), for `iolens cost`."""
+        return volumes.TYPES[self.volume].spec(self.size_gib, self.iops, self.throughput)
+
+    @property
+    def profile(self) -> disks.Profile | None:
+        if not self.disk:
+            return None
+        p = disks.profile(self.disk)
+        return p.at(self.size_gib, self.iops, self.throughput) if self.base else p
 
     @property
     def limits(self) -> Limits | None:
@@ -70,10 +84,17 @@ IOPS_NOTE = ("IOPS count block requests of up to 512 KiB, so large sequential I/
              "set high enough that the byte rate governs sequential I/O")
 EMULATED_NOTE = ("emulated at the device (nbdkit rate + delay, nbdfuse, loop, ext4): slow for every process, for "
                  "buffered writeback and for reads that miss the page cache; no wrapper is needed")
+# Targets that are no volume type of a provider are priced as the nearest one, and say so.
+HDD_AS = ("st1", 3 * 1024)  # the hard disk: a 3 TiB st1 has its 120 MiB/s as its baseline
+PRICED_AS = {"hdd": ("priced as a 3 TiB st1 volume, whose baseline is this disk's 120 MiB/s",),
+             "tmpfs": ("priced as the instance with local NVMe: a RAM disk costs the instance's memory",),
+             "throttle": ("priced as a 1 TiB st1 volume, whose baseline is this throttle's 40 MiB/s and 500 IOPS",)}
 EMULATED_DISKS = tuple(
     Target(p.name, "nbd", "ext4", p.emulates, disk=p.name,
-           notes=(EMULATED_NOTE, f"published: {p.published}", *(f"not emulated: {n}" for n in p.not_emulated)))
-    for p in nbd.PROFILES
+           notes=(EMULATED_NOTE, f"published: {p.published}", *(f"not emulated: {n}" for n in p.not_emulated),
+                  *PRICED_AS.get(p.name, ())),
+           volume=p.volume or HDD_AS[0], size_gib=p.size_gib if p.volume else HDD_AS[1], iops=p.provisioned_iops)
+    for p in disks.PROFILES
 )
 
 
@@ -88,7 +109,7 @@ REMOTE_NOTE = "latency and bandwidth are added by toxiproxy per TCP connection, 
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in [
-        Target("tmpfs", "tmpfs", "tmpfs", "a RAM disk"),
+        Target("tmpfs", "tmpfs", "tmpfs", "a RAM disk", notes=PRICED_AS["tmpfs"]),
         Target("ext4", "loop", "ext4", "a local disk with ext4", mkfs="ext4"),
         Target("xfs", "loop", "xfs", "a local disk with XFS", mkfs="xfs"),
         Target("btrfs", "loop", "btrfs", "a local disk with btrfs", mkfs="btrfs"),
@@ -99,37 +120,96 @@ TARGETS: dict[str, Target] = {
         _compressed("btrfs-zlib", "zlib:6", "zlib level 6 (like ZFS gzip-6)"),
         Target("throttle", "loop", "ext4",
                "legacy: a blkio throttle of 40 MiB/s and 500 IOPS on the O_DIRECT and fsync'd I/O of the processes "
-               "in its cgroup", mkfs="ext4", throttle=Limits(40 * MiB, 500), notes=(THROTTLE_NOTE, IOPS_NOTE)),
+               "in its cgroup", mkfs="ext4", throttle=Limits(40 * MiB, 500),
+               notes=(THROTTLE_NOTE, IOPS_NOTE, *PRICED_AS["throttle"]), volume="st1", size_gib=1024),
         *EMULATED_DISKS,
         Target("s3", "s3fs", "fuse.s3fs", "an S3 bucket read through a FUSE client (s3fs), same region",
-               notes=("versitygw on 127.0.0.1; objects are plain files in the lab directory",)),
+               notes=("versitygw on 127.0.0.1; objects are plain files in the lab directory",), volume="s3"),
         Target("s3-rclone", "rclone", "fuse.rclone",
                "Mountpoint-for-S3 semantics: new files written sequentially; no random writes, no append",
                notes=("rclone mount --vfs-cache-mode off --dir-cache-time 1s: objects written through the S3 API "
-                      "show up within a second",)),
+                      "show up within a second",), volume="s3"),
         Target("s3-remote", "s3fs", "fuse.s3fs", "cloud object storage a few ms away, through s3fs",
-               remote=True, notes=(REMOTE_NOTE,)),
+               remote=True, notes=(REMOTE_NOTE,), volume="s3"),
         Target("netfs", "sshfs", "fuse.sshfs", "a network filesystem (sshfs to a private sshd on loopback)",
-               notes=("SFTP semantics, not NFS: no kernel NFS client or server on this kernel",)),
+               notes=("SFTP semantics, not NFS: no kernel NFS client or server on this kernel",), volume="efs"),
         Target("netfs-remote", "sshfs", "fuse.sshfs", "a remote network share (sshfs through toxiproxy)",
-               remote=True, notes=(REMOTE_NOTE,)),
+               remote=True, notes=(REMOTE_NOTE,), volume="efs"),
     ]
 }
 
+PREFIX = "lab:"
+
+
+def split(spec: str) -> tuple[str, str] | None:
+    """`lab:NAME[:SIZE...][/sub/path]` -> (NAME[:SIZE...], sub/path); None when spec does not name a lab target.
+    The one place the prefix is read (iolens.resolve builds on it)."""
+    if not isinstance(spec, str) or not spec.startswith(PREFIX):
+        return None
+    name, _, sub = spec[len(PREFIX):].partition("/")
+    return name, sub
+
+
 def lookup(name: str) -> Target:
-    """A target by name, with or without the `lab:` prefix."""
+    """A target by name, with or without the `lab:` prefix: NAME, or NAME:SIZE[:iops=N][:throughput=MiBps] for an
+    emulated disk whose limits follow its size (lab:gp2:500G, lab:st1:2T, lab:gp3:100G:iops=6000)."""
     from iolens.errors import UsageError
 
-    bare = name[4:] if name.startswith("lab:") else name
+    bare = name[len(PREFIX):] if name.startswith(PREFIX) else name
+    head, _, rest = bare.partition(":")
     try:
-        return TARGETS[bare]
+        target = TARGETS[head]
     except KeyError:
-        raise UsageError(f"lab:{bare} is not a lab target; choose from {', '.join(TARGETS)}") from None
+        raise UsageError(f"lab:{head} is not a lab target; choose from {', '.join(TARGETS)}") from None
+    if not rest:
+        return target
+    size, iops, tp = _sizing(bare, rest)
+    if target.disk not in disks.SIZED:
+        raise UsageError(f"lab:{head} takes no size; sizes apply to {', '.join(disks.SIZED)} (e.g. lab:gp2:500G)")
+    canonical = ":".join([head, f"{size:g}G" if size is not None else f"{target.size_gib:g}G",
+                          *([f"iops={iops:g}"] if iops is not None else []),
+                          *([f"throughput={tp:g}"] if tp is not None else [])])
+    sized = replace(target, name=canonical, base=head, size_gib=size if size is not None else target.size_gib,
+                    iops=iops, throughput=tp)
+    try:
+        profile = sized.profile
+    except nbd.StepFailed as err:
+        raise UsageError(f"lab:{bare}: {err}") from None
+    assert profile is not None
+    return replace(sized, emulates=profile.emulates_at(), notes=(
+        EMULATED_NOTE, f"published: {profile.published}", *(f"not emulated: {n}" for n in profile.not_emulated)))
+
+
+UNITS = {"G": 1, "GIB": 1, "GB": 1, "T": 1024, "TIB": 1024, "TB": 1024}
+
+
+def _sizing(bare: str, rest: str) -> tuple[float | None, float | None, float | None]:
+    """SIZE[:iops=N][:throughput=M] -> (GiB, IOPS, MiB/s); UsageError saying how to write it."""
+    from iolens.errors import UsageError
+
+    size = iops = tp = None
+    for part in rest.split(":"):
+        key, eq, val = part.partition("=")
+        try:
+            if not eq:
+                num = part.rstrip("GgTtIiBb")
+                size = float(num) * UNITS[part[len(num):].upper() or "G"]
+            elif key == "iops":
+                iops = float(val)
+            elif key == "throughput":
+                tp = float(val)
+            else:
+                raise ValueError(key)
+        except (ValueError, KeyError):
+            raise UsageError(f"lab:{bare}: write lab:NAME:SIZE[:iops=N][:throughput=MiBps], e.g. lab:gp2:500G, "
+                             "lab:st1:2T or lab:gp3:100G:iops=6000") from None
+    return size, iops, tp
 
 
 def parse_only(text: str | None) -> list[Target]:
     """--only a,b,lab:c -> targets, in catalogue order."""
     if not text:
         return list(TARGETS.values())
-    wanted = {lookup(part.strip()).name for part in text.split(",") if part.strip()}
-    return [t for t in TARGETS.values() if t.name in wanted]
+    wanted = [lookup(part.strip()) for part in text.split(",") if part.strip()]
+    names = {t.name for t in wanted}
+    return [t for t in TARGETS.values() if t.name in names] + [t for t in wanted if t.base]

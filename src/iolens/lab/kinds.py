@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from iolens.errors import IolensError
-from iolens.lab import nbd
+from iolens.lab import credits, nbd
 from iolens.lab import state as st
 from iolens.lab import tools
 from iolens.lab.sysops import (
@@ -158,7 +158,14 @@ def start_nbd(job: Up, target: Target, info: dict[str, Any]) -> None:
         raise StepFailed(f"an emulated disk needs at least {MIN_SIZE['ext4'] >> 20} MiB",
                          f"use --disk-size {MIN_SIZE['ext4'] >> 20}M or more")
     mnt = job.mountpoint(target.name)
-    disk = nbd.up(nbd_dir(job.root, target.name), mnt, profile.device, size=size)  # removes what it made on failure
+    perf = profile.perf
+    bucket = credits.Bucket.from_perf(perf, job.settings.credits, job.settings.time_scale) if perf else None
+    disk = nbd.up(nbd_dir(job.root, target.name), mnt, profile.device, size=size,  # removes what it made on failure
+                  bucket=bucket)
+    if bucket is not None:
+        info.update(credits={"unit": bucket.unit, "capacity": bucket.capacity, "start": bucket.balance,
+                             "baseline": bucket.baseline, "burst": bucket.burst},
+                    time_scale=bucket.time_scale)
     limits = target.limits
     info.update(path=disk["path"], loop=disk["loop"], loop_direct_io=disk["loop_direct_io"], image=disk["image"],
                 size=size, cgroup=None, disk=profile.name, nbd_dir=str(nbd_dir(job.root, target.name)),

@@ -28,11 +28,13 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from iolens.lab import credits
 from iolens.lab import state as st
 from iolens.lab import tools
 from iolens.lab.sysops import StepFailed, log_tail, loops_backed_by, mount_at, responsive, run, stop_process
@@ -45,7 +47,8 @@ BURSTINESS_S = 0.1  # rate filter bucket, in seconds of the rate; nbdkit's defau
 CONNECTIONS = 4  # nbdfuse's connections to nbdkit (its default multi-conn)
 IOPS_BLOCK = 64 * 1024  # the IOPS server counts each request as at least this many bytes (blocksize's largest)
 SERVERS = ("nbdkit", "nbdkit-iops")  # the device's server, and the IOPS server under it (Device.iops only)
-SOCKETS = ("nbd.sock", "iops.sock")
+SOCKETS = ("nbd.sock", "iops.sock", credits.STATE)  # paths on our processes' command lines (the controller's last)
+RATE_FILES = {"MiB": "rate", "io": "iops.rate"}  # the rate file the credit controller writes, by credit unit
 IOPS_BURST_S = 0.02  # the IOPS server's bucket: 60 requests at 3,000/s, so a short run is not 5% fast
 READ_AHEAD_KB = 4096  # the loop device's read-ahead, which is the filesystem's: large sequential reads, few requests
 MKFS = {"ext4": ["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"],
@@ -81,20 +84,22 @@ class Device:
     def write_ms(self) -> int:
         return self.latency_ms if self.write_latency_ms is None else self.write_latency_ms
 
-    def nbdkit_args(self, image: Path, iops_socket: Path | None = None) -> list[str]:
-        """Filters and plugin arguments, outermost filter first; the file, or the IOPS server at iops_socket."""
+    def nbdkit_args(self, image: Path, iops_socket: Path | None = None, rate_file: Path | None = None) -> list[str]:
+        """Filters and plugin arguments, outermost filter first; the file, or the IOPS server at iops_socket.
+        rate_file: the bandwidth is re-read from it (the credit controller's)."""
         args = ["--threads", str(self.concurrency)]
         params = []
         if self.bandwidth:
             args.append("--filter=rate")
             params += [f"rate={self.bandwidth * 8}", f"burstiness={BURSTINESS_S}"]  # the filter counts bits
+            params += [f"rate-file={rate_file}"] if rate_file else []
         if self.latency_ms or self.write_ms:
             args.append("--filter=delay")
             params += [f"delay-read={self.latency_ms}ms", f"delay-write={self.write_ms}ms"]
         plugin = ["nbd", f"socket={iops_socket}"] if self.iops and iops_socket else ["file", str(image)]
         return [*args, *plugin, *params]
 
-    def iops_args(self, image: Path) -> list[str]:
+    def iops_args(self, image: Path, rate_file: Path | None = None) -> list[str]:
         """The IOPS server: a hard limit on requests per second that does not depend on how many are in flight.
 
         nbdkit has no request-rate filter, and its rate filter (one per server) is the device's bandwidth. So a
@@ -104,81 +109,8 @@ class Device:
         """
         assert self.iops
         return ["--filter=blocksize", "--filter=rate", "file", str(image), f"minblock={IOPS_BLOCK}",
-                f"rate={self.iops * IOPS_BLOCK * 8}", f"burstiness={IOPS_BURST_S}"]
-
-
-@dataclass(frozen=True)
-class Profile:
-    """One volume type of the catalogue: what it emulates, its published limits beside ours, and what we cannot do."""
-
-    name: str
-    emulates: str
-    published: str  # the provider's or maker's figures, as published
-    bandwidth: int | None  # our limit, bytes/s (None: unthrottled)
-    iops: int | None  # our 4 KiB IOPS limit at a deep queue (None: unthrottled)
-    device: Device  # the calibrated settings that give those limits here
-    size: int = 2 * GiB  # default image size (sparse)
-    not_emulated: tuple[str, ...] = field(default_factory=tuple)
-
-
-NO_BURST = "burst credits (the I/O credit bucket) are not emulated: the baseline holds from the first second"
-DELAY_IOPS = ("the IOPS limit comes from a per-request delay x requests in flight (a request-rate limit counts "
-              "requests in 64 KiB units, which would hold sequential I/O below this bandwidth), so latency at queue "
-              "depth 1 is several times the device's")
-SHARED = ("no jitter, no queueing effects of a shared network or spindle; every request of any size pays the "
-          "same latency")
-
-# Device.bandwidth is the rate nbdkit is given, which for magnetic, gp2 and io2-100 is 4-5% above the stated limit
-# and for hdd 13%: found by measurement, since writeback (buffered write + fsync) and cold read-ahead do not keep
-# the rate filter's bucket busy and landed 9-12% under the limit at exactly it, while O_DIRECT streams stayed
-# within 7% of it. hdd's reads and writes take separate delays (19 and 20 ms) for its 4 KiB IOPS; at 120 MiB/s
-# its sequential reads are bound by the delay x requests in flight more than by the rate.
-PROFILES: tuple[Profile, ...] = (
-    Profile("magnetic", "EBS magnetic (standard), previous generation",
-            "40-200 IOPS (about 100 on average), 40-90 MiB/s, bursts to hundreds of IOPS",
-            40 * MiB, 100, Device(42 * MiB, 44, 2, write_latency_ms=42),
-            not_emulated=("the burst to hundreds of IOPS", "the spread of 40-200 IOPS: we give the average", SHARED)),
-    Profile("gp2", "EBS gp2 SSD at baseline (3 IOPS per GiB, at least 100; 0.25 MiB per I/O)",
-            "3 IOPS/GiB (min 100, max 16,000), bursts to 3,000 IOPS below 1 TiB; 128-250 MiB/s",
-            25 * MiB, 100, Device(26 * MiB, 44, 2, write_latency_ms=42),
-            not_emulated=(NO_BURST, "IOPS follow the image size only through the default: 100 IOPS up to 33 GiB",
-                          DELAY_IOPS)),
-    Profile("gp3", "EBS gp3 SSD at its included baseline", "3,000 IOPS, 125 MiB/s (provisionable to 16,000 / 1,000)",
-            125 * MiB, 3000, Device(125 * MiB, 0, 16, iops=3000),
-            not_emulated=("a modelled latency: at queue depth 1 a request takes what the stack takes (0.4-0.8 ms "
-                          "here, with load), whatever its size",
-                          "I/O is counted in 64 KiB units, not 256 KiB (the bandwidth binds first above 43 KiB, so "
-                          "the limits are the same); a small write reads and writes 64 KiB of the image")),
-    Profile("io2-100", "EBS io2 with 100 provisioned IOPS", "100 IOPS, 0.256 MiB/s per provisioned IOPS",
-            25 * MiB, 100, Device(26 * MiB, 44, 2, write_latency_ms=42),
-            not_emulated=(DELAY_IOPS, "sub-millisecond latency at queue depth 1 (ours is 44 ms)")),
-    Profile("io2-500", "EBS io2 with 500 provisioned IOPS", "500 IOPS, 0.256 MiB/s per provisioned IOPS",
-            125 * MiB, 500, Device(125 * MiB, 9, 4),
-            not_emulated=(DELAY_IOPS, "sub-millisecond latency at queue depth 1 (ours is 9 ms)")),
-    Profile("st1", "EBS st1 throughput HDD of 1 TiB at baseline",
-            "40 MiB/s per TiB baseline, bursts to 250 MiB/s per TiB; 500 IOPS of up to 1 MiB",
-            40 * MiB, 500, Device(40 * MiB, 9, 4),
-            not_emulated=(NO_BURST, "small random I/O is not penalised as on st1 (each counts as a full 1 MiB I/O)")),
-    Profile("sc1", "EBS sc1 cold HDD of 1 TiB at baseline",
-            "12 MiB/s per TiB baseline, bursts to 80 MiB/s per TiB; 250 IOPS of up to 1 MiB",
-            12 * MiB, 250, Device(12 * MiB, 19, 4),
-            not_emulated=(NO_BURST, "small random I/O is not penalised as on sc1 (each counts as a full 1 MiB I/O)")),
-    Profile("hdd", "a 7200 rpm hard disk with a deep queue", "about 120 MiB/s sequential, 75-250 IOPS (with NCQ)",
-            120 * MiB, 250, Device(136 * MiB, 19, 4, write_latency_ms=20),
-            not_emulated=("seek distance: every request costs the same, near or far", SHARED)),
-    Profile("nvme", "a local NVMe SSD (instance store), unthrottled stand-in",
-            "hundreds of thousands of IOPS, GB/s",
-            None, None, Device(None, 0, 16),
-            not_emulated=("the device's speed: this is as fast as nbdkit, FUSE and the host disk go (see the table)",)),
-)
-
-
-def profile(name: str) -> Profile:
-    """A profile by name; StepFailed naming the choices when there is none."""
-    for p in PROFILES:
-        if p.name == name:
-            return p
-    raise StepFailed(f"no emulated disk called {name!r}; choose from {', '.join(p.name for p in PROFILES)}")
+                f"rate={self.iops * IOPS_BLOCK * 8}", f"burstiness={IOPS_BURST_S}",
+                *([f"rate-file={rate_file}"] if rate_file else [])]
 
 
 # -- bring-up ---------------------------------------------------------------------------------------------------
@@ -196,8 +128,13 @@ def missing() -> list[str]:
 
 
 def up(state_dir: Path, mountpoint: Path, device: Device, *, size: int = 2 * GiB, fstype: str = "ext4",
-       mount_options: str | None = None, read_ahead_kb: int = READ_AHEAD_KB) -> dict[str, Any]:
+       mount_options: str | None = None, read_ahead_kb: int = READ_AHEAD_KB,
+       bucket: credits.Bucket | None = None) -> dict[str, Any]:
     """Make an emulated disk in `state_dir` and mount it at `mountpoint`. Returns what `status` reports.
+
+    With a bucket, a credit controller (credits.py) switches the limit its unit names between burst and baseline:
+    the IOPS server's rate for I/O credits (Device.iops is then the burst), the bandwidth for throughput credits
+    (Device.bandwidth is then the calibrated burst rate).
 
     On failure everything made so far is removed again and StepFailed says which step failed.
     """
@@ -206,6 +143,8 @@ def up(state_dir: Path, mountpoint: Path, device: Device, *, size: int = 2 * GiB
         raise StepFailed(problems[0], "run `iolens lab install` as root")
     if fstype not in MKFS:
         raise StepFailed(f"cannot make {fstype}; choose from {', '.join(MKFS)}")
+    if bucket is not None and not (device.iops if bucket.unit == "io" else device.bandwidth):
+        raise StepFailed(f"a bucket of {bucket.unit} credits needs a device with that limit to switch")
     state_dir = Path(state_dir).absolute()
     mountpoint = Path(mountpoint).absolute()
     if mount_at(mountpoint) is not None:
@@ -216,14 +155,14 @@ def up(state_dir: Path, mountpoint: Path, device: Device, *, size: int = 2 * GiB
                            "processes": {}, "loop": None}
     _save(state_dir, rec)
     try:
-        return _up(state_dir, mountpoint, device, rec, size, fstype, mount_options, read_ahead_kb)
+        return _up(state_dir, mountpoint, device, rec, size, fstype, mount_options, read_ahead_kb, bucket)
     except BaseException:
         down(state_dir)
         raise
 
 
 def _up(state_dir: Path, mnt: Path, device: Device, rec: dict, size: int, fstype: str, mount_options: str | None,
-        read_ahead_kb: int) -> dict[str, Any]:
+        read_ahead_kb: int, bucket: credits.Bucket | None) -> dict[str, Any]:
     image = state_dir / "disk.img"
     with open(image, "wb") as fh:  # sparse: costs disk only as it is written
         fh.truncate(size)
@@ -234,10 +173,15 @@ def _up(state_dir: Path, mnt: Path, device: Device, rec: dict, size: int, fstype
 
     # nbdkit daemonizes (no -f): in the foreground it exits with its parent (the parent's death sends it SIGTERM),
     # so a lab brought up by one command would stop serving when that command exits.
+    rate_file = state_dir / RATE_FILES[bucket.unit] if bucket else None
+    if bucket is not None and rate_file is not None:  # the starting limit, before the servers read it
+        credits.write_rate(rate_file, bucket.limit * _bytes_per_unit(device, bucket) * 8)
     iops_sock = state_dir / "iops.sock" if device.iops else None
-    servers = [("nbdkit-iops", iops_sock, device.iops_args(image))] if iops_sock else []
+    iops_rate = rate_file if bucket and bucket.unit == "io" else None
+    servers = [("nbdkit-iops", iops_sock, device.iops_args(image, iops_rate))] if iops_sock else []
     sock = state_dir / "nbd.sock"
-    for key, path, args in [*servers, ("nbdkit", sock, device.nbdkit_args(image, iops_sock))]:
+    bw_rate = rate_file if bucket and bucket.unit == "MiB" else None
+    for key, path, args in [*servers, ("nbdkit", sock, device.nbdkit_args(image, iops_sock, bw_rate))]:
         path.unlink(missing_ok=True)
         _daemon(state_dir, rec, key, ["nbdkit", "-U", str(path), "--pidfile", str(state_dir / f"{key}.pid"),
                                       "--log=stderr", *args])
@@ -263,7 +207,22 @@ def _up(state_dir: Path, mnt: Path, device: Device, rec: dict, size: int, fstype
     direct = (Path("/sys/block") / Path(loop).name / "loop" / "dio").read_text().strip() == "1"
     rec.update(loop_direct_io=direct, read_ahead_kb=read_ahead_kb, image=str(image), mount_options=mount_options)
     _save(state_dir, rec)
+    if bucket is not None and rate_file is not None:
+        conf = state_dir / credits.STATE
+        credits.configure(conf, bucket, loop, rate_file, _bytes_per_unit(device, bucket))
+        _spawn(state_dir, rec, "credits", [sys.executable, "-m", "iolens.lab.credits", str(conf)])
+        rec["credits"] = True
+        _save(state_dir, rec)
     return status(state_dir)
+
+
+def _bytes_per_unit(device: Device, bucket: credits.Bucket) -> float:
+    """What the rate file counts per credit unit: the IOPS server's request size, or the device's calibrated bytes
+    per modelled MiB (Device.bandwidth is the calibrated burst rate)."""
+    if bucket.unit == "io":
+        return IOPS_BLOCK
+    assert device.bandwidth
+    return device.bandwidth / bucket.burst
 
 
 def _start(state_dir: Path, key: str, argv: list[str]) -> tuple[subprocess.Popen, Path]:
@@ -348,7 +307,8 @@ def status(state_dir: Path) -> dict[str, Any]:
     mnt = rec.get("mountpoint")
     m = mount_at(mnt) if mnt else None
     procs = {k: _alive(state_dir, k, r) for k, r in rec.get("processes", {}).items()}
-    wanted = {"nbdkit", "nbdfuse"} | ({"nbdkit-iops"} if (rec.get("device") or {}).get("iops") else set())
+    wanted = {"nbdkit", "nbdfuse"} | ({"nbdkit-iops"} if (rec.get("device") or {}).get("iops") else set()) | (
+        {"credits"} if rec.get("credits") else set())
     healthy = bool(mnt and m and all(procs.values()) and set(procs) == wanted and responsive(Path(mnt)))
     dev = rec.get("device") or {}
     return {"path": mnt, "healthy": healthy, "loop": rec.get("loop"), "fstype": rec.get("fstype"),
@@ -359,6 +319,7 @@ def status(state_dir: Path) -> dict[str, Any]:
             else dev.get("latency_ms"),
             "concurrency": dev.get("concurrency"), "connections": dev.get("connections", CONNECTIONS),
             "iops": dev.get("iops"),
+            "credits": credits.read_state(state_dir / credits.STATE) if rec.get("credits") else None,
             "processes": {k: rec["processes"][k]["pid"] for k, alive in procs.items() if alive}}
 
 
@@ -399,7 +360,7 @@ def leftovers(state_dir: Path, mountpoint: Path | None = None) -> list[str]:
         if mount_at(path) is not None:
             out.append(f"{path} is still mounted")
     out += [f"{dev} is still attached to {img}" for dev, img in loops_backed_by(state_dir)]
-    for key in ("nbdfuse", *SERVERS):
+    for key in ("credits", "nbdfuse", *SERVERS):
         if _alive(state_dir, key, rec.get("processes", {}).get(key)):
             out.append(f"{key} is still running")
     if not any(p.endswith("still running") for p in out):
@@ -432,6 +393,7 @@ def down(state_dir: Path, mountpoint: Path | None = None) -> list[str]:
     mnt = str(mountpoint.absolute()) if mountpoint else rec.get("mountpoint")
     fuse = state_dir / "fuse"
     procs = rec.get("processes", {})
+    _kill(state_dir, "credits", procs.get("credits"))
     if mount_at(fuse) is not None and not responsive(fuse, timeout=5):
         _kill(state_dir, "nbdfuse", procs.get("nbdfuse"))  # a hung FUSE server: killing it aborts the connection
     # 1. the filesystem (lazily if it is busy or its device is gone)
@@ -453,7 +415,8 @@ def down(state_dir: Path, mountpoint: Path | None = None) -> list[str]:
         _kill(state_dir, "", {"pid": pid, "start_time": st.process_start_time(pid)})
     problems = leftovers(state_dir, Path(mnt) if mnt else None)
     if not problems:
-        for name in ("disk.img", *SOCKETS, *(f"{k}.pid" for k in (*SERVERS, "nbdfuse")), STATE_FILE):
+        for name in ("disk.img", *SOCKETS, *RATE_FILES.values(), *(f"{k}.pid" for k in (*SERVERS, "nbdfuse")),
+                     STATE_FILE):
             (state_dir / name).unlink(missing_ok=True)
         shutil.rmtree(fuse, ignore_errors=True)
     return problems

@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from iolens.lab import credits as nbd_credits
 from iolens.lab import state as st
-from iolens.lab.catalog import TARGETS, Target
+from iolens.lab.catalog import TARGETS, Target, lookup
 from iolens.lab.kinds import kind_of
 
 TAG = "iolens-lab-status"
-SCHEMA_VERSION = (1, 1)  # 1.1: emulation, disk, published, not_emulated, device
+SCHEMA_VERSION = (1, 2)  # 1.1: emulation, disk, published, not_emulated, device; 1.2: volume, credits, time_scale
 
 
 def describe(target: Target, rec: dict[str, Any] | None, state: dict[str, Any] | None) -> dict[str, Any]:
@@ -46,7 +47,19 @@ def describe(target: Target, rec: dict[str, Any] | None, state: dict[str, Any] |
         "error": rec.get("error"),
         "hint": rec.get("hint"),
         "notes": list(target.notes),
+        "volume": target.option,
+        "credits": _credits(rec),
+        "time_scale": rec.get("time_scale"),
     }
+
+
+def _credits(rec: dict[str, Any]) -> dict[str, Any] | None:
+    """An emulated disk's burst bucket: as it started, and (while up) its balance and phase now."""
+    if not rec.get("credits"):
+        return None
+    live = nbd_credits.read_state(Path(rec["nbd_dir"]) / nbd_credits.STATE) if rec.get("nbd_dir") else None
+    bucket = (live or {}).get("bucket") or {}
+    return {**rec["credits"], "balance": bucket.get("balance"), "phase": (live or {}).get("phase")}
 
 
 def check(info: dict[str, Any], state: dict[str, Any]) -> tuple[bool, str | None]:
@@ -57,7 +70,8 @@ def check(info: dict[str, Any], state: dict[str, Any]) -> tuple[bool, str | None
 def collect(root: Path) -> dict[str, Any]:
     state = st.load(root)
     targets = []
-    for target in TARGETS.values():
+    sized = [lookup(n) for n in (state or {}).get("targets", {}) if n not in TARGETS]  # lab:gp2:500G and the like
+    for target in [*TARGETS.values(), *sized]:
         rec = state["targets"].get(target.name) if state else None
         info = describe(target, rec, state)
         if state and info["status"] == "up":

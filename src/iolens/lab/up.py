@@ -43,6 +43,8 @@ class Settings:
     disk_size: int | None = None  # emulated disks (sparse images); None: each profile's default
     latency_ms: float = 5.0  # toxiproxy, per response (downstream)
     bandwidth_kbps: int = 51200  # toxiproxy, per connection and direction; 0 = unlimited
+    credits: str | None = None  # emulated disks with burst credits: full, empty or PCT (None: a new volume's)
+    time_scale: float = 1.0  # tests only (IOLENS_LAB_TIME_SCALE): credit buckets divided by this
 
 
 class Up:
