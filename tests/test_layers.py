@@ -18,8 +18,9 @@ SRC = HERE.parent / "src" / "iolens"
 # lowest first; a room is a subpackage or a top-level module of iolens
 FLOORS: tuple[tuple[str, frozenset[str]], ...] = (
     ("base", frozenset({"__init__", "_format", "errors", "units", "names", "native", "output", "dirs", "sysinfo",
-                        "pagecache", "redact", "store", "synth", "examples", "workdirs"})),
+                        "pagecache", "redact", "store", "synth", "examples", "workdirs", "volumes"})),
     ("storage", frozenset({"lab"})),  # where storage targets come from: the lab's catalogue and its kinds
+    ("targets", frozenset({"resolve"})),  # the one resolver of a storage target, over the lab's catalogue
     ("capture", frozenset({"capture"})),
     ("analysis", frozenset({"analysis", "stats"})),
     ("compute", frozenset({"doctor", "bench", "compare", "compress", "cost", "whatif", "pipeline"})),
