@@ -68,8 +68,12 @@ def test_every_codec_round_trips(fastq):
     for r in rows:
         assert r["error"] is None and r["verified"], r
         assert r["ratio"] > 2 and r["compress_Bps"] > 0 and r["decompress_Bps"] > 0
-        assert r["compress_cpu_s_per_GB"] is not None and r["compress_spread_pct"] >= 0
-    assert doc["tag"] == "iolens-compress" and doc["schema_version"] == [1, 0]
+        assert r["compress_cpu_s_per_GB"] is not None and r["compress_passes"] >= 1
+        # a spread needs 3 passes; a slow call on a busy machine may spend the budget in fewer
+        assert (r["compress_spread_pct"] is None) == (r["compress_passes"] < 3)
+        assert r["compress_spread_pct"] is None or r["compress_spread_pct"] >= 0
+        assert r["compress_peak_bytes"] > 0 and r["decompress_peak_bytes"] > 0 and r["peak_note"] is None
+    assert doc["tag"] == "iolens-compress" and doc["schema_version"] == [1, 1]
     assert doc["host"]["cpu_model"] and doc["libraries"]["zstd"].startswith("libzstd")
     assert any(r["goal"] == "smallest (archive)" for r in doc["recommendations"])
 

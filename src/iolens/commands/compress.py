@@ -23,29 +23,40 @@ def _threads(text: str) -> list[int]:
     return out
 
 
+# the default run: a sample, the quick codec set at one thread, figures repeated for a short time
+QUICK_SAMPLE = "4M"
+QUICK_MIN_TIME = 0.1
+FULL_MIN_TIME = 0.5
+
+
 def _list_codecs() -> None:
-    from iolens.compress.codecs import DEFAULT_CODECS, REGISTRY
+    from iolens.compress.codecs import REGISTRY
 
     for c in REGISTRY.values():
         why = c.available()
-        mark = "*" if c.name in DEFAULT_CODECS else " "
-        click.echo(f"{mark} {c.name:11} {c.library:36} levels {c.levels[0]}..{c.levels[-1]:<4} default "
+        mark = f"*{'/'.join(c.quick)}" if c.quick else ""
+        click.echo(f"{mark:5} {c.name:11} {c.library:36} levels {c.levels[0]}..{c.levels[-1]:<4} default "
                    f"{'/'.join(c.default_levels):9} threads {'yes' if c.threads else 'no ':3}  {c.level_meaning}"
+                   + (f"  [also: {', '.join(c.aliases)}]" if c.aliases else "")
                    + (f"  [unavailable: {why}]" if why else ""))
-    click.echo("* measured by default")
+    click.echo("*L: measured by default at level(s) L, one thread; --full measures every codec at its default "
+               "levels, with 1 and all CPUs")
 
 
 @click.command(context_settings={"max_content_width": 110})
 @click.argument("files", nargs=-1, type=str)
 @click.option("--codecs", multiple=True, metavar="NAME[:L/L...],...",
-              help="Codecs and levels, e.g. zstd:1/3/19,lz4,pigz:6 (levels separated by /); `all`; see --list.")
+              help="Codecs and levels, e.g. zstd:1/3/19,gz,bgzip:6 (levels separated by /); `all`; see --list.")
 @click.option("--threads", "threads_text", default=None, metavar="1,N",
-              help="Thread counts for codecs that can use threads. [default: 1 and all CPUs]")
-@click.option("--sample", "sample_text", default="64M", show_default=True, metavar="SIZE",
-              help="Measure SIZE bytes taken in 1 MiB blocks from across larger files.")
-@click.option("--full", is_flag=True, help="Measure whole files (no sampling).")
-@click.option("--min-time", type=click.FloatRange(min=0.01), default=0.5, show_default=True,
-              help="Seconds each figure is repeated for, at least.")
+              help="Thread counts for codecs that can use threads. [default: 1; with --full 1 and all CPUs]")
+@click.option("--sample", "sample_text", default=None, metavar="SIZE",
+              help=f"Measure SIZE bytes taken in 1 MiB blocks from across larger files. [default: {QUICK_SAMPLE}; "
+                   "with --full the whole file]")
+@click.option("--full", is_flag=True, help="Everything: every codec, 1 and all CPUs, whole files, figures repeated "
+                                           f"for {FULL_MIN_TIME} s (minutes per file, not seconds).")
+@click.option("--min-time", type=click.FloatRange(min=0.01), default=None,
+              help=f"Seconds each figure is repeated for, at least (at most 10x, 1 s or more). [default: "
+                   f"{QUICK_MIN_TIME}; with --full {FULL_MIN_TIME}]")
 @click.option("--on", "on", multiple=True, metavar="TARGET",
               help="A directory, lab:NAME or stored target with `iolens bench` results, or NAME=READ,WRITE in MB/s: "
                    "storage-effective time per GB there.")
@@ -61,7 +72,7 @@ def _list_codecs() -> None:
 @click.option("--db", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Results store. [default: $IOLENS_DB or ~/.local/share/iolens/results.sqlite]")
 @click.option("--no-store", is_flag=True, help="Do not record the result in the results store.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar (on a terminal) or progress lines (on a pipe).")
 @FORCE_OPTION
 @export_options("compress", also=("compress-fs",))
 def compress(files, codecs, threads_text, sample_text, full, min_time, on, fs, run, runs, list_codecs, outputs,
@@ -80,7 +91,7 @@ def compress(files, codecs, threads_text, sample_text, full, min_time, on, fs, r
         return
     if not files:
         raise UsageError("give one or more FILES to measure (or --list)")
-    threads = _threads(threads_text) if threads_text else sorted({1, os.cpu_count() or 1})
+    threads = _threads(threads_text) if threads_text else sorted({1, os.cpu_count() or 1}) if full or fs else [1]
     if run and not fs:
         raise UsageError("--run needs --fs: it runs the command on each filesystem")
     check_outputs(exports.check("compress-fs" if fs else "compress", outputs), force=force, inputs=list(files))
@@ -95,26 +106,31 @@ def compress(files, codecs, threads_text, sample_text, full, min_time, on, fs, r
     from iolens.compress.run import measure
     from iolens.compress.storage import resolve_targets
 
-    sample = None if full else parse_size(sample_text)
-    chosen = parse_codecs(codecs)
+    if full and sample_text:
+        raise UsageError("--full measures whole files; give --sample SIZE or --full, not both")
+    sample = None if full else parse_size(sample_text or QUICK_SAMPLE)
+    min_time = min_time if min_time is not None else FULL_MIN_TIME if full else QUICK_MIN_TIME
+    chosen = parse_codecs(codecs, full=full)
     targets = resolve_targets(list(on), str(db) if db else None)
     _tidy(files, [])
+    mode = "full" if full else "custom" if (codecs or threads_text or sample_text) else "quick"
     with _progress(quiet) as progress:
         doc = measure(list(files), codecs=chosen, threads=threads, sample=sample, min_time=min_time, targets=targets,
-                      progress=progress)
+                      progress=progress, mode=mode)
     if not no_store:
         _store(doc, db)
     _emit(doc, outputs, force)
 
 
 class _progress:
-    """A rich progress bar on stderr when it is a terminal."""
+    """A rich progress bar on stderr when it is a terminal; else one line per codec (a heartbeat for logs)."""
 
     def __init__(self, quiet: bool):
         from rich.console import Console
 
         self.console = Console(stderr=True)
         self.bar = None
+        self.quiet = quiet
         if not quiet and self.console.is_terminal:
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -123,7 +139,7 @@ class _progress:
 
     def __enter__(self):
         if self.bar is None:
-            return None
+            return None if self.quiet else _heartbeat()
         self.bar.start()
         task = self.bar.add_task("", total=1)
 
@@ -136,6 +152,18 @@ class _progress:
     def __exit__(self, *exc) -> None:
         if self.bar is not None:
             self.bar.stop()
+
+
+def _heartbeat():
+    import time
+
+    start = time.monotonic()
+
+    def beat(text: str, done: int, total: int) -> None:
+        s = int(time.monotonic() - start)
+        click.echo(f"iolens compress: {done}/{total} {text} ({s // 60}:{s % 60:02d})", err=True)
+
+    return beat
 
 
 def _out_console():

@@ -40,6 +40,8 @@ class Codec:
     compress_argv: Callable[[str, int], list[str]] | None = field(default=None, repr=False, compare=False)
     decompress_argv: Callable[[int], list[str]] | None = field(default=None, repr=False, compare=False)
     decompress_threads: bool = False
+    quick: tuple[str, ...] = ()  # levels in the default (quick) set; () = only with --codecs or --full
+    aliases: tuple[str, ...] = ()  # other names users type for it
 
     @property
     def kind(self) -> str:
@@ -231,33 +233,36 @@ def _r(a: int, b: int) -> tuple[str, ...]:
 
 REGISTRY: dict[str, Codec] = {c.name: c for c in [
     Codec("zlib", "zlib (Python stdlib)", "gzip", _r(1, 9), ("1", "6", "9"),
-          "1 fastest .. 9 smallest; 6 is gzip's default", False, compress=_zlib_c, decompress=_zlib_d),
+          "1 fastest .. 9 smallest; 6 is gzip's default", False, compress=_zlib_c, decompress=_zlib_d, quick=("6",),
+          aliases=("gzip", "gz")),
     Codec("zlib-ng", "zlib-ng (python-zlib-ng)", "gzip", _r(1, 9), ("1", "6"),
           "zlib's scale 1..9; zlib-ng's level 1 is its own fast 'deflate_quick' (larger output)", False,
           module="zlib_ng", compress=_zng_c, decompress=_zng_d),
     Codec("isal", "ISA-L (python-isal)", "gzip", _r(0, 3), ("1", "3"),
           "ISA-L's own 0..3 (0 fastest); not zlib's scale", False, module="isal", compress=_isal_c,
-          decompress=_isal_d),
+          decompress=_isal_d, quick=("1",)),
     Codec("libdeflate", "libdeflate (deflate)", "gzip", _r(1, 12), ("1", "6", "12"),
           "1 fastest .. 12 smallest (near-optimal parsing from 10); one shot, whole buffer", False,
-          module="deflate", compress=_ldf_c, decompress=_ldf_d),
+          module="deflate", compress=_ldf_c, decompress=_ldf_d, quick=("6",), aliases=("deflate",)),
     Codec("bgzf", "libdeflate (deflate), BGZF blocks", "bgzf", _r(1, 9), ("1", "6"),
           "bgzip's -l 1..9, i.e. libdeflate levels 1,2,3,5,6,7,8,10,12 in 64 KiB blocks", True,
-          module="deflate", compress=bgzf_compress, decompress=bgzf_decompress, decompress_threads=True),
+          module="deflate", compress=bgzf_compress, decompress=bgzf_decompress, decompress_threads=True,
+          quick=("6",), aliases=("bgz",)),
     Codec("zstd", "zstd (zstandard)", "zstd", tuple(str(i) for i in (-5, -1, *range(1, 23))), ("1", "3", "9", "19"),
           "-5..-1 faster than 1; 1..19 standard; 20..22 'ultra' (more memory); 3 is the default", True,
-          module="zstandard", compress=_zstd_c, decompress=_zstd_d),
+          module="zstandard", compress=_zstd_c, decompress=_zstd_d, quick=("3", "19"), aliases=("zst", "zstandard")),
     Codec("zstd-long", "zstd (zstandard), --long=27", "zstd", _r(1, 22), ("3", "19"),
           "zstd's levels with long-distance matching in a 128 MiB window (like `zstd --long`)", True,
           module="zstandard", compress=_zstd_long_c, decompress=_zstd_long_d),
     Codec("lz4", "lz4 (python-lz4, frame)", "lz4", ("1", *_r(3, 12)), ("1", "9"),
           "1 = fast LZ4; 3..12 = LZ4-HC (slower to write, same decode speed)", False, module="lz4.frame",
-          compress=_lz4_c, decompress=_lz4_d),
+          compress=_lz4_c, decompress=_lz4_d, quick=("1",)),
     Codec("xz", "liblzma (Python stdlib)", "xz", (*_r(0, 9), *(f"{i}e" for i in range(10))), ("1", "6"),
           "presets 0..9 (dictionary 256 KiB .. 64 MiB), 'e' = extreme; 6 is the default", False,
-          compress=_xz_c, decompress=_xz_d),
+          compress=_xz_c, decompress=_xz_d, quick=("6",), aliases=("lzma",)),
     Codec("bzip2", "libbz2 (Python stdlib)", "bzip2", _r(1, 9), ("9",),
-          "block size 100..900 kB; 9 is the default", False, compress=_bz2_c, decompress=_bz2_d),
+          "block size 100..900 kB; 9 is the default", False, compress=_bz2_c, decompress=_bz2_d,
+          aliases=("bz2",)),
     # -- command-line tools, timed as processes -----------------------------------------------------------
     Codec("gzip-cli", "gzip (command)", "gzip", _r(1, 9), ("6",), "1 fastest .. 9 smallest; 6 default", False,
           tool="gzip", compress_argv=lambda lv, t: ["gzip", "-c", "-n", f"-{lv}"],
@@ -269,7 +274,7 @@ REGISTRY: dict[str, Codec] = {c.name: c for c in [
     Codec("bgzip", "bgzip (htslib command)", "bgzf", _r(0, 9), ("1", "6"),
           "-l 0..9; htslib with libdeflate maps 1..9 to libdeflate 1,2,3,5,6,7,8,10,12", True, tool="bgzip",
           compress_argv=lambda lv, t: ["bgzip", "-c", "-l", lv, "-@", str(t)],
-          decompress_argv=lambda t: ["bgzip", "-dc", "-@", str(t)], decompress_threads=True),
+          decompress_argv=lambda t: ["bgzip", "-dc", "-@", str(t)], decompress_threads=True, quick=("6",)),
     Codec("igzip", "igzip (ISA-L command)", "gzip", _r(0, 3), ("1", "3"), "ISA-L's 0..3", True, tool="igzip",
           compress_argv=lambda lv, t: ["igzip", "-c", "-n", f"-{lv}", "-T", str(t)],
           decompress_argv=lambda t: ["igzip", "-dc"]),
@@ -288,8 +293,17 @@ REGISTRY: dict[str, Codec] = {c.name: c for c in [
           compress_argv=lambda lv, t: ["bzip2", "-c", f"-{lv}"], decompress_argv=lambda t: ["bzip2", "-dc"]),
 ]}
 
-DEFAULT_CODECS = ("zlib", "zlib-ng", "isal", "libdeflate", "bgzf", "zstd", "lz4", "xz", "pigz", "bgzip", "igzip",
-                  "zstd-cli")
+ALIASES: dict[str, str] = {a: c.name for c in REGISTRY.values() for a in c.aliases}
+
+
+def quick_set() -> list[tuple[Codec, tuple[str, ...]]]:
+    """The default measurement: the rows of the registry marked `quick`, one or two levels each."""
+    return [(c, c.quick) for c in REGISTRY.values() if c.quick]
+
+
+def full_set() -> list[tuple[Codec, tuple[str, ...]]]:
+    """`--full` and `all`: every codec at its default levels."""
+    return [(c, c.default_levels) for c in REGISTRY.values()]
 
 
 @lru_cache(maxsize=None)
@@ -335,21 +349,26 @@ def _version(name: str) -> str | None:  # noqa: C901 - one branch per library
     return None
 
 
-def parse_codecs(specs: list[str] | tuple[str, ...] | None) -> list[tuple[Codec, tuple[str, ...]]]:
-    """`--codecs zstd:1/3/19,lz4,all` -> (codec, levels); UsageError (one line) for an unknown codec or level."""
+def parse_codecs(specs: list[str] | tuple[str, ...] | None, *, full: bool = False
+                 ) -> list[tuple[Codec, tuple[str, ...]]]:
+    """`--codecs zstd:1/3/19,gz,all` -> (codec, levels); UsageError (one line) for an unknown codec or level.
+
+    No specs: the quick set, or with `full` every codec.  `default` is the quick set, `all` every codec.
+    """
     from iolens.errors import UsageError
 
-    words = [w.strip() for s in (specs or ()) for w in s.split(",") if w.strip()] or list(DEFAULT_CODECS)
+    words = [w.strip() for s in (specs or ()) for w in s.split(",") if w.strip()] or ["all" if full else "default"]
     out: list[tuple[Codec, tuple[str, ...]]] = []
     for w in words:
         name, _, lv = w.partition(":")
+        name = name.strip().lower()
         if name in ("all", "default"):
-            for n in (REGISTRY if name == "all" else DEFAULT_CODECS):
-                out.append((REGISTRY[n], REGISTRY[n].default_levels))
+            out.extend(full_set() if name == "all" else quick_set())
             continue
-        codec = REGISTRY.get(name)
+        codec = REGISTRY.get(ALIASES.get(name, name))
         if codec is None:
-            raise UsageError(f"unknown codec {name!r}; choose from {', '.join(REGISTRY)} (or all)")
+            raise UsageError(f"unknown codec {name!r}; choose from {', '.join(REGISTRY)}, or all, default "
+                             f"(also accepted: {', '.join(f'{a}={n}' for a, n in ALIASES.items())})")
         levels = tuple(x for x in lv.split("/") if x) if lv else codec.default_levels
         bad = [x for x in levels if x not in codec.levels]
         if bad:

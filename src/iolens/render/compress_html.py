@@ -5,6 +5,8 @@ nothing is fetched when the page is opened; every string from the user goes thro
 
 from __future__ import annotations
 
+from iolens.render.compress_text import recommendation_line
+
 from typing import Any
 
 import plotly.graph_objects as go
@@ -98,8 +100,9 @@ def render_html(doc: dict[str, Any]) -> bytes:
     if doc["recommendations"]:
         parts.append("<h2>recommendations</h2>")
         parts.append(_table(["input", "goal", "target", "choice", "ratio", "numbers"],
-                            [[r["input"], r["goal"], r["target"] or "-", r["choice"], f"{r['ratio']:.2f}",
-                              r["why"]] for r in doc["recommendations"]]))
+                            [[r["input"], r["goal"], r["target"] or "-", r["choice"] or "-",
+                              "-" if r["ratio"] is None else f"{r['ratio']:.2f}", recommendation_line(r)]
+                             for r in doc["recommendations"]]))
     libs = "; ".join(f"{k}: {v}" for k, v in doc["libraries"].items() if v)
     meta = (f"<p class='meta'>{esc(h.get('cpu_model'))}, {esc(h.get('cpus'))} CPUs; iolens "
             f"{esc(h.get('iolens_version'))}; {esc(libs)}; created {esc(doc['created'])}</p>")

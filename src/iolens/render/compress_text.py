@@ -20,6 +20,31 @@ def _num(v: float | None, fmt: str = "{:.2f}") -> str:
     return "-" if v is None else fmt.format(v)
 
 
+def recommendation_line(r: dict[str, Any]) -> str:
+    """The numbers and the trade-off of one recommendation, in one line (text and HTML)."""
+    if r["kind"] == "indexable":
+        if r["choice"] is None:
+            line = "BGZF not measured: add --codecs bgzf (or bgzip) to see what random access costs"
+        elif r["why"]:
+            line = f"{r['why']}; index it with {r['index_with']}"
+        else:
+            line = (f"{r['ratio']:.2f}x, writes {_mbs(r['compress_Bps'])} MB/s; random access with "
+                    f"{r['index_with']}")
+            alt = r["alternative"]
+            if alt and r["ratio"] and alt["ratio"] > r["ratio"]:
+                smaller = 100 * (1 - r["ratio"] / alt["ratio"])
+                line += (f"; {alt['choice']} is {smaller:.0f}% smaller but "
+                         + ("cannot be indexed" if alt["htslib_reads"] else
+                            f"cannot be indexed, nor read by samtools/bcftools/tabix ({alt['format']})"))
+        if r["cram"]:
+            line += "; for alignments CRAM (samtools view -C -T ref.fa) is smaller and indexable"
+        return line
+    line = r["why"] or ""
+    if r["htslib_reads"] is False:
+        line += f"; samtools/bcftools/tabix cannot read {r['format'] or 'it'}"
+    return line
+
+
 def _header(doc: dict[str, Any], con: Console) -> None:
     h = doc["host"]
     con.print(f"[bold]iolens compress[/] on {h.get('cpu_model') or '?'} ({h.get('cpus')} CPUs), "
@@ -29,8 +54,15 @@ def _header(doc: dict[str, Any], con: Console) -> None:
     for s in doc["skipped_codecs"]:
         con.print(f"  [yellow]skipped {s['codec']}: {s['why']}[/]")
     st = doc["settings"]
-    con.print(f"  figures: best of passes repeated for >= {st['min_time_s']} s each and until stable (spread = "
-              "median vs best); throughput is of uncompressed bytes; MB = 10^6 bytes")
+    con.print(f"  figures: best of passes repeated for >= {st['min_time_s']} s each and until stable, at most "
+              f"{st['max_time_s']:g} s (spread = median vs best, '-' under 3 passes); throughput is of uncompressed "
+              "bytes; MB = 10^6 bytes")
+    if st["mode"] == "quick":
+        con.print(f"  quick: {st['pairs']} codec/level pairs at one thread on a sample; --full for every codec, "
+                  "1 and all CPUs and the whole file; --list shows the codecs")
+    notes = sorted({r["peak_note"] for i in doc["inputs"] for r in i["rows"] if r["peak_note"]})
+    for n in notes:
+        con.print(f"  peak mem {n}")
 
 
 def _input_table(inp: dict[str, Any]) -> Table:
@@ -85,11 +117,11 @@ def render_text(doc: dict[str, Any], con: Console) -> None:
     if doc["recommendations"]:
         con.print()
         t = Table(title="recommendations", title_justify="left", box=None, header_style="bold")
-        for col in ("input", "goal", "target", "choice", "ratio", "numbers"):
+        for col in ("input", "goal", "target", "choice", "ratio", "numbers and trade-off"):
             t.add_column(col)
         for r in doc["recommendations"]:
-            t.add_row(r["input"].rsplit("/", 1)[-1], r["goal"], r["target"] or "-", r["choice"],
-                      f"{r['ratio']:.2f}x", r["why"])
+            t.add_row(r["input"].rsplit("/", 1)[-1], r["goal"], r["target"] or "-", r["choice"] or "-",
+                      "-" if r["ratio"] is None else f"{r['ratio']:.2f}x", recommendation_line(r))
         con.print(t)
 
 
