@@ -96,7 +96,7 @@ def export_options(kind: str, *, also: tuple[str, ...] = ()) -> Callable[[Callab
         for f in reversed(FORMATS):
             applies = any(k in f.renders for k in kinds)
             fn = click.option(f.option, f"out_{f.name.replace('-', '_')}", metavar="PATH", hidden=not applies,
-                              help=f"{f.help} ('-' for stdout)." if applies else None)(fn)
+                              help=f"{f.help}; '-' for stdout." if applies else None)(fn)
 
         @functools.wraps(fn)  # with fn's __click_params__: the options above this decorator join the same list
         def wrapper(*args: Any, **kw: Any) -> Any:
