@@ -81,6 +81,9 @@ class Perf:
                 "io_kib": self.io_kib, "burst_seconds": self.burst_seconds}
 
 
+Model = Callable[[float, float | None, float | None], Perf]  # (size GiB, iops, throughput MiB/s) -> Perf
+
+
 class SizeError(ValueError):
     """A size or provisioned figure outside what the volume type allows (a one-line message)."""
 
@@ -91,7 +94,7 @@ class VolumeType:
     option: str  # the priced option in cost/prices.json
     title: str
     source: Source
-    model: Callable[[float, float | None, float | None], Perf]  # (size GiB, iops, throughput MiB/s) -> Perf
+    model: Model
     default_gib: float | None = None  # None: not sized (object stores, instance store)
     min_gib: float = 1
     max_gib: float = 16 * TIB
@@ -159,7 +162,7 @@ def _gp3(size: float, iops: float | None, throughput: float | None) -> Perf:
     return Perf(i, t, io_kib=256)
 
 
-def _piops(name: str, per_gib: int, top: int, mib_per_iops: float, top_mibps: float, default: float):
+def _piops(name: str, per_gib: int, top: int, mib_per_iops: float, top_mibps: float, default: float) -> Model:
     def model(size: float, iops: float | None, throughput: float | None) -> Perf:
         i = default if iops is None else iops
         hi = min(top, per_gib * size)
@@ -169,7 +172,7 @@ def _piops(name: str, per_gib: int, top: int, mib_per_iops: float, top_mibps: fl
     return model
 
 
-def _hdd(per_tib: float, burst_per_tib: float, top: float, burst_top: float, iops: float):
+def _hdd(per_tib: float, burst_per_tib: float, top: float, burst_top: float, iops: float) -> Model:
     """st1 / sc1: throughput per TiB, a burst bucket of 1 TiB of credits per TiB, full when new; 1 MiB I/Os."""
     def model(size: float, _iops: float | None, _tp: float | None) -> Perf:
         tib = size / TIB

@@ -30,7 +30,7 @@ WORKDIR_PREFIX = "iolens-bench-"  # the engines refuse any other directory
 def signals_as_exceptions() -> Iterator[None]:
     """Within the block, SIGTERM and SIGHUP raise Terminated (so `finally` blocks run)."""
 
-    def handler(signum, _frame):
+    def handler(signum: int, _frame: object) -> None:
         raise Terminated(signum)
 
     old = {}
@@ -107,7 +107,7 @@ class WorkDirs:
     def __enter__(self) -> "WorkDirs":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.remove_all()
 
 

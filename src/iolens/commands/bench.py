@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -50,14 +51,14 @@ class EngineChoice(click.Choice):
     def choices(self, _value: object) -> None:
         pass  # click.Choice.__init__ assigns it; the engine is the only source
 
-    def get_metavar(self, *args, **kwargs) -> str | None:
+    def get_metavar(self, *args: Any, **kwargs: Any) -> str | None:
         try:
             return super().get_metavar(*args, **kwargs)
         except IolensError:  # no engine: help still shows, running says what is missing
             return "NAME"
 
 
-def _threads(ctx, param, value: str | None) -> list[int] | None:
+def _threads(ctx: click.Context, param: click.Parameter, value: str | None) -> list[int] | None:
     if not value:
         return None
     try:
@@ -69,7 +70,7 @@ def _threads(ctx, param, value: str | None) -> list[int] | None:
     return out
 
 
-def _size(ctx, param, value: str | None) -> int | None:
+def _size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
     if value is None:
         return None
     try:
@@ -119,8 +120,11 @@ def _size(ctx, param, value: str | None) -> int | None:
 @FORCE_OPTION
 @export_options("bench")
 @click.pass_context
-def bench(ctx, targets, suite_names, size, files, runtime, threads, bs, content, template, direct, warm, drop_caches,
-          shared, read_share, ioengine, repeat, seed, outputs, db, no_store, label, quiet, force, clients, launcher):
+def bench(ctx: click.Context, targets: tuple[str, ...], suite_names: tuple[str, ...], size: int | None,
+          files: int | None, runtime: float | None, threads: list[int] | None, bs: int | None, content: str | None,
+          template: Path | None, direct: bool, warm: bool, drop_caches: bool, shared: bool, read_share: float | None,
+          ioengine: str, repeat: int, seed: int, outputs: dict[str, str | None], db: Path | None, no_store: bool,
+          label: str | None, quiet: bool, force: bool, clients: int | None, launcher: str) -> None:
     """Benchmark storage targets side by side: directories, lab:NAME targets, or `null` (engine overhead).
 
     Files are written only inside a new iolens-bench-* directory under each target, which is removed at the end
@@ -142,9 +146,9 @@ def bench(ctx, targets, suite_names, size, files, runtime, threads, bs, content,
     from iolens.bench import mpi
 
     if clients is not None or mpi.started_by_launcher():
-        if ctx.get_parameter_source("suite_names") == click.core.ParameterSource.DEFAULT:
-            suite_names = mpi.DEFAULT_SUITES
-        _multi(mpi, targets, list(suite_names), opts, clients, launcher, outputs, db, no_store, label, force)
+        default = ctx.get_parameter_source("suite_names") == click.core.ParameterSource.DEFAULT
+        _multi(mpi, targets, list(mpi.DEFAULT_SUITES if default else suite_names), opts, clients, launcher, outputs,
+               db, no_store, label, force)
         return
     out_console = terminal(stderr=exports.to_stdout(outputs))
     err_console = terminal(stderr=True)
@@ -190,7 +194,9 @@ def bench(ctx, targets, suite_names, size, files, runtime, threads, bs, content,
         render_bench(doc, out_console)
 
 
-def _multi(mpi, targets, suite_names, opts, clients, launcher, outputs, db, no_store, label, force) -> None:
+def _multi(mpi: Any, targets: tuple[str, ...], suite_names: list[str], opts: suites.Options, clients: int | None,
+           launcher: str, outputs: dict[str, str | None], db: Path | None, no_store: bool, label: str | None,
+           force: bool) -> None:
     """--clients: re-run under the launcher, or, as one of its ranks, run and (rank 0) store and render."""
     if not no_store and (not mpi.started_by_launcher() or mpi.rank() == 0):
         from iolens.store import check_before_writing

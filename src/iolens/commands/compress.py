@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -11,6 +13,11 @@ from iolens.errors import UsageError
 from iolens.output import FORCE_OPTION, check_outputs
 from iolens.render import exports
 from iolens.render.exports import export_options
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+OnProgress = Callable[[str, int, int], None]  # (what, done, total)
 
 
 def _threads(text: str) -> list[int]:
@@ -75,8 +82,10 @@ def _list_codecs() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar (on a terminal) or progress lines (on a pipe).")
 @FORCE_OPTION
 @export_options("compress", also=("compress-fs",))
-def compress(files, codecs, threads_text, sample_text, full, min_time, on, fs, run, runs, list_codecs, outputs,
-             db, no_store, quiet, force):
+def compress(files: tuple[str, ...], codecs: tuple[str, ...], threads_text: str | None, sample_text: str | None,
+             full: bool, min_time: float | None, on: tuple[str, ...], fs: str | None, run: str | None, runs: int,
+             list_codecs: bool, outputs: dict[str, str | None], db: Path | None, no_store: bool, quiet: bool,
+             force: bool) -> None:
     """Measure codecs on FILES: ratio, compress/decompress speed, CPU and memory, verified round trips.
 
     \b
@@ -137,7 +146,7 @@ class _progress:
             self.bar = Progress(TextColumn("{task.description:40}"), BarColumn(), TextColumn("{task.completed}/"
                                 "{task.total}"), TimeElapsedColumn(), console=self.console, transient=True)
 
-    def __enter__(self):
+    def __enter__(self) -> OnProgress | None:
         if self.bar is None:
             return None if self.quiet else _heartbeat()
         self.bar.start()
@@ -149,12 +158,12 @@ class _progress:
 
         return update
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.bar is not None:
             self.bar.stop()
 
 
-def _heartbeat():
+def _heartbeat() -> OnProgress:
     import time
 
     start = time.monotonic()
@@ -166,13 +175,13 @@ def _heartbeat():
     return beat
 
 
-def _out_console():
+def _out_console() -> Console:
     from rich.console import Console
 
     return Console(highlight=False, width=max(150, Console().width), soft_wrap=False)
 
 
-def _tidy(files, roots: list) -> None:
+def _tidy(files: Iterable[str], roots: list) -> None:
     """Once the files are known good: what killed compress runs left in RAM and in the filesystems' roots."""
     from iolens.compress.measure import reap_leftovers
     from iolens.compress.run import check_file
@@ -182,7 +191,7 @@ def _tidy(files, roots: list) -> None:
     reap_leftovers(roots).say(lambda line: click.echo(line, err=True))
 
 
-def _store(doc: dict, db) -> None:
+def _store(doc: dict, db: Path | None) -> None:
     from iolens.store import ResultsStore
 
     with ResultsStore(db) as store:
@@ -203,7 +212,8 @@ def _emit(doc: dict, outputs: dict[str, str | None], force: bool) -> None:
     exports.write_exports(con, "compress", outputs, doc, doc["store"], force=force)
 
 
-def _fs(files, fs, run, threads, runs, outputs: dict[str, str | None], db, no_store, quiet, force) -> None:
+def _fs(files: tuple[str, ...], fs: str, run: str | None, threads: int, runs: int, outputs: dict[str, str | None],
+        db: Path | None, no_store: bool, quiet: bool, force: bool) -> None:
     from iolens.compress.fs import measure_all, resolve_fs
     from iolens.render.compress_text import render_fs_text
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -29,7 +30,7 @@ def parse_held(text: str) -> tuple[float | None, bool]:
     return held, False
 
 
-def _source_run(db: Path | None, run_id: int | None, last: bool):
+def _source_run(db: Path | None, run_id: int | None, last: bool) -> tuple[dict[str, Any], str]:
     from iolens.store import ResultsStore, default_db_path
 
     path = db or default_db_path()
@@ -45,14 +46,15 @@ def _source_run(db: Path | None, run_id: int | None, last: bool):
         return store.run(run_id), str(store.path)
 
 
-def _refresh(out: Path, prices: Path | None, aws_offers: tuple[Path, ...], azure: tuple[Path, ...], force: bool):
+def _refresh(out: Path, prices: Path | None, aws_offers: tuple[Path, ...], azure: tuple[Path, ...],
+             force: bool) -> None:
     from iolens.cost import prices as P
     from iolens.cost import refresh as R
 
     check_outputs({"--refresh-prices": out}, force=force)
     base = P.load(prices).doc
 
-    def read(p: Path):
+    def read(p: Path) -> tuple[str, Any]:
         try:
             return str(p.name), json.loads(p.read_bytes())
         except OSError as err:
@@ -141,9 +143,11 @@ def _list(prices: Path | None) -> None:
               help="With --refresh-prices: a page of the Azure Retail Prices API already downloaded.")
 @FORCE_OPTION
 @export_options("cost")
-def cost(run_id, last, figures, maps, runs_per_month, held_for, size_gb, stored_gb, read_gb, written_gb, capture,
-         instance, prices, outputs, details, db, no_store, list_options, refresh_out, aws_offers,
-         azure_pages, force):
+def cost(run_id: int | None, last: bool, figures: tuple[str, ...], maps: tuple[str, ...], runs_per_month: float,
+         held_for: str, size_gb: float | None, stored_gb: float | None, read_gb: float, written_gb: float,
+         capture: Path | None, instance: str | None, prices: Path | None, outputs: dict[str, str | None],
+         details: bool, db: Path | None, no_store: bool, list_options: bool, refresh_out: Path | None,
+         aws_offers: tuple[Path, ...], azure_pages: tuple[Path, ...], force: bool) -> None:
     """Join measured time with storage and instance prices: $ per run and per month, the time-vs-cost front and
     the best value.
 
@@ -188,7 +192,7 @@ def cost(run_id, last, figures, maps, runs_per_month, held_for, size_gb, stored_
     map_table = I.parse_maps(maps)
     if figures:
         items = I.from_figures(figures, snap, size_gb=size_gb, read_gb=read_gb, written_gb=written_gb)
-        source = {"kind": "figures"}
+        source: dict[str, Any] = {"kind": "figures"}
     else:
         run, db_path = _source_run(db, run_id, last)
         items = I.from_compare(run, map_table, snap, size_gb=size_gb, notes=notes)

@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -25,12 +26,12 @@ def _size(text: str) -> int:
     return int(m.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30, "T": 40}[m.group(2).upper()]
 
 
-def _say(quiet: bool):
+def _say(quiet: bool) -> Callable[[str], None]:
     return (lambda msg: None) if quiet else (lambda msg: click.echo(msg))
 
 
 @click.group()
-def lab():
+def lab() -> None:
     """Real storage targets on this machine: `lab:NAME` for bench and compare (see docs/lab.md)."""
 
 
@@ -48,7 +49,8 @@ def lab():
 @click.option("--credits", "credits_", default=None, metavar="full|empty|PCT",
               help="Burst credits the emulated gp2, st1 and sc1 start with [default: a new volume's, full].")
 @click.option("-q", "--quiet", is_flag=True, help="Print only failures.")
-def up(only, lab_dir, size, disk_size, latency_ms, bandwidth_mbps, credits_, quiet):
+def up(only: str | None, lab_dir: Path | None, size: str, disk_size: str | None, latency_ms: float,
+       bandwidth_mbps: float, credits_: str | None, quiet: bool) -> None:
     """Bring up lab targets (as root for mounts). Failing targets say why; the others still come up."""
     from iolens.lab import credits
     from iolens.lab import state as st
@@ -80,7 +82,7 @@ def up(only, lab_dir, size, disk_size, latency_ms, bandwidth_mbps, credits_, qui
 @lab.command()
 @DIR_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (tag iolens-lab-status, schema [1, 2]).")
-def status(lab_dir, as_json):
+def status(lab_dir: Path | None, as_json: bool) -> None:
     """Each target's health, filesystem and limits."""
     from iolens.lab import state as st
     from iolens.lab.status import collect
@@ -126,7 +128,7 @@ def status(lab_dir, as_json):
 @lab.command()
 @DIR_OPTION
 @click.option("-q", "--quiet", is_flag=True)
-def down(lab_dir, quiet):
+def down(lab_dir: Path | None, quiet: bool) -> None:
     """Unmount, stop the lab's servers by PID, detach its loop devices and remove the lab directory."""
     from iolens.lab import state as st
     from iolens.lab.down import down as take_down
@@ -141,7 +143,7 @@ def down(lab_dir, quiet):
 @click.option("--no-apt", is_flag=True, help="Skip the Debian packages.")
 @click.option("--no-go", is_flag=True, help="Skip the Go builds (versitygw, toxiproxy).")
 @click.option("-q", "--quiet", is_flag=True)
-def install(no_apt, no_go, quiet):
+def install(no_apt: bool, no_go: bool, quiet: bool) -> None:
     """Install the lab's tools: Debian packages (as root) and Go builds into a cache directory, once."""
     from iolens.lab import tools
 
@@ -156,15 +158,15 @@ def install(no_apt, no_go, quiet):
 @click.argument("target")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @DIR_OPTION
-def run(target, command, lab_dir):
+def run(target: str, command: tuple[str, ...], lab_dir: Path | None) -> None:
     """Run COMMAND inside TARGET's throttling cgroup (`iolens lab run throttle -- dd ... iflag=direct`).
 
     Only the legacy `throttle` target has a cgroup; the emulated disks are slow for every process and need no
     wrapper."""
     from iolens import lab as api
 
-    command = list(command[1:] if command and command[0] == "--" else command)
-    if not command:
+    argv = list(command[1:] if command and command[0] == "--" else command)
+    if not argv:
         raise UsageError("give a command to run after the target, e.g. "
                          "`iolens lab run throttle -- dd if=... iflag=direct`")
     joined = api.join_cgroup(target, root=lab_dir)
@@ -175,8 +177,8 @@ def run(target, command, lab_dir):
                        "command as it is", err=True)
         else:
             click.echo(f"iolens: note: lab:{info['name']} has no limits; running unthrottled", err=True)
-    exe = shutil.which(command[0])
+    exe = shutil.which(argv[0])
     if exe is None:
-        raise UsageError(f"{command[0]}: command not found")
+        raise UsageError(f"{argv[0]}: command not found")
     sys.stdout.flush()
-    os.execv(exe, command)
+    os.execv(exe, argv)

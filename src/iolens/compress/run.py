@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from iolens.compress import codecs as C
-from iolens.compress.detect import ALIGNMENTS, HTSLIB_READS, INDEX, detect
+from iolens.compress.detect import ALIGNMENTS, HTSLIB_READS, INDEX, Content, detect
 from iolens.compress.measure import (
     MIN_TIME,
+    Timing,
     ToolFailed,
     library_first,
     max_time_for,
@@ -27,7 +28,7 @@ from iolens.compress.measure import (
     time_tool,
     tool_peak,
 )
-from iolens.compress.sample import read_sample
+from iolens.compress.sample import Sample, read_sample
 from iolens.compress.storage import GB, StorageTarget, effective
 from iolens.errors import UsageError
 
@@ -160,7 +161,7 @@ def _tool_row(row: Row, codec: C.Codec, src: str, data: bytes, tmp: str, min_tim
     row.peak_note = why_c or why_d
 
 
-def _fill(row: Row, ct, dt) -> None:
+def _fill(row: Row, ct: Timing, dt: Timing) -> None:
     n = row.bytes
     row.ratio = n / row.compressed_bytes if row.compressed_bytes else None
     row.compress_Bps, row.decompress_Bps = n / ct.best_s, n / dt.best_s
@@ -254,7 +255,7 @@ def _host() -> dict[str, Any]:
             "python": platform.python_version(), "build": platform.python_compiler()}
 
 
-def _input_dict(path: str, s, content, rows: list[Row]) -> dict[str, Any]:
+def _input_dict(path: str, s: Sample, content: Content, rows: list[Row]) -> dict[str, Any]:
     good = [r for r in rows if r.ratio]
     best = max((r.ratio for r in good if r.ratio is not None), default=None)
     note = None
@@ -274,7 +275,8 @@ def _input_dict(path: str, s, content, rows: list[Row]) -> dict[str, Any]:
             "rows": [r.to_dict() for r in rows]}
 
 
-def storage_table(inputs: list[dict[str, Any]], targets) -> list[dict[str, Any]]:
+def storage_table(inputs: list[dict[str, Any]],
+                  targets: list[StorageTarget] | list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for t in targets:
         t = t if isinstance(t, StorageTarget) else StorageTarget(**t)

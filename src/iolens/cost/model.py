@@ -255,7 +255,7 @@ def storage_charges(st: Storage, use: Usage, wl: Workload) -> list[Charge]:
     run_frac, month_frac, hold_basis = _hold(st, use, wl)
     label = o.id.split(":", 1)[1]
 
-    def timed(part: str, what: str, qty: float, unit: str, price: float | None, monthly: float, basis: str):
+    def timed(part: str, what: str, qty: float, unit: str, price: float | None, monthly: float, basis: str) -> None:
         out.append(Charge(part, what, qty, unit, price, monthly * run_frac, monthly * month_frac, basis))
 
     if o.billing in ("provisioned", "stored"):
@@ -289,7 +289,7 @@ def storage_charges(st: Storage, use: Usage, wl: Workload) -> list[Charge]:
 
     w, r, io, req_basis = _requests(use)
 
-    def per_run(part: str, what: str, qty: float, unit: str, dim: str, divisor: float, basis: str):
+    def per_run(part: str, what: str, qty: float, unit: str, dim: str, divisor: float, basis: str) -> None:
         if dim not in o.prices:
             return
         p = o.prices[dim].flat()

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from iolens.errors import TargetError
 from iolens.lab import state as _state
-from iolens.lab.catalog import TARGETS, lookup, split
+from iolens.lab.catalog import TARGETS, Target, lookup, split
 from iolens.lab.kinds import ACCESS_KEY, kind_of
 from iolens.lab.status import check, describe
 
@@ -77,11 +77,11 @@ def emulation(spec: str, root: str | os.PathLike | None = None) -> dict[str, Any
     }
 
 
-def _credits(target, root: str | os.PathLike | None) -> dict[str, Any]:
+def _credits(target: Target, root: str | os.PathLike | None) -> dict[str, Any]:
     """The burst model of an emulated disk with credits, and the time scale it runs under when it is up scaled
     (tests only: a result made under it says so)."""
-    perf = target.profile.perf if target.profile else None
-    if perf is None or not target.profile.bucket:
+    profile = target.profile
+    if profile is None or profile.perf is None or not profile.bucket:
         return {"credits": None, "time_scale": None}
     scale = None
     try:
@@ -89,7 +89,7 @@ def _credits(target, root: str | os.PathLike | None) -> dict[str, Any]:
         scale = ((state or {}).get("targets", {}).get(target.name) or {}).get("time_scale")
     except (OSError, ValueError):
         pass
-    model = {**perf.as_dict(), "note": "a new volume starts with a full bucket (`lab up --credits` sets it)"}
+    model = {**profile.perf.as_dict(), "note": "a new volume starts with a full bucket (`lab up --credits` sets it)"}
     if scale and scale != 1:
         model["note"] = (f"TIME-SCALED x{scale:g} (tests only): the bucket is 1/{scale:g} of the real one, so "
                          f"bursts and refills take 1/{scale:g} of their real time")
@@ -141,7 +141,7 @@ def s3_endpoint(name: str = "s3", root: str | os.PathLike | None = None) -> dict
     }
 
 
-def s3_client(name: str = "s3", root: str | os.PathLike | None = None):
+def s3_client(name: str = "s3", root: str | os.PathLike | None = None) -> Any:
     """A boto3 S3 client for an S3 lab target (path-style addressing)."""
     import boto3
     from botocore.config import Config

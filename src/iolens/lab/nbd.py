@@ -32,7 +32,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from iolens.lab import credits
 from iolens.lab import state as st
@@ -272,7 +272,7 @@ def _daemon(state_dir: Path, rec: dict, key: str, argv: list[str], timeout: floa
 _children: dict[int, subprocess.Popen] = {}
 
 
-def _wait(ready, state_dir: Path, rec: dict, key: str, timeout: float = 20) -> None:
+def _wait(ready: Callable[[], object], state_dir: Path, rec: dict, key: str, timeout: float = 20) -> None:
     deadline = time.monotonic() + timeout
     proc = _children.get(rec["processes"][key]["pid"])
     while time.monotonic() < deadline:

@@ -30,7 +30,7 @@ import os
 import socket
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -45,6 +45,9 @@ from iolens.whatif.engine import describe, log_dtype, op_codes, op_dtype, record
 from iolens.whatif.plan import (STDIO_OPS, TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS, Plan, ReplayFile,
                                 _is_data, has_trace)
 from iolens.whatif.timeline import event_costs, on_cpu_gap_s, recording_cost
+
+if TYPE_CHECKING:
+    from iolens.store import ResultsStore
 
 CAL_KIND = "whatif-calibration"
 CAL_VERSION = 7
@@ -346,7 +349,8 @@ def _copy_cost(ops: np.ndarray, log: np.ndarray) -> dict[str, float]:
 _FROM_LOG = {"meta": _meta_kinds, "copy_small": _copy_cost}
 
 
-def calibrate(t: Target, *, cache: str = "warm", store=None, refresh: bool = False) -> dict[str, float]:
+def calibrate(t: Target, *, cache: str = "warm", store: ResultsStore | None = None,
+              refresh: bool = False) -> dict[str, float]:
     """Seconds per op of each class on t; stored in the results store and reused (same target, host, cache)."""
     from iolens.whatif.replay import replay_on
 

@@ -64,7 +64,8 @@ def _bench(doc: dict[str, Any]) -> bytes:
     return bench_json(doc)
 
 
-FORMAT = Format("json", "--json", ".json", "Write the result as JSON (its tag and schema_version are documented in docs/)", {
+FORMAT = Format("json", "--json", ".json",
+                "Write the result as JSON (its tag and schema_version are documented in docs/)", {
     "report": _report, "pipeline": _pipeline, "diff": _diff, "pipeline-diff": _pipeline_diff, "replay": _replay,
     "predict": lambda doc: _dumps(doc, indent=2), "compare": _compare, "cost": _cost,
     "compress": _compress, "compress-fs": _compress, "bench": _bench,
