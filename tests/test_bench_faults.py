@@ -146,7 +146,7 @@ def test_compressing_filesystem_is_read_from_mount_options_or_the_lab_catalogue(
     assert targets.compression_of("rw,compress-force=lzo") == "lzo"
     assert targets.compression_of("rw,compress") == "zlib"
     assert targets.compression_of("rw,compress=no") is None and targets.compression_of("rw,relatime") is None
-    monkeypatch.setattr(targets.lab, "resolve_target", lambda spec: tmp_path)
+    monkeypatch.setattr(targets.lab, "resolve_target", lambda spec, root=None: tmp_path)
     monkeypatch.setattr(targets.lab, "target_info", lambda name: {"mount_options": "compress=zstd:3"})
     monkeypatch.setattr(targets.lab, "preexec", lambda name: None)
     t = targets.resolve("lab:btrfs-zstd")

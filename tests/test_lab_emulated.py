@@ -39,7 +39,7 @@ def labdir(tmp_path_factory):
     if why:
         unavailable("; ".join(why))
     yield from lab_up(tmp_path_factory, "emulated", "--only", ",".join(["tmpfs", *DISKS]), "--disk-size", "256M",
-                      "--size", "64M")
+                      "--size", "96M")  # tmpfs: a 64 MiB file and the work directory's marker
 
 
 def status(d: Path) -> dict:

@@ -205,3 +205,17 @@ def test_catalogue():
     args = disks.profile("magnetic").device.nbdkit_args(Path("img"))
     assert "delay-read=44ms" in args and "delay-write=42ms" in args  # random writes + fsync ran 6-11% slow at 44
     assert "delay-write=2ms" in DEVICE.nbdkit_args(Path("img"))  # the read latency, unless a write one is set
+
+
+def test_sockets_of_a_deep_lab_fit_a_unix_socket_path(tmp_path):
+    """A lab under a deep directory: the disk's sockets go to a short directory named after its state directory
+    (the same one every time), both in one place; a shallow lab keeps them in its state directory."""
+    from iolens.lab import nbd
+
+    deep = tmp_path / ("d" * 60) / ("e" * 60) / "magnetic"
+    socks = [nbd._path(deep, n) for n in ("nbd.sock", "iops.sock")]
+    assert all(len(str(s).encode()) <= nbd.SUN_PATH_MAX for s in socks)
+    assert socks[0].parent == socks[1].parent != deep
+    assert socks == [nbd._path(deep, n) for n in ("nbd.sock", "iops.sock")]
+    shallow = Path("/tmp/lab/magnetic")
+    assert nbd._path(shallow, "nbd.sock") == shallow / "nbd.sock"

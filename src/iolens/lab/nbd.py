@@ -23,12 +23,14 @@ exactly what `up` made, also after `up` failed half-way or after nbdkit or nbdfu
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -48,6 +50,18 @@ CONNECTIONS = 4  # nbdfuse's connections to nbdkit (its default multi-conn)
 IOPS_BLOCK = 64 * 1024  # the IOPS server counts each request as at least this many bytes (blocksize's largest)
 SERVERS = ("nbdkit", "nbdkit-iops")  # the device's server, and the IOPS server under it (Device.iops only)
 SOCKETS = ("nbd.sock", "iops.sock", credits.STATE)  # paths on our processes' command lines (the controller's last)
+SUN_PATH_MAX = 107  # a Unix socket's path, in bytes (sun_path less its NUL)
+
+
+def _path(state_dir: Path, name: str) -> Path:
+    """Where one of SOCKETS lives: in the disk's state directory, or, where that would make a socket's path longer
+    than a Unix socket can have (a lab under a deep directory), in a short directory named after the state
+    directory (so every later command finds it again), removed at `down`."""
+    longest = max((n for n in SOCKETS if n != credits.STATE), key=len)  # both sockets in one place
+    if name == credits.STATE or len(str(state_dir / longest).encode()) <= SUN_PATH_MAX:
+        return state_dir / name
+    digest = hashlib.sha256(str(state_dir).encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"iolens-nbd-{digest}" / name
 RATE_FILES = {"MiB": "rate", "io": "iops.rate"}  # the rate file the credit controller writes, by credit unit
 IOPS_BURST_S = 0.02  # the IOPS server's bucket: 60 requests at 3,000/s, so a short run is not 5% fast
 READ_AHEAD_KB = 4096  # the loop device's read-ahead, which is the filesystem's: large sequential reads, few requests
@@ -176,10 +190,11 @@ def _up(state_dir: Path, mnt: Path, device: Device, rec: dict, size: int, fstype
     rate_file = state_dir / RATE_FILES[bucket.unit] if bucket else None
     if bucket is not None and rate_file is not None:  # the starting limit, before the servers read it
         credits.write_rate(rate_file, bucket.limit * _bytes_per_unit(device, bucket) * 8)
-    iops_sock = state_dir / "iops.sock" if device.iops else None
+    iops_sock = _path(state_dir, "iops.sock") if device.iops else None
     iops_rate = rate_file if bucket and bucket.unit == "io" else None
     servers = [("nbdkit-iops", iops_sock, device.iops_args(image, iops_rate))] if iops_sock else []
-    sock = state_dir / "nbd.sock"
+    sock = _path(state_dir, "nbd.sock")
+    sock.parent.mkdir(mode=0o700, exist_ok=True)
     bw_rate = rate_file if bucket and bucket.unit == "MiB" else None
     for key, path, args in [*servers, ("nbdkit", sock, device.nbdkit_args(image, iops_sock, bw_rate))]:
         path.unlink(missing_ok=True)
@@ -348,7 +363,7 @@ def _ours(state_dir: Path, pid: int) -> bool:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
-    return any(str(state_dir / s).encode() in cmdline for s in SOCKETS)
+    return any(str(_path(state_dir, s)).encode() in cmdline for s in SOCKETS)
 
 
 def leftovers(state_dir: Path, mountpoint: Path | None = None) -> list[str]:
@@ -371,7 +386,7 @@ def leftovers(state_dir: Path, mountpoint: Path | None = None) -> list[str]:
 def _strays(state_dir: Path) -> list[int]:
     """Live processes with our socket as an argument: servers whose record and pidfile were lost (a start cut
     short before the daemon wrote its pidfile)."""
-    needles = {str(state_dir / s).encode() for s in SOCKETS}
+    needles = {str(_path(state_dir, s)).encode() for s in SOCKETS}
     found = []
     for d in Path("/proc").iterdir():
         if not d.name.isdigit() or int(d.name) == os.getpid():
@@ -415,9 +430,13 @@ def down(state_dir: Path, mountpoint: Path | None = None) -> list[str]:
         _kill(state_dir, "", {"pid": pid, "start_time": st.process_start_time(pid)})
     problems = leftovers(state_dir, Path(mnt) if mnt else None)
     if not problems:
-        for name in ("disk.img", *SOCKETS, *RATE_FILES.values(), *(f"{k}.pid" for k in (*SERVERS, "nbdfuse")),
-                     STATE_FILE):
+        for name in ("disk.img", *RATE_FILES.values(), *(f"{k}.pid" for k in (*SERVERS, "nbdfuse")), STATE_FILE):
             (state_dir / name).unlink(missing_ok=True)
+        for name in SOCKETS:
+            _path(state_dir, name).unlink(missing_ok=True)
+        short = _path(state_dir, "nbd.sock").parent
+        if short != state_dir:
+            shutil.rmtree(short, ignore_errors=True)
         shutil.rmtree(fuse, ignore_errors=True)
     return problems
 
