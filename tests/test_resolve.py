@@ -17,8 +17,8 @@ SRC = Path(resolve.__file__).parent
 def test_a_directory_a_sized_lab_target_and_the_null_sink():
     d = resolve.parse("~/scratch")
     assert d.kind == "dir" and d.target is None and d.option is None and d.path() == Path.home() / "scratch"
-    r = resolve.parse("lab:gp2:500G/work/tmp")
-    assert r.kind == "lab" and r.lab == "gp2:500G" and r.sub == "work/tmp" and r.emulated
+    r = resolve.parse("lab:gp2:500G/run1/tmp")
+    assert r.kind == "lab" and r.lab == "gp2:500G" and r.sub == "run1/tmp" and r.emulated
     assert r.option == "aws:ebs-gp2:size=500"
     e = r.emulation()
     assert e is not None and e["target"] == "lab:gp2:500G" and e["volume"] == "aws:ebs-gp2:size=500"
