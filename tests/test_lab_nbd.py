@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import unavailable
 
-from iolens.lab import disks, nbd
+from iolens.lab import credits, disks, nbd
 from iolens.lab.sysops import loops_backed_by, mount_at
 
 pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(300)]
@@ -199,8 +199,12 @@ def test_catalogue():
     assert iops.nbdkit_args(Path("img"), Path("iops.sock"))[-4:-2] == ["nbd", "socket=iops.sock"]
     assert f"rate={3000 * 64 * 1024 * 8}" in iops.iops_args(Path("img")) and "minblock=65536" in iops.iops_args(
         Path("img"))
-    with pytest.raises(ValueError, match="IOPS-bound"):
-        nbd.Device(40 * MiB, 0, 16, iops=100)  # 100 x 64 KiB is below 40 MiB/s
+    # where 64 KiB units would hold a stream below the bandwidth, the controller counts I/Os of up to io_kib as one
+    st1 = nbd._iops_control(Path("d"), disks.profile("st1").device, None, 1024)
+    assert st1 is not None and (st1["iops"], st1["smallest"], st1["largest"]) == (500, 64 << 10, 1 << 20)
+    assert nbd._iops_control(Path("d"), disks.profile("gp3").device, None, 256) is None  # 3,000 x 64 KiB > 125 MiB/s
+    gp2 = credits.Bucket.from_perf(disks.profile("gp2").perf)
+    assert nbd._iops_control(Path("d"), disks.profile("gp2").device, gp2, 256) is not None  # its IOPS switch
     assert disks.profile("gp3").device.iops == 3000 and disks.profile("gp3").device.latency_ms == 0
     args = disks.profile("magnetic").device.nbdkit_args(Path("img"))
     assert "delay-read=44ms" in args and "delay-write=42ms" in args  # random writes + fsync ran 6-11% slow at 44

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from iolens import volumes
-from iolens.lab.nbd import GiB, IOPS_BLOCK, Device, MiB
+from iolens.lab.nbd import GiB, Device, MiB
 from iolens.lab.sysops import StepFailed
 
 SIZED = ("gp2", "gp3", "st1", "sc1")  # disks whose limits are rates, so a size or provisioned figure can set them
@@ -54,17 +54,12 @@ class Profile:
         assert perf is not None and self.device.bandwidth and self.burst_bandwidth
         k = self.device.bandwidth / self.burst_bandwidth  # calibration: the rate given per byte/s of the limit
         bw = round((new.burst_bandwidth or 0) * k)
-        notes = new.not_emulated
-        if self.device.iops:
+        if self.device.iops:  # the controller counts I/Os of up to the model's io_kib as one (credits.py)
             top = round(perf.burst_iops if new.bucket and perf.burst_iops else perf.iops or 0)
-            if top * IOPS_BLOCK < bw:
-                notes = (*notes, f"the bandwidth is held to {top} IOPS x 64 KiB = {top * IOPS_BLOCK / MiB:.0f} MiB/s "
-                                 f"(the model's {bw / k / MiB:.0f}): the IOPS server counts requests in 64 KiB units")
-                bw = top * IOPS_BLOCK
             device = replace(self.device, bandwidth=bw, iops=top)
         else:
             device = replace(self.device, bandwidth=bw)
-        return replace(new, device=device, not_emulated=notes)
+        return replace(new, device=device)
 
     def emulates_at(self) -> str:
         """What it emulates, with the size and the model's limits there (for a resized disk)."""
@@ -114,8 +109,8 @@ class Profile:
         return self.own[2] if self.own else ""
 
 
-BASELINE_64K = ("at the baseline, I/O is counted in 64 KiB units, not 256 KiB: large sequential I/O is held to "
-                "baseline IOPS x 64 KiB (19 MiB/s at 300 IOPS, not 75)")
+MEAN_IO = ("an I/O of up to 256 KiB counts as one by the mean request size of each 0.1 s, not request "
+           "by request: a stream beside small random I/O gets up to a quarter more than the model")
 DELAY_IOPS = ("the IOPS limit comes from a per-request delay x requests in flight (a request-rate limit counts "
               "requests in 64 KiB units, which would hold sequential I/O below this bandwidth), so latency at queue "
               "depth 1 is several times the device's")
@@ -133,7 +128,7 @@ PROFILES: tuple[Profile, ...] = (
             not_emulated=("the burst to hundreds of IOPS", "the spread of 40-200 IOPS: we give the average", SHARED)),
     Profile("gp2", "EBS gp2 SSD of 100 GiB: 300 IOPS baseline, bursting to 3,000 on its I/O credits",
             Device(128 * MiB, 0, 16, iops=3000), volume="gp2", size_gib=100,
-            not_emulated=(BASELINE_64K, "a modelled latency: at queue depth 1 a request takes what the stack takes")),
+            not_emulated=(MEAN_IO, "a modelled latency: at queue depth 1 a request takes what the stack takes")),
     Profile("gp3", "EBS gp3 SSD at its included baseline", Device(125 * MiB, 0, 16, iops=3000),
             volume="gp3", size_gib=100,
             not_emulated=("a modelled latency: at queue depth 1 a request takes what the stack takes (0.4-0.8 ms "
@@ -147,10 +142,10 @@ PROFILES: tuple[Profile, ...] = (
             volume="io2", size_gib=100, provisioned_iops=500,
             not_emulated=(DELAY_IOPS, "sub-millisecond latency at queue depth 1 (ours is 9 ms)")),
     Profile("st1", "EBS st1 throughput HDD of 1 TiB: 40 MiB/s baseline, bursting to 250 on its credits",
-            Device(250 * MiB, 9, 4), volume="st1", size_gib=1024,
+            Device(250 * MiB, 0, 16, iops=500), volume="st1", size_gib=1024,
             not_emulated=("small random I/O is not penalised as on st1 (each counts as a full 1 MiB I/O)",
-                          "in burst, sequential I/O reaches about 110 MiB/s buffered and 180-250 MiB/s with 1 MiB "
-                          "O_DIRECT, not 250: the 9 ms per-request delay that gives the 500 IOPS does not switch")),
+                          "a hard disk's latency: at queue depth 1 a request takes what the stack takes (the 500 "
+                          "IOPS are a request-rate limit, so the bandwidth can switch between burst and baseline)")),
     Profile("sc1", "EBS sc1 cold HDD of 1 TiB: 12 MiB/s baseline, bursting to 80 on its credits",
             Device(80 * MiB, 19, 4), volume="sc1", size_gib=1024,
             not_emulated=("small random I/O is not penalised as on sc1 (each counts as a full 1 MiB I/O)",)),

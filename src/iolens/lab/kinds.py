@@ -161,7 +161,7 @@ def start_nbd(job: Up, target: Target, info: dict[str, Any]) -> None:
     perf = profile.perf
     bucket = credits.Bucket.from_perf(perf, job.settings.credits, job.settings.time_scale) if perf else None
     disk = nbd.up(nbd_dir(job.root, target.name), mnt, profile.device, size=size,  # removes what it made on failure
-                  bucket=bucket)
+                  bucket=bucket, io_kib=perf.io_kib if perf else None)
     if bucket is not None:
         info.update(credits={"unit": bucket.unit, "capacity": bucket.capacity, "start": bucket.balance,
                              "baseline": bucket.baseline, "burst": bucket.burst},

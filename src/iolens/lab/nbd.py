@@ -62,7 +62,7 @@ def _path(state_dir: Path, name: str) -> Path:
         return state_dir / name
     digest = hashlib.sha256(str(state_dir).encode()).hexdigest()[:16]
     return Path(tempfile.gettempdir()) / f"iolens-nbd-{digest}" / name
-RATE_FILES = {"MiB": "rate", "io": "iops.rate"}  # the rate file the credit controller writes, by credit unit
+RATE_FILES = ("rate", "iops.rate")  # the rate files the controller writes: the bandwidth, the IOPS server's
 IOPS_BURST_S = 0.02  # the IOPS server's bucket: 60 requests at 3,000/s, so a short run is not 5% fast
 READ_AHEAD_KB = 4096  # the loop device's read-ahead, which is the filesystem's: large sequential reads, few requests
 MKFS = {"ext4": ["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"],
@@ -90,9 +90,6 @@ class Device:
             raise ValueError(f"concurrency {self.concurrency} must be in 1..64")
         if not 1 <= self.connections <= 16:
             raise ValueError(f"connections {self.connections} must be in 1..16")
-        if self.iops is not None and self.iops * IOPS_BLOCK < (self.bandwidth or 0):
-            raise ValueError(f"iops {self.iops} x {IOPS_BLOCK >> 10} KiB is below the bandwidth: large requests "
-                             "would be IOPS-bound")
 
     @property
     def write_ms(self) -> int:
@@ -119,7 +116,9 @@ class Device:
         nbdkit has no request-rate filter, and its rate filter (one per server) is the device's bandwidth. So a
         second nbdkit, behind the first, serves the file through `blocksize` (every request rounded up to
         IOPS_BLOCK, a write's head and tail read first) and `rate` at iops x IOPS_BLOCK: a small request costs one
-        token of IOPS_BLOCK bytes, a large one its size, which this limit lets through faster than the bandwidth.
+        token of IOPS_BLOCK bytes, a large one its size. With rate_file, the controller (credits.py) re-writes that
+        rate as iops x the mean request, up to the largest I/O the provider counts as one, so a stream is not held
+        to iops x IOPS_BLOCK.
         """
         assert self.iops
         return ["--filter=blocksize", "--filter=rate", "file", str(image), f"minblock={IOPS_BLOCK}",
@@ -143,12 +142,14 @@ def missing() -> list[str]:
 
 def up(state_dir: Path, mountpoint: Path, device: Device, *, size: int = 2 * GiB, fstype: str = "ext4",
        mount_options: str | None = None, read_ahead_kb: int = READ_AHEAD_KB,
-       bucket: credits.Bucket | None = None) -> dict[str, Any]:
+       bucket: credits.Bucket | None = None, io_kib: int | None = None) -> dict[str, Any]:
     """Make an emulated disk in `state_dir` and mount it at `mountpoint`. Returns what `status` reports.
 
-    With a bucket, a credit controller (credits.py) switches the limit its unit names between burst and baseline:
-    the IOPS server's rate for I/O credits (Device.iops is then the burst), the bandwidth for throughput credits
-    (Device.bandwidth is then the calibrated burst rate).
+    With a bucket, a controller (credits.py) switches the limit its unit names between burst and baseline: the
+    IOPS server's rate for I/O credits (Device.iops is then the burst), the bandwidth for throughput credits
+    (Device.bandwidth is then the calibrated burst rate). io_kib: the largest I/O the provider counts as one; where
+    the IOPS server's fixed unit would hold a stream below the bandwidth, or a bucket switches its IOPS, the
+    controller counts requests of up to that size as one (see credits.py).
 
     On failure everything made so far is removed again and StepFailed says which step failed.
     """
@@ -169,14 +170,15 @@ def up(state_dir: Path, mountpoint: Path, device: Device, *, size: int = 2 * GiB
                            "processes": {}, "loop": None}
     _save(state_dir, rec)
     try:
-        return _up(state_dir, mountpoint, device, rec, size, fstype, mount_options, read_ahead_kb, bucket)
+        return _up(state_dir, mountpoint, device, rec, size, fstype, mount_options, read_ahead_kb, bucket,
+                   io_kib)
     except BaseException:
         down(state_dir)
         raise
 
 
 def _up(state_dir: Path, mnt: Path, device: Device, rec: dict, size: int, fstype: str, mount_options: str | None,
-        read_ahead_kb: int, bucket: credits.Bucket | None) -> dict[str, Any]:
+        read_ahead_kb: int, bucket: credits.Bucket | None, io_kib: int | None) -> dict[str, Any]:
     image = state_dir / "disk.img"
     with open(image, "wb") as fh:  # sparse: costs disk only as it is written
         fh.truncate(size)
@@ -187,15 +189,16 @@ def _up(state_dir: Path, mnt: Path, device: Device, rec: dict, size: int, fstype
 
     # nbdkit daemonizes (no -f): in the foreground it exits with its parent (the parent's death sends it SIGTERM),
     # so a lab brought up by one command would stop serving when that command exits.
-    rate_file = state_dir / RATE_FILES[bucket.unit] if bucket else None
-    if bucket is not None and rate_file is not None:  # the starting limit, before the servers read it
-        credits.write_rate(rate_file, bucket.limit * _bytes_per_unit(device, bucket) * 8)
+    bw_rate = state_dir / RATE_FILES[0] if bucket and bucket.unit == "MiB" else None
+    iops = _iops_control(state_dir, device, bucket, io_kib)
+    iops_rate = Path(iops["file"]) if iops else None
+    conf = state_dir / credits.STATE
+    if bucket is not None or iops is not None:  # the starting limits, before the servers read them
+        credits.configure(conf, "", bucket, bw_rate, _bytes_per_unit(device, bucket), iops)
     iops_sock = _path(state_dir, "iops.sock") if device.iops else None
-    iops_rate = rate_file if bucket and bucket.unit == "io" else None
     servers = [("nbdkit-iops", iops_sock, device.iops_args(image, iops_rate))] if iops_sock else []
     sock = _path(state_dir, "nbd.sock")
     sock.parent.mkdir(mode=0o700, exist_ok=True)
-    bw_rate = rate_file if bucket and bucket.unit == "MiB" else None
     for key, path, args in [*servers, ("nbdkit", sock, device.nbdkit_args(image, iops_sock, bw_rate))]:
         path.unlink(missing_ok=True)
         _daemon(state_dir, rec, key, ["nbdkit", "-U", str(path), "--pidfile", str(state_dir / f"{key}.pid"),
@@ -222,20 +225,32 @@ def _up(state_dir: Path, mnt: Path, device: Device, rec: dict, size: int, fstype
     direct = (Path("/sys/block") / Path(loop).name / "loop" / "dio").read_text().strip() == "1"
     rec.update(loop_direct_io=direct, read_ahead_kb=read_ahead_kb, image=str(image), mount_options=mount_options)
     _save(state_dir, rec)
-    if bucket is not None and rate_file is not None:
-        conf = state_dir / credits.STATE
-        credits.configure(conf, bucket, loop, rate_file, _bytes_per_unit(device, bucket))
+    if bucket is not None or iops is not None:
+        credits.configure(conf, loop, bucket, bw_rate, _bytes_per_unit(device, bucket), iops)
         _spawn(state_dir, rec, "credits", [sys.executable, "-m", "iolens.lab.credits", str(conf)])
-        rec["credits"] = True
+        rec.update(credits=bucket is not None, controller=True)
         _save(state_dir, rec)
     return status(state_dir)
 
 
-def _bytes_per_unit(device: Device, bucket: credits.Bucket) -> float:
-    """What the rate file counts per credit unit: the IOPS server's request size, or the device's calibrated bytes
-    per modelled MiB (Device.bandwidth is the calibrated burst rate)."""
-    if bucket.unit == "io":
-        return IOPS_BLOCK
+def _iops_control(state_dir: Path, device: Device, bucket: credits.Bucket | None,
+                  io_kib: int | None) -> dict[str, Any] | None:
+    """What the controller does with the IOPS server (None: nothing): switch its IOPS with an I/O bucket, and count
+    requests of up to io_kib as one where IOPS_BLOCK units would hold a stream below the device's bandwidth."""
+    if not device.iops:
+        return None
+    largest = max(IOPS_BLOCK, (io_kib or 0) * 1024)
+    switches = bucket is not None and bucket.unit == "io"
+    if not switches and (largest == IOPS_BLOCK or device.iops * IOPS_BLOCK >= (device.bandwidth or 0)):
+        return None
+    return {"file": str(state_dir / RATE_FILES[1]), "iops": device.iops, "smallest": IOPS_BLOCK, "largest": largest}
+
+
+def _bytes_per_unit(device: Device, bucket: credits.Bucket | None) -> float:
+    """What the bandwidth's rate file counts per MiB of throughput credits: the device's calibrated bytes per
+    modelled MiB (Device.bandwidth is the calibrated burst rate); 0 without such a bucket."""
+    if bucket is None or bucket.unit != "MiB":
+        return 0.0
     assert device.bandwidth
     return device.bandwidth / bucket.burst
 
@@ -323,7 +338,7 @@ def status(state_dir: Path) -> dict[str, Any]:
     m = mount_at(mnt) if mnt else None
     procs = {k: _alive(state_dir, k, r) for k, r in rec.get("processes", {}).items()}
     wanted = {"nbdkit", "nbdfuse"} | ({"nbdkit-iops"} if (rec.get("device") or {}).get("iops") else set()) | (
-        {"credits"} if rec.get("credits") else set())
+        {"credits"} if rec.get("controller") or rec.get("credits") else set())
     healthy = bool(mnt and m and all(procs.values()) and set(procs) == wanted and responsive(Path(mnt)))
     dev = rec.get("device") or {}
     return {"path": mnt, "healthy": healthy, "loop": rec.get("loop"), "fstype": rec.get("fstype"),
@@ -430,7 +445,7 @@ def down(state_dir: Path, mountpoint: Path | None = None) -> list[str]:
         _kill(state_dir, "", {"pid": pid, "start_time": st.process_start_time(pid)})
     problems = leftovers(state_dir, Path(mnt) if mnt else None)
     if not problems:
-        for name in ("disk.img", *RATE_FILES.values(), *(f"{k}.pid" for k in (*SERVERS, "nbdfuse")), STATE_FILE):
+        for name in ("disk.img", *RATE_FILES, *(f"{k}.pid" for k in (*SERVERS, "nbdfuse")), STATE_FILE):
             (state_dir / name).unlink(missing_ok=True)
         for name in SOCKETS:
             _path(state_dir, name).unlink(missing_ok=True)
