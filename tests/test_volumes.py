@@ -112,7 +112,44 @@ def test_a_sized_lab_target_moves_its_emulated_limits_and_its_price_together(sna
     gp3 = lookup("lab:gp3:200G:iops=6000:throughput=500")
     assert gp3.option == "aws:ebs-gp3:size=200:iops=6000:throughput=500" and gp3.profile.device.iops == 6000
     assert "500 MiB/s" in gp3.emulates
-    for bad, why in (("magnetic:100G", "takes no size"), ("st1:100G", "125 to 16384 GiB"),
-                     ("gp2:1T:iops=5", "no provisioned iops"), ("gp2:huge", "write lab:NAME:SIZE")):
+    for bad, why in (("tmpfs:100G", "takes no size"), ("st1:100G", "125 to 16384 GiB"),
+                     ("gp2:1T:iops=5", "no provisioned iops"), ("gp2:huge", "write lab:NAME:SIZE"),
+                     ("standard:2T", "1 to 1024 GiB"), ("io2:10G:iops=20000", "IOPS are 100 to 10000"),
+                     ("nvme:100G", "comes with its instance"), ("hdd:100G", "125 to 16384"),
+                     ("hdd:2T:iops=400", "no provisioned figures")):
         with pytest.raises(UsageError, match=why):
             lookup(bad)
+
+
+def test_magnetic_io2_and_hdd_take_sizes_that_set_their_limits_price_and_name(snap):
+    """Sizes on the disks whose IOPS come from a calibrated delay, and on the hard disk, through the resolver that
+    every command uses; a volume type names the disk that stands for it (lab:standard, lab:io2)."""
+    from iolens import resolve
+
+    mag = resolve.parse("lab:standard:500G/run")
+    assert mag.lab == "standard:500G" and mag.option == "aws:ebs-standard:size=500" and mag.sub == "run"
+    assert mag.target is not None and mag.target.profile.device == disks.profile("magnetic").device  # same model
+    assert "of 500 GiB" in mag.target.emulates
+    assert spec_for("lab:standard:500G", snap, None).size_gb == 500
+    assert spec_for("lab:magnetic:200G", snap, None).size_gb == 200
+
+    io2 = resolve.parse("lab:io2:100G:iops=4000")
+    assert io2.lab == "io2:100G:iops=4000" and io2.option == "aws:ebs-io2:size=100:iops=4000"
+    dev = io2.target.profile.device
+    assert (dev.iops, dev.latency_ms, dev.bandwidth) == (4000, 0, round(4000 * 0.256 * MiB))  # a rate, no delay
+    e = io2.emulation()
+    assert e is not None and e["target"] == "lab:io2:100G:iops=4000" and e["limits"]["read_iops"] == 4000
+    assert e["volume"] == "aws:ebs-io2:size=100:iops=4000"
+    assert any("request-rate limit" in n for n in e["not_emulated"])
+    kept = resolve.parse("lab:io2-500:300G").target  # its own provisioned IOPS at another size: the same device
+    assert kept.option == "aws:ebs-io2:size=300:iops=500" and kept.profile.device == disks.profile("io2-500").device
+    cheap, dear = (spec_for(f"lab:io2:100G:iops={n}", snap, None) for n in (1000, 4000))
+    use, wl = Usage(wall_s=3600), Workload(held_for_s=3600)
+    totals = [sum(ch.per_run for ch in cost("io2", [parse_spec(st.spec, snap)], use, wl, snap).charges
+                  if "capacity" not in ch.what) for st in (cheap, dear)]
+    assert totals[1] > totals[0]  # more provisioned IOPS, a higher price
+
+    hdd = resolve.parse("lab:hdd:6T").target
+    assert hdd.name == "hdd:6144G" and hdd.option == "aws:ebs-st1:size=6144"
+    assert hdd.limits == TARGETS["hdd"].limits  # a disk's speed does not follow its size: the price does
+    assert any("priced as aws:ebs-st1:size=6144" in n for n in hdd.notes)

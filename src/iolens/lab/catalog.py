@@ -152,32 +152,45 @@ def split(spec: str) -> tuple[str, str] | None:
 
 def lookup(name: str) -> Target:
     """A target by name, with or without the `lab:` prefix: NAME, or NAME:SIZE[:iops=N][:throughput=MiBps] for an
-    emulated disk whose limits follow its size (lab:gp2:500G, lab:st1:2T, lab:gp3:100G:iops=6000)."""
+    emulated disk (lab:gp2:500G, lab:st1:2T, lab:gp3:100G:iops=6000, lab:hdd:2T). NAME may also be the volume type
+    an emulated disk stands for (lab:standard:100G is lab:magnetic at 100 GiB, lab:io2:100G:iops=4000 lab:io2-100
+    with 4,000 IOPS). The size and provisioned figures set the limits (the volume model's), the price and what
+    `cost` assumes; the name the target gets (its results' name) carries them."""
     from iolens.errors import UsageError
 
     bare = name[len(PREFIX):] if name.startswith(PREFIX) else name
     head, _, rest = bare.partition(":")
-    try:
-        target = TARGETS[head]
-    except KeyError:
-        raise UsageError(f"lab:{head} is not a lab target; choose from {', '.join(TARGETS)}") from None
+    target = TARGETS.get(head) or TARGETS.get(VOLUME_ALIASES.get(head, ""))
+    if target is None:
+        raise UsageError(f"lab:{head} is not a lab target; choose from {', '.join(TARGETS)} (or a volume type: "
+                         f"{', '.join(VOLUME_ALIASES)})")
     if not rest:
         return target
     size, iops, tp = _sizing(bare, rest)
-    if target.disk not in disks.SIZED:
-        raise UsageError(f"lab:{head} takes no size; sizes apply to {', '.join(disks.SIZED)} (e.g. lab:gp2:500G)")
-    canonical = ":".join([head, f"{size:g}G" if size is not None else f"{target.size_gib:g}G",
+    if target.disk is None:
+        raise UsageError(f"lab:{head} takes no size; sizes apply to the emulated disks "
+                         f"({', '.join(t.name for t in EMULATED_DISKS)}), e.g. lab:gp2:500G")
+    size = size if size is not None else target.size_gib
+    canonical = ":".join([head, *([f"{size:g}G"] if size is not None else []),
                           *([f"iops={iops:g}"] if iops is not None else []),
                           *([f"throughput={tp:g}"] if tp is not None else [])])
-    sized = replace(target, name=canonical, base=head, size_gib=size if size is not None else target.size_gib,
-                    iops=iops, throughput=tp)
+    sized = replace(target, name=canonical, base=target.name, size_gib=size,
+                    iops=iops if iops is not None else target.iops, throughput=tp)
     try:
         profile = sized.profile
-    except nbd.StepFailed as err:
+        option = sized.option
+    except (nbd.StepFailed, volumes.SizeError) as err:
         raise UsageError(f"lab:{bare}: {err}") from None
     assert profile is not None
     return replace(sized, emulates=profile.emulates_at(), notes=(
-        EMULATED_NOTE, f"published: {profile.published}", *(f"not emulated: {n}" for n in profile.not_emulated)))
+        EMULATED_NOTE, f"published: {profile.published}", *(f"not emulated: {n}" for n in profile.not_emulated),
+        *([f"priced as {option}"] if profile.volume is None else [])))
+
+
+# A volume type an emulated disk stands for names it too (lab:standard:100G, lab:io2:100G:iops=4000): the first
+# profile of that type.
+VOLUME_ALIASES = {v: next(t.name for t in EMULATED_DISKS if t.volume == v and t.disk and disks.profile(t.disk).volume)
+                  for v in dict.fromkeys(p.volume for p in disks.PROFILES if p.volume) if v not in TARGETS}
 
 
 UNITS = {"G": 1, "GIB": 1, "GB": 1, "T": 1024, "TIB": 1024, "TB": 1024}

@@ -13,7 +13,7 @@ from iolens import volumes
 from iolens.lab.nbd import GiB, Device, MiB
 from iolens.lab.sysops import StepFailed
 
-SIZED = ("gp2", "gp3", "st1", "sc1")  # disks whose limits are rates, so a size or provisioned figure can set them
+RATES = ("gp2", "gp3", "st1", "sc1")  # disks whose limits are rates, scaled from the calibrated ones at another size
 
 
 @dataclass(frozen=True)
@@ -39,19 +39,37 @@ class Profile:
         return volumes.perf(self.volume, self.size_gib, self.provisioned_iops, self.provisioned_throughput)
 
     def at(self, size_gib: float | None, iops: float | None = None, throughput: float | None = None) -> Profile:
-        """This disk at another size (and provisioned figures): the limits the model gives there, the device's rate
-        scaled from the calibrated one. Only disks whose limits are rates (an IOPS server, a bandwidth) can be
-        resized; those whose IOPS come from a calibrated delay cannot (StepFailed saying which can)."""
-        if self.name not in SIZED:
-            raise StepFailed(f"lab:{self.name} has calibrated limits and takes no size; sizes and provisioned figures "
-                             f"apply to {', '.join(SIZED)} (e.g. lab:gp2:500G)")
-        new = replace(self, size_gib=size_gib if size_gib is not None else self.size_gib, provisioned_iops=iops,
+        """This disk at another size (and provisioned figures): the limits the model gives there. A disk whose
+        limits are rates (RATES) has its device's rate scaled from the calibrated one; one whose model gives the
+        same limits at that size (magnetic at any size, io2 at its provisioned IOPS) keeps its calibrated device;
+        one whose delay gives its IOPS and the model other ones (io2 at 4,000 IOPS) gets an IOPS server and a
+        bandwidth at the model's figures instead; a disk of its own (hdd) keeps its limits, the size setting only
+        its price. StepFailed (one line) for a size or figure the volume type does not allow."""
+        new = replace(self, size_gib=size_gib if size_gib is not None else self.size_gib,
+                      provisioned_iops=iops if iops is not None else self.provisioned_iops,
                       provisioned_throughput=throughput)
+        if self.volume is None:
+            if iops is not None or throughput is not None:
+                raise StepFailed(f"lab:{self.name} is a disk of its own with no provisioned figures; give a size only")
+            return replace(new, not_emulated=(*self.not_emulated, SIZE_PRICES_ONLY))
+        if volumes.TYPES[self.volume].default_gib is None:
+            raise StepFailed(f"lab:{self.name} ({volumes.TYPES[self.volume].title}) comes with its instance and takes "
+                             "no size")
         try:
             perf = new.perf
         except volumes.SizeError as err:
             raise StepFailed(str(err)) from None
-        assert perf is not None and self.device.bandwidth and self.burst_bandwidth
+        assert perf is not None
+        if perf == self.perf:
+            return new
+        if self.name not in RATES:  # the calibrated delay gives other IOPS: a request-rate limit instead
+            assert perf.iops and perf.mibps
+            device = Device(round(perf.mibps * MiB), 0, 16, iops=round(perf.iops))
+            return replace(new, device=device, not_emulated=(
+                f"the {self.device.latency_ms} ms per-request latency of lab:{self.name}: at {perf.iops:g} IOPS a "
+                "request-rate limit stands for it, and at queue depth 1 a request takes what the stack takes",
+                *(n for n in self.not_emulated if n != DELAY_IOPS and "latency" not in n)))
+        assert self.device.bandwidth and self.burst_bandwidth
         k = self.device.bandwidth / self.burst_bandwidth  # calibration: the rate given per byte/s of the limit
         bw = round((new.burst_bandwidth or 0) * k)
         if self.device.iops:  # the controller counts I/Os of up to the model's io_kib as one (credits.py)
@@ -109,6 +127,8 @@ class Profile:
         return self.own[2] if self.own else ""
 
 
+SIZE_PRICES_ONLY = ("its size: a disk's speed does not follow its size, so a size sets only the price (as the "
+                    "volume type it is priced as, at that size)")
 MEAN_IO = ("an I/O of up to 256 KiB counts as one by the mean request size of each 0.1 s, not request "
            "by request: a stream beside small random I/O gets up to a quarter more than the model")
 DELAY_IOPS = ("the IOPS limit comes from a per-request delay x requests in flight (a request-rate limit counts "
