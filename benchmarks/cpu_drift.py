@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from iolens.bench.targets import resolve
+from iolens.workspace.target import resolve
 from iolens.capture.record import Recording
 from iolens.synth import fastq_text
 from iolens.sysinfo import cpu_delta, cpu_seconds

@@ -151,7 +151,7 @@ def run_profile(prof: disks.Profile, repeat: int, seconds: float, size: int,
     with tempfile.TemporaryDirectory(prefix=f"iolens-cal-{prof.name}-") as tmp:
         state, mnt = Path(tmp) / "state", Path(tmp) / "mnt"
         try:
-            nbd.up(state, mnt, prof.device, size=size, bucket=bucket)
+            nbd.up(state, mnt, prof.device, size=size, bucket=bucket, io_kib=perf.io_kib if perf else None)
             runs = [measure(mnt, prof, seconds) for _ in range(repeat)]
         finally:
             left = nbd.down(state, mnt)

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from whatif_accuracy import STEPS, clean, lab_down, lab_up, prepare, real_run  # noqa: E402
 
-from iolens.bench.targets import resolve  # noqa: E402
+from iolens.workspace.target import resolve  # noqa: E402
 from iolens.pagecache import proactive_reclaim, reclaim_paused  # noqa: E402
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from iolens.bench.targets import resolve
+from iolens.workspace.target import resolve
 from iolens.capture.record import Recording
 from iolens.whatif import plan as plan_mod
 from iolens.whatif import timeline

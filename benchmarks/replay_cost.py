@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from iolens.bench.targets import resolve
+from iolens.workspace.target import resolve
 from iolens.capture.record import Recording
 from iolens.whatif.plan import build_plan
 from iolens.whatif.replay import replay_on

@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 
-from iolens.bench.targets import resolve
+from iolens.workspace.target import resolve
 from iolens.capture.record import Recording
 from iolens.pagecache import proactive_reclaim, reclaim_paused, warm
 from iolens.synth import fastq_text, synth

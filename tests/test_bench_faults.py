@@ -21,7 +21,7 @@ from iolens import workdirs
 from iolens.bench import cache, engine, metrics, runner, safety, suites, targets
 from iolens.bench.metrics import from_phase
 from iolens.bench.report import ResultRow
-from iolens.bench.targets import Target
+from iolens.workspace.target import Target
 from iolens.render.bench_table import cell, device_shares, render_bench
 
 MiB = 1 << 20

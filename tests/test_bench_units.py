@@ -7,8 +7,8 @@ from rich.console import Console
 
 from iolens.bench import cache, suites
 from iolens.bench.metrics import METRIC_KEYS, from_phase
-from iolens.bench.safety import check_space
-from iolens.bench.targets import Target
+from iolens.workspace.rails import check_space
+from iolens.workspace.target import Target
 from iolens.errors import TargetError, UsageError
 from iolens.render.bench_export import results_csv
 from iolens.render.bench_table import fmt_count, fmt_rate, render_bench

@@ -223,7 +223,7 @@ def test_write_calibration_pays_the_upload_at_close(labdir, monkeypatch):
     for 32 MiB here)."""
     import copy
 
-    from iolens.bench.targets import resolve
+    from iolens.workspace.target import resolve
     from iolens.whatif.engine import op_codes
     from iolens.whatif.predict import _cal_plan
     from iolens.whatif.replay import replay_on

@@ -21,6 +21,7 @@ FLOORS: tuple[tuple[str, frozenset[str]], ...] = (
                         "pagecache", "redact", "store", "synth", "examples", "workdirs", "volumes"})),
     ("storage", frozenset({"lab"})),  # where storage targets come from: the lab's catalogue and its kinds
     ("targets", frozenset({"resolve"})),  # the one resolver of a storage target, over the lab's catalogue
+    ("workspace", frozenset({"workspace"})),  # a checked target and the rails of working there (bench, whatif)
     ("capture", frozenset({"capture"})),
     ("analysis", frozenset({"analysis", "stats"})),
     ("compute", frozenset({"doctor", "bench", "compare", "compress", "cost", "whatif", "pipeline"})),
@@ -32,8 +33,6 @@ FLOORS: tuple[tuple[str, frozenset[str]], ...] = (
 ALLOWED: dict[tuple[str, str], str] = {
     ("compress/fs.py", "compare"): "compression on a filesystem runs the user's command through compare's runner "
                                    "and statistics, not a copy of them",
-    ("whatif/replay.py", "bench"): "replay works in bench's work directories with its free-space rails and targets",
-    ("whatif/predict.py", "bench"): "a prediction is for a bench target (until the storage-target resolver)",
 }
 
 

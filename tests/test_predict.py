@@ -135,7 +135,7 @@ def test_writes_are_priced_buffered_unless_the_step_syncs():
 
 
 def test_write_calibration_syncs_only_in_its_synced_classes(tmp_path):
-    from iolens.bench.targets import resolve
+    from iolens.workspace.target import resolve
     from iolens.whatif.engine import op_codes
     from iolens.whatif.predict import (CAL_CLASSES, CAL_RUNS, CLASSES, META_FILE_BYTES, META_KINDS, _cal_plan,
                                        calibrate)
@@ -285,7 +285,7 @@ def test_small_calls_cost_their_own_and_their_bytes(tmp_path):
 def test_a_calibration_is_stored_and_reused(tmp_path):
     """A target's calibration is measured once and reused from the results store (same directory, host, cache and
     calibration version); --recalibrate (refresh) measures it again; another cache state is another calibration."""
-    from iolens.bench.targets import resolve
+    from iolens.workspace.target import resolve
     from iolens.store import ResultsStore
     from iolens.whatif.predict import CAL_KIND, calibrate
 

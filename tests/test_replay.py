@@ -33,7 +33,7 @@ def known(tmp_path, cprog):
 
 
 def replay_log(cap: Path, target: Path, speed: str = "recorded"):
-    from iolens.bench.targets import resolve
+    from iolens.workspace.target import resolve
     from iolens.capture.reader import read_capture
     from iolens.whatif.engine import log_dtype
     from iolens.whatif.plan import build_plan
@@ -223,7 +223,7 @@ def test_fio_iolog_keeps_the_order_between_processes(tmp_path):
 
 def test_layout_and_setup_are_not_timed(tmp_path):
     """The replayed wall time starts after the layout (and its writeback) and covers only the ops."""
-    from iolens.bench.targets import resolve
+    from iolens.workspace.target import resolve
     from iolens.whatif.engine import op_codes, op_dtype
     from iolens.whatif.plan import Plan, ReplayFile
     from iolens.whatif.replay import replay_on
@@ -277,7 +277,7 @@ def test_a_child_spawned_late_waits_for_its_spawn(tmp_path):
     when every live thread is waiting (nothing can satisfy it).  Here the shell computes for about half a second
     before it starts its second `cat`, against a dependency time-out of a third of that: given up after that
     much of its own wait, the child ran ahead of its parent."""
-    from iolens.bench.targets import resolve
+    from iolens.workspace.target import resolve
     from iolens.capture.reader import read_capture
     from iolens.whatif.engine import log_dtype, op_codes
     from iolens.whatif.plan import build_plan
@@ -571,7 +571,7 @@ def test_a_shell_reading_its_childs_output_is_spawned_first(tmp_path):
     """`x=$(cat a)`: the shell forks and at once blocks reading the child's pipe, so its read begins before the
     child's record does.  The spawn goes before that read (the fork came first); placed at the child's start it
     came after, and the replayed read waited for a writer that was never started until the dependency time-out."""
-    from iolens.bench.targets import resolve
+    from iolens.workspace.target import resolve
     from iolens.capture.reader import read_capture
     from iolens.whatif.engine import op_codes
     from iolens.whatif.plan import build_plan

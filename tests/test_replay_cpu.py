@@ -28,7 +28,7 @@ def crafted(rows: list[tuple[int, int, int, int, int, int]], threads: list[int],
 
 def replay_cpu(plan, target: Path):
     """The replay and the CPU time the replayer used (user + system, from its rusage)."""
-    from iolens.bench.targets import resolve
+    from iolens.workspace.target import resolve
     from iolens.whatif.replay import replay_on
 
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -258,7 +258,7 @@ def test_the_replayers_own_time_between_ops_comes_out_of_later_gaps(tmp_path):
     """20,000 stats recorded back to back, then a 30 ms gap: the replayer's own time between the stats (its loop,
     its clock reads) is not the step's, so what of it ran past their zero gaps is taken back from the 30 ms, and
     the replay ends where the recorded schedule does instead of that much later.  With --speed max nothing is."""
-    from iolens.bench.targets import resolve
+    from iolens.workspace.target import resolve
     from iolens.whatif.engine import log_dtype, op_codes
     from iolens.whatif.replay import replay_on
 

@@ -177,7 +177,7 @@ def test_ctrl_c_while_a_work_directory_is_removed_does_not_leave_it_behind(tmp_p
     Python's handler still broke into the removal (14,212 files were left once)."""
     import threading
 
-    from iolens.bench.safety import WorkDirs
+    from iolens.workspace.rails import WorkDirs
 
     d = tmp_path / "iolens-bench-x"
     d.mkdir()

@@ -63,7 +63,7 @@ def test_a_shell_loops_children_are_woken_only_by_their_own_start_and_end(tmp_pa
     to start, and the shell for each to end.  Each start and end wakes the threads waiting for that process only:
     woken on every start and end, the 150 waiting threads took ~150 x 150 context switches, and each child
     started 0.2-0.3 ms late (a count of the replayer's own switches, not a time, is what this checks)."""
-    from iolens.bench.targets import resolve
+    from iolens.workspace.target import resolve
     from iolens.capture.reader import read_capture
     from iolens.whatif.plan import build_plan
     from iolens.whatif.replay import replay_on

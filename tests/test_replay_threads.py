@@ -20,7 +20,7 @@ def test_a_joined_thread_holds_back_its_joiner_and_a_pool_thread_does_not(cprog,
     (its creation) and the main thread's next op an AFTER on the spill's last op (the join); the pool thread
     neither.  Each spill's fdatasync is then made 150 ms slower in the plan, as a slow disk would: the main thread
     waits for each, and no spill starts before the main thread's op it followed."""
-    from iolens.bench.targets import resolve
+    from iolens.workspace.target import resolve
     from iolens.capture.reader import read_capture
     from iolens.whatif.engine import log_dtype, op_codes
     from iolens.whatif.plan import build_plan
@@ -76,7 +76,7 @@ def test_an_after_op_must_name_an_op_of_another_thread(tmp_path: Path):
     """The replayer refuses a job whose AFTER names its own thread or an index past the other thread's ops."""
     from iolens.whatif.engine import op_codes
     from iolens.whatif.replay import ReplayError, replay_on
-    from iolens.bench.targets import resolve
+    from iolens.workspace.target import resolve
     from test_replay_cpu import crafted
 
     c = op_codes()

@@ -66,7 +66,7 @@ def test_preemption_is_measured_from_the_steps_own_runs(tmp_path):
 def test_each_round_can_replay_its_own_capture(tmp_path):
     """--capture-each-round: before its real runs a round profiles the step again on the home target, and that
     capture (here the one run that sleeps 0.3 s) is replayed beside the kept one, on the same targets."""
-    from iolens.bench.targets import resolve
+    from iolens.workspace.target import resolve
     from iolens.capture.record import Recording
     from iolens.whatif.plan import build_plan
 
@@ -99,7 +99,7 @@ def test_each_round_rotates_the_order_of_a_cells_runs(tmp_path, monkeypatch):
     """What a run leaves on its storage is met by the next (the root disk's recently deleted inodes): over three
     rounds the real run, the replay and the round's own capture's replay each come first, second and third once,
     and each is preceded by each of the others at most once."""
-    from iolens.bench.targets import resolve
+    from iolens.workspace.target import resolve
 
     m = accuracy_module()
     order: list[str] = []
@@ -123,7 +123,7 @@ def test_each_round_rotates_the_order_of_a_cells_runs(tmp_path, monkeypatch):
 def test_a_skipped_cell_is_not_run(tmp_path):
     """--skip STEP@TARGET: the round runs and replays the step on the other targets only, and the cell is left out
     of the cells that ran (the report says it was not run)."""
-    from iolens.bench.targets import resolve
+    from iolens.workspace.target import resolve
     from iolens.whatif.plan import build_plan
     from iolens.capture.record import Recording
 

@@ -57,7 +57,8 @@ class TargetError(IolensError):
 
 
 class Terminated(Exception):
-    """The process got SIGTERM or SIGHUP (bench.safety.signals_as_exceptions): unwind, clean up, exit 128 + signal."""
+    """The process got SIGTERM or SIGHUP (workspace.rails.signals_as_exceptions): unwind, clean up, exit 128 +
+    signal."""
 
     def __init__(self, signum: int):
         import signal

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from iolens.bench.metrics import device_of, read_ops, reading_ops
-from iolens.bench.targets import Target, compression_of
+from iolens.workspace.target import Target, compression_of
 from iolens.units import human_bytes
 
 STATES = ("cold-direct", "cold-evicted", "warm", "synced", "buffered", "none")

@@ -36,8 +36,8 @@ from iolens import __version__
 from iolens.bench import engine, suites
 from iolens.bench.multi_aggregate import Aggregate, aggregate, shared_file_size
 from iolens.bench.multi_report import render as render, store as store  # the command calls them through mpi
-from iolens.bench.safety import WorkDirs, check_space
-from iolens.bench.targets import Target, resolve
+from iolens.workspace.rails import WorkDirs, check_space
+from iolens.workspace.target import Target, resolve
 from iolens.errors import IolensError, UsageError
 
 TAG = "iolens-bench-multi"

@@ -12,7 +12,7 @@ from typing import Any
 
 from iolens.bench import cache
 from iolens.bench.metrics import METRIC_KEYS, from_phase, primary_metric
-from iolens.bench.targets import Target
+from iolens.workspace.target import Target
 
 TAG = "iolens-bench"
 SCHEMA_VERSION = (1, 1)

@@ -14,9 +14,9 @@ from typing import Any, Callable
 from iolens import __version__
 from iolens.bench import cache, engine, suites
 from iolens.bench.report import BenchReport
-from iolens.bench.safety import Terminated, WorkDirs, check_space, reap_targets, signals_as_exceptions
+from iolens.workspace.rails import Terminated, WorkDirs, check_space, reap_targets, signals_as_exceptions
 from iolens.bench.suites import Options, Test
-from iolens.bench.targets import Target, resolve_each
+from iolens.workspace.target import Target, resolve_each
 from iolens.errors import UsageError
 from iolens.units import human_bytes
 from iolens.sysinfo import host_facts

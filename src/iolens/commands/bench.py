@@ -131,7 +131,7 @@ def bench(ctx: click.Context, targets: tuple[str, ...], suite_names: tuple[str, 
     and on Ctrl-C or SIGTERM.
     """
     from iolens.bench.runner import run_bench
-    from iolens.bench.safety import Terminated
+    from iolens.workspace.rails import Terminated
     from iolens.render.bench_table import render_bench
 
     check_outputs(exports.check("bench", outputs), force=force)

@@ -37,7 +37,7 @@ def predict(capture: str, targets: tuple[str, ...], cache: str, home: str | None
     Example:
       iolens predict sort.iolens --on /scratch --on lab:gp2
     """
-    from iolens.bench.targets import resolve, resolve_each
+    from iolens.workspace.target import resolve, resolve_each
     from iolens.capture.load import exit_if_partial, load_capture
     from iolens.errors import TargetError, UsageError
     from iolens.output import check_outputs

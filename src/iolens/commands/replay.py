@@ -38,7 +38,7 @@ def replay(capture: str, targets: tuple[str, ...], speed: str, cache: str, outpu
       iolens profile --trace -o sort.iolens -- samtools sort -m 1M in.sam -o out.bam
       iolens replay sort.iolens --on /scratch --on /mnt/nfs
     """
-    from iolens.bench.targets import resolve_each
+    from iolens.workspace.target import resolve_each
     from iolens.capture.load import exit_if_partial, load_capture
     from iolens.errors import CaptureError, TargetError, UsageError
     from iolens.output import check_outputs

@@ -36,7 +36,7 @@ import numpy as np
 
 from iolens import __version__, workdirs
 from iolens import _format as F
-from iolens.bench.targets import Target
+from iolens.workspace.target import Target
 from iolens.capture.reader import Capture, Process
 from iolens.sysinfo import steal_notes, steal_share, stolen_wait
 from iolens.whatif.caveats import model_notes

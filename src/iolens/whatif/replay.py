@@ -13,8 +13,8 @@ from typing import Any
 
 
 from iolens import workdirs
-from iolens.bench.safety import WorkDirs, check_space, reap_targets, signals_as_exceptions
-from iolens.bench.targets import Target
+from iolens.workspace.rails import WorkDirs, check_space, reap_targets, signals_as_exceptions
+from iolens.workspace.target import Target
 from iolens.capture.reader import Capture
 from iolens.errors import TargetError
 from iolens.whatif.engine import ReplayError, run

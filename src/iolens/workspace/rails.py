@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Iterator
 
 from iolens import workdirs
-from iolens.bench.targets import Target
+from iolens.workspace.target import Target
 from iolens.errors import TargetError, Terminated
 from iolens.units import human_bytes
 

@@ -1,4 +1,5 @@
-"""Benchmark targets: resolve what the user named, refuse what is unsafe, and describe what it is.
+"""Storage targets that bench, replay and predict write on: resolve what the user named, refuse what is unsafe,
+and describe what it is.
 
 A target is a directory on a mounted filesystem, `lab:NAME` (a target of `iolens lab`), or `null` (no storage:
 the engine's own overhead).  Block and character devices, pseudo filesystems and read-only or missing paths are
