@@ -31,6 +31,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -110,7 +111,8 @@ def measure(mnt: Path, prof: disks.Profile, seconds: float) -> dict[str, float]:
     bw = prof.burst_bandwidth or 400 * MiB  # enough to write for --seconds at the faster phase
     iops = prof.iops or 20000
     f = mnt / "seq.dat"
-    nbytes = max(32 * MiB, int(bw * seconds) // MiB * MiB)
+    room = shutil.disk_usage(mnt).free // 2 // MiB * MiB  # an unthrottled disk would fill a small image
+    nbytes = min(room, max(32 * MiB, int(bw * seconds) // MiB * MiB))
     out = {MEASURES[0]: seq_write(f, nbytes), MEASURES[1]: seq_read(f)}
     out[MEASURES[2]] = fio(f, seconds, "--rw=read", "--bs=1M", "--direct=1", "--ioengine=libaio",
                            "--iodepth=8")["read_bw"]
