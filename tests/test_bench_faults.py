@@ -18,7 +18,9 @@ from rich.console import Console
 
 from conftest import iolens
 from iolens import workdirs
-from iolens.bench import cache, engine, metrics, runner, safety, suites, targets
+from iolens.bench import cache, engine, metrics, runner, suites
+from iolens.workspace import rails as safety
+from iolens.workspace import target as targets
 from iolens.bench.metrics import from_phase
 from iolens.bench.report import ResultRow
 from iolens.workspace.target import Target
