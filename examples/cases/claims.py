@@ -74,7 +74,10 @@ def _load(report: Path, name: str) -> Any:
 
 
 def _pct(r: float) -> str:
-    return f"{100 * (r - 1):+.1f}%"
+    """A ratio of times as a relative difference; beyond 10x (two or three runs on a busy machine) as a factor."""
+    if r > 1e3:
+        return "over 1000x"
+    return f"{r:.3g}x" if r >= 10 else f"{100 * (r - 1):+.1f}%"
 
 
 def _comparison(rep: dict, a: str, b: str) -> tuple[dict | None, bool]:
@@ -125,7 +128,9 @@ class compared:  # noqa: N801 (used as a function in the table below)
         if kind == expect:
             return Outcome("reproduced", ours, "")
         if kind == "undecided":
-            return Outcome("undecided", ours, d["reason"])
+            spread = f" (spread ±{100 * d['spread']:.0f}%)" if d.get("spread") is not None else ""
+            return Outcome("undecided", ours, f"after {d['n']} runs{spread} the interval neither excludes no "
+                                              f"difference nor fits inside ±{100 * d['margin']:g}%")
         if expect == "equivalent" and 1 / (1 + d["margin"]) <= low and high <= 1 + d["margin"]:
             # a difference decided inside the margin does not contradict "no difference larger than the margin"
             return Outcome("reproduced", ours, "")
