@@ -36,7 +36,7 @@ CHECKS = {
     "case4_compression": ["binned-plain-btrfs-ratio", "binned-btrfs-lzo-smaller", "binned-btrfs-zstd-smaller",
                           "binned-btrfs-zlib-smaller", "compression-costs-cpu", "tmpfs-beats-gp3-iops"],
     "case5_profile_and_size": ["small-reads-dominate-on-slow-disk", "small-reads-minor-on-tmpfs",
-                               "small-read-share-ratio"],
+                               "small-read-share-ratio", "interposer-recorded"],
 }
 CLAIM_IDS = {case: [c.id for c in claims.CLAIMS if c.case == case.split("_")[0]] for case in CHECKS}
 

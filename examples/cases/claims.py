@@ -347,8 +347,9 @@ CLAIMS: list[Claim] = [
           differs="emulated magnetic vs tmpfs, a pipeline of seconds; the share moves with the machine's load"),
     Claim("case5", "best-value-gp2", "default gp2 is the best value of the six volume types",
           "gp2 the best value", _ratio_claim(_c5_best_value, 1, 0),
-          differs="gp3 costs 20% less per GB than gp2 at the same 3,000 IOPS, and both run a step of seconds "
-                  "within gp2's burst: the price per GB decides (docs/cases.md, case 5)"),
+          differs="a step of seconds runs within gp2's burst, so prices decide: gp3 costs 20% less per GB at the "
+                  "same 3,000 IOPS, and the instance's own NVMe has no storage charge beside its instance's price "
+                  "(docs/cases.md, case 5)"),
     Claim("case5", "nvme-vs-gp2", "instance NVMe is (a little) faster than gp2", "NVMe 2% faster for 10% more",
           compared("six-volumes.json", "nvme", "gp2", "faster"),
           differs="lab:nvme is an unthrottled stand-in, gp2 an nbdkit-throttled volume within its burst"),
