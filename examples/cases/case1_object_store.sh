@@ -10,13 +10,16 @@
 # Usage (as root): examples/cases/case1_object_store.sh [--full] [WORK_DIR]
 # Environment: IOLENS, IOLENS_LAB_DIR (a lab with s3, s3-rclone and s3-remote up; else one is brought up and
 #   taken down after).
-# Checks (at any scale): every phase shows up as its own child process in the profile; the profiles attribute at
+# Claims (examples/cases/claims.py): mount vs staged (no difference, at a 10% margin), bytes fetched, phases as child
+# processes. Checks (at any scale): the profiles attribute at
 # least 90% of the kernel's I/O bytes through every mount (rclone's full 64-bit inode numbers once cut them at 25%);
 # staging fetches each input once (copy-in bytes = input bytes); reading through the mount, the step reads its inputs
 # once per pass (what a FUSE client without a cache fetches again each time).
 . "$(dirname "$0")/lib.sh"
 need_root
-if [ "$mode" = short ]; then pairs=20000; passes=3; runs=3; else pairs=300000; passes=3; runs=3; fi
+# adaptive runs (compare --runs auto): until staged vs the mount is decided, at a 10% margin, or the budget is spent
+if [ "$mode" = short ]; then pairs=20000; passes=3; runs=(--max-runs 20 --max-time 100s)
+else pairs=300000; passes=3; runs=(--max-runs 12 --max-time 15m); fi
 export passes
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -33,7 +36,7 @@ sleep 2  # rclone lists a directory again after 1 s
   --input "d=lab:s3/$key" --place "out=$work/out" \
   --config "s3fs:d=lab:s3/$key,strategy=direct" --config "rclone:d=lab:s3-rclone/$key,strategy=direct" \
   --config "s3fs-remote:d=lab:s3-remote/$key,strategy=direct" --config "staged:d=lab:s3-remote/$key,strategy=stage" \
-  --scratch "$work" --cache cold --profile --runs "$runs" --no-store -q \
+  --scratch "$work" --cache cold --profile --runs auto "${runs[@]}" --margin 10 --no-store -q \
   --json "$report/object-store.json" --html "$report/object-store.html"
 
 # One profiled run read straight from the mount, caches dropped first: which files it read, and how often.
@@ -67,12 +70,9 @@ for c in rep["comparisons"]:
     say(f"verdict: {c['verdict']}")
 staged = next(r for r in rep["results"] if r["strategy"] == "stage")["phases"]["copy_in_bytes"]
 mount = sum(f["bytes_read"] or 0 for f in prof["files"] if f["path"].startswith(s3dir + "/"))
+json.dump({"bytes_read_through_mount": mount, "input_bytes": inputs}, open(f"{report}/mount-bytes.json", "w"))
 say(f"bytes from the object store: read through the mount {mount / 2**20:.1f} MiB (profiled run), "
     f"staged copy-in {staged / 2**20:.1f} MiB")
-children = {p for r in rep["results"] for p in ((r["profile"] or {}).get("phases") or {})}
-ok = all(any(n.startswith(w) for n in children) for w in ("gzip", "python3", "md5sum"))
-print(f"check phases-are-children {int(ok)} "
-      + shlex.quote("the profiles show the phases (gzip, python3, md5sum) as child processes: " + ", ".join(sorted(children))))
 print(f"check staged-fetches-once {int(abs(staged - inputs) <= 0.01 * inputs)} "
       + shlex.quote(f"staging fetched {staged} bytes for {inputs} bytes of inputs"))
 covs = {r["name"]: (r["profile"] or {}).get("io", {}).get("coverage") for r in rep["results"]}
@@ -85,4 +85,5 @@ print(f"check mount-reads-per-pass {int(mount >= 0.99 * inputs * (1 + passes))} 
 PY
 . "$report/checks.sh"
 rm "$report/checks.sh"
+claims case1
 finish "Case 1: object-store mount vs local copy"

@@ -8,12 +8,16 @@
 #   check NAME OK MSG  print "PASS: NAME: MSG" or "FAIL: NAME: MSG" (OK is 0/1 or true/false); failures are counted
 #   on_exit CMD        run CMD when the script exits (the lab comes down last)
 #   missing MSG        say exactly what is missing for a part of the case ("MISSING: ...") without faking it
+#   claims CASE        test the published claims of CASE on this run's results (examples/cases/claims.py): one
+#                      REPRODUCED / NOT REPRODUCED / UNDECIDED line each, claims.json and claims.html in $report;
+#                      a checked claim that is not reproduced counts as a failure
 #   finish TITLE       write $report/index.html (every page, JSON and log in $report, and the check lines), print
 #                      where it is, and exit 1 when any check failed
 set -euo pipefail
 mode=short
 if [ "${1:-}" = "--full" ]; then mode=full; shift; fi
 case_name=$(basename "$0" .sh)
+cases_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 work=${1:-$(mktemp -d "${TMPDIR:-/tmp}/iolens-$case_name.XXXXXX")}
 report=$work/report
 mkdir -p "$report"
@@ -73,6 +77,14 @@ missing() {
   echo "MISSING: $*" | tee -a "$checks"
 }
 
+claims() {  # claims CASE
+  local rc=0
+  python3 "$cases_dir/claims.py" check "$1" "$report" > "$report/claims.txt" || rc=$?
+  cat "$report/claims.txt"
+  cat "$report/claims.txt" >> "$checks"
+  [ "$rc" = 0 ] || failures=$((failures + 1))
+}
+
 finish() {  # finish TITLE
   python3 - "$report" "$1" "$mode" <<'PY'
 import html, sys
@@ -82,13 +94,16 @@ pages = sorted(p for p in report.rglob("*") if p.is_file() and p.name != "index.
 checks = (report / "checks.txt").read_text().splitlines()
 rows = "".join(f"<li><a href=\"{html.escape(str(p.relative_to(report)))}\">{html.escape(str(p.relative_to(report)))}"
                f"</a></li>\n" for p in pages)
-lines = "".join(f"<li class=\"{html.escape(c.split(':', 1)[0].lower())}\">{html.escape(c)}</li>\n" for c in checks)
+lines = "".join(f"<li class=\"{html.escape(c.split(':', 1)[0].lower().replace(' ', '-'))}\">{html.escape(c)}</li>\n"
+                for c in checks)
+claims = (report / "claims.html").read_text().split("<title>claims</title>", 1)[-1] if (report / "claims.html").exists() else ""
 (report / "index.html").write_text(
     f"<!doctype html><html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
     "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}.pass{color:#070}.fail{color:#b00}"
-    ".missing{color:#850}</style></head><body>"
+    ".missing{color:#850}.reproduced{color:#070}.not-reproduced{color:#b00}.undecided{color:#850}"
+    "td,th{border:1px solid #ccc;padding:.3em;vertical-align:top}table{border-collapse:collapse}</style></head><body>"
     f"<h1>{html.escape(title)}</h1><p>mode: {html.escape(mode)}; see docs/cases.md for the published figures."
-    f"</p><h2>Checks</h2><ul>{lines}</ul><h2>Pages</h2><ul>{rows}</ul></body></html>\n")
+    f"</p>{'<h2>Published beside ours</h2>' + claims if claims else ''}<h2>Checks</h2><ul>{lines}</ul><h2>Pages</h2><ul>{rows}</ul></body></html>\n")
 PY
   echo "report: $report/index.html"
   if [ "$failures" -gt 0 ]; then echo "$case_name: $failures check(s) failed" >&2; exit 1; fi

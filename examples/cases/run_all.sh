@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Every case of the field notes in one command: brings up one lab with every target the cases need, runs the five
-# case scripts in it (short mode, or --full), takes the lab down, and writes WORK_DIR/index.html linking each
-# case's report. Exits non-zero when any case failed.
+# case scripts in it (short mode, or --full), takes the lab down, and writes WORK_DIR/index.html: per case, the
+# published claims beside ours (examples/cases/claims.py), with the case's time and report, and WORK_DIR/claims.md,
+# the same tables in Markdown (`claims.py markdown WORK_DIR docs/cases.md` puts them in the docs). Exits non-zero
+# when any case failed.
 #
 # Usage (as root): examples/cases/run_all.sh [--full] [WORK_DIR]
 # Environment: IOLENS (default iolens), CASES (a subset, e.g. "case2 case4").
@@ -20,15 +22,18 @@ export IOLENS_LAB_DIR=$work/lab
 trap '"${iolens[@]}" lab down -q || true' EXIT
 "${iolens[@]}" lab up --only "$targets" --size "${LAB_SIZE:-512M}" --disk-size "${LAB_DISK_SIZE:-512M}" -q
 failed=()
-rows=""
+: > "$work/cases.tsv"
+echo "${full[*]:-short} mode, started $(date -u '+%Y-%m-%d %H:%M UTC'), load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)" \
+  > "$work/run.txt"
 for c in $cases; do
   script=$(ls "$here/$c"_*.sh)
   echo "== $(basename "$script") ${full[*]}"
   start=$(date +%s)
   if "$script" "${full[@]}" "$work/$c" 2>&1 | tee "$work/$c.log"; then status=ok; else status=FAILED; failed+=("$c"); fi
-  rows+="<li><a href=\"$c/report/index.html\">$(basename "$script" .sh)</a>: $status in $(( $(date +%s) - start )) s (<a href=\"$c.log\">log</a>)</li>"
+  printf '%s\t%s\t%s\t%s\n' "$c" "$status" "$(( $(date +%s) - start ))" "$(cut -d' ' -f1 /proc/loadavg)" >> "$work/cases.tsv"
 done
-printf '<!doctype html><meta charset="utf-8"><title>iolens: the field cases</title><h1>The field cases (%s)</h1><ul>%s</ul>\n' \
-  "${full[*]:-short}" "$rows" > "$work/index.html"
+sed -i "1s/\$/; at the end: $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%H:%M UTC')/" "$work/run.txt"
+python3 "$here/claims.py" index "$work"
+python3 "$here/claims.py" markdown "$work" > "$work/claims.md"
 echo "report: $work/index.html"
 [ ${#failed[@]} -eq 0 ] || { echo "run_all: failed: ${failed[*]}" >&2; exit 1; }
