@@ -262,6 +262,7 @@ def start_gluster(job: Up, target: Target, info: dict[str, Any]) -> None:
     host = _brick_host()
     try:
         with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as glusterd binds: TIME-WAIT is no owner
             s.bind(("127.0.0.1", GLUSTERD_PORT))
     except OSError:
         raise StepFailed(f"127.0.0.1:{GLUSTERD_PORT} is taken (another glusterd, or another lab's GlusterFS?); "
