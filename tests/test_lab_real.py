@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import iolens, lab_up, unavailable
+from conftest import iolens, lab_status as status, lab_up, unavailable
 
 from iolens import lab
 from iolens.lab import tools
@@ -38,12 +38,6 @@ MiB = 1 << 20
 def labdir(tmp_path_factory):
     yield from lab_up(tmp_path_factory, "lab", "--size", "384M", "--disk-size", "256M", "--latency-ms", "5",
                       needed=NEEDED)
-
-
-def status(d: Path) -> dict:
-    res = iolens("lab", "status", "--dir", d, "--json")
-    assert res.returncode == 0, res.stderr
-    return {t["name"]: t for t in json.loads(res.stdout)["targets"]}
 
 
 def test_every_target_is_up_and_healthy(labdir):

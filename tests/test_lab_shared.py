@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import iolens, lab_up
+from conftest import iolens, lab_status as status, lab_up
 
 from iolens import lab
 from iolens.lab import sharedfs
@@ -50,12 +50,6 @@ def system_before():
 @pytest.fixture(scope="module")
 def labdir(tmp_path_factory, system_before):
     yield from lab_up(tmp_path_factory, "shared", "--only", ",".join(NAMES), "--size", "320M", needed=NEEDED)
-
-
-def status(d: Path) -> dict:
-    res = iolens("lab", "status", "--dir", d, "--json")
-    assert res.returncode == 0, res.stderr
-    return {t["name"]: t for t in json.loads(res.stdout)["targets"]}
 
 
 def test_both_are_up_with_their_servers_and_two_clients(labdir):
