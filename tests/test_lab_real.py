@@ -30,7 +30,8 @@ from iolens.sysinfo import mounts
 pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(900)]
 
 NEEDED = ["losetup", "mkfs.ext4", "mkfs.xfs", "mkfs.btrfs", "compsize", "s3fs", "rclone", "sshfs", "sshd",
-          "ssh-keygen", "versitygw", "toxiproxy-server", "nbdkit", "nbdfuse", "fusermount3"]
+          "ssh-keygen", "versitygw", "toxiproxy-server", "nbdkit", "nbdfuse", "fusermount3", "mfsmaster",
+          "mfschunkserver", "mfsmount", "glusterd", "gluster", "glusterfs"]
 MiB = 1 << 20
 
 
