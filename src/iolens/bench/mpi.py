@@ -207,8 +207,10 @@ def _streams(c: Ctx, layout: str) -> None:
     nb = (r + 1) % n
     sw = c.scale.runtime
     name = STREAM_NAMES[layout]
-    shared_path = os.path.join(c.shared, "shared")
-    one = {"dir": 1, "file": "shared", "layout": layout, "writers": n * t} if layout != "per_thread" else None
+    # a file name of its own per layout: another client may still hold the previous layout's deleted file by its
+    # name (GlusterFS's client then fails a new open of that name with ESTALE)
+    shared_path = os.path.join(c.shared, name)
+    one = {"dir": 1, "file": name, "layout": layout, "writers": n * t} if layout != "per_thread" else None
     files: Callable[[], int | None] | None = None
     if one:
         dirs = [c.own, c.shared]
