@@ -27,7 +27,7 @@ import socket
 import time
 from xml.etree import ElementTree
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from iolens.lab import tools
 from iolens.sysinfo import mounts
@@ -93,7 +93,7 @@ def _need(names: tuple[str, ...]) -> None:
 def _fresh(job: Up, target: Target) -> Path:
     d = state_dir(job.root, target.name)
     if d.exists():  # left by an earlier bring-up: a volume is always new
-        stop(job.root, job.state, target.name, netns=True)
+        stop(job.root, job.state, target.name, netns=target.kind == "moosefs")
     d.mkdir(parents=True)
     if job.settings.size < MIN_IMAGE:
         raise StepFailed(f"lab:{target.name} needs images of at least {MIN_IMAGE >> 20} MiB",
@@ -101,7 +101,7 @@ def _fresh(job: Up, target: Target) -> Path:
     return d
 
 
-def _clients(job: Up, target: Target, argv_for: Any) -> list[Path]:
+def _clients(job: Up, target: Target, argv_for: Callable[[int, Path], list[str]]) -> list[Path]:
     """Mount every client (argv_for(i, mnt) is client i's command), then check that each sees the others' writes."""
     paths = client_paths(job.root, target.name)
     for i, mnt in enumerate(paths, 1):
