@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -89,6 +90,13 @@ def _no_inherited_profiler(monkeypatch):
     monkeypatch.delenv("IOLENS", raising=False)
     if "iolens_preload" in os.environ.get("LD_PRELOAD", ""):
         monkeypatch.delenv("LD_PRELOAD")
+
+
+def lab_status(d: Path) -> dict:
+    """`iolens lab status --dir D --json`: each target by name."""
+    res = iolens("lab", "status", "--dir", d, "--json")
+    assert res.returncode == 0, res.stderr
+    return {t["name"]: t for t in json.loads(res.stdout)["targets"]}
 
 
 def lab_up(tmp_path_factory, label: str, *up_args: str, needed: list[str] | None = None,

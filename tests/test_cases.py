@@ -25,9 +25,10 @@ pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(900)]
 
 CASES_DIR = Path(__file__).resolve().parent.parent / "examples" / "cases"
 TARGETS = ["tmpfs", "ext4", "xfs", "btrfs", "btrfs-lzo", "btrfs-zstd", "btrfs-zlib", "s3", "s3-rclone", "s3-remote",
-           "netfs", "magnetic", "gp2", "gp3", "io2-100", "io2-500", "st1", "nvme"]
+           "netfs", "magnetic", "gp2", "gp3", "io2-100", "io2-500", "st1", "nvme", "moosefs", "gluster"]
 NEEDED = ["losetup", "mkfs.ext4", "mkfs.xfs", "mkfs.btrfs", "compsize", "s3fs", "rclone", "sshfs", "sshd",
-          "ssh-keygen", "versitygw", "toxiproxy-server", "nbdkit", "nbdfuse", "fusermount3", "minimap2", "samtools"]
+          "ssh-keygen", "versitygw", "toxiproxy-server", "nbdkit", "nbdfuse", "fusermount3", "minimap2", "samtools",
+          "mfsmaster", "mfschunkserver", "mfsmount", "glusterd", "gluster", "glusterfs"]
 # the checks each case must pass (names as printed: "PASS: NAME: ...")
 CHECKS = {
     "case1_object_store": ["profiles-cover-kernel-bytes", "staged-fetches-once", "mount-reads-per-pass"],

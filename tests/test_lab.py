@@ -31,7 +31,7 @@ def test_catalogue_names_kinds_and_limits():
     assert {"tmpfs", "ext4", "xfs", "btrfs", "btrfs-zstd", "btrfs-zstd1", "btrfs-zstd9", "btrfs-lzo", "btrfs-zlib",
             "throttle", "magnetic", "gp2",
             "gp3", "io2-100", "io2-500", "st1", "sc1", "hdd", "nvme", "s3", "s3-rclone", "s3-remote", "netfs",
-            "netfs-remote"} == set(TARGETS)
+            "netfs-remote", "moosefs", "gluster"} == set(TARGETS)
     for t in TARGETS.values():
         if t.throttle:  # sequential 1 MiB O_DIRECT I/O is 2 requests per MiB: the byte rate must govern it
             assert t.throttle.iops >= 2 * t.throttle.bps / (1 << 20), t.name
@@ -112,7 +112,7 @@ def test_down_without_a_lab_is_a_no_op(tmp_path):
         assert res.returncode == 0 and "nothing to do" in res.stdout
     res = iolens("lab", "status", "--dir", tmp_path / "never", "--json")
     doc = json.loads(res.stdout)
-    assert doc["tag"] == "iolens-lab-status" and doc["schema_version"] == [1, 2] and doc["lab_up"] is False
+    assert doc["tag"] == "iolens-lab-status" and doc["schema_version"] == [1, 3] and doc["lab_up"] is False
     assert [t["status"] for t in doc["targets"]] == ["down"] * len(TARGETS)
 
 

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import iolens, lab_up, unavailable
+from conftest import iolens, lab_status as status, lab_up, unavailable
 
 from iolens import lab
 from iolens.lab import tools
@@ -30,7 +30,8 @@ from iolens.sysinfo import mounts
 pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(900)]
 
 NEEDED = ["losetup", "mkfs.ext4", "mkfs.xfs", "mkfs.btrfs", "compsize", "s3fs", "rclone", "sshfs", "sshd",
-          "ssh-keygen", "versitygw", "toxiproxy-server", "nbdkit", "nbdfuse", "fusermount3"]
+          "ssh-keygen", "versitygw", "toxiproxy-server", "nbdkit", "nbdfuse", "fusermount3", "mfsmaster",
+          "mfschunkserver", "mfsmount", "glusterd", "gluster", "glusterfs"]
 MiB = 1 << 20
 
 
@@ -38,12 +39,6 @@ MiB = 1 << 20
 def labdir(tmp_path_factory):
     yield from lab_up(tmp_path_factory, "lab", "--size", "384M", "--disk-size", "256M", "--latency-ms", "5",
                       needed=NEEDED)
-
-
-def status(d: Path) -> dict:
-    res = iolens("lab", "status", "--dir", d, "--json")
-    assert res.returncode == 0, res.stderr
-    return {t["name"]: t for t in json.loads(res.stdout)["targets"]}
 
 
 def test_every_target_is_up_and_healthy(labdir):
@@ -315,7 +310,9 @@ def test_teardown_leaves_nothing(labdir):
     pids = [p for p in state["processes"].values()]
     loops = [lp["device"] for lp in state["loops"]]
     disks = [n for n, t in state["targets"].items() if t["kind"] == "nbd"]
-    assert len(loops) == sum(t.kind == "loop" for t in TARGETS.values()) == 9  # ext4, xfs, throttle, six btrfs
+    assert sum(t.kind == "loop" for t in TARGETS.values()) == 9  # ext4, xfs, throttle, six btrfs
+    shared = [t for t in TARGETS.values() if t.kind in ("moosefs", "gluster")]
+    assert len(loops) == 9 + 2 * len(shared) == 13  # and two images each for MooseFS's and GlusterFS's servers
     assert len(pids) >= 8 and len(state["cgroups"]) == 1 and len(disks) == 9
     servers = [json.loads((labdir / "nbd" / n / "nbd.json").read_text())["processes"] for n in disks]
     pids += [p for procs in servers for p in procs.values()]

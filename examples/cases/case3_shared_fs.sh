@@ -2,20 +2,25 @@
 # Case 3 of the field notes, "shared filesystems for a cloud platform", at small scale, as one command:
 #   1. the one-large-file (fdatasync'd) and many-500-KB-files tests at 1, 4 and 8 threads on each lab filesystem
 #      (`iolens bench --suite classic`): ext4, xfs, btrfs (local disks), netfs (sshfs, the EFS/NFS stand-in),
-#      s3 (s3fs); in full mode also with 2 clients at once (`--clients 2`, OpenMPI) on netfs;
-#   2. a real step (minimap2) three ways: on the shared filesystem (netfs), through a FUSE S3 mount (s3), and
-#      localize -> run -> delocalize (stage from the bucket), plus staging from netfs;
+#      s3 (s3fs), moosefs (MooseFS, the FSx for Lustre / LizardFS stand-in), gluster (GlusterFS, the EFS stand-in);
+#      in full mode also with 2 clients at once (`--clients 2`, OpenMPI) on netfs;
+#   2. a real step (minimap2) three ways: on the shared filesystem (netfs, moosefs, gluster), through a FUSE S3
+#      mount (s3), and localize -> run -> delocalize (stage from the bucket), plus staging from netfs;
 #   3. the monthly cost table of that step's options (`iolens cost`).
 #
 # Usage (as root): examples/cases/case3_shared_fs.sh [--full] [WORK_DIR]
-# Environment: IOLENS, IOLENS_LAB_DIR (a lab with ext4, xfs, btrfs, netfs and s3 up; else one is brought up).
+# Environment: IOLENS, IOLENS_LAB_DIR (a lab with ext4, xfs, btrfs, netfs, s3, moosefs and gluster up; else one is
+# brought up).
 # Checks (at any scale): creating 500 KB files one by one through the object-store mount is slower than on a local
 # ext4 disk (every file is a PUT); the shared filesystem over the network is slower than local ext4 for them too.
 . "$(dirname "$0")/lib.sh"
 need_root
 need_tool minimap2 minimap2
 if [ "$mode" = short ]; then size=24M; files=40; pairs=20000; runs=3; else size=256M; files=500; pairs=100000; runs=5; fi
-targets=(ext4 xfs btrfs netfs s3)
+targets=(ext4 xfs btrfs netfs s3 moosefs gluster)
+# the published filesystem each lab target stands in for (its price: `iolens lab status`, `volume`)
+declare -A stands_in=([ext4]="EBS with ext4" [xfs]="EBS with XFS" [btrfs]="EBS with BTRFS" [netfs]="EFS (as sshfs)"
+  [s3]="S3 through a FUSE mount" [moosefs]="FSx for Lustre, LizardFS (as MooseFS)" [gluster]="EFS, Azure Files, Filestore (as GlusterFS)")
 db=$work/results.sqlite
 
 synth "$work/synth" --ref-size 1000000 --pairs "$pairs"
@@ -23,6 +28,7 @@ lab_up "${targets[@]}"
 
 "${iolens[@]}" bench "${targets[@]/#/lab:}" --suite classic --threads 1,4,8 --size "$size" --files "$files" \
   --db "$db" --json "$report/classic.json" > "$report/classic.txt"
+for t in "${targets[@]}"; do echo "lab:$t stands in for ${stands_in[$t]}"; done | tee "$report/stand-ins.txt"
 if [ "$mode" = full ]; then
   if command -v mpirun >/dev/null; then
     "${iolens[@]}" bench lab:netfs --clients 2 --size "$size" --db "$db" --json "$report/clients.json" \
@@ -33,7 +39,7 @@ if [ "$mode" = full ]; then
 fi
 
 key=case3-$$
-for t in netfs s3; do
+for t in netfs s3 moosefs gluster; do
   d=$("${iolens[@]}" lab status --json | python3 -c 'import json,sys; print({t["name"]: t for t in json.load(sys.stdin)["targets"]}[sys.argv[1]]["path"])' "$t")
   mkdir -p "$d/$key"
   cp "$work/synth/ref.fa" "$work/synth/reads_1.fq.gz" "$work/synth/reads_2.fq.gz" "$d/$key/"
@@ -46,6 +52,8 @@ mkdir -p "$work/out"
   --config "fuse-s3:d=lab:s3/$key,out=lab:s3,strategy=direct" \
   --config "localize-s3:d=lab:s3/$key,out=lab:s3,strategy=stage" \
   --config "localize-netfs:d=lab:netfs/$key,out=lab:netfs,strategy=stage" \
+  --config "shared-moosefs:d=lab:moosefs/$key,out=lab:moosefs,strategy=direct" \
+  --config "shared-gluster:d=lab:gluster/$key,out=lab:gluster,strategy=direct" \
   --scratch "$work" --cache cold --runs auto --max-runs 15 --max-time "$([ "$mode" = short ] && echo 75s || echo 10m)" \
   --db "$db" -q \
   --json "$report/step-three-ways.json" --html "$report/step-three-ways.html"

@@ -33,6 +33,8 @@ EBS = Source("https://docs.aws.amazon.com/ebs/latest/userguide/ebs-volume-types.
              "Provisioned IOPS SSD, Throughput Optimized and Cold HDD, Previous generation)", "2024-06")
 EC2_STORE = Source("https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/InstanceStorage.html", "2024-06")
 EFS = Source("https://docs.aws.amazon.com/efs/latest/ug/performance.html (Bursting throughput)", "2024-06")
+FSX_LUSTRE = Source("https://docs.aws.amazon.com/fsx/latest/LustreGuide/performance.html (Aggregate file system "
+                    "performance, Scratch 2)", "2024-06")
 S3 = Source("https://docs.aws.amazon.com/AmazonS3/latest/userguide/optimizing-performance.html", "2024-06")
 
 
@@ -197,6 +199,12 @@ def _efs(size: float, iops: float | None, throughput: float | None) -> Perf:
     return Perf(None, 50 * tib, None, max(100.0, 100 * tib), Credits("MiB", full, 2.1 * 1024 * 1024))
 
 
+def _fsx_lustre(size: float, iops: float | None, throughput: float | None) -> Perf:
+    """Scratch 2: 200 MB/s per TiB of storage as the baseline (the burst to 1,300 MB/s per TiB is on network
+    credits the provider does not state, so the model holds the baseline)."""
+    return Perf(None, 200e6 / (1 << 20) * size / TIB)
+
+
 TYPES: dict[str, VolumeType] = {t.name: t for t in [
     VolumeType("gp2", "aws:ebs-gp2", "EBS gp2 general-purpose SSD", EBS, _gp2, default_gib=100,
                published="3 IOPS/GiB (min 100, max 16,000); below 1 TiB bursts to 3,000 IOPS on a 5.4 million "
@@ -228,6 +236,10 @@ TYPES: dict[str, VolumeType] = {t.name: t for t in [
     VolumeType("efs", "aws:efs-standard", "EFS file system in bursting throughput mode", EFS, _efs,
                published="50 KiB/s per GiB stored baseline, bursts to 100 MiB/s per TiB (at least 100 MiB/s) on "
                          "2.1 TiB of credits per TiB stored; a new file system starts with 2.1 TiB"),
+    VolumeType("fsx-lustre", "aws:fsx-lustre-scratch2", "FSx for Lustre file system, Scratch 2 (SSD)", FSX_LUSTRE,
+               _fsx_lustre, default_gib=1200, min_gib=1200, max_gib=1024 * TIB,
+               published="200 MB/s per TiB of storage baseline, bursting to 1,300 MB/s per TiB; sub-millisecond "
+                         "metadata latency; 1.2 TiB and then steps of 2.4 TiB"),
     VolumeType("s3", "aws:s3-standard", "S3 Standard bucket", S3, _unlimited,
                published="3,500 PUT and 5,500 GET requests per second per prefix; no volume limits"),
 ]}

@@ -36,12 +36,14 @@ from iolens import __version__
 from iolens.bench import engine, suites
 from iolens.bench.multi_aggregate import Aggregate, aggregate, shared_file_size
 from iolens.bench.multi_report import render as render, store as store  # the command calls them through mpi
+from iolens import lab
 from iolens.workspace.rails import WorkDirs, check_space
-from iolens.workspace.target import Target, resolve
+from iolens.workspace.target import Target, describe_path, resolve
 from iolens.errors import IolensError, UsageError
 
 TAG = "iolens-bench-multi"
-SCHEMA_VERSION = (1, 1)  # 1.1: shared_file_bytes, shared_file_expected, entries_left per phase
+SCHEMA_VERSION = (1, 2)  # 1.1: shared_file_bytes, shared_file_expected, entries_left per phase; 1.2: client_paths
+# (the directory each rank measured, rank order: a shared filesystem's client mounts in turn), stand_in
 JOB_SCHEMA = [1, 3]       # start_at, stonewall_s, segment (1.2); layout strided, writers (1.3)
 START_AHEAD_S = 0.5       # rank 0 sets the start this far ahead of the barrier, for every engine to be ready
 LAUNCHER_ENV = ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK")
@@ -205,8 +207,10 @@ def _streams(c: Ctx, layout: str) -> None:
     nb = (r + 1) % n
     sw = c.scale.runtime
     name = STREAM_NAMES[layout]
-    shared_path = os.path.join(c.shared, "shared")
-    one = {"dir": 1, "file": "shared", "layout": layout, "writers": n * t} if layout != "per_thread" else None
+    # a file name of its own per layout: another client may still hold the previous layout's deleted file by its
+    # name (GlusterFS's client then fails a new open of that name with ESTALE)
+    shared_path = os.path.join(c.shared, name)
+    one = {"dir": 1, "file": name, "layout": layout, "writers": n * t} if layout != "per_thread" else None
     files: Callable[[], int | None] | None = None
     if one:
         dirs = [c.own, c.shared]
@@ -306,17 +310,24 @@ def run_ranks(spec: str, suite_names: list[str], opts: suites.Options, *, client
 
 
 def _run(ranks: Ranks, wd: WorkDirs, spec: str, suite_names: list[str], opts: suites.Options) -> dict[str, Any]:
-    def setup() -> tuple[Target, str]:
+    def setup() -> tuple[Target, str, str]:
         engine.describe()
         t = resolve(spec)
         if t.kind == "null":
             raise UsageError("--clients needs a directory or lab: target")
-        return t, str(wd.create(t))
+        mounts = lab.client_paths(spec)  # a shared filesystem's client mounts: one per rank, in turn
+        if len(mounts) > 1:
+            t.path = mounts[ranks.rank % len(mounts)]
+            describe_path(t)
+        assert t.path is not None
+        return t, str(wd.create(t)), str(t.path)
 
     out = ranks.step(setup)
-    target, own = out[ranks.rank]
-    specs = [t.spec for t, _d in out]
-    dirs = [d for _t, d in out]
+    target, own, base = out[ranks.rank]
+    specs = [t.spec for t, _d, _b in out]
+    # every rank's work directory as this rank sees it (through its own client mount of a shared filesystem)
+    dirs = [os.path.join(base, os.path.relpath(d, b)) for _t, d, b in out]
+    client_mounts = [b for _t, _d, b in out]
     n = ranks.size
     scale = suites.default_scale(opts, [target.free_bytes] if target.free_bytes is not None else [],
                                  [target.free_inodes])
@@ -338,7 +349,14 @@ def _run(ranks: Ranks, wd: WorkDirs, spec: str, suite_names: list[str], opts: su
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "clients": n, "target": spec,
             "suites": suite_names, "threads_per_client": threads, "bytes_per_thread": per_client,
             "stonewall_s": scale.runtime, "hosts": ranks.hosts, "targets": [target.facts()],
+            "client_paths": client_mounts, "stand_in": _stand_in(spec),
             "results": [asdict(a) for a in c.aggregates], "run_id": None, "warnings": _warnings(c.aggregates)}
+
+
+def _stand_in(spec: str) -> dict[str, Any] | None:
+    """What a lab target stands in for: what it is and the priced option (None for a plain directory)."""
+    em = lab.emulation(spec)
+    return {"emulates": em["emulates"], "volume": em["volume"]} if em else None
 
 
 def _round_bs(n: int, bs: int) -> int:

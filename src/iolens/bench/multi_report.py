@@ -61,6 +61,10 @@ def render(doc: dict[str, Any], console: Any) -> None:
         tab.add_row(a["phase"], _fmt(a, "first_done"), _fmt(a, "last_done"), mean, rng, cv,
                     f"{a['first_done_s']:.2f}/{a['last_done_s']:.2f} s")
     console.print(tab)
+    if doc.get("stand_in"):
+        console.print(f"{doc['target']} stands in for {doc['stand_in']['volume']}: {doc['stand_in']['emulates']}")
+    if len(set(doc.get("client_paths") or [])) > 1:
+        console.print("client mounts: " + ", ".join(f"rank {r}: {p}" for r, p in enumerate(doc["client_paths"])))
     for w in doc["warnings"]:
         console.print(f"[yellow]warning:[/] {w}")
     if doc.get("run_id") is not None:

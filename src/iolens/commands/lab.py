@@ -81,7 +81,7 @@ def up(only: str | None, lab_dir: Path | None, size: str, disk_size: str | None,
 
 @lab.command()
 @DIR_OPTION
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (tag iolens-lab-status, schema [1, 2]).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (tag iolens-lab-status, schema [1, 3]).")
 def status(lab_dir: Path | None, as_json: bool) -> None:
     """Each target's health, filesystem and limits."""
     from iolens.lab import state as st
@@ -116,6 +116,12 @@ def status(lab_dir: Path | None, as_json: bool) -> None:
             click.echo(f"        emulated: +{n['latency_ms']:g} ms per response, {bw} (toxiproxy)")
         if t["mount_options"]:
             click.echo(f"        mount options: {t['mount_options']}")
+        for server in t["servers"] or []:
+            where = f" in network namespace {server['netns']}" if server.get("netns") else ""
+            store = f", {server['storage']}" if server.get("storage") else ""
+            click.echo(f"        server: {server['name']} on {server['address']}{where}{store}")
+        if t["clients"]:
+            click.echo(f"        clients: {', '.join(t['clients'])} (one volume; not emulated: no network distance)")
         if t["problem"]:
             click.echo(f"        problem: {t['problem']}")
         if t["error"]:

@@ -3,6 +3,7 @@
     resolve_target("lab:ext4")  -> Path of the mounted directory (plain paths come back unchanged)
     target_info("hdd")          -> dict: status, path, fstype, emulated, emulates, limits, cgroup, notes, ...
     emulation("lab:st1/x")      -> what a result from there must carry: target, emulated, limits, ... (None: no lab)
+    client_paths("lab:moosefs") -> [Path, Path]: the same place through each client mount of a shared filesystem
     s3_endpoint("s3")           -> dict: endpoint_url, bucket, access_key_id, secret_access_key, region
     is_s3("s3-rclone")          -> True: an S3 bucket behind the mount (s3_endpoint works)
     join_cgroup("throttle", pid) -> put a process under the legacy target's blkio throttle
@@ -23,8 +24,8 @@ from iolens.lab.catalog import TARGETS, Target, lookup, split
 from iolens.lab.kinds import ACCESS_KEY, kind_of
 from iolens.lab.status import check, describe
 
-__all__ = ["TARGETS", "is_lab_spec", "is_s3", "resolve_target", "target_info", "emulation", "s3_endpoint",
-           "s3_client", "join_cgroup", "preexec"]
+__all__ = ["TARGETS", "is_lab_spec", "is_s3", "resolve_target", "client_paths", "target_info", "emulation",
+           "s3_endpoint", "s3_client", "join_cgroup", "preexec"]
 
 
 def is_lab_spec(spec: str) -> bool:
@@ -116,6 +117,20 @@ def resolve_target(spec: str, root: str | os.PathLike | None = None) -> Path:
     if not healthy:
         raise TargetError(f"{spec} is not healthy: {problem}; run `iolens lab up --only {target.name}` to rebuild it")
     return Path(rec["path"])
+
+
+def client_paths(spec: str, root: str | os.PathLike | None = None) -> list[Path]:
+    """The directory `spec` names as each client of a shared filesystem mounts it (lab:moosefs/x -> the client
+    mounts joined with x); one path for any other target, the directory itself for a plain path."""
+    parts = split(spec)
+    if parts is None:
+        return [Path(spec)]
+    path = resolve_target(spec, root)  # up and healthy, or a one-line error
+    _r, state = _load(root)
+    clients = ((state or {}).get("targets", {}).get(lookup(parts[0]).name) or {}).get("clients")
+    if not clients:
+        return [path / parts[1] if parts[1] else path]
+    return [Path(c) / parts[1] if parts[1] else Path(c) for c in clients]
 
 
 def s3_endpoint(name: str = "s3", root: str | os.PathLike | None = None) -> dict[str, Any]:

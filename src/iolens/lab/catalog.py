@@ -104,6 +104,8 @@ def _compressed(name: str, option: str, what: str) -> Target:
                   mount_options=f"compress={option}", notes=("on-disk ratio: `compsize DIR` (after sync)",))
 
 
+SHARED_NOTE = ("a real distributed filesystem with one fresh volume per `lab up`; a second client mounts the same "
+               "volume (`clients` in `lab status`, one rank per client under `bench --clients`)")
 REMOTE_NOTE = "latency and bandwidth are added by toxiproxy per TCP connection, not as a shared link cap"
 
 TARGETS: dict[str, Target] = {
@@ -133,6 +135,16 @@ TARGETS: dict[str, Target] = {
                remote=True, notes=(REMOTE_NOTE,), volume="s3"),
         Target("netfs", "sshfs", "fuse.sshfs", "a network filesystem (sshfs to a private sshd on loopback)",
                notes=("SFTP semantics, not NFS: no kernel NFS client or server on this kernel",), volume="efs"),
+        Target("moosefs", "moosefs", "fuse.mfs",
+               "a parallel shared filesystem (MooseFS, LizardFS's parent): a metadata master and two chunk servers "
+               "keeping every chunk twice, read and written by two FUSE clients",
+               notes=(SHARED_NOTE, "servers in a network namespace of the lab's, over a veth pair: no network "
+                      "distance, no contention from other tenants"), volume="fsx-lustre"),
+        Target("gluster", "gluster", "fuse.glusterfs",
+               "a replicated shared filesystem (GlusterFS): a volume of two bricks, each file on both, read and "
+               "written by two FUSE clients",
+               notes=(SHARED_NOTE, "glusterd and its bricks on 127.0.0.1: no network distance, no contention from "
+                      "other tenants"), volume="efs"),
         Target("netfs-remote", "sshfs", "fuse.sshfs", "a remote network share (sshfs through toxiproxy)",
                remote=True, notes=(REMOTE_NOTE,), volume="efs"),
     ]

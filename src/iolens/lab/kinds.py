@@ -11,7 +11,6 @@ before its kind starts it, so `down` can stop it its kind's way even after a cra
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pwd
 from dataclasses import dataclass
@@ -19,12 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from iolens.errors import IolensError
-from iolens.lab import credits, nbd
+from iolens.lab import credits, nbd, sharedfs
 from iolens.lab import state as st
-from iolens.lab import tools
+from iolens.lab.state import lab_id
 from iolens.lab.sysops import (
     StepFailed,
     detach_loop,
+    loop_filesystem,
     make_throttle_cgroup,
     mount_at,
     responsive,
@@ -48,10 +48,6 @@ CheckFn = Callable[["Kind", dict[str, Any], dict[str, Any]], tuple[bool, "str | 
 # stop(root, state, name): undo one target's own resources; never raises. It may return what it could not remove
 # (None or [] when all is gone); `down` reports that with whatever else is left.
 StopFn = Callable[[Path, dict[str, Any], str], "list[str] | None"]
-
-
-def lab_id(root: Path) -> str:
-    return hashlib.sha1(str(root).encode()).hexdigest()[:8]
 
 
 # -- how to check and stop (shared by the built-in kinds) -------------------------------------------------------
@@ -106,32 +102,14 @@ def start_tmpfs(job: Up, target: Target, info: dict[str, Any]) -> None:
 
 def start_loop(job: Up, target: Target, info: dict[str, Any]) -> None:
     assert target.mkfs
-    mkfs = f"mkfs.{target.mkfs}"
-    for tool in ("losetup", mkfs):
-        if tools.find(tool) is None:
-            raise StepFailed(f"{tool} is not installed", tools.install_hint(tool))
     size = job.settings.size
     if size < MIN_SIZE[target.mkfs]:
         raise StepFailed(f"{target.mkfs} needs an image of at least {MIN_SIZE[target.mkfs] >> 20} MiB",
                          f"use --size {MIN_SIZE[target.mkfs] >> 20}M or more")
-    images = job.root / "images"
-    images.mkdir(exist_ok=True)
-    image = images / f"{target.name}.img"
-    with open(image, "wb") as fh:  # sparse: costs disk only as it is written
-        fh.truncate(size)
-    try:
-        device = run(["losetup", "--find", "--show", "--direct-io=on", str(image)]).strip()
-    except StepFailed:
-        device = run(["losetup", "--find", "--show", str(image)]).strip()
-    job.state["loops"].append({"device": device, "image": str(image)})
-    job.save()
-    direct = Path(f"/sys/block/{Path(device).name}/loop/dio").read_text().strip() == "1"
-    force = {"ext4": "-F", "xfs": "-f", "btrfs": "-f"}[target.mkfs]
-    run([mkfs, "-q", force, device])
     mnt = job.mountpoint(target.name)
-    argv = ["mount"] + (["-o", target.mount_options] if target.mount_options else []) + [device, str(mnt)]
-    run(argv)
-    job.add_mount(mnt)
+    image = job.root / "images" / f"{target.name}.img"
+    device = loop_filesystem(image, size, target.mkfs, mnt, job.record, target.mount_options)
+    direct = Path(f"/sys/block/{Path(device).name}/loop/dio").read_text().strip() == "1"
     os.chmod(mnt, 0o1777)
     majmin = Path(f"/sys/block/{Path(device).name}/dev").read_text().strip()
     info.update(path=str(mnt), loop=device, majmin=majmin, image=str(image), size=size, loop_direct_io=direct,
@@ -291,3 +269,7 @@ register_kind(Kind("s3fs", start_s3fs, servers=("versitygw",), tools=("s3fs",), 
 register_kind(Kind("rclone", start_rclone, servers=("versitygw",), tools=("rclone",), s3=True))
 register_kind(Kind("sshfs", start_sshfs, servers=("sshd",), tools=("sshfs",)))
 register_kind(Kind("nbd", start_nbd, check=check_nbd, stop=stop_nbd, root=True, tools=nbd.NEEDS))
+register_kind(Kind("moosefs", sharedfs.start_moosefs, check=sharedfs.check, stop=sharedfs.stop_moosefs, root=True,
+                   tools=sharedfs.MFS_NEEDS))
+register_kind(Kind("gluster", sharedfs.start_gluster, check=sharedfs.check, stop=sharedfs.stop, root=True,
+                   tools=sharedfs.GLUSTER_NEEDS))

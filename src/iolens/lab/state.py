@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import time
@@ -34,6 +35,11 @@ def default_dir() -> Path:
 
 def lab_dir(given: str | os.PathLike | None = None) -> Path:
     return Path(given).expanduser().absolute() if given else default_dir().absolute()
+
+
+def lab_id(root: Path) -> str:
+    """A short name for the lab in `root`, for what lives outside it (cgroups, network namespaces)."""
+    return hashlib.sha1(str(root).encode()).hexdigest()[:8]
 
 
 def empty_state(root: Path) -> dict[str, Any]:

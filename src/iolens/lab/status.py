@@ -11,7 +11,8 @@ from iolens.lab.catalog import TARGETS, Target, lookup
 from iolens.lab.kinds import kind_of
 
 TAG = "iolens-lab-status"
-SCHEMA_VERSION = (1, 2)  # 1.1: emulation, disk, published, not_emulated, device; 1.2: volume, credits, time_scale
+SCHEMA_VERSION = (1, 3)  # 1.1: emulation, disk, published, not_emulated, device; 1.2: volume, credits, time_scale;
+# 1.3: clients, servers (shared filesystems)
 
 
 def describe(target: Target, rec: dict[str, Any] | None, state: dict[str, Any] | None) -> dict[str, Any]:
@@ -50,6 +51,8 @@ def describe(target: Target, rec: dict[str, Any] | None, state: dict[str, Any] |
         "volume": target.option,
         "credits": _credits(rec),
         "time_scale": rec.get("time_scale"),
+        "clients": rec.get("clients"),
+        "servers": rec.get("servers"),
     }
 
 

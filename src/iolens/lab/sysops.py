@@ -9,6 +9,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 from iolens.errors import IolensError
 from iolens.lab import tools
@@ -74,17 +75,17 @@ def wait_mounted(path: Path, proc: subprocess.Popen | None, log: Path, timeout: 
     raise StepFailed(f"{path} was not mounted after {timeout:.0f} s: {log_tail(log)}")
 
 
-def wait_port(port: int, proc: subprocess.Popen, log: Path, timeout: float = 20) -> None:
+def wait_port(port: int, proc: subprocess.Popen, log: Path, timeout: float = 20, host: str = "127.0.0.1") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise StepFailed(f"{_program(proc)} exited ({proc.returncode}) at start: {log_tail(log)}")
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            with socket.create_connection((host, port), timeout=0.5):
                 return
         except OSError:
             time.sleep(0.1)
-    raise StepFailed(f"{_program(proc)} did not listen on 127.0.0.1:{port} within {timeout:.0f} s: "
+    raise StepFailed(f"{_program(proc)} did not listen on {host}:{port} within {timeout:.0f} s: "
                      f"{log_tail(log)}")
 
 
@@ -252,3 +253,94 @@ def detach_loop(device: str, image: str) -> bool:
             return True
         time.sleep(0.3)  # a lazily unmounted filesystem lets go a moment later
     return False
+
+
+# -- loop filesystems and network namespaces (shared by the kinds that need them) ----------------------------------
+
+def loop_filesystem(image: Path, size: int, fstype: str, mnt: Path, record: Callable[[str, dict], None],
+                    options: str | None = None) -> str:
+    """A fresh sparse image of `size` bytes, attached to a loop device, formatted with `fstype` and mounted at `mnt`.
+    `record("loop", {device, image})` and `record("mount", {path})` are called as each resource is made, so the
+    caller can write it down before the next step. Returns the loop device."""
+    mkfs = f"mkfs.{fstype}"
+    for tool in ("losetup", mkfs):
+        if tools.find(tool) is None:
+            raise StepFailed(f"{tool} is not installed", tools.install_hint(tool))
+    image.parent.mkdir(parents=True, exist_ok=True)
+    with open(image, "wb") as fh:  # sparse: costs disk only as it is written
+        fh.truncate(size)
+    try:
+        device = run(["losetup", "--find", "--show", "--direct-io=on", str(image)]).strip()
+    except StepFailed:
+        device = run(["losetup", "--find", "--show", str(image)]).strip()
+    record("loop", {"device": device, "image": str(image)})
+    run([mkfs, "-q", {"ext4": "-F", "xfs": "-f", "btrfs": "-f"}[fstype], device])
+    mnt.mkdir(parents=True, exist_ok=True)
+    run(["mount"] + (["-o", options] if options else []) + [device, str(mnt)])
+    record("mount", {"path": str(mnt)})
+    return device
+
+
+def netns_path(name: str) -> Path:
+    return Path("/run/netns") / name
+
+
+def make_netns(name: str, host_if: str, ns_if: str, host_addr: str, ns_addr: str, prefix: int) -> None:
+    """A network namespace `name` joined to this one by a veth pair: `host_if` here with `host_addr`, `ns_if` inside
+    with `ns_addr` (both /prefix), and the namespace's loopback up."""
+    if tools.find("ip") is None:
+        raise StepFailed("ip is not installed", tools.install_hint("ip"))
+    run(["ip", "netns", "add", name])
+    run(["ip", "link", "add", host_if, "type", "veth", "peer", "name", ns_if])
+    run(["ip", "link", "set", ns_if, "netns", name])
+    run(["ip", "addr", "add", f"{host_addr}/{prefix}", "dev", host_if])
+    run(["ip", "link", "set", host_if, "up"])
+    inside = ["ip", "-n", name]
+    run([*inside, "addr", "add", f"{ns_addr}/{prefix}", "dev", ns_if])
+    run([*inside, "link", "set", ns_if, "up"])
+    run([*inside, "link", "set", "lo", "up"])
+
+
+def link_exists(name: str) -> bool:
+    return Path("/sys/class/net", name).exists()
+
+
+def remove_netns(name: str, host_if: str) -> list[str]:
+    """Remove the veth pair (both ends go with the host's) and the namespace; what is left, if anything."""
+    exe = tools.find("ip") or "ip"
+    for argv, gone in (([exe, "link", "del", host_if], lambda: not link_exists(host_if)),
+                       ([exe, "netns", "del", name], lambda: not netns_path(name).exists())):
+        if gone():
+            continue
+        subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL, timeout=30)
+        deadline = time.monotonic() + 5
+        while not gone() and time.monotonic() < deadline:  # the kernel removes a link a moment later
+            time.sleep(0.1)
+    left = []
+    if link_exists(host_if):
+        left.append(f"network interface {host_if} is still there")
+    if netns_path(name).exists():
+        left.append(f"network namespace {name} is still there")
+    return left
+
+
+def addresses_in_use() -> set[str]:
+    """Every IPv4 address configured here (to pick a private pair that collides with none)."""
+    out = run(["ip", "-4", "-o", "addr", "show"])
+    return {f.split("/")[0] for line in out.splitlines() for f in line.split()[3:4]}
+
+
+def pids_mentioning(text: str) -> list[int]:
+    """Processes whose command line contains `text` (daemons that servers fork, unrecorded by us)."""
+    me = os.getpid()
+    found = []
+    needle = text.encode()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == me:
+            continue
+        try:
+            if needle in (proc / "cmdline").read_bytes():
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found

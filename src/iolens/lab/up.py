@@ -82,6 +82,14 @@ class Up:
             self.state["mounts"].append(str(path))
         self.save()
 
+    def record(self, what: str, rec: dict[str, Any]) -> None:
+        """Write down a loop device ({device, image}) or a mount ({path}) as soon as it is made."""
+        if what == "loop":
+            self.state["loops"].append(rec)
+            self.save()
+        else:
+            self.add_mount(Path(rec["path"]))
+
     def mountpoint(self, name: str) -> Path:
         mnt = self.root / "mnt" / name
         mnt.mkdir(parents=True, exist_ok=True)
@@ -118,13 +126,13 @@ class Up:
         kind.start(self, target, info)
         return info
 
-    def fuse(self, target: Target, mnt: Path, argv: list[str], env: dict | None = None) -> None:
+    def fuse(self, target: Target, mnt: Path, argv: list[str], env: dict | None = None, key: str | None = None) -> None:
         if mount_at(mnt) is not None:
             raise StepFailed(f"{mnt} is already mounted; run `iolens lab down` first")
         if not os.path.exists("/dev/fuse"):
             raise StepFailed("/dev/fuse is missing (no FUSE in this kernel or container)",
                              "load the fuse module (`modprobe fuse`) or run where FUSE is allowed")
-        proc, log = self.spawn(f"{argv[0]}:{target.name}", argv, env=env)
+        proc, log = self.spawn(key or f"{argv[0]}:{target.name}", argv, env=env)
         self.add_mount(mnt)
         wait_mounted(mnt, proc, log)
         if not responsive(mnt, timeout=10):

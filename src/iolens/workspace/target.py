@@ -75,6 +75,7 @@ class Target:
     lab_read_iops: float | None = None
     emulated: bool = False               # a lab target that emulates storage (its name is `lab`)
     emulation: str | None = None         # where: "device" (every process), "cgroup", "network" (lab.emulation)
+    stands_in_for: str | None = None     # a lab target: the priced option it stands in for (lab.emulation's volume)
     notes: list[str] = field(default_factory=list)
     preexec: Callable[[], None] | None = field(default=None, repr=False, compare=False)
 
@@ -251,6 +252,7 @@ def _apply_lab(t: Target) -> None:
     t.preexec = lab.preexec(where.lab)
     emulation = lab.emulation(t.spec) or {}
     t.emulated, t.emulation = bool(emulation.get("emulated")), emulation.get("emulation")
+    t.stands_in_for = emulation.get("volume")
     if info.get("emulates"):
         t.notes.append(f"lab:{t.lab} emulates {info['emulates']}")
     t.compression = compression_of(info.get("mount_options"))  # the catalogue's, until the mount table says
