@@ -265,6 +265,27 @@ def test_real_gnu_sort_spills_name_its_options(tmp_path):
     assert a["data"]["files"] >= 10  # a spill file per 64 KiB of input
 
 
+def test_real_samtools_sort_spills_name_T_and_m(tmp_path):
+    """`samtools sort -m 2M -T spill/part` on 60,000 reads: its spill files, created and deleted within the run,
+    are found, and the fix names -T (where) and -m (how many), with the size that would keep them in memory."""
+    samtools = tool("samtools")
+    import random
+
+    rng = random.Random(1)
+    lines = ["@HD\tVN:1.6\tSO:unsorted", "@SQ\tSN:chr1\tLN:10000000"]
+    lines += [f"r{i}\t0\tchr1\t{rng.randint(1, 9_999_000)}\t60\t100M\t*\t0\t0\t"
+              f"{''.join(rng.choice('ACGT') for _ in range(100))}\t{'I' * 100}" for i in range(60_000)]
+    (tmp_path / "in.sam").write_text("\n".join(lines) + "\n")
+    (tmp_path / "spill").mkdir()
+    rep = profile_report(tmp_path, [samtools, "sort", "-m", "2M", "-T", "spill/part", "-o", "out.bam", "in.sam"],
+                         "min_seconds=0", "min_share=0", "temp_share=0", "temp_bytes=0")
+    a = {a["rule"]: a for a in rep["advice"]}["temp_placement"]
+    n = a["data"]["files"]
+    assert n >= 3 and a["title"].startswith(f"{n} temp files")
+    assert "`samtools sort -T /dev/shm/part ...`" in a["fix"]
+    assert f"raise -m (now 2M, {n} temp files)" in a["fix"] and f"`-m {2 * n}M`" in a["fix"]
+
+
 def test_real_compute_bound_step(tmp_path):
     rep = profile_report(tmp_path, [sys.executable, "-c", "print(sum(i * i for i in range(3_000_000)))"])
     assert [a["rule"] for a in rep["advice"]] == ["storage_not_bottleneck"]

@@ -74,7 +74,7 @@ def _syncs_said(fs: list[FileRow]) -> str | None:
 def _size_option(nbytes: int) -> str:
     """A size as tools' memory options take it (768M, 2G), rounded up."""
     mib = -(-nbytes // (1 << 20))
-    return f"{-(-mib // 1024)}G" if mib >= 4096 else f"{max(1, mib)}M"
+    return f"{-(-mib // 1024)}G" if mib >= 4096 or (mib >= 1024 and mib % 1024 == 0) else f"{max(1, mib)}M"
 
 
 def _temp_places(r: Report, m: MountRow, nbytes: int, data_devices: dict[str, set[str]]) -> list[tuple[str, str]]:
@@ -110,12 +110,11 @@ def _temp_fix(r: Report, fs: list[FileRow], places: list[tuple[str, str]], nbyte
         if opts.temp_is_prefix and T.value(argv, opts.temp) is None:
             fix += f" (without {opts.temp} it spills next to the output)"
         mem = T.memory_bytes(argv, opts)
-        per = nbytes / max(1, T.threads(argv, opts) or 1)  # the memory option is per thread where threads exist
-        if opts.memory and mem and per > mem:
+        if opts.memory and mem and len(fs) > 1:  # each spill is about the memory option's worth of records
             now = T.value(argv, opts.memory) or f"the default {opts.memory_default}"
-            fix += (f"; or make fewer, larger ones: raise {opts.memory} (now {now}, {len(fs):,} temp files): each "
-                    f"spill holds about {opts.memory} of data, so `{opts.memory} {_size_option(int(per))}` would keep "
-                    f"these {human_bytes(nbytes)} in memory if the machine has it")
+            fix += (f"; or make fewer, larger ones: raise {opts.memory} (now {now}, {len(fs):,} temp files): a spill "
+                    f"is written each time {opts.memory} of records fills, so `{opts.memory} "
+                    f"{_size_option(mem * len(fs))}` would keep them in memory if the machine has it")
     else:
         ex = [f"`export TMPDIR={d}` ({why})" for d, why in places]
         fix = "Point the temp files at faster storage: " + " or ".join(ex) + " (or the tool's temp-dir option)" + where
