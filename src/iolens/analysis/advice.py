@@ -14,7 +14,8 @@ from collections import Counter
 from typing import Callable
 
 from iolens.analysis.advice_coverage import low_coverage, storage_not_bottleneck
-from iolens.analysis.advice_kit import SMALL, _device, _local_used, _make, _other_storage, _own, _real_files, _worth
+from iolens.analysis.advice_kit import (SMALL, _device, _local_used, _make, _other_storage, _own, _real_files, _worth,
+                                       _worth_hits)
 from iolens.analysis.advice_placement import output_placement, temp_placement
 from iolens.analysis.advice_tools import compression, threads
 from iolens.analysis.classify import TEXT_FIX, is_remote
@@ -158,12 +159,9 @@ def reread(r: Report, th: dict[str, float]) -> Advice | None:
             continue
         rt = sum(v for k, v in f.breakdown.items() if k.endswith("_read"))
         hits.append((rt * (1 - 1 / f.times_read), f))
-    if not hits:
+    t = _worth_hits(r, th, hits)
+    if t is None:
         return None
-    t = sum(h[0] for h in hits)
-    if not _worth(r, th, t):
-        return None
-    hits.sort(key=lambda h: -h[0])
     ev = [f"{f.path}: {human_bytes(f.size)} read {f.times_read:.1f}x ({human_bytes(f.bytes_read)}) by "
           f"{f.readers} process(es) ({', '.join(f.tools)}), repeats cost up to {human_seconds(s)}, "
           f"on {f.storage} {f.mount}"

@@ -30,6 +30,18 @@ def _worth(r: Report, th: dict[str, float], seconds: float) -> bool:
     return seconds >= th["short_min_seconds"] and share >= th["short_share"]
 
 
+def _worth_hits(r: Report, th: dict[str, float], hits: list[tuple[Any, ...]]) -> float | None:
+    """The summed time at stake of a rule's hits (each a tuple whose first item is its seconds) when worth
+    reporting, with the hits sorted most first; else None."""
+    if not hits:
+        return None
+    t = float(sum(h[0] for h in hits))
+    if not _worth(r, th, t):
+        return None
+    hits.sort(key=lambda h: -h[0])
+    return t
+
+
 def _severity(share: float | None) -> str:
     if share is None:
         return "medium"

@@ -5,7 +5,7 @@ The options are named from the one table of tools' options (analysis/tool_option
 from __future__ import annotations
 
 from iolens.analysis import tool_options as T
-from iolens.analysis.advice_kit import _make, _worth
+from iolens.analysis.advice_kit import _make, _worth_hits
 from iolens.analysis.model import Advice, ProcRow, Report
 from iolens.units import human_seconds
 
@@ -40,12 +40,9 @@ def compression(r: Report, th: dict[str, float]) -> Advice | None:
         single = opts.threads is None or (T.threads(p.argv, opts) or cpus) < min(cpus, 4)
         if high or (single and cpus > 1):
             hits.append((comp, p, opts, lvl, high, single and cpus > 1))
-    if not hits:
+    t = _worth_hits(r, th, hits)
+    if t is None:
         return None
-    t = sum(h[0] for h in hits)
-    if not _worth(r, th, t):
-        return None
-    hits.sort(key=lambda h: -h[0])
     comp, p, opts, lvl, high, single = hits[0]
     ev = [f"{p.name} [{p.pid}] ({' '.join(p.argv[:6])}) computed for {human_seconds(comp)} of "
           f"{human_seconds(_own_s(p))} ({100 * comp / _own_s(p):.0f}%): compressing, not waiting on storage"]
@@ -87,12 +84,9 @@ def threads(r: Report, th: dict[str, float]) -> Advice | None:
             continue
         saved = comp * (1 - used / cpus)  # the compute time if it spread over every CPU: an upper bound
         hits.append((saved, comp, used, p, opts))
-    if not hits:
+    t = _worth_hits(r, th, hits)
+    if t is None:
         return None
-    t = sum(h[0] for h in hits)
-    if not _worth(r, th, t):
-        return None
-    hits.sort(key=lambda h: -h[0])
     ev = [f"{p.name} [{p.pid}]: computed for {human_seconds(comp)} of {human_seconds(_own_s(p))} on "
           f"{used} thread(s); the machine has {cpus} CPUs" for _s, comp, used, p, _o in hits[:5]]
     _s, _c, used, p, opts = hits[0]
