@@ -7,7 +7,7 @@ import pytest
 
 from iolens.cost import prices as P
 from iolens.cost.model import Usage, Workload, cost, parse_spec
-from iolens.cost.pareto import Point, TimeOrder, best_value, dominated_by, front, tradeoffs, verdict
+from iolens.cost.pareto import Point, TimeOrder, best_value, cost_cmp, dominated_by, front, tradeoffs, verdict
 
 
 def pts(**kw):
@@ -108,8 +108,10 @@ def test_identical_configurations_never_get_n_percent_faster():
         v = verdict(p, order)
         assert "faster" not in v, v
         assert tradeoffs(p, order) == []
-        other = "b" if best_value(p).name == "a" else "a"
-        assert v == f"{best_value(p).name} is the best value; {other} is tied with it on time"
+        best = best_value(p, order).name
+        other = "b" if best == "a" else "a"
+        assert v == f"{best} and {other} are tied on time and cost: either is the best value"
+        assert "cheaper" not in v
 
 
 def test_tied_options_the_cheaper_is_the_best_value():
@@ -118,11 +120,52 @@ def test_tied_options_the_cheaper_is_the_best_value():
     p = measured(localize=(slow, 1.0), netfs=(fast, 17.74))
     order = TimeOrder.of(p)
     assert order.decisions[("netfs", "localize")].kind == "undecided"
-    assert verdict(p, order) == "localize is the best value; netfs is tied with it on time"
+    assert verdict(p, order) == "localize is the best value; netfs is tied with it on time and costs 1674% more"
     assert dominated_by(p, order) == {"localize": None, "netfs": "localize"}
     # without the runs the same medians would read as a trade-off
     assert verdict(pts(localize=(100.0, 1.0), netfs=(80.0, 17.74))).startswith(
         "localize is the best value; netfs is 20% faster")
+
+
+def priced(name: str, times: tuple[float, ...], per_s: float) -> Point:
+    """An option billed per second of its runs: its cost at the median and at the ends of its time's interval, as
+    the cost report makes them."""
+    from iolens.cost.report import time_interval
+
+    span = time_interval(list(times))
+    assert span is not None
+    return Point(name, float(np.median(times)), float(np.median(times)) * per_s, times,
+                 (span[0] * per_s, span[1] * per_s), span)
+
+
+def test_costs_whose_intervals_overlap_are_tied_never_cheaper():
+    """Two options on the same price whose times cannot be told apart: medians differ in $, intervals overlap."""
+    for seed in range(10):
+        p = [priced("a", runs(2 * seed, 100.0), 0.01), priced("b", runs(2 * seed + 1, 100.0), 0.01)]
+        order = TimeOrder.of(p)
+        v = verdict(p, order)
+        assert "tied on time and on cost within their intervals: either is the best value" in v, v
+        assert "cheaper" not in v and "faster" not in v and "more" not in v
+        assert dominated_by(p, order) == {"a": None, "b": None}
+
+
+def test_clearly_cheaper_and_faster_by_the_intervals_is_the_best_value():
+    p = [priced("gp2", runs(1, 100.0), 0.01), priced("io2", runs(2, 60.0), 0.05)]
+    order = TimeOrder.of(p)
+    assert [cost_cmp(p[0], p[1]), cost_cmp(p[1], p[0])] == [-1, 1]
+    v = verdict(p, order)
+    assert v.startswith("gp2 is the best value; io2 is ") and " faster for " in v and "more" in v
+
+
+def test_a_faster_option_tied_on_cost_is_the_best_value():
+    """b is faster by its runs and its cost interval overlaps a's: b dominates a, though a is cheaper at the
+    medians."""
+    a = Point("a", 100.0, 1.00, tuple(runs(1, 100.0)), (0.95, 1.10))
+    b = Point("b", 80.0, 1.02, tuple(runs(2, 80.0)), (0.97, 1.08))
+    order = TimeOrder.of([a, b])
+    assert best_value([a, b], order).name == "b"
+    assert dominated_by([a, b], order) == {"a": "b", "b": None}
+    assert verdict([a, b], order) == "b is the best value and the fastest"
 
 
 def test_clearly_different_options_are_called_faster_with_the_interval():

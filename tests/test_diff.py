@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -58,7 +59,13 @@ def test_cli_diff_text_and_json(tmp_path):
     assert "streaming reads" in res.stdout and "in.sam" in res.stdout and "-16.00 s" in res.stdout
     res = iolens("diff", a, b, "--json", "-")
     d = json.loads(res.stdout)
-    assert d["tag"] == "iolens-diff" and d["schema_version"] == [1, 0]
+    assert d["tag"] == "iolens-diff" and d["schema_version"] == [1, 1]
+    fixed = d["advice_fixed"]
+    assert "temp_placement" in fixed and d["advice_titles"]["temp_placement"].startswith("1 temp file cost")
+    text = iolens("diff", a, b, env={**os.environ, "COLUMNS": "200"}).stdout
+    # each rule by what it found, its id only beside that
+    assert f"- {d['advice_titles']['temp_placement']} (rule temp_placement;" in text
+    assert "(gone in B): temp_placement" not in text
     assert {c["name"]: c["delta"] for c in d["categories"]}["streaming_read"] == pytest.approx(-16.0)
 
 

@@ -253,3 +253,27 @@ def test_the_terminal_report_fits_80_columns_with_long_paths_and_names():
     for word in ("sort_and_index_sort_and_index_sort_and_index_", "41% of its time", "exec'd a program",
                  "static-binary", "partial tasks", "nfs4"):
         assert word in text.replace("\n  ", " ").replace("\n    ", " "), word
+
+
+def test_tiny_rules_are_never_storage_bound_and_advice_names_the_task_reports():
+    """A 6.6 ms all-I/O rule beside a 10 s rule is not storage-bound; a rule with no advice names the command for
+    its tasks."""
+    from iolens.pipeline.merge import fold
+
+    def task(i, rule, io, compute, advice=()):
+        bd = {"compute": compute, "streaming_write": io}
+        return {"id": f"t{i}", "rule": rule, "names": {}, "profiled": True, "host": "h", "start_real_ns": i,
+                "wall_s": io + compute, "exit_status": 0, "partial": False, "problems": [], "breakdown": bd,
+                "io_s": io, "cpu_s": compute, "bytes_read": 0, "bytes_written": 1 << 20, "processes": 1,
+                "temp_files": 0, "temp_bytes": 0, "unprofiled": [], "report": f"DIR/parts/{i}-1.part",
+                "mounts": [{"mount": "/", "fstype": "ext4", "storage": "local", "bytes_read": 0,
+                            "bytes_written": 1 << 20, "time_s": io, "temp_files": 0, "temp_bytes": 0,
+                            "breakdown": {"streaming_write": io}}],
+                "files": [("/x", "/", "ext4", 0, 1 << 20, io, False)], "advice": list(advice)}
+
+    rep = fold([task(1, "index", 0.0066, 0.0), task(2, "uname", 0.004, 0.0001), task(3, "align", 4.0, 6.0),
+                task(4, "align", 5.0, 6.0)], [], "DIR")
+    assert [b["rule"] for b in rep["storage_bound"]] == ["align"]
+    line = next(r for r in rep["rules"] if r["rule"] == "align")["advice_line"]
+    assert "see the task reports" not in line
+    assert "`iolens report DIR/parts/4-1.part` or `iolens report DIR/parts/3-1.part`" in line

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from iolens.errors import UsageError
+
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|min|h|d|w|month|months)\s*$")
 UNIT_S = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "month": 730 * 3600,
           "months": 730 * 3600}
@@ -46,3 +48,20 @@ def human_seconds(s: float | None) -> str:
 
 def pct(part: float, whole: float) -> str:
     return f"{100.0 * part / whole:.1f}%" if whole else "-"
+
+
+def parse_size(text: str) -> int:
+    """"64M", "1.5G", "500k", "4096", "2GiB" -> bytes (binary units)."""
+    s = text.strip().lower().removesuffix("b").removesuffix("i")
+    mult = 1
+    for suffix, m in (("k", 1 << 10), ("m", 1 << 20), ("g", 1 << 30), ("t", 1 << 40)):
+        if s.endswith(suffix):
+            s, mult = s[:-1], m
+            break
+    try:
+        value = float(s)
+    except ValueError:
+        raise UsageError(f"cannot read the size {text!r}; write it like 64M, 1.5G or 4096") from None
+    if value <= 0:
+        raise UsageError(f"the size {text!r} must be positive")
+    return int(value * mult)

@@ -13,9 +13,12 @@ import os
 from collections import Counter
 from typing import Callable
 
-from iolens.analysis.classify import TEXT_FIX, is_remote
 from iolens.analysis.advice_coverage import low_coverage, storage_not_bottleneck
-from iolens.analysis.advice_kit import SMALL, _device, _make, _mount, _other_storage, _own, _real_files, _worth
+from iolens.analysis.advice_kit import (SMALL, _device, _local_used, _make, _other_storage, _own, _real_files, _worth,
+                                       _worth_hits)
+from iolens.analysis.advice_placement import output_placement, temp_placement
+from iolens.analysis.advice_tools import compression, threads
+from iolens.analysis.classify import TEXT_FIX, is_remote
 from iolens.analysis.model import META_OPS, SYNC_OPS, Advice, Report
 from iolens.units import human_bytes, human_seconds
 
@@ -81,100 +84,30 @@ def metadata_storm(r: Report, th: dict[str, float]) -> Advice | None:
 
 
 def fsync_storm(r: Report, th: dict[str, float]) -> Advice | None:
-    """Many fsync-type calls."""
-    t = r.breakdown["sync"]
-    n = sum(v for k, v in r.ops.items() if k in SYNC_OPS)
+    """Many fsync-type calls on files that outlive the run (a temp file's syncs are temp_placement's)."""
+    files = sorted((f for f in _real_files(r) if f.syncs and not f.temporary), key=lambda f: -f.breakdown["sync"])
+    t = sum(f.breakdown["sync"] for f in files)
+    n = sum(f.syncs for f in files)
     if not (n >= th["sync_ops"] and t >= th["sync_share"] * _own(r) and _worth(r, th, t)):
         return None
-    files = sorted((f for f in _real_files(r) if f.syncs), key=lambda f: -f.breakdown["sync"])[:5]
-    ev = [f"{n:,} sync calls took {human_seconds(t)} ({100 * t / _own(r):.0f}% of process time)"]
-    ev += [f"{f.path}: {f.syncs:,} syncs, {human_seconds(f.breakdown['sync'])} ({', '.join(f.tools)})" for f in files]
-    fix = ("Sync once when a file is complete instead of after every write (turn off a tool's per-record "
-           "sync option; for a scratch SQLite database, PRAGMA synchronous=OFF); output that can be regenerated "
-           "can go to local scratch or tmpfs, where sync is cheap")
-    return _make(r, "fsync_storm", f"fsync storm: {n:,} sync calls cost {human_seconds(t)}", t, ev, fix,
-                 {"seconds": t, "syncs": n, "files": [f.path for f in files]})
-
-
-def _data_devices(r: Report) -> dict[str, set[str]]:
-    """The devices the run's inputs were read from and its outputs written to (temporary files aside)."""
-    out: dict[str, set[str]] = {"inputs": set(), "outputs": set()}
-    for f in _real_files(r):
-        if f.temporary:
-            continue
-        m = _mount(r, f.mount)
-        if m is None:
-            continue
-        if f.bytes_read and not f.created:
-            out["inputs"].add(_device(m))
-        if f.bytes_written:
-            out["outputs"].add(_device(m))
-    return out
-
-
-def _worst_temp_mount(r: Report, temps: list, data_devices: dict[str, set[str]]) -> tuple | None:
-    """The mount whose temporary files cost most among those on remote storage or on a data device."""
-    by_mount: dict[str, list] = {}
-    for f in temps:
-        by_mount.setdefault(f.mount, []).append(f)
-    worst = None
-    for mp, fs in by_mount.items():
-        m = _mount(r, mp)
-        if m is None:
-            continue
-        dev = _device(m)
-        why = []
-        if is_remote(m.storage):
-            why.append(f"{m.storage} storage ({m.fstype})")
-        for role in ("inputs", "outputs"):
-            if dev in data_devices[role]:
-                why.append(f"the same device as the {role}")
-        if not why:
-            continue
-        t = sum(f.time_s for f in fs)
-        if worst is None or t > worst[0]:
-            worst = (t, mp, m, fs, why)
-    return worst
-
-
-def temp_placement(r: Report, th: dict[str, float]) -> Advice | None:
-    """Temporary files on the same device as the inputs or outputs, or on network/FUSE storage."""
-    temps = [f for f in _real_files(r) if f.temporary]
-    if sum(f.bytes_written for f in temps) < th["temp_bytes"]:
-        return None
-    data_devices = _data_devices(r)
-    worst = _worst_temp_mount(r, temps, data_devices)
-    if worst is None:
-        return None
-    t, mp, m, fs, why = worst
-    if not is_remote(m.storage) and not _worth(r, th, t):
-        return None
-    nbytes = sum(f.bytes_written for f in fs)
-    alt = _other_storage(r, exclude_devices={_device(m)} | data_devices["inputs"] | data_devices["outputs"],
-                         need_bytes=nbytes)
-    alt_dir = alt["mount"].rstrip("/") + "/tmp" if alt else "/path/on/another/disk"
-    tools = sorted({t for f in fs for t in f.tools})
-    ev = [f"{len(fs):,} temporary files, {human_bytes(nbytes)} written, {human_seconds(t)} of I/O, on {mp} "
-          f"({m.source or m.fstype}): " + "; ".join(why)]
-    for f in sorted(fs, key=lambda f: -f.bytes_written)[:3]:
-        ev.append(f"{f.path}: {human_bytes(f.bytes_written)}, lived {human_seconds(f.lifetime_s)} "
-                  f"({', '.join(f.tools)})")
-    if alt:
-        ev.append(f"{alt['mount']} ({alt['storage']}, {alt['fstype']} on {alt['source']}) is another device")
-    if "samtools sort" in tools:
-        fix = (f"Give samtools sort a temp prefix on another device: `samtools sort -T {alt_dir}/sort ...` "
-               "(without -T it spills next to the output)")
+    writes = sum(f.writes for f in files)
+    ev = [f"{n:,} sync calls on {len(files):,} file(s) took {human_seconds(t)} ({100 * t / _own(r):.0f}% of "
+          f"process time), {human_seconds(t / n)} each"]
+    ev += [f"{f.path}: {f.syncs:,} syncs, {f.writes:,} writes, {human_seconds(f.breakdown['sync'])} "
+           f"({', '.join(f.tools)})" for f in files[:5]]
+    if n <= 1.5 * len(files):
+        what = f"one sync per file ({len(files):,} files)"
+        fix = (f"Each file is synced once when complete; what costs is the storage's sync latency "
+               f"({human_seconds(t / n)} each): write many small files as one (an archive, a multi-record file), "
+               "and put files that can be regenerated on local scratch or tmpfs, where a sync is cheap")
     else:
-        fix = f"Point the temp files at another device: `export TMPDIR={alt_dir}` (or the tool's temp-dir option)"
-    if not alt:
-        fix += "; this machine shows no other local device, so add a local scratch disk or use tmpfs if they fit in RAM"
-    where = " and ".join(w.replace("the same device as the ", "") for w in why if w.startswith("the same"))
-    title = (f"temp files on the same device as the {where}" if where else "temp files on slow storage")
-    if is_remote(m.storage):
-        title = f"temp files on {m.storage} storage ({mp})" + (f", also the {where}" if where else "")
-    return _make(r, "temp_placement", title, t, ev, fix,
-                 {"seconds": t, "mount": mp, "files": len(fs), "bytes": nbytes, "alternative": alt,
-                  "tools": tools})
+        what = (f"a sync after every write ({n:,} syncs, {writes:,} writes)" if n >= 0.5 * writes
+                else f"{n / len(files):,.0f} syncs per file")
+        fix = ("Sync once when a file is complete instead of after every few writes (turn off a tool's per-record "
+               "sync option; for a scratch SQLite database, PRAGMA synchronous=OFF); output that can be regenerated "
+               "can go to local scratch or tmpfs, where sync is cheap")
+    return _make(r, "fsync_storm", f"{n:,} sync calls cost {human_seconds(t)}: {what}", t, ev, fix,
+                 {"seconds": t, "syncs": n, "files": [f.path for f in files[:5]]})
 
 
 def same_device_read_write(r: Report, th: dict[str, float]) -> Advice | None:
@@ -226,12 +159,9 @@ def reread(r: Report, th: dict[str, float]) -> Advice | None:
             continue
         rt = sum(v for k, v in f.breakdown.items() if k.endswith("_read"))
         hits.append((rt * (1 - 1 / f.times_read), f))
-    if not hits:
+    t = _worth_hits(r, th, hits)
+    if t is None:
         return None
-    t = sum(h[0] for h in hits)
-    if not _worth(r, th, t):
-        return None
-    hits.sort(key=lambda h: -h[0])
     ev = [f"{f.path}: {human_bytes(f.size)} read {f.times_read:.1f}x ({human_bytes(f.bytes_read)}) by "
           f"{f.readers} process(es) ({', '.join(f.tools)}), repeats cost up to {human_seconds(s)}, "
           f"on {f.storage} {f.mount}"
@@ -243,7 +173,8 @@ def reread(r: Report, th: dict[str, float]) -> Advice | None:
     if sam_index:
         parts.append("`samtools sort --write-index -o out.bam` writes the index while sorting, so no second pass")
     if remote:
-        parts.append("stage it onto local disk once (cp to $TMPDIR) and read the copy")
+        top = next(f for _s, f in hits if is_remote(f.storage))
+        parts.append(f"stage it onto local disk once (`cp {top.path} {_stage_dir(r)}/`) and read the copy")
     parts.append("combine the passes, or feed several readers from one pass with `tee`")
     mem = r.capture.get("mem_bytes")
     big = max(f.size for _s, f in hits)
@@ -253,6 +184,12 @@ def reread(r: Report, th: dict[str, float]) -> Advice | None:
     fix += "; ".join(parts)
     return _make(r, "reread", f"{len(hits)} file(s) read more than once, repeats cost {human_seconds(t)}", t, ev,
                  fix, {"seconds": t, "files": [f.path for _s, f in hits]})
+
+
+def _stage_dir(r: Report) -> str:
+    """A local directory to stage inputs into: the local storage the run already uses most, else another."""
+    alt = _local_used(r) or _other_storage(r, exclude_devices=set())
+    return alt["mount"].rstrip("/") if alt else "$TMPDIR"
 
 
 def remote_random(r: Report, th: dict[str, float]) -> Advice | None:
@@ -341,8 +278,9 @@ def uncompressed_text(r: Report, th: dict[str, float]) -> Advice | None:
 
 
 RULES: list[Callable] = [
-    small_requests, metadata_storm, fsync_storm, temp_placement, same_device_read_write, reread, remote_random,
-    object_store_writes, uncompressed_text, low_coverage, storage_not_bottleneck,
+    small_requests, metadata_storm, fsync_storm, temp_placement, output_placement, same_device_read_write, reread,
+    remote_random, object_store_writes, uncompressed_text, compression, threads, low_coverage,
+    storage_not_bottleneck,
 ]
 SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from iolens.analysis.model import Advice, FileRow, MountRow, Report
+from iolens.units import human_seconds
 
 SMALL = ("tiny_read", "small_read", "tiny_write", "small_write")
 
@@ -20,9 +21,25 @@ def _share(r: Report, seconds: float | None) -> float | None:
 
 
 def _worth(r: Report, th: dict[str, float], seconds: float) -> bool:
-    """A rule's time at stake is worth reporting: at least min_seconds and min_share of process time."""
+    """A rule's time at stake is worth reporting: at least min_seconds (at the full input's size, scale_to) and
+    min_share of process time; or, on a short step, at least short_share of it and short_min_seconds."""
     own = _own(r)
-    return seconds >= th["min_seconds"] and (own == 0 or seconds / own >= th["min_share"])
+    share = seconds / own if own else 1.0
+    if seconds * th["scale_to"] >= th["min_seconds"] and share >= th["min_share"]:
+        return True
+    return seconds >= th["short_min_seconds"] and share >= th["short_share"]
+
+
+def _worth_hits(r: Report, th: dict[str, float], hits: list[tuple[Any, ...]]) -> float | None:
+    """The summed time at stake of a rule's hits (each a tuple whose first item is its seconds) when worth
+    reporting, with the hits sorted most first; else None."""
+    if not hits:
+        return None
+    t = float(sum(h[0] for h in hits))
+    if not _worth(r, th, t):
+        return None
+    hits.sort(key=lambda h: -h[0])
+    return t
 
 
 def _severity(share: float | None) -> str:
@@ -34,6 +51,11 @@ def _severity(share: float | None) -> str:
 def _make(r: Report, rule: str, title: str, seconds: float | None, evidence: list[str], fix: str,
           data: dict[str, Any], severity: str | None = None) -> Advice:
     share = _share(r, seconds)
+    scale = r.thresholds.get("scale_to", 1.0)
+    if seconds is not None and scale != 1.0:
+        data = {**data, "scale_to": scale, "at_scale_s": seconds * scale}
+        evidence = [*evidence, f"at {scale:g}x this input (--scale-to): about {human_seconds(seconds * scale)} at "
+                    "stake, if this time grows with the input"]
     return Advice(rule=rule, title=title, severity=severity or _severity(share), time_at_stake_s=seconds,
                   share=share, evidence=evidence, fix=fix, data=data)
 
@@ -70,3 +92,11 @@ def _other_storage(r: Report, *, exclude_devices: set[str], need_bytes: int = 0)
     if ram and mem and need_bytes <= mem / 4:
         return ram[0]
     return None
+
+
+def _local_used(r: Report, exclude: str | None = None) -> dict[str, Any] | None:
+    """The local storage the run already used most (its speed is measured in this run), as an available mount."""
+    used = sorted((m for m in r.mounts if m.storage == "local" and _device(m) != exclude),
+                  key=lambda m: -(m.bytes_read + m.bytes_written))
+    return next(({"mount": m.mount, "fstype": m.fstype, "source": m.source, "device": m.device, "storage": m.storage}
+                 for m in used), None)

@@ -156,7 +156,10 @@ class Advice:
     data: dict[str, Any] = field(default_factory=dict)
 
     def short(self) -> str:
-        stake = "" if self.time_at_stake_s is None else f" (up to {human_seconds(self.time_at_stake_s)} at stake)"
+        stake = "" if self.time_at_stake_s is None else f" (up to {human_seconds(self.time_at_stake_s)} at stake" + (
+            f", {100 * self.share:.0f}% of process time" if self.share is not None else "") + (
+            f"; about {human_seconds(self.data['at_scale_s'])} at {self.data['scale_to']:g}x the input"
+            if self.data.get("at_scale_s") is not None else "") + ")"
         return f"{self.title}{stake}: {self.fix}"
 
 

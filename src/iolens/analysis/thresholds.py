@@ -26,6 +26,11 @@ TABLE: dict[str, tuple[float, str, str]] = {
     # ---- advice: a rule fires only when the time at stake is at least this, and this share of the run
     "min_seconds": (1.0, "s", "every rule: least time at stake worth reporting"),
     "min_share": (0.02, "fraction", "every rule: least share of the run's process time worth reporting"),
+    "short_share": (0.2, "fraction", "every rule, on a short step: less than min_seconds at stake is still reported "
+                    "when it is at least this share of process time"),
+    "short_min_seconds": (0.05, "s", "...and at least this much (a step of a few milliseconds gets no advice)"),
+    "scale_to": (1.0, "x", "the full input is this many times the profiled one: advice states the time at stake "
+                 "at that size and min_seconds applies to it (`report --scale-to N`)"),
     # small/tiny requests
     "small_requests_share": (0.05, "fraction", "tiny+small data calls take at least this share of process time"),
     # metadata storm
@@ -36,7 +41,20 @@ TABLE: dict[str, tuple[float, str, str]] = {
     "sync_ops": (100, "calls", "at least this many sync calls"),
     "sync_share": (0.02, "fraction", "...taking at least this share of process time"),
     # temp files
-    "temp_bytes": (64 * MiB, "bytes", "temporary files that together wrote at least this much"),
+    "temp_bytes": (64 * MiB, "bytes", "temp files on the inputs' or outputs' device that wrote at least "
+                   "this much"),
+    "temp_share": (0.05, "fraction", "temp files' I/O (writes, reads, syncs, create and delete) on storage other than "
+                   "RAM measured slower than slow_bps takes at least this share of process time"),
+    # outputs on slow storage
+    "output_share": (0.1, "fraction", "writing outputs to network/FUSE storage, or to storage measured slower than "
+                     "slow_bps, takes at least this share of process time"),
+    "slow_bps": (100 * MiB, "bytes/s", "temp files (bytes written and read back) or outputs (written) moving slower "
+                 "than this per second of their I/O (syncs, creating and deleting included) are on slow storage"),
+    # compression and threads
+    "compress_cpu_share": (0.5, "fraction", "a compressor computing at least this share of its time: its level and "
+                           "codec matter"),
+    "threads_share": (0.5, "fraction", "a tool with a thread option, run on at most half the CPUs, computing at "
+                      "least this share of its time"),
     # read + write the same device
     "same_device_bytes": (256 * MiB, "bytes", "both read and written on one device, at least this much each"),
     "same_device_overlap": (0.3, "fraction", "...with reads and writes overlapping for this share of the run"),
@@ -74,6 +92,8 @@ def with_overrides(pairs: list[str] | dict[str, Any] | None = None) -> dict[str,
             out[name] = float(value)
         except (TypeError, ValueError):
             raise UsageError(f"threshold {name} needs a number, not {value!r}") from None
+    if out["scale_to"] <= 0:
+        raise UsageError("scale_to (--scale-to) is how many times larger the full input is: a number above 0")
     if out["tiny_bytes"] > out["small_bytes"]:
         raise UsageError("tiny_bytes must not be larger than small_bytes")
     return out

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from iolens.bench.engine import op_names
 from iolens.errors import UsageError
+from iolens.units import parse_size  # noqa: F401 (bench's size options read with it)
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 
@@ -100,23 +101,6 @@ def lookup(name: str) -> Suite:
 
 def suites_help() -> str:
     return "; ".join(f"{s.name}: {s.help}" for s in SUITES.values())
-
-
-def parse_size(text: str) -> int:
-    """"64M", "1.5G", "500k", "4096", "2GiB" -> bytes (binary units)."""
-    s = text.strip().lower().removesuffix("b").removesuffix("i")
-    mult = 1
-    for suffix, m in (("k", KiB), ("m", MiB), ("g", GiB), ("t", 1 << 40)):
-        if s.endswith(suffix):
-            s, mult = s[:-1], m
-            break
-    try:
-        value = float(s)
-    except ValueError:
-        raise UsageError(f"cannot read the size {text!r}; write it like 64M, 1.5G or 4096") from None
-    if value <= 0:
-        raise UsageError(f"the size {text!r} must be positive")
-    return int(value * mult)
 
 
 def _round(n: int, unit: int) -> int:

@@ -25,6 +25,9 @@ def print_thresholds() -> None:
 @click.option("--sample", metavar="NAME", help="Sample name for --multiqc (default: the capture's file name).")
 @click.option("--set", "overrides", metavar="NAME=VALUE", multiple=True,
               help="Change a threshold for this report (repeatable); --thresholds lists them.")
+@click.option("--scale-to", type=click.FloatRange(min=0, min_open=True), metavar="N",
+              help="The full input is N times the profiled one (a subsample's report): every advice states its "
+                   "time at stake at that size.")
 @click.option("--thresholds", "list_thresholds", is_flag=True,
               help="List the thresholds and their defaults, then exit.")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Files in the terminal report.")
@@ -33,7 +36,8 @@ def print_thresholds() -> None:
 @FORCE_OPTION
 @export_options("report", also=("pipeline",))
 def report(capture: str | None, outputs: dict[str, str | None], sample: str | None, overrides: tuple[str, ...],
-           list_thresholds: bool, top: int, quiet: bool, snakemake_log: str | None, force: bool) -> None:
+           scale_to: float | None, list_thresholds: bool, top: int, quiet: bool, snakemake_log: str | None,
+           force: bool) -> None:
     """Turn a capture into answers: time breakdown, phases, timeline, files, storage and advice.
 
     Prints the report in the terminal, and writes any of the other formats asked for.
@@ -49,11 +53,14 @@ def report(capture: str | None, outputs: dict[str, str | None], sample: str | No
       iolens report sort.iolens
       iolens report sort.iolens --html sort.html --json sort.json
       iolens report sort.iolens --set small_bytes=131072
+      iolens report subsample.iolens --scale-to 50   (the full input is 50 times the subsample)
       iolens report pipeline-captures/ --html pipeline.html   (a capture directory: see `iolens wrap`)
     """
     if list_thresholds:
         print_thresholds()
         return
+    if scale_to is not None:
+        overrides = (*overrides, f"scale_to={scale_to}")
     if not capture:
         raise UsageError("no capture given; usage: iolens report CAPTURE [--html PATH] [--json PATH] ...")
     if os.path.isdir(capture):

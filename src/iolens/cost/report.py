@@ -57,11 +57,11 @@ def build_report(items: list[Item], snap: Snapshot, wl: Workload, *, instance: s
     ends = [None if sp is None else tuple(cost(it.name, it.storages, replace(it.usage, wall_s=t), wl, snap, instance)
                                           for t in sp) for it, sp in zip(items, spans)]
     points = [pareto.Point(c.name, c.time_s, c.per_run, tuple(it.usage.times) if it.usage.times else None,
-                           None if e is None else (e[0].per_run, e[1].per_run))
-              for it, c, e in zip(items, costed, ends)]
+                           None if e is None else (e[0].per_run, e[1].per_run), sp)
+              for it, c, e, sp in zip(items, costed, ends, spans)]
     order = pareto.TimeOrder.of(points)
     dom = pareto.dominated_by(points, order)
-    best = pareto.best_value(points)
+    best = pareto.best_value(points, order)
     trade = {t["name"]: t for t in pareto.tradeoffs(points, order)}
     tied = pareto.tied(points, order)
     said = assumptions(costed, wl, held_for, stored_gb)

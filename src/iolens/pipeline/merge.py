@@ -8,6 +8,7 @@ not with the task captures.  Per task it keeps one row (for the task table and t
 from __future__ import annotations
 
 import os
+import shlex
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -25,6 +26,10 @@ LABELS = {"tiny_read": "tiny reads", "small_read": "small reads", "streaming_rea
           "streaming_write": "streaming writes", "random_write": "random writes", "metadata": "metadata calls",
           "sync": "syncs"}
 BOUND_SHARE = 0.25  # a rule is storage-bound when this share of its tasks' time is storage I/O
+# ...and it is not tiny: at least this share of the pipeline's process time and this many seconds (a 6.6 ms
+# `index` rule or a `uname` is all I/O and all irrelevant)
+BOUND_MIN_SHARE = 0.02
+BOUND_MIN_SECONDS = 0.05
 QUIET_ADVICE = ("storage_not_bottleneck", "low_coverage")  # not a storage fix for a rule
 TASK_KEYS = ("id", "rule", "names", "host", "start_real_ns", "wall_s", "exit_status", "partial", "io_s",
              "cpu_s", "bytes_read", "bytes_written", "processes", "problems", "breakdown", "temp_files", "temp_bytes",
@@ -44,6 +49,7 @@ class RuleAgg:
         self.mounts: dict[tuple[str, str], dict[str, Any]] = {}
         self.files: dict[str, list[Any]] = {}
         self.advice: dict[str, dict[str, Any]] = {}
+        self.reports: list[tuple[float, str]] = []  # (I/O time, what `iolens report` reads) of its worst tasks
 
     def add(self, s: dict[str, Any]) -> None:
         self.tasks += 1
@@ -67,6 +73,8 @@ class RuleAgg:
             f[1] += bw
             f[2] += t
             f[3] = f[3] or temp
+        if s.get("report"):
+            self.reports = sorted([*self.reports, (s.get("io_s") or 0.0, s["report"])], key=lambda x: -x[0])[:3]
         for a in s["advice"]:
             agg = self.advice.setdefault(a["rule"], {"rule": a["rule"], "title": a["title"], "fix": a["fix"],
                                                      "tasks": 0, "time_at_stake_s": 0.0, "best": -1.0})
@@ -124,7 +132,12 @@ class RuleAgg:
         cls, m, t = w
         prep = "to" if cls.endswith("write") or cls == "sync" else "on" if cls == "metadata" else "from"
         fixes = [a for a in advice if a["rule"] not in QUIET_ADVICE]
-        fix = fixes[0]["fix"] if fixes else "see the task reports for this rule"
+        if fixes:
+            fix = fixes[0]["fix"]
+        else:
+            see = " or ".join(f"`iolens report {shlex.quote(path)}`" for _io, path in self.reports[:2])
+            fix = (f"no advice rule fired for its {self.tasks} task(s); see its tasks with most I/O: {see}" if see
+                   else f"no advice rule fired for its {self.tasks} task(s)")
         return (f"rule {self.name}: {t / total:.0%} of its time is {LABELS[cls]} {prep} {m['mount']} on "
                 f"{m['fstype']}; {fix}")
 
@@ -165,6 +178,9 @@ def fold(items: Iterable[dict[str, Any]], unprofiled: list[Task], root: str) -> 
         rows.append({k: s.get(k) for k in TASK_KEYS})
     rows.sort(key=lambda r: (r["start_real_ns"] or 0, r["id"]))
     rule_rows = sorted((r.result() for r in rules.values()), key=lambda r: -r["time_s"])
+    whole = sum(r["time_s"] for r in rule_rows)
+    for r in rule_rows:  # a tiny rule is never storage-bound, however much of its few milliseconds is I/O
+        r["storage_bound"] = r["storage_bound"] and r["time_s"] >= max(BOUND_MIN_SECONDS, BOUND_MIN_SHARE * whole)
     hosts: dict[str, dict[str, Any]] = {}
     for r in rows:
         h = hosts.setdefault(r["host"] or "?", {"host": r["host"] or "?", "tasks": 0, "wall_s": 0.0, "io_s": 0.0,

@@ -112,7 +112,9 @@ def summarize_task(task: Task, thresholds: dict[str, float] | None = None,
     cap = load_task(task)
     names = task.names or dict(cap.meta.get("workflow") or {})
     procs = cap.processes
-    base: dict[str, Any] = {"id": task.id, "kind": task.kind, "names": names, "paths": len(task.paths)}
+    # what `iolens report` reads to show this task (a loose or parts task: its first part, the first process)
+    base: dict[str, Any] = {"id": task.id, "kind": task.kind, "names": names, "paths": len(task.paths),
+                            "report": task.paths[0] if task.paths else None}
     if not procs:
         return dict(base, rule=rule_of(names, "?"), profiled=False, problems=list(cap.problems))
     lost, command_lost = unprofiled_programs(procs)
