@@ -44,7 +44,7 @@ WIDTH = 80  # the width when none is given (a caller passes render/terminal.py's
 
 
 def _rule_rows(rep: dict[str, Any], top: int, width: int) -> list[str]:
-    t = FitTable([Col("rule", "left", flex="middle"), Col("tasks", drop=4), Col("time"), Col("I/O"), Col("I/O %"),
+    t = FitTable([Col("rule", "left", wrap=True), Col("tasks", drop=4), Col("time"), Col("I/O"), Col("I/O %"),
                   Col("read", drop=2), Col("written", drop=1), Col("temp", drop=3)], box=None, pad_edge=False,
                  show_edge=False, header_style="")
     out: list[str] = []
@@ -54,7 +54,7 @@ def _rule_rows(rep: dict[str, Any], top: int, width: int) -> list[str]:
         st = r["storage"]
         out += fold(f"  {r['rule']}: reads from {_storage(st['reads'])}; writes to {_storage(st['writes'])}; "
                     f"spills to {_storage(st['spills'])}", width - 1, "  ")
-    return [line.rstrip() for line in text_of(t, width - 1).splitlines()] + (["", "storage per rule:"] + out
+    return [line.rstrip() for line in text_of(t, width).splitlines()] + (["", "storage per rule:"] + out
                                                                               if out else [])
 
 
@@ -272,7 +272,7 @@ def render_diff(a: dict[str, Any], b: dict[str, Any], width: int = WIDTH) -> str
     ra, rb = {r["rule"]: r for r in a["rules"]}, {r["rule"]: r for r in b["rules"]}
     out = fold(f"A {a['directory']} ({a['totals']['tasks']} tasks)  vs  B {b['directory']} "
                f"({b['totals']['tasks']} tasks)", width - 1, "")
-    t = FitTable([Col("rule", "left", flex="middle"), Col("tasks A/B", drop=3), Col("time A"), Col("time B"),
+    t = FitTable([Col("rule", "left", wrap=True), Col("tasks A/B", drop=3), Col("time A"), Col("time B"),
                   Col("change"), Col("I/O A", drop=2), Col("I/O B", drop=2), Col("written A", drop=1),
                   Col("written B", drop=1)], box=None, pad_edge=False, show_edge=False, header_style="")
     for name in sorted(set(ra) | set(rb), key=lambda n: -max(ra.get(n, {}).get("time_s", 0),
@@ -283,5 +283,5 @@ def render_diff(a: dict[str, Any], b: dict[str, Any], width: int = WIDTH) -> str
         t.add_row(name, f"{(x or {}).get('tasks', 0)}/{(y or {}).get('tasks', 0)}", _s(ta), _s(tb), change,
                   _s((x or {}).get("io_s")), _s((y or {}).get("io_s")), fmt_bytes((x or {}).get("bytes_written", 0)),
                   fmt_bytes((y or {}).get("bytes_written", 0)))
-    out += [line.rstrip() for line in text_of(t, width - 1).splitlines()]
+    out += [line.rstrip() for line in text_of(t, width).splitlines()]
     return "\n".join(out) + "\n"

@@ -38,7 +38,8 @@ from iolens.names import shown
 UNBOUNDED = 4096  # the width of output that is not a terminal, without $COLUMNS: tables as wide as they need
 MIN_WIDTH = 20    # a $COLUMNS below this is taken as this
 FLEX_MIN = 24  # a path column narrower than this says too little: drop other columns first
-WRAP_MIN = 10  # a folding column is never made narrower than this, nor than its longest word up to FLEX_MIN
+WRAP_MIN = 10  # a folding column is never made narrower than this, nor than its header or longest word up
+               # to FLEX_MIN
 TERMINAL_ENV = "IOLENS_TERMINAL"  # set by a launcher for its ranks: "no", or the launcher's terminal width
 
 
@@ -195,7 +196,7 @@ def _narrowest(cols: Sequence[Col], rows: Sequence[Sequence[RenderableType]]) ->
         if c.flex:
             least.append(min(FLEX_MIN, natural[i]))
         elif c.wrap:
-            longest = max([_words(c.header)] + [_words(r[i]) for r in rows])
+            longest = max([_len(c.header)] + [_words(r[i]) for r in rows])  # a header stays whole
             least.append(min(natural[i], max(WRAP_MIN, min(longest, FLEX_MIN))))
         else:
             least.append(natural[i])
