@@ -2,7 +2,9 @@
 
 At 80 columns no line is longer than 80 characters and no table row wraps: a table has as many lines at
 80 columns as at 200 (where nothing needs to wrap), and the report's tables have one line per row.  At
-200 columns the wider layout (more columns) is used.
+200 columns the wider layout (more columns) is used.  Every command's output also fits 60, 80 and 120 columns
+with its answer there and the columns it left out named, and nothing is left out or cut on a pipe (no COLUMNS),
+where no escape is written either.
 """
 
 from __future__ import annotations
@@ -91,16 +93,18 @@ def compare_runs(tmp_path_factory):
     for sub in ("first_placement_directory", "second_placement_directory"):
         (d / sub).mkdir()
     out = {}
-    for c in (80, 200):
+    for c in (60, 80, 200):
         out[c] = run("compare", "cat {in} > {out:copy.bin}", "--input", f"in={d / 'in.bin'}",
                      "--place", f"out={d / 'first_placement_directory'},{d / 'second_placement_directory'}",
                      "--runs", "3", "--warmup", "0", "--no-store", "--seed", "3", columns=c, cwd=d)
     return out
 
 
-def test_compare_at_80_columns(compare_runs):
+def test_compare_at_60_80_and_200_columns(compare_runs):
     narrow, wide = compare_runs[80], compare_runs[200]
     check(narrow, wide)
+    fits_cells(compare_runs[60], 60)
+    assert "median" in compare_runs[60] and "second_placement" in compare_runs[60]
     head = header(narrow, "configuration")
     assert head.index("median") < head.index("vs baseline") < head.index(" p ")  # verdict columns first
     assert "min … max" in header(wide, "configuration") and "min … max" not in head
@@ -148,6 +152,7 @@ def test_predict_at_80_and_200_columns(traced_step):
     narrow, wide = (run("predict", d / "step.iolens", "--on", target, "--home", d, columns=c, cwd=d,
                         env_extra=env) for c in (80, 200))
     check(narrow, wide)
+    fits_cells(run("predict", d / "step.iolens", "--on", target, "--home", d, columns=60, cwd=d, env_extra=env), 60)
     assert "I/O share" in header(wide, "target") and "I/O share" not in header(narrow, "target")
     # a column left out says so (it was silent: a user could not tell a figure was missing)
     assert "not shown at 80 columns: I/O share" in narrow and "not shown at" not in wide
@@ -160,9 +165,11 @@ def test_predict_at_80_and_200_columns(traced_step):
 def test_replay_at_80_and_200_columns(traced_step):
     d, env = traced_step
     target = d / "target_directory_with_a_long_name"
-    narrow, wide = (run("replay", d / "step.iolens", "--on", target, "--on", d, columns=c, cwd=d, env_extra=env)
-                    for c in (80, 200))
+    narrow, wide, sixty = (run("replay", d / "step.iolens", "--on", target, "--on", d, columns=c, cwd=d,
+                               env_extra=env) for c in (80, 200, 60))
     check(narrow, wide)
+    fits_cells(sixty, 60)
+    assert "fidelity" in sixty
     assert "STREAM" in header(wide, "target") and "fidelity" in header(narrow, "target")
     assert ("STREAM" in header(narrow, "target")) != ("not shown at 80 columns:" in narrow and "STREAM" in narrow)
     assert re.search(r"│ +[+-]\d+\.\d%$", rows(narrow)[1]), rows(narrow)  # the capture's own storage: fidelity
