@@ -329,3 +329,7 @@ def test_escapes_only_on_a_terminal_and_never_with_no_color():
     assert b"\x1b[" not in plain and b"Where the time went" in plain
     # a launcher's rank told that the output is not a terminal (mpirun gives it a pseudo-terminal) writes none
     assert b"\x1b[" not in on_terminal({**env, "IOLENS_TERMINAL": "no"})
+
+
+def test_doctor_at_60_columns():
+    at_widths(["doctor"], ["iolens", "interposer"], widths=(60,))

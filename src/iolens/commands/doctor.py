@@ -34,8 +34,9 @@ def doctor(as_json: bool) -> None:
         click.echo(json.dumps(d, indent=1))
     else:
         h = d["host"]
-        click.echo(f"iolens {h['iolens_version']}, Python {h['python']}, {h['machine']}, "
-                   f"Linux {h['kernel']}, {h['libc'] or 'libc unknown'}")
+        first = (f"iolens {h['iolens_version']}, Python {h['python']}, {h['machine']}, Linux {h['kernel']}, "
+                 f"{h['libc'] or 'libc unknown'}")
+        click.echo("\n".join(textwrap.wrap(first, most, subsequent_indent="  ")))
         for c in d["checks"]:
             mark = {"ok": "ok", "no": "NO", "info": "--"}[c["state"]]
             lead = f"{mark:2}  {c['name']:{NAME_W}}"
