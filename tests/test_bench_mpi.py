@@ -164,6 +164,9 @@ def test_each_rank_reads_its_neighbours_data(tmp_path):
                                  "--runtime", "0.3", "--json", str(out), "-q", "--no-store"],
                        capture_output=True, text=True, env=_env(tmp_path), timeout=80)
     assert p.returncode == 0, p.stderr
+    # rank 0 prints the table; mpirun gives it a pseudo-terminal, but this output is a pipe: no escapes, 200 columns
+    assert "\x1b" not in p.stdout and "file-per-client write" in p.stdout, p.stdout
+    assert max(len(line) for line in p.stdout.splitlines()) <= 200
     by = {r["phase"]: r for r in json.loads(out.read_text())["results"]}
     for name in ("file-per-client", "shared-file"):
         wrote = [c["bytes"] for c in by[f"{name} write"]["clients"]]

@@ -2,7 +2,9 @@
 
 At 80 columns no line is longer than 80 characters and no table row wraps: a table has as many lines at
 80 columns as at 200 (where nothing needs to wrap), and the report's tables have one line per row.  At
-200 columns the wider layout (more columns) is used.
+200 columns the wider layout (more columns) is used.  Every command's output also fits 60, 80 and 120 columns
+with its answer there and the columns it left out named, and nothing is left out or cut on a pipe (no COLUMNS),
+where no escape is written either.
 """
 
 from __future__ import annotations
@@ -91,16 +93,18 @@ def compare_runs(tmp_path_factory):
     for sub in ("first_placement_directory", "second_placement_directory"):
         (d / sub).mkdir()
     out = {}
-    for c in (80, 200):
+    for c in (60, 80, 200):
         out[c] = run("compare", "cat {in} > {out:copy.bin}", "--input", f"in={d / 'in.bin'}",
                      "--place", f"out={d / 'first_placement_directory'},{d / 'second_placement_directory'}",
                      "--runs", "3", "--warmup", "0", "--no-store", "--seed", "3", columns=c, cwd=d)
     return out
 
 
-def test_compare_at_80_columns(compare_runs):
+def test_compare_at_60_80_and_200_columns(compare_runs):
     narrow, wide = compare_runs[80], compare_runs[200]
     check(narrow, wide)
+    fits_cells(compare_runs[60], 60)
+    assert "median" in compare_runs[60] and "second_placement" in compare_runs[60]
     head = header(narrow, "configuration")
     assert head.index("median") < head.index("vs baseline") < head.index(" p ")  # verdict columns first
     assert "min … max" in header(wide, "configuration") and "min … max" not in head
@@ -148,6 +152,7 @@ def test_predict_at_80_and_200_columns(traced_step):
     narrow, wide = (run("predict", d / "step.iolens", "--on", target, "--home", d, columns=c, cwd=d,
                         env_extra=env) for c in (80, 200))
     check(narrow, wide)
+    fits_cells(run("predict", d / "step.iolens", "--on", target, "--home", d, columns=60, cwd=d, env_extra=env), 60)
     assert "I/O share" in header(wide, "target") and "I/O share" not in header(narrow, "target")
     # a column left out says so (it was silent: a user could not tell a figure was missing)
     assert "not shown at 80 columns: I/O share" in narrow and "not shown at" not in wide
@@ -160,9 +165,11 @@ def test_predict_at_80_and_200_columns(traced_step):
 def test_replay_at_80_and_200_columns(traced_step):
     d, env = traced_step
     target = d / "target_directory_with_a_long_name"
-    narrow, wide = (run("replay", d / "step.iolens", "--on", target, "--on", d, columns=c, cwd=d, env_extra=env)
-                    for c in (80, 200))
+    narrow, wide, sixty = (run("replay", d / "step.iolens", "--on", target, "--on", d, columns=c, cwd=d,
+                               env_extra=env) for c in (80, 200, 60))
     check(narrow, wide)
+    fits_cells(sixty, 60)
+    assert "fidelity" in sixty
     assert "STREAM" in header(wide, "target") and "fidelity" in header(narrow, "target")
     assert ("STREAM" in header(narrow, "target")) != ("not shown at 80 columns:" in narrow and "STREAM" in narrow)
     assert re.search(r"│ +[+-]\d+\.\d%$", rows(narrow)[1]), rows(narrow)  # the capture's own storage: fidelity
@@ -178,3 +185,151 @@ def test_fold_keeps_a_figure_with_its_unit_and_label_and_hangs_its_continuations
                                            "    profiler 0.018 s"]
     assert fold("took (compute -1.5 s) now", 20, "") == ["took", "  (compute -1.5 s)", "  now"]
     assert fold("", 80) == [""]
+
+
+# ---- every command at 60, 80 and 120 columns, and on a pipe ------------------------------------------------------
+
+WIDTHS = (60, 80, 120)
+NOTE = re.compile(r"not shown at (\d+) columns: (.+?) \((\d+) columns show them\)", re.S)
+
+
+def fits_cells(text: str, width: int) -> None:
+    from rich.cells import cell_len
+
+    long = [line for line in text.splitlines() if cell_len(line) > width]
+    assert long == [], f"lines over {width} columns:\n" + "\n".join(long)
+
+
+def at_widths(args: list, answers: list[str], *, count: tuple[str, int] | None = None,
+              widths: tuple[int, ...] = WIDTHS, **kw) -> dict[int | None, str]:
+    """The command at each width and on a pipe without COLUMNS: no line over the width, the answers there, no
+    escape anywhere, and every column left out named (a header of the full-width output) with the width that
+    shows it."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    env.update(kw.pop("env_extra", {}))
+    full = iolens(*args, env=env, **kw)
+    assert full.returncode in (0, 3), full.stderr
+    out: dict[int | None, str] = {None: full.stdout}
+    for w in widths:
+        res = iolens(*args, env={**env, "COLUMNS": str(w)}, **kw)
+        assert res.returncode in (0, 3), res.stderr
+        text = res.stdout
+        fits_cells(text, w)
+        flat = re.sub(r"\s+", " ", text)
+        for a in answers:
+            assert a in flat, f"{a!r} missing at {w} columns:\n{text}"
+        if count:  # in the tables' cells
+            cells = " ".join(line for line in text.splitlines() if "│" in line)
+            assert len(re.findall(count[0], cells)) == count[1], f"{count} at {w} columns:\n{text}"
+        for m in NOTE.finditer(flat):
+            assert int(m[1]) == w and int(m[3]) > w, m[0]
+            for name in m[2].split(", "):
+                assert name in full.stdout, name
+        out[w] = text
+    for text in out.values():
+        assert "\x1b" not in text, "an escape on a pipe"
+    assert "not shown at" not in full.stdout  # on a pipe nothing is left out
+    return out
+
+
+def test_report_and_diff_at_every_width():
+    at_widths(["report", CAPTURE], ["Where the time went", "aln.bam", "samtools"])
+    out = at_widths(["diff", CAPTURE, CAPTURE], ["Totals", "change", "B/A"])
+    assert "not shown at 60 columns:" in out[60]
+
+
+def test_results_list_and_show_at_every_width(tmp_path):
+    db = tmp_path / "r.sqlite"
+    db.write_bytes(STORE.read_bytes())
+    out = at_widths(["results", "list", "--db", db], ["bench", "/scratch"])  # the targets column stays
+    assert "before-upgrade" in out[120] and "not shown" not in out[120]
+    at_widths(["results", "show", "1", "--db", db], ["/scratch", "seq-read t1", "cold-evicted", "520 MB/s"])
+
+
+def test_bench_and_its_stored_run_at_every_width(tmp_path):
+    names = ["a_target_directory", "another_target_dir", "third"]
+    for n in names:
+        (tmp_path / n).mkdir()
+    db = tmp_path / "b.sqlite"
+    res = iolens("bench", *names, "--suite", "classic", "--size", "1M", "--files", "4", "--runtime", "0.1",
+                 "--threads", "1", "--db", db, "-q", env={**os.environ, "COLUMNS": "80"}, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    fits_cells(res.stdout, 80)
+    flat = re.sub(r"\s+", " ", res.stdout)
+    assert all(n in flat for n in names)
+    # the device share of every cold read is whole (was cut to "cold-evicted · device …" at 80 columns)
+    assert len(re.findall(r"device \d+%", flat)) == 2 * len(names) and "…" not in res.stdout, res.stdout
+    at_widths(["results", "show", "1", "--db", db], names + ["seq-read t1", "files-read t1"],
+              count=(r"\d+%", 2 * len(names)))
+
+
+def test_cost_at_every_width():
+    args = ["cost", "--option", "gp2=300", "--option", "aws:ec2-instance-nvme=294", "--option", "st1=456",
+            "--held-for", "always", "--no-store"]
+    out = at_widths(args, ["gp2", "aws:ec2-instance-nvme", "st1", "best value", "$ per month"])
+    assert "largest parts" in out[None]
+    at_widths(["cost", "--list"], ["Priced options", "lab targets:"], widths=(60,))
+
+
+def test_compress_at_every_width(tmp_path):
+    f = tmp_path / "reads.txt"
+    f.write_bytes(b"".join(b"@r%d\nACGTTGCAACGT\n+\nIIIIIIIIIIII\n" % i for i in range(20000)))
+    at_widths(["compress", f, "--codecs", "zlib:1,lz4:1", "--threads", "1", "--no-store", "-q"],
+              ["zlib:1", "lz4:1", "ratio", "comp MB/s"])
+
+
+def test_lab_status_at_every_width(tmp_path):
+    from iolens.lab import state as st
+
+    state = st.empty_state(tmp_path)
+    state["targets"]["s3"] = {"status": "failed", "fstype": "fuse.s3fs", "kind": "s3fs", "path": None,
+                              "error": "the S3 server versitygw is not installed", "hint": "run `iolens lab install`"}
+    st.save(tmp_path, state)
+    at_widths(["lab", "status", "--dir", tmp_path], ["lab:s3", "versitygw is not installed", "not set up:"])
+
+
+def test_pipeline_report_and_diff_dir_at_every_width(tmp_path):
+    from pipeline_helpers import prolog, run_task
+
+    cap = tmp_path / "cap"
+    pro = prolog(tmp_path, cap)
+    for name, cmd in (("sort_reads_by_name_and_position", "seq 1 20000 > a.txt"), ("index", "seq 1 10 > b.txt")):
+        assert run_task(pro, cmd, dict(os.environ, SLURM_JOB_ID="7", SLURM_JOB_NAME=name), tmp_path).wait() == 0
+    at_widths(["report", cap], ["sort_reads_by", "index", "I/O %", "hosts:"])  # a long name may fold
+    at_widths(["diff", cap, cap], ["sort_reads_by", "time A", "time B", "change"])
+
+
+def test_escapes_only_on_a_terminal_and_never_with_no_color():
+    import pty
+    import subprocess
+    import sys
+
+    def on_terminal(env: dict[str, str]) -> bytes:
+        master, slave = pty.openpty()
+        p = subprocess.Popen([sys.executable, "-m", "iolens", "report", str(CAPTURE)], stdout=slave,
+                             stderr=subprocess.DEVNULL, env=env)
+        os.close(slave)
+        data = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            data += chunk
+        p.wait()
+        os.close(master)
+        return data
+
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR", "TERM")}
+    env.update(COLUMNS="100", TERM="xterm-256color")
+    assert b"\x1b[" in on_terminal(env)  # bold titles on a terminal
+    plain = on_terminal({**env, "NO_COLOR": "1"})
+    assert b"\x1b[" not in plain and b"Where the time went" in plain
+    # a launcher's rank told that the output is not a terminal (mpirun gives it a pseudo-terminal) writes none
+    assert b"\x1b[" not in on_terminal({**env, "IOLENS_TERMINAL": "no"})
+
+
+def test_doctor_at_60_columns():
+    at_widths(["doctor"], ["iolens", "interposer"], widths=(60,))

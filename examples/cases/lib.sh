@@ -13,7 +13,11 @@
 #                      a checked claim that is not reproduced counts as a failure
 #   finish TITLE       write $report/index.html (every page, JSON and log in $report, and the check lines), print
 #                      where it is, and exit 1 when any check failed
+#
+# Saved text tables (`iolens ... > $report/NAME.txt`): output that is not a terminal is laid out at the width its
+# tables need, nothing left out or cut; COLUMNS is unset here so that a narrow terminal's value cannot narrow them.
 set -euo pipefail
+unset COLUMNS
 mode=short
 if [ "${1:-}" = "--full" ]; then mode=full; shift; fi
 case_name=$(basename "$0" .sh)

@@ -8,7 +8,7 @@ Every reported phase runs as one engine job per rank.  Rank 0 picks a wall-clock
 broadcasts it; each engine opens its gate then (`start_at`) and, for the stonewalled patterns, stops every op
 `--runtime` seconds later (`stonewall_s`), so slow ranks cannot hide fast ones (IOR's stonewall).  Each rank then
 reports what it finished.  The aggregates (first done and last done, as elbencho reports them) are computed in
-bench/multi_aggregate.py; storing and rendering are in bench/multi_report.py.
+bench/multi_aggregate.py; storing is in bench/multi_report.py, rendering in render/bench_table.py.
 
 Patterns (`--suite` in this mode): `streams` writes a file per client, then one shared file in IOR's segmented
 layout (client r writes segments r*T .. r*T+T-1), then one in IOR's strided layout (client thread w writes blocks w,
@@ -35,7 +35,7 @@ from typing import Any, Callable
 from iolens import __version__
 from iolens.bench import engine, suites
 from iolens.bench.multi_aggregate import Aggregate, aggregate, shared_file_size
-from iolens.bench.multi_report import render as render, store as store  # the command calls them through mpi
+from iolens.bench.multi_report import store as store  # the command calls it through mpi
 from iolens import lab
 from iolens.workspace.rails import WorkDirs, check_space
 from iolens.workspace.target import Target, describe_path, resolve
@@ -74,9 +74,10 @@ def launch_command(n: int, launcher: str, argv: list[str]) -> list[str]:
     return pre + [sys.executable, "-m", "iolens"] + argv
 
 
-def launch(n: int, launcher: str) -> int:
-    """Re-executes this command under the launcher; returns its exit status.  The launcher's own banner about a
-    rank's non-zero exit is dropped: rank 0 has already said what failed, in one line."""
+def launch(n: int, launcher: str, env: dict[str, str] | None = None) -> int:
+    """Re-executes this command under the launcher, with `env` added to the environment; returns its exit
+    status.  The launcher's own banner about a rank's non-zero exit is dropped: rank 0 has already said what
+    failed, in one line."""
     argv = sys.argv[1:]
     if "bench" not in argv:
         raise UsageError("--clients re-runs `iolens bench ...`; run it from the iolens command")
@@ -88,7 +89,7 @@ def launch(n: int, launcher: str) -> int:
         import mpi4py  # noqa: F401
     except ImportError:
         raise UsageError("--clients needs mpi4py: pip install mpi4py (built against your MPI)") from None
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, errors="replace")
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, errors="replace", env={**os.environ, **(env or {})})
     assert proc.stderr is not None
     in_banner = False
     for line in proc.stderr:

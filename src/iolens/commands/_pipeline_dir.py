@@ -27,12 +27,13 @@ def report_dir(path: str, *, outputs: dict[str, str | None], overrides: list[str
     from iolens.pipeline.merge import build_pipeline
     from iolens.render import exports
     from iolens.render.pipeline import render_text
+    from iolens.render.terminal import width
 
     check_outputs(exports.check("pipeline", outputs), force=force, inputs=_files_in(path))
     rep = build_pipeline(path, with_overrides(overrides), jobs=jobs, snakemake_log=snakemake_log)
     exports.write("pipeline", outputs, rep, force=force)
     if not quiet and not exports.to_stdout(outputs):
-        click.echo(render_text(rep, top=top), nl=False)
+        click.echo(render_text(rep, top=top, width=width()), nl=False)
     exit_if_partial((path, rep))
 
 
@@ -56,11 +57,12 @@ def diff_dirs(a: str, b: str, *, outputs: dict[str, str | None], overrides: list
     from iolens.pipeline.merge import build_pipeline
     from iolens.render import exports
     from iolens.render.pipeline import render_diff
+    from iolens.render.terminal import width
 
     check_outputs(exports.check("pipeline-diff", outputs), force=force, inputs=_files_in(a) + _files_in(b))
     th = with_overrides(overrides)
     ra, rb = build_pipeline(a, th), build_pipeline(b, th)
     exports.write("pipeline-diff", outputs, (ra, rb, a, b), force=force)
     if not exports.to_stdout(outputs):
-        click.echo(render_diff(ra, rb), nl=False)
+        click.echo(render_diff(ra, rb, width()), nl=False)
     exit_if_partial((a, ra), (b, rb))

@@ -13,6 +13,7 @@ from iolens.errors import IolensError, UsageError
 from iolens.output import FORCE_OPTION, check_outputs
 from iolens.render import exports
 from iolens.render.exports import export_options
+from iolens.render.terminal import child_env
 from iolens.render.terminal import console as terminal
 
 
@@ -203,7 +204,7 @@ def _multi(mpi: Any, targets: tuple[str, ...], suite_names: list[str], opts: sui
 
         check_before_writing(db)  # rank 0 stores
     if not mpi.started_by_launcher():
-        sys.exit(mpi.launch(clients, launcher))
+        sys.exit(mpi.launch(clients, launcher, env=child_env()))  # the ranks print as this process would
     if len(targets) != 1:
         raise UsageError("--clients measures one target at a time; give one directory or lab:NAME")
     try:
@@ -218,4 +219,6 @@ def _multi(mpi: Any, targets: tuple[str, ...], suite_names: list[str], opts: sui
         mpi.store(doc, db, label)
     exports.write("bench", outputs, doc, force=force)
     if not exports.to_stdout(outputs):
-        mpi.render(doc, terminal())
+        from iolens.render.bench_table import render_multi
+
+        render_multi(doc, terminal())

@@ -176,9 +176,9 @@ def _heartbeat() -> OnProgress:
 
 
 def _out_console() -> Console:
-    from rich.console import Console
+    from iolens.render.terminal import console
 
-    return Console(highlight=False, width=max(150, Console().width), soft_wrap=False)
+    return console()
 
 
 def _tidy(files: Iterable[str], roots: list) -> None:

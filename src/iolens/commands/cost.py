@@ -77,25 +77,23 @@ def _refresh(out: Path, prices: Path | None, aws_offers: tuple[Path, ...], azure
 
 
 def _list(prices: Path | None) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
     from iolens.cost import prices as P
     from iolens.cost.inputs import LAB_OPTIONS
+    from iolens.render.terminal import Col, FitTable, console
 
     snap = P.load(prices)
-    t = Table(show_edge=False, pad_edge=False, title=f"Priced options ({snap.source}, as of {snap.as_of})",
-              title_justify="left")
-    for col in ("option", "what", "prices"):
-        t.add_column(col, overflow="fold")
+    t = FitTable([Col("option", "left"), Col("what", "left", wrap=True), Col("prices", "left", wrap=True)],
+                 show_edge=False, pad_edge=False, title=f"Priced options ({snap.source}, as of {snap.as_of})",
+                 title_justify="left")
     for o in snap.options.values():
         ps = ", ".join(f"{d} {('tiered' if p.price is None else f'{p.price:g}')}/{p.unit}" for d, p in o.prices.items())
         t.add_row(o.id, f"{o.title} ({o.region})", ps or f"on {o.instance}")
     for i in snap.instances.values():
         t.add_row(i.id, f"{i.type} instance ({i.region}), local NVMe {i.local_nvme_gb:g} GB",
                   f"{i.price.price:g}/hour")
-    Console(highlight=False).print(t)
-    click.echo("lab targets: " + ", ".join(f"{k}={v}" for k, v in LAB_OPTIONS.items()))
+    con = console()
+    con.print(t)
+    con.print("lab targets: " + ", ".join(f"{k}={v}" for k, v in LAB_OPTIONS.items()))
 
 
 @click.command(context_settings={"max_content_width": 110})
@@ -159,8 +157,6 @@ def cost(run_id: int | None, last: bool, figures: tuple[str, ...], maps: tuple[s
       iolens cost --last --map /scratch=aws:ec2-instance-nvme,/data=aws:ebs-gp3:size=500
       iolens cost --option gp2=300 --option aws:ec2-instance-nvme=294 --option st1=456 --held-for always
     """
-    from rich.console import Console
-
     from iolens.cost import inputs as I
     from iolens.cost import prices as P
     from iolens.cost.model import Workload
@@ -227,8 +223,10 @@ def cost(run_id: int | None, last: bool, figures: tuple[str, ...], maps: tuple[s
                 store.add_result(sid, o["name"], o, target=" + ".join(s["spec"] for s in o["storages"]))
             rep["store"] = {"db": str(store.path), "run_id": sid}
 
-    console = Console(highlight=False, width=max(150, Console().width), soft_wrap=False)
     from iolens.render.cost_text import render_charges, render_cost
+    from iolens.render.terminal import console as terminal
+
+    console = terminal()
 
     render_cost(rep, console)
     if details:

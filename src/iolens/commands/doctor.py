@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-WIDTH = 80
+WIDTH = 80  # at most: the details fold at the terminal's width below this
 NAME_W = 14
 
 
@@ -25,18 +25,22 @@ def doctor(as_json: bool) -> None:
     import textwrap
 
     from iolens.doctor import collect
+    from iolens.render.terminal import width
+
+    most = min(WIDTH, width())
 
     d = collect()
     if as_json:
         click.echo(json.dumps(d, indent=1))
     else:
         h = d["host"]
-        click.echo(f"iolens {h['iolens_version']}, Python {h['python']}, {h['machine']}, "
-                   f"Linux {h['kernel']}, {h['libc'] or 'libc unknown'}")
+        first = (f"iolens {h['iolens_version']}, Python {h['python']}, {h['machine']}, Linux {h['kernel']}, "
+                 f"{h['libc'] or 'libc unknown'}")
+        click.echo("\n".join(textwrap.wrap(first, most, subsequent_indent="  ")))
         for c in d["checks"]:
             mark = {"ok": "ok", "no": "NO", "info": "--"}[c["state"]]
             lead = f"{mark:2}  {c['name']:{NAME_W}}"
-            lines = textwrap.wrap(c["detail"], WIDTH - len(lead) - 1) or [""]
+            lines = textwrap.wrap(c["detail"], max(20, most - len(lead) - 1)) or [""]
             click.echo(f"{lead} {lines[0]}")
             for more in lines[1:]:
                 click.echo(f"{'':{len(lead)}} {more}")

@@ -94,41 +94,49 @@ def status(lab_dir: Path | None, as_json: bool) -> None:
     if not report["lab_up"]:
         click.echo(f"no lab in {report['dir']}; start one with `iolens lab up`")
         return
-    click.echo(f"lab in {report['dir']}")
+    from iolens.render.terminal import fold, width
+
+    at = width() - 1
+
+    def echo(line: str) -> None:  # a target's lines folded at the terminal's width, under its details' indent
+        for part in fold(line, at, "      "):
+            click.echo(part)
+
+    echo(f"lab in {report['dir']}")
     for t in report["targets"]:
         if t["status"] == "down":
             continue
         state = t["status"] if t["status"] != "up" else ("up" if t["healthy"] else "BROKEN")
         line = f"{state:<7} {t['spec']:<18} {t['fstype']:<12} {t['path'] or '-'}"
-        click.echo(line)
+        echo(line)
         if t["emulation"] == "device":
             lim = t["limits"]
             rate = f"{human_bytes(lim['read_bps'])}/s, {lim['read_iops']} IOPS" if lim else "unthrottled"
-            click.echo(f"        emulated: {t['emulates']}: {rate} (read and write, every process)")
-            click.echo(f"        published: {t['published']}")
+            echo(f"        emulated: {t['emulates']}: {rate} (read and write, every process)")
+            echo(f"        published: {t['published']}")
         elif t["limits"]:
             lim = t["limits"]
-            click.echo(f"        emulated: {human_bytes(lim['read_bps'])}/s, {lim['read_iops']} IOPS "
-                       f"(read and write; O_DIRECT/fsync only) via {Path(t['cgroup'] or '-').name}")
+            echo(f"        emulated: {human_bytes(lim['read_bps'])}/s, {lim['read_iops']} IOPS "
+                 f"(read and write; O_DIRECT/fsync only) via {Path(t['cgroup'] or '-').name}")
         if t["network"]:
             n = t["network"]
             bw = f"{n['bandwidth_kbps'] / 1024:g} MiB/s per connection" if n["bandwidth_kbps"] else "no bandwidth cap"
-            click.echo(f"        emulated: +{n['latency_ms']:g} ms per response, {bw} (toxiproxy)")
+            echo(f"        emulated: +{n['latency_ms']:g} ms per response, {bw} (toxiproxy)")
         if t["mount_options"]:
-            click.echo(f"        mount options: {t['mount_options']}")
+            echo(f"        mount options: {t['mount_options']}")
         for server in t["servers"] or []:
             where = f" in network namespace {server['netns']}" if server.get("netns") else ""
             store = f", {server['storage']}" if server.get("storage") else ""
-            click.echo(f"        server: {server['name']} on {server['address']}{where}{store}")
+            echo(f"        server: {server['name']} on {server['address']}{where}{store}")
         if t["clients"]:
-            click.echo(f"        clients: {', '.join(t['clients'])} (one volume; not emulated: no network distance)")
+            echo(f"        clients: {', '.join(t['clients'])} (one volume; not emulated: no network distance)")
         if t["problem"]:
-            click.echo(f"        problem: {t['problem']}")
+            echo(f"        problem: {t['problem']}")
         if t["error"]:
-            click.echo(f"        error: {t['error']}" + (f" ({t['hint']})" if t["hint"] else ""))
+            echo(f"        error: {t['error']}" + (f" ({t['hint']})" if t["hint"] else ""))
     down = [t["spec"] for t in report["targets"] if t["status"] == "down"]
     if down:
-        click.echo(f"not set up: {', '.join(down)}")
+        echo(f"not set up: {', '.join(down)}")
 
 
 @lab.command()

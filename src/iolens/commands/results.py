@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.table import Table
 
 from iolens.errors import UsageError
 from iolens.names import shown
@@ -64,8 +63,8 @@ def list_runs(db: Path | None, kind: str | None, limit: int) -> None:
         runs = store.runs(kind=kind, limit=limit)
         counts = {r["id"]: len(store.results(r["id"])) for r in runs}
     tab = FitTable([Col("run"), Col("kind", "left"), Col("created", "left"), Col("status", "left", drop=3),
-                    Col("host", "left", drop=2), Col("label", "left", flex="right"), Col("targets", "left", drop=1),
-                    Col("results", drop=4)], header_style="bold")
+                    Col("host", "left", drop=4), Col("label", "left", flex="right", drop=2),
+                    Col("targets", "left", wrap=True, drop=1), Col("results", drop=5)], header_style="bold")
     for r in runs:
         job = r.get("job") or {}
         targets = job.get("targets") or []
@@ -107,9 +106,10 @@ def _show(run: dict[str, Any]) -> None:
         doc["run_id"] = None  # already said above
         render_bench(doc, console)
         return
-    tab = Table(title=f"run {run['id']} ({run['kind']}, {run['created']}, {run.get('status')})", title_justify="left")
-    for col in ("target", "name", "cache state", "metrics"):
-        tab.add_column(col, overflow="fold")
+    tab = FitTable([Col("target", "left", wrap=True), Col("name", "left", wrap=True),
+                    Col("cache state", "left", drop=1), Col("metrics", "left", wrap=True)], keys=2,
+                   title=f"run {run['id']} ({run['kind']}, {run['created']}, {run.get('status')})",
+                   title_justify="left")
     for r in run["results"]:
         m = r.get("metrics") or {}
         summary = ", ".join(f"{k}={v['mean'] if isinstance(v, dict) and 'mean' in v else v}"

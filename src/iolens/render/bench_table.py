@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from rich.console import Console, Group
-from rich.table import Table
+from rich.console import Console
 from rich.text import Text
 
 from iolens.bench.metrics import read_ops, write_ops
 from iolens.names import shown, shown_text
+from iolens.render.terminal import Col, FitTable
 from iolens.units import human_bytes
 
 STATE_STYLE = {"cold-direct": "green", "cold-evicted": "green", "synced": "cyan", "warm": "yellow",
@@ -143,25 +143,14 @@ def free_text(t: dict[str, Any]) -> str:
     return f"{human_bytes(t.get('free_bytes'))} of {human_bytes(t.get('total_bytes'))}"
 
 
-def _target_width(label: int, n: int, width: int | None) -> int | None:
-    """The most a target's column may take so the table fits `width` (boxed: 3 characters per column + 1)."""
-    if width is None or n == 0:
-        return None
-    return max(12, (width - 1 - (label + 3) - 3 * n) // n)
-
-
-def targets_table(doc: dict[str, Any], width: int | None = None) -> Table:
-    """One column per target; at `width`, long values (mount options) are ellipsized rather than wrapped."""
-    tab = Table(title="Targets", title_justify="left", show_lines=False, expand=False)
-    tab.add_column("", style="dim", no_wrap=True)
+def targets_table(doc: dict[str, Any]) -> FitTable:
+    """One column per target (each folds its long values: mount options), in parts when they do not fit."""
     targets = doc.get("targets") or []
-    most = _target_width(len("plausible read"), len(targets), width)
-    for t in targets:
-        tab.add_column(shown_text(t.get("name")), overflow="ellipsis", no_wrap=True,
-                       max_width=44 if most is None else most)
+    tab = FitTable([Col("", "left")] + [Col(shown(t.get("name")), "left", wrap=True) for t in targets],
+                   title="Targets", title_justify="left", show_lines=False, expand=False)
 
     def row(label: str, f: Callable[[dict[str, Any]], object]) -> None:
-        tab.add_row(label, *[shown_text(f(t)) for t in targets])
+        tab.add_row(Text(label, style="dim"), *[shown_text(f(t)) for t in targets])
 
     row("filesystem", lambda t: t.get("fstype") or "-")
     row("mount options", lambda t: t.get("mount_options") or "-")
@@ -176,26 +165,25 @@ def targets_table(doc: dict[str, Any], width: int | None = None) -> Table:
     return tab
 
 
-def results_table(doc: dict[str, Any], width: int | None = None) -> Table:
+def results_table(doc: dict[str, Any]) -> FitTable:
+    """One row per test, one column per target (the answer: never left out; cells fold at their spaces, and the
+    targets go into several parts when they do not fit side by side)."""
     names = [t.get("name") for t in doc.get("targets") or []]
     rows = doc.get("results") or []
     idx = {(r["target"], r["test"]): r for r in rows}
     tests = list(dict.fromkeys(r["test"] for r in rows))
     repeat = doc.get("repeat") or 1
     title = f"{' + '.join(doc.get('suites') or [])} suite" + (f", mean ± SD of {repeat} runs" if repeat > 1 else "")
-    tab = Table(title=shown_text(title), title_justify="left", show_lines=True)
-    tab.add_column("test", no_wrap=True)
-    most = _target_width(max([len(t) for t in tests] + [4]), len(names), width)
-    for n in names:
-        tab.add_column(shown_text(n), overflow="ellipsis", no_wrap=True, max_width=most)
+    tab = FitTable([Col("test", "left")] + [Col(shown(n), wrap=True) for n in names], title=shown_text(title),
+                   title_justify="left", show_lines=True)
     for test in tests:
         tab.add_row(shown_text(test), *[cell(idx.get((n, test))) for n in names])
     return tab
 
 
 def render_bench(doc: dict[str, Any], console: Console) -> None:
-    console.print(targets_table(doc, console.width))
-    console.print(results_table(doc, console.width))
+    console.print(targets_table(doc))
+    console.print(results_table(doc))
     console.print(Text("cache: cold-direct = O_DIRECT; cold-evicted = flushed and evicted before reading; "
                        "warm = served from RAM; synced = fsync inside the timing; buffered = page cache only; "
                        "none = no storage (null); device N% = share of the bytes read that the block device "
@@ -216,5 +204,39 @@ def render_bench(doc: dict[str, Any], console: Console) -> None:
                            + f"; `iolens results show {doc['run_id']}`", style="dim"))
 
 
-def renderable(doc: dict[str, Any]) -> Group:
-    return Group(targets_table(doc), results_table(doc))
+def _multi_rate(a: dict[str, Any], which: str) -> str:
+    if a["bytes"]:
+        v = a[f"{which}_Bps"]
+        return f"{human_bytes(v)}/s" if v is not None else "-"
+    v = a[f"{which}_iops"]
+    return f"{v:,.0f} ops/s" if v is not None else "-"
+
+
+def render_multi(doc: dict[str, Any], console: Console) -> None:
+    """A multi-client run (`bench --clients N`, the document of bench/mpi.py): the aggregate of every phase
+    beside the per-client figures and their spread."""
+    hosts = sorted(set(doc["hosts"]))
+    tab = FitTable([Col("phase", "left"), Col("aggregate first done"), Col("aggregate last done", drop=3),
+                    Col("client mean", drop=2), Col("client min-max", drop=4), Col("CV", drop=1),
+                    Col("first/last done", drop=5)], title_justify="left",
+                   title=shown_text(f"{doc['target']}: {doc['clients']} clients on {len(hosts)} host(s) "
+                                    f"({', '.join(hosts)}), stonewall {doc['stonewall_s']:g} s"))
+    for a in doc["results"]:
+        sp = a["spread"]
+        unit = (lambda v: f"{human_bytes(v)}/s") if sp["metric"] == "throughput_Bps" else (lambda v: f"{v:,.0f}/s")
+        mean = unit(sp["mean"]) if sp["mean"] is not None else "-"
+        rng = f"{unit(sp['min'])} - {unit(sp['max'])}" if sp["min"] is not None else "-"
+        cv = f"{100 * sp['cv']:.1f}%" if sp["cv"] is not None else "-"
+        tab.add_row(a["phase"], _multi_rate(a, "first_done"), _multi_rate(a, "last_done"), mean, rng, cv,
+                    f"{a['first_done_s']:.2f}/{a['last_done_s']:.2f} s")
+    console.print(tab)
+    if doc.get("stand_in"):
+        console.print(shown_text(f"{doc['target']} stands in for {doc['stand_in']['volume']}: "
+                                 f"{doc['stand_in']['emulates']}"))
+    if len(set(doc.get("client_paths") or [])) > 1:
+        console.print(shown_text("client mounts: " + ", ".join(f"rank {r}: {p}"
+                                                                for r, p in enumerate(doc["client_paths"]))))
+    for w in doc["warnings"]:
+        console.print(Text("warning:", style="yellow") + shown_text(f" {w}"))
+    if doc.get("run_id") is not None:
+        console.print(f"stored as run {doc['run_id']}")

@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
+from iolens.names import shown_text
+from iolens.render.terminal import Col, FitTable
 from iolens.units import human_bytes
 
 MB = 1e6
@@ -47,12 +49,13 @@ def recommendation_line(r: dict[str, Any]) -> str:
 
 def _header(doc: dict[str, Any], con: Console) -> None:
     h = doc["host"]
-    con.print(f"[bold]iolens compress[/] on {h.get('cpu_model') or '?'} ({h.get('cpus')} CPUs), "
-              f"iolens {h.get('iolens_version')}, Python {h.get('python')} built with {h.get('build')}")
+    con.print(Text("iolens compress", style="bold") + Text(
+        f" on {h.get('cpu_model') or '?'} ({h.get('cpus')} CPUs), iolens {h.get('iolens_version')}, "
+        f"Python {h.get('python')} built with {h.get('build')}"))
     libs = ", ".join(f"{k}: {v}" for k, v in doc["libraries"].items() if v)
-    con.print(f"  libraries: {libs}", soft_wrap=True)
+    con.print(f"  libraries: {libs}")
     for s in doc["skipped_codecs"]:
-        con.print(f"  [yellow]skipped {s['codec']}: {s['why']}[/]")
+        con.print(shown_text(f"  skipped {s['codec']}: {s['why']}", style="yellow"))
     st = doc["settings"]
     con.print(f"  figures: best of passes repeated for >= {st['min_time_s']} s each and until stable, at most "
               f"{st['max_time_s']:g} s (spread = median vs best, '-' under 3 passes); throughput is of uncompressed "
@@ -65,19 +68,21 @@ def _header(doc: dict[str, Any], con: Console) -> None:
         con.print(f"  peak mem {n}")
 
 
-def _input_table(inp: dict[str, Any]) -> Table:
+def _input_table(inp: dict[str, Any]) -> FitTable:
     what = (f"{human_bytes(inp['measured_bytes'])} sampled in {inp['sample_blocks']} blocks of "
             f"{human_bytes(inp['sample_block_bytes'])} from {human_bytes(inp['file_bytes'])}"
             if inp["sampled"] else f"{human_bytes(inp['file_bytes'])}, whole")
-    t = Table(title=f"{inp['path']}: {inp['content_text']}, {what}", title_justify="left", box=None,
-              header_style="bold")
-    for col in ("codec:level", "thr", "ratio", "comp MB/s", "±%", "decomp MB/s", "±%", "CPU s/GB c", "CPU s/GB d",
-                "peak mem c", "peak mem d", "ok"):
-        t.add_column(col, justify="left" if col == "codec:level" else "right")
+    # the answer (ratio and speeds) stays; spreads, then memory, then CPU time give way first
+    t = FitTable([Col("codec:level", "left"), Col("thr", drop=4), Col("ratio"), Col("comp MB/s"), Col("±%", drop=9),
+                  Col("decomp MB/s"), Col("±%", drop=8), Col("CPU s/GB c", drop=5), Col("CPU s/GB d", drop=6),
+                  Col("peak mem c", drop=7), Col("peak mem d", drop=7), Col("ok", wrap=True)],
+                 title=shown_text(f"{inp['path']}: {inp['content_text']}, {what}"), title_justify="left", box=None,
+                 header_style="bold")
     rows = sorted(inp["rows"], key=lambda r: (-(r["ratio"] or 0), r["codec"]))
     for r in rows:
         if r["error"]:
-            t.add_row(f"{r['codec']}:{r['level']}", str(r["threads"]), *["-"] * 9, f"[red]{r['error'][:60]}[/]")
+            t.add_row(f"{r['codec']}:{r['level']}", str(r["threads"]), *["-"] * 9,
+                      shown_text(r["error"][:60], style="red"))
             continue
         t.add_row(f"{r['codec']}:{r['level']}", str(r["threads"]), _num(r["ratio"], "{:.3f}"),
                   _mbs(r["compress_Bps"]), _num(r["compress_spread_pct"], "{:.1f}"), _mbs(r["decompress_Bps"]),
@@ -87,11 +92,11 @@ def _input_table(inp: dict[str, Any]) -> Table:
     return t
 
 
-def _storage_table(doc: dict[str, Any]) -> Table:
-    t = Table(title="storage-effective time per GB of uncompressed data (storage and codec pipelined)",
-              title_justify="left", box=None, header_style="bold")
-    for col in ("target", "input", "choice", "ratio", "read s/GB", "bound", "write s/GB", "bound"):
-        t.add_column(col, justify="left" if col in ("target", "input", "choice") else "right")
+def _storage_table(doc: dict[str, Any]) -> FitTable:
+    t = FitTable([Col("target", "left"), Col("input", "left", flex="left"), Col("choice", "left"), Col("ratio"),
+                  Col("read s/GB"), Col("bound", drop=2), Col("write s/GB"), Col("bound", drop=1)], keys=3,
+                 title="storage-effective time per GB of uncompressed data (storage and codec pipelined)",
+                 title_justify="left", box=None, header_style="bold")
     for s in sorted(doc["storage"], key=lambda s: (s["target"], s["input"], s["read"]["s_per_GB"])):
         t.add_row(s["target"], s["input"].rsplit("/", 1)[-1], s["label"], f"{s['ratio']:.2f}",
                   f"{s['read']['s_per_GB']:.2f}", s["read"]["limited_by"], f"{s['write']['s_per_GB']:.2f}",
@@ -105,20 +110,20 @@ def render_text(doc: dict[str, Any], con: Console) -> None:
         con.print()
         con.print(_input_table(inp))
         if inp["note"]:
-            con.print(f"  [yellow]{inp['note']}[/]")
+            con.print(shown_text(f"  {inp['note']}", style="yellow"))
     if doc["targets"]:
         con.print()
         for tg in doc["targets"]:
-            con.print(f"  {tg['name']}: sequential read {_mbs(tg['read_Bps'])} MB/s, write {_mbs(tg['write_Bps'])}"
-                      f" MB/s ({tg['source']})")
+            con.print(shown_text(f"  {tg['name']}: sequential read {_mbs(tg['read_Bps'])} MB/s, write "
+                                 f"{_mbs(tg['write_Bps'])} MB/s ({tg['source']})"))
         con.print(_storage_table(doc))
         con.print("  threads: each codec at the thread count it was measured with, on otherwise idle cores; an "
                   "application using every core pays more (see --fs --run)")
     if doc["recommendations"]:
         con.print()
-        t = Table(title="recommendations", title_justify="left", box=None, header_style="bold")
-        for col in ("input", "goal", "target", "choice", "ratio", "numbers and trade-off"):
-            t.add_column(col)
+        t = FitTable([Col("input", "left", flex="left"), Col("goal", "left"), Col("target", "left", drop=1),
+                      Col("choice", "left"), Col("ratio", "left"), Col("numbers and trade-off", "left", wrap=True)],
+                     keys=2, title="recommendations", title_justify="left", box=None, header_style="bold")
         for r in doc["recommendations"]:
             t.add_row(r["input"].rsplit("/", 1)[-1], r["goal"], r["target"] or "-", r["choice"] or "-",
                       "-" if r["ratio"] is None else f"{r['ratio']:.2f}x", recommendation_line(r))
@@ -126,16 +131,16 @@ def render_text(doc: dict[str, Any], con: Console) -> None:
 
 
 def render_fs_text(doc: dict[str, Any], con: Console) -> None:
-    con.print(f"[bold]iolens compress --fs[/]: {len(doc['files'])} file(s), "
-              f"{human_bytes(sum(f['bytes'] for f in doc['files']))}")
-    t = Table(box=None, header_style="bold")
-    for col in ("filesystem", "fstype", "on-disk ratio", "disk bytes", "from", "write MB/s", "cold read MB/s"):
-        t.add_column(col, justify="left" if col in ("filesystem", "fstype", "from") else "right")
+    con.print(Text("iolens compress --fs", style="bold") + Text(
+        f": {len(doc['files'])} file(s), {human_bytes(sum(f['bytes'] for f in doc['files']))}"))
+    t = FitTable([Col("filesystem", "left"), Col("fstype", "left", drop=2), Col("on-disk ratio", wrap=True),
+                  Col("disk bytes", drop=3), Col("from", "left", drop=1), Col("write MB/s"), Col("cold read MB/s")],
+                 box=None, header_style="bold")
     for fs in doc["filesystems"]:
         od = fs["on_disk"]
         t.add_row(fs["target"], fs["fstype"] or "?", _num(od.get("ratio"), "{:.3f}") if not od.get("error") else
-                  f"[red]{od['error']}[/]", human_bytes(od.get("disk_bytes")), od["source"], _mbs(fs["write_Bps"]),
-                  _mbs(fs["read_Bps"]))
+                  shown_text(od["error"], style="red"), human_bytes(od.get("disk_bytes")), od["source"],
+                  _mbs(fs["write_Bps"]), _mbs(fs["read_Bps"]))
     con.print(t)
     rep = doc.get("compare")
     if rep:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from iolens.names import shown_text
+from iolens.render.terminal import Col, FitTable
 from iolens.units import human_seconds
 
 PART_LABELS = {"storage": "storage", "provisioned": "IOPS/tput", "requests": "requests", "retrieval": "retrieval",
@@ -67,13 +67,13 @@ def render_cost(rep: dict[str, Any], console: Console) -> None:
     dated = f"retrieved {pr['retrieved']}" if pr["retrieved"] else f"as of {pr['as_of']}"
     console.print(f"  {s['runs_per_month']:g} runs per month, storage held {held}; prices {dated}"
                   f"{' (transcribed)' if pr['transcribed'] else ''}")
-    t = Table(show_edge=False, pad_edge=False, title="Time and money per option, median [95% interval] (relative: to "
-              "the fastest and to the cheapest)", title_justify="left")
-    just: Literal["left", "right"]
-    for col, just in (("option", "left"), ("priced as", "left"), ("time", "right"), ("$ per run", "right"),
-                      ("$ per month", "right"), ("time rel.", "right"), ("cost rel.", "right"),
-                      ("front", "left"), ("largest parts", "left")):
-        t.add_column(col, justify=just, overflow="fold")
+    # the answer (time, money, the front) stays; what it is made of gives way first
+    t = FitTable([Col("option", "left", flex="middle"), Col("priced as", "left", wrap=True, drop=2),
+                  Col("time", wrap=True), Col("$ per run", wrap=True, drop=3), Col("$ per month", wrap=True),
+                  Col("time rel.", drop=4), Col("cost rel.", drop=5), Col("front", "left", wrap=True),
+                  Col("largest parts", "left", wrap=True, drop=1)], show_edge=False, pad_edge=False,
+                 title="Time and money per option, median [95% interval] (relative: to the fastest and to the "
+                       "cheapest)", title_justify="left")
     for o in rep["options"]:
         priced = " + ".join(st["spec"] for st in o["storages"]) or "-"
         if o["instance"]:
@@ -95,9 +95,9 @@ def render_cost(rep: dict[str, Any], console: Console) -> None:
 def render_charges(rep: dict[str, Any], console: Console) -> None:
     """Every charge of every option (--details)."""
     for o in rep["options"]:
-        t = Table(show_edge=False, pad_edge=False, title=shown_text(o["name"]), title_justify="left")
-        for col in ("charge", "quantity", "price", "per run", "per month", "basis"):
-            t.add_column(col, justify="left" if col in ("charge", "basis") else "right", overflow="fold")
+        t = FitTable([Col("charge", "left", wrap=True), Col("quantity", wrap=True), Col("price", drop=2),
+                      Col("per run", drop=3), Col("per month"), Col("basis", "left", wrap=True, drop=1)],
+                     show_edge=False, pad_edge=False, title=shown_text(o["name"]), title_justify="left")
         for c in o["charges"]:
             t.add_row(shown_text(c["what"]), f"{c['quantity']:.4g} {c['unit']}", "tiered" if c["price"] is None else
                       f"{c['price']:g}", money(c["per_run"]), money(c["per_month"]), shown_text(c["basis"]))

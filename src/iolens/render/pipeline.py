@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from iolens.render.html_table import PAGE_CSS, SORTABLE_JS, table, td
-from iolens.render.terminal import fold
+from iolens.render.terminal import Col, FitTable, fold, text_of
 from iolens.units import human_bytes as fmt_bytes
 
 
@@ -40,38 +40,37 @@ def _storage(items: list[dict[str, Any]]) -> str:
     return ", ".join(f"{i['mount']} ({i['fstype']}, {fmt_bytes(i['bytes'])})" for i in items[:3]) or "-"
 
 
-WIDTH = 80  # the terminal floor every renderer fits (render/terminal.py)
+WIDTH = 80  # the width when none is given (a caller passes render/terminal.py's `width()`)
 
 
-def _wrap(text: str, indent: str = "  ") -> list[str]:
-    """One line of the report, folded at WIDTH (paths and advice can be long); the continuation is indented."""
-    return fold(text, WIDTH - 1, indent)
-
-
-def _rule_rows(rep: dict[str, Any], top: int) -> list[str]:
-    out = [f"{'rule':<16} {'tasks':>5} {'time':>8} {'I/O':>8} {'I/O %':>6} {'read':>9} {'written':>9} {'temp':>9}"]
+def _rule_rows(rep: dict[str, Any], top: int, width: int) -> list[str]:
+    t = FitTable([Col("rule", "left", wrap=True), Col("tasks", drop=4), Col("time"), Col("I/O"), Col("I/O %"),
+                  Col("read", drop=2), Col("written", drop=1), Col("temp", drop=3)], box=None, pad_edge=False,
+                 show_edge=False, header_style="")
+    out: list[str] = []
     for r in rep["rules"][:top]:
+        t.add_row(r["rule"], str(r["tasks"]), _s(r["time_s"]), _s(r["io_s"]), f"{r['io_share']:.0%}",
+                  fmt_bytes(r["bytes_read"]), fmt_bytes(r["bytes_written"]), fmt_bytes(r["temp_bytes"]))
         st = r["storage"]
-        name = r["rule"] if len(r["rule"]) <= 16 else r["rule"][:15] + "…"
-        out.append(f"{name:<16} {r['tasks']:>5} {_s(r['time_s']):>8} {_s(r['io_s']):>8} {r['io_share']:>6.0%} "
-                   f"{fmt_bytes(r['bytes_read']):>9} {fmt_bytes(r['bytes_written']):>9} "
-                   f"{fmt_bytes(r['temp_bytes']):>9}")
-        if len(name) < len(r["rule"]):
-            out += _wrap(f"  rule {r['rule']}", "  ")
-        out += _wrap(f"  reads from {_storage(st['reads'])}; writes to {_storage(st['writes'])}; spills to "
-                     f"{_storage(st['spills'])}", "  ")
-    return out
+        out += fold(f"  {r['rule']}: reads from {_storage(st['reads'])}; writes to {_storage(st['writes'])}; "
+                    f"spills to {_storage(st['spills'])}", width - 1, "  ")
+    return [line.rstrip() for line in text_of(t, width).splitlines()] + (["", "storage per rule:"] + out
+                                                                              if out else [])
 
 
-def render_text(rep: dict[str, Any], top: int = 20) -> str:
+def render_text(rep: dict[str, Any], top: int = 20, width: int = WIDTH) -> str:
+    """The pipeline report as text laid out at `width` columns (prose folded, the rules' table fitted)."""
+    def _wrap(text: str, indent: str = "  ") -> list[str]:
+        return fold(text, width - 1, indent)
+
     t = rep["totals"]
     out = _wrap(f"pipeline {rep['directory']}: {t['tasks']} tasks profiled in {t['rules']} rules on {t['hosts']} "
                 f"host(s); {t['not_profiled']} not profiled; {t['partial']} partial", "")
-    out += [f"  task time {_s(t['time_s'])}, of which storage I/O {_s(t['io_s'])}", "",
-            "storage-bound rules (by time at stake):"]
+    out += _wrap(f"  task time {_s(t['time_s'])}, of which storage I/O {_s(t['io_s'])}")
+    out += ["", "storage-bound rules (by time at stake):"]
     for b in rep["storage_bound"] or [{"rule": "(none)", "time_at_stake_s": None, "io_share": 0, "advice": None}]:
         out += _wrap(f"  {b['rule']:<20} {_s(b['time_at_stake_s']):>9} {b['io_share']:>5.0%}", "  ")
-    out += [""] + _rule_rows(rep, top)
+    out += [""] + _rule_rows(rep, top, width)
     advice = [b["advice"] for b in rep["storage_bound"] if b["advice"]]
     if advice:
         out += ["", "advice per rule:"]
@@ -268,19 +267,21 @@ def render_html(rep: dict[str, Any]) -> bytes:
     return page.encode()
 
 
-def render_diff(a: dict[str, Any], b: dict[str, Any]) -> str:
-    """Two pipeline runs, rule by rule: time, storage I/O and bytes, B against A."""
+def render_diff(a: dict[str, Any], b: dict[str, Any], width: int = WIDTH) -> str:
+    """Two pipeline runs, rule by rule: time, storage I/O and bytes, B against A, laid out at `width`."""
     ra, rb = {r["rule"]: r for r in a["rules"]}, {r["rule"]: r for r in b["rules"]}
-    out = [f"A {a['directory']} ({a['totals']['tasks']} tasks)  vs  B {b['directory']} ({b['totals']['tasks']} tasks)",
-           f"{'rule':<20} {'tasks A/B':>9} {'time A':>9} {'time B':>9} {'change':>7} {'I/O A':>9} {'I/O B':>9} "
-           f"{'written A':>10} {'written B':>10}"]
+    out = fold(f"A {a['directory']} ({a['totals']['tasks']} tasks)  vs  B {b['directory']} "
+               f"({b['totals']['tasks']} tasks)", width - 1, "")
+    t = FitTable([Col("rule", "left", wrap=True), Col("tasks A/B", drop=3), Col("time A"), Col("time B"),
+                  Col("change"), Col("I/O A", drop=2), Col("I/O B", drop=2), Col("written A", drop=1),
+                  Col("written B", drop=1)], box=None, pad_edge=False, show_edge=False, header_style="")
     for name in sorted(set(ra) | set(rb), key=lambda n: -max(ra.get(n, {}).get("time_s", 0),
                                                              rb.get(n, {}).get("time_s", 0))):
         x, y = ra.get(name), rb.get(name)
         ta, tb = (x or {}).get("time_s"), (y or {}).get("time_s")
         change = f"{(tb - ta) / ta:+.0%}" if ta and tb is not None else "new" if x is None else "gone"
-        out.append(f"{name:<20} {(x or {}).get('tasks', 0):>4}/{(y or {}).get('tasks', 0):<4} {_s(ta):>9} {_s(tb):>9} "
-                   f"{change:>7} {_s((x or {}).get('io_s')):>9} {_s((y or {}).get('io_s')):>9} "
-                   f"{fmt_bytes((x or {}).get('bytes_written', 0)):>10} "
-                   f"{fmt_bytes((y or {}).get('bytes_written', 0)):>10}")
+        t.add_row(name, f"{(x or {}).get('tasks', 0)}/{(y or {}).get('tasks', 0)}", _s(ta), _s(tb), change,
+                  _s((x or {}).get("io_s")), _s((y or {}).get("io_s")), fmt_bytes((x or {}).get("bytes_written", 0)),
+                  fmt_bytes((y or {}).get("bytes_written", 0)))
+    out += [line.rstrip() for line in text_of(t, width).splitlines()]
     return "\n".join(out) + "\n"

@@ -16,7 +16,7 @@ STYLE = {"title_justify": "left", "show_edge": False, "pad_edge": False}
 
 
 def summary_console() -> Console:
-    """stderr, as wide as the terminal and at least 80 columns."""
+    """stderr, laid out as `terminal.console` lays out stdout."""
     return terminal(stderr=True)
 
 

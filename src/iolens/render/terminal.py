@@ -1,19 +1,29 @@
 """The terminal every command prints to, and tables that fit in it.
 
-`console()` takes its width from rich's own detection (the terminal, else $COLUMNS, else 80) with a
-floor of 80 columns, and never reads printed strings as markup or emoji codes: file names and commands are
-printed as they are (with their control characters spelled out, `iolens.names.shown`).  `fit_table()` builds a
-rich table whose rows never wrap: while the table is wider than the console it drops the columns marked least
-important, and then gives what is left of the width to one "flex" column (a path or a name), whose cells are
-ellipsized instead of wrapped.  A table cell never holds markup or a control character (`FitTable.add_row`).
+`console()` is the one console a command prints its terminal output to.  Its width: $COLUMNS when set (a
+terminal or not), else the terminal's; output that is not a terminal (a pipe, a file) and no $COLUMNS has no
+width limit, so a saved table loses nothing (`UNBOUNDED`).  Escapes (colour, bold) only go to a terminal, and
+never with $NO_COLOR; a launcher's ranks (mpirun gives them a pseudo-terminal even when its own output is a
+file) learn what the launcher's output is from `child_env()`.  Printed strings are never read as markup or
+emoji codes: file names and commands are printed as they are (control characters spelled out,
+`iolens.names.shown`).
+
+`FitTable` is the one table of the terminal.  Each column says how it gives way when the table is too wide
+(`Col`): columns marked `drop` are left out, highest first (a key or an answer column has drop 0 and is never
+left out), and one line under the table names them; a `flex` column (a path, a name) is ellipsized; a `wrap`
+column folds its cells onto more lines at their spaces.  When what is left still does not fit, the table is
+folded: its columns go into several tables one under the other, each repeating the leading key columns.
 `fold()` folds a line of prose at a width, under a hanging indent.
 """
 
 from __future__ import annotations
 
+import io
+import os
 import re
+import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -25,34 +35,96 @@ from rich.text import Text
 
 from iolens.names import shown
 
-MIN_WIDTH = 80
+UNBOUNDED = 4096  # the width of output that is not a terminal, without $COLUMNS: tables as wide as they need
+MIN_WIDTH = 20    # a $COLUMNS below this is taken as this
 FLEX_MIN = 24  # a path column narrower than this says too little: drop other columns first
+WRAP_MIN = 10  # a folding column is never made narrower than this, nor than its header or longest word up
+               # to FLEX_MIN
+TERMINAL_ENV = "IOLENS_TERMINAL"  # set by a launcher for its ranks: "no", or the launcher's terminal width
+
+
+def _columns() -> int | None:
+    v = os.environ.get("COLUMNS", "")
+    return max(MIN_WIDTH, int(v)) if v.isdigit() and int(v) > 0 else None
+
+
+def is_terminal(*, stderr: bool = False) -> bool:
+    """Whether this process's stdout (stderr) is a terminal a person reads, as far as this process can tell."""
+    told = os.environ.get(TERMINAL_ENV)
+    if told is not None:
+        return told.isdigit()
+    stream = sys.stderr if stderr else sys.stdout
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def width(*, stderr: bool = False) -> int:
+    """The width output is laid out at: $COLUMNS, else the terminal's, else UNBOUNDED (a pipe or a file)."""
+    cols = _columns()
+    if cols is not None:
+        return cols
+    told = os.environ.get(TERMINAL_ENV, "")
+    if told.isdigit():
+        return max(MIN_WIDTH, int(told))
+    if not is_terminal(stderr=stderr):
+        return UNBOUNDED
+    try:
+        return max(MIN_WIDTH, os.get_terminal_size((sys.stderr if stderr else sys.stdout).fileno()).columns)
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
+def child_env() -> dict[str, str]:
+    """The environment a command re-run by a launcher (mpirun, srun) needs to print as this process would: its
+    ranks' output reaches ours through the launcher, on a pseudo-terminal or a pipe whatever ours is."""
+    env = {TERMINAL_ENV: str(width()) if is_terminal() else "no"}
+    cols = _columns()
+    if cols is not None:
+        env["COLUMNS"] = str(cols)
+    return env
 
 
 def console(*, stderr: bool = False, **kw: Any) -> Console:
-    """A console as wide as the terminal (rich's detection), never narrower than 80 columns; printed strings are
-    not markup (style with `Text`)."""
+    """The console of a command's output (see the module's docstring); printed strings are not markup (style
+    with `Text`)."""
     kw.setdefault("highlight", False)
     kw.setdefault("markup", False)
     kw.setdefault("emoji", False)
     kw.setdefault("soft_wrap", False)
-    width = Console(stderr=stderr).width
-    return Console(stderr=stderr, width=max(MIN_WIDTH, width), **kw)
+    if os.environ.get(TERMINAL_ENV) is not None:
+        kw.setdefault("force_terminal", is_terminal(stderr=stderr))
+    if os.environ.get("NO_COLOR"):  # no colour, and no other escape either (bold, dim)
+        kw.setdefault("color_system", None)
+    kw.setdefault("width", width(stderr=stderr))
+    return Console(stderr=stderr, **kw)
+
+
+def text_of(renderable: RenderableType, at: int) -> str:
+    """A renderable laid out at `at` columns as plain text (no escapes), for output assembled as a string."""
+    buf = io.StringIO()
+    Console(file=buf, width=at, force_terminal=False, color_system=None, highlight=False, markup=False,
+            emoji=False, soft_wrap=False).print(renderable)
+    return buf.getvalue()
 
 
 @dataclass(frozen=True)
 class Col:
     """One column of a fitted table.
 
-    drop: 0 = always shown; otherwise the column is dropped when the table is too wide, highest first.
+    drop: 0 = always shown (a key, or the answer the table gives); otherwise the column is left out when the
+    table is too wide, highest first.
     flex: this column takes the width that is left and ellipsizes its cells: at the left for paths, so
     the file name stays visible; in the middle for names whose two ends both matter.
+    wrap: the cells fold onto more lines at their spaces rather than being cut (prose, a bench cell).
     """
 
     header: str
     justify: Literal["left", "right", "center"] = "right"
     drop: int = 0
     flex: Literal["", "left", "right", "middle"] = ""
+    wrap: bool = False
 
 
 _UNIT = re.compile(r"\d (?:s|ms|us|µs|ns|B|KB|MB|GB|KiB|MiB|GiB)\b")
@@ -99,78 +171,137 @@ def _ellipsize(cell: RenderableType, width: int, side: str) -> RenderableType:
     return text[:end] + Text("…")
 
 
-def _table(cols: Sequence[Col], rows: Sequence[Sequence[RenderableType]], flex_width: int | None,
+def _words(cell: RenderableType) -> int:
+    return max([cell_len(w) for w in plain(cell).split()] + [1])
+
+
+def _table(cols: Sequence[Col], rows: Sequence[Sequence[RenderableType]], widths: Sequence[int | None],
            **style: Any) -> Table:
     t = Table(**style)
-    for c in cols:
-        if c.flex and flex_width is not None:
-            t.add_column(c.header, justify=c.justify, no_wrap=True, overflow="ellipsis", width=flex_width)
+    for c, w in zip(cols, widths):
+        if c.wrap:
+            t.add_column(c.header, justify=c.justify, overflow="fold", width=w)
         else:
-            t.add_column(c.header, justify=c.justify, no_wrap=True, overflow="ellipsis")
+            t.add_column(c.header, justify=c.justify, no_wrap=True, overflow="ellipsis", width=w)
     for row in rows:
         t.add_row(*row)
     return t
 
 
-def fit_table(con: Console, cols: Sequence[Col], rows: Sequence[Sequence[RenderableType]], *, width: int | None = None,
-              **style: Any) -> Table:
-    """A table of `rows` (one cell per column of `cols`) that fits `width` (default: the console's)
-    without wrapping a row.
+def _narrowest(cols: Sequence[Col], rows: Sequence[Sequence[RenderableType]]) -> tuple[list[int], list[int]]:
+    """Each column's natural width (its widest cell) and the narrowest it is made."""
+    natural = [max([_len(c.header)] + [_len(r[i]) for r in rows]) for i, c in enumerate(cols)]
+    least = []
+    for i, c in enumerate(cols):
+        if c.flex:
+            least.append(min(FLEX_MIN, natural[i]))
+        elif c.wrap:
+            longest = max([_len(c.header)] + [_words(r[i]) for r in rows])  # a header stays whole
+            least.append(min(natural[i], max(WRAP_MIN, min(longest, FLEX_MIN))))
+        else:
+            least.append(natural[i])
+    return natural, least
 
-    `style` is passed to rich's Table (title, box, show_edge, ...).  The table is at least as wide as
-    its title, so a title never wraps while it fits the console."""
+
+def _parts(keep: list[int], head: list[int], width: int, need: Callable[[list[int]], int]) -> list[list[int]]:
+    """The columns of `keep` after the key columns `head`, in as few parts as fit `width`, shared out evenly."""
+    groups: list[list[int]] = []
+    for i in keep:
+        if i in head:
+            continue
+        if groups and need(head + groups[-1] + [i]) <= width:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    if len(groups) > 1:
+        rest = [i for i in keep if i not in head]
+        per = -(-len(rest) // len(groups))
+        even = [rest[k:k + per] for k in range(0, len(rest), per)]
+        if len(even) == len(groups) and all(need(head + g) <= width for g in even):
+            return even
+    return groups or [[]]
+
+
+def _share(idx: list[int], cols: Sequence[Col], natural: list[int], least: list[int], spare: int) -> list[int | None]:
+    """The widths of the columns `idx` given `spare` columns beyond their narrowest: the flex column's first, then
+    the folding columns' evenly (each up to its natural width); None (natural) for the others."""
+    widths: list[int | None] = [least[i] if cols[i].flex or cols[i].wrap else None for i in idx]
+    for j, i in enumerate(idx):
+        if cols[i].flex:
+            more = max(0, min(natural[i] - least[i], spare))
+            widths[j] = least[i] + more
+            spare -= more
+    folding = [j for j, i in enumerate(idx) if cols[i].wrap]
+    while spare > 0:
+        short = [j for j in folding if (widths[j] or 0) < natural[idx[j]]]
+        if not short:
+            break
+        each = max(1, spare // len(short))
+        for j in short:
+            more = min(each, natural[idx[j]] - (widths[j] or 0), spare)
+            widths[j] = (widths[j] or 0) + more
+            spare -= more
+    return widths
+
+
+def fit_tables(con: Console, cols: Sequence[Col], rows: Sequence[Sequence[RenderableType]], *,
+               width: int | None = None, keys: int = 1, **style: Any) -> tuple[list[Table], list[str]]:
+    """Tables of `rows` (one cell per column of `cols`) that fit `width` (default: the console's) without
+    cutting a cell of a column that is not `flex`: usually one, several when the table had to be folded (each
+    repeats the first `keys` columns); and the headers of the columns left out.
+
+    `style` is passed to rich's Table (title, box, show_edge, ...).  A table is at least as wide as its title,
+    so a title never wraps while it fits the console."""
     width = con.width if width is None else width
-    keep = list(range(len(cols)))
-    flex = next((i for i, c in enumerate(cols) if c.flex), None)
+    natural, least = _narrowest(cols, rows)
+    probe_style = {k: v for k, v in style.items() if k not in ("title", "caption")}
 
-    def natural(i: int) -> int:
-        return max([_len(cols[i].header)] + [_len(r[i]) for r in rows])
-
-    def width_with(idx: list[int], flex_width: int | None) -> int:
-        probe = _table([cols[i] for i in idx], [[r[i] for i in idx] for r in rows], flex_width,
-                       **{k: v for k, v in style.items() if k not in ("title", "caption")})
+    def need(idx: list[int]) -> int:
+        probe = _table([cols[i] for i in idx], [[r[i] for i in idx] for r in rows], [least[i] for i in idx],
+                       **probe_style)
         return Measurement.get(con, con.options.update(width=10_000), probe).maximum
 
-    flex_min = None if flex is None else min(FLEX_MIN, natural(flex))
-    while True:
-        need = width_with(keep, flex_min)
+    keep = list(range(len(cols)))
+    while need(keep) > width:
         droppable = [i for i in keep if cols[i].drop]
-        if need <= width or not droppable:
+        if not droppable:
             break
         keep.remove(max(droppable, key=lambda i: (cols[i].drop, i)))
-    flex_width = None
-    if flex is not None and flex_min is not None and flex in keep:
-        flex_width = max(flex_min, min(natural(flex), flex_min + width - need))
-    hidden = [cols[i].header for i in range(len(cols)) if i not in keep]
-    if hidden:  # a column left out says so: it may be the one that matters (a replay's STREAM time)
-        note = f"not shown at {width} columns: {', '.join(hidden)} (a wider terminal shows them)"
-        style = dict(style, caption=f"{style['caption']}; {note}" if style.get("caption") else note,
-                     caption_justify="left")
-    sub = [cols[i] for i in keep]
-    body = []
-    for r in rows:
-        cells = [r[i] for i in keep]
-        if flex_width is not None:
-            j = keep.index(flex)  # type: ignore[arg-type]
-            cells[j] = _ellipsize(cells[j], flex_width, cols[flex].flex)  # type: ignore[index]
-        body.append(cells)
-    table = _table(sub, body, flex_width, **style)
-    title = style.get("title")
-    if title and table.columns:
-        # a title wider than its table would wrap: widen the first column instead (not every column)
-        short = min(width, cell_len(plain(title))) - Measurement.get(con, con.options.update(width=width),
-                                                                     table).maximum
-        if short > 0:
-            first = table.columns[0]
-            first.width = (first.width or natural(keep[0])) + short
-    return table
+    hidden = [c.header for i, c in enumerate(cols) if i not in keep]
+    head = [i for i in keep if i < keys]
+    tables = []
+    for g, group in enumerate(_parts(keep, head, width, need)):
+        idx = head + group
+        widths = _share(idx, cols, natural, least, width - need(idx))
+        body = [[_ellipsize(r[i], w or least[i], cols[i].flex) if cols[i].flex else r[i] for i, w in zip(idx, widths)]
+                for r in rows]
+        st = dict(style)
+        if g > 0:
+            st["title"] = Text(f"{plain(style['title'])} (continued)") if style.get("title") else None
+        t = _table([cols[i] for i in idx], body, widths, **st)
+        title = st.get("title")
+        if title and t.columns:
+            # a title wider than its table would wrap: widen the first column instead (not every column)
+            short = min(width, cell_len(plain(title))) - Measurement.get(con, con.options.update(width=width),
+                                                                         t).maximum
+            if short > 0:
+                first = t.columns[0]
+                first.width = (first.width or natural[idx[0]]) + short
+        tables.append(t)
+    return tables, hidden
+
+
+def fit_table(con: Console, cols: Sequence[Col], rows: Sequence[Sequence[RenderableType]], *,
+              width: int | None = None, **style: Any) -> Table:
+    """The first of `fit_tables` (tests and callers that know their table fits)."""
+    return fit_tables(con, cols, rows, width=width, **style)[0][0]
 
 
 def _safe(cell: RenderableType) -> RenderableType:
     """A cell that cannot break its row or the terminal: a string is never markup, control characters are shown."""
     if isinstance(cell, str):
         return Text(shown(cell))
-    if isinstance(cell, Text) and not cell.plain.isprintable():
+    if isinstance(cell, Text) and not all(line.isprintable() for line in cell.plain.split("\n")):
         return Text(shown(cell.plain), style=cell.style)  # (styled parts inside lose their style)
     return cell
 
@@ -181,10 +312,13 @@ class FitTable:
         t = FitTable([Col("file", "left", flex="left"), Col("read"), Col("note", "left", drop=1)], title="Files")
         t.add_row(Text(path), "1.0 MiB", "")
         console.print(t)
+
+    keys: how many leading columns name a row (repeated in each part when the table is folded).
     """
 
     def __init__(self, cols: Sequence[Col], **style: Any) -> None:
         self.cols = list(cols)
+        self.keys = int(style.pop("keys", 1))
         self.style = style
         self.rows: list[list[RenderableType]] = []
 
@@ -192,4 +326,11 @@ class FitTable:
         self.rows.append([_safe(c) for c in cells])
 
     def __rich_console__(self, con: Console, options: ConsoleOptions) -> RenderResult:
-        yield fit_table(con, self.cols, self.rows, width=options.max_width, **self.style)
+        tables, hidden = fit_tables(con, self.cols, self.rows, width=options.max_width, keys=self.keys,
+                                    **self.style)
+        yield from tables
+        if hidden:  # a column left out says so: it may be the one that matters (a replay's STREAM time)
+            need = fit_tables(con, self.cols, self.rows, width=UNBOUNDED, keys=self.keys, **self.style)[0]
+            full = max(Measurement.get(con, options.update(width=UNBOUNDED), t).maximum for t in need)
+            yield Text(f"not shown at {options.max_width} columns: {', '.join(hidden)} ({full} columns show "
+                       "them)", style="dim")
