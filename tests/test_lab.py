@@ -56,7 +56,9 @@ def test_catalogue_names_fit_every_place_a_name_is_written():
 
 def test_resolve_target_without_a_lab(tmp_path):
     assert lab.resolve_target("/scratch/x") == Path("/scratch/x")
-    with pytest.raises(TargetError, match=r"lab:ext4: no lab is up in .*; run `iolens lab up --only ext4`"):
+    with pytest.raises(TargetError, match=r"lab:ext4: no lab is up: looked in .*nolab \(--dir\); for a lab "
+                                          r"brought up with `--dir X`, set IOLENS_LAB_DIR=X .*; or run "
+                                          r"`iolens lab up --only ext4`"):
         lab.resolve_target("lab:ext4", root=tmp_path / "nolab")
     with pytest.raises(UsageError, match="lab:nope is not a lab target"):
         lab.resolve_target("lab:nope", root=tmp_path)
@@ -141,6 +143,40 @@ def test_missing_component_says_what_and_others_still_come_up(tmp_path):
         res = iolens("lab", "down", "--dir", d, env=env)
     assert res.returncode == 0, res.stderr
     assert not d.exists()
+
+
+def test_a_lab_up_with_dir_is_the_lab_in_use_until_down(tmp_path, monkeypatch):
+    """`lab up --dir X` is remembered: `bench lab:NAME`, `lab status` and `lab down` find X without IOLENS_LAB_DIR;
+    once it is down, the error says where it looked and how to point at a lab elsewhere."""
+    if os.geteuid() != 0:
+        pytest.skip("lab:tmpfs mounts a tmpfs, which needs root")
+    monkeypatch.delenv("IOLENS_LAB_DIR", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    d = tmp_path / "elsewhere" / "lab"
+    try:
+        res = iolens("lab", "up", "--only", "tmpfs", "--dir", d, "--size", "16M")
+        assert res.returncode == 0, res.stderr
+        assert lab.resolve_target("lab:tmpfs") == d / "mnt" / "tmpfs"
+        assert json.loads(iolens("lab", "status", "--json").stdout)["dir"] == str(d)
+        res = iolens("bench", "lab:tmpfs", "--size", "4M", "--files", "6", "--runtime", "0.1", "-q", "--no-store",
+                     "--json", "-")
+        assert res.returncode == 0, res.stderr
+        assert str(d / "mnt" / "tmpfs") in res.stdout, res.stdout[:600]
+        monkeypatch.setenv("IOLENS_LAB_DIR", str(tmp_path / "other"))  # the variable still wins
+        assert "looked in " + str(tmp_path / "other") + " (IOLENS_LAB_DIR)" in iolens("bench", "lab:tmpfs").stderr
+        monkeypatch.delenv("IOLENS_LAB_DIR")
+    finally:
+        res = iolens("lab", "down")  # no --dir: the lab in use
+        if d.exists():  # not found: take it down where it is, then fail below
+            iolens("lab", "down", "--dir", d)
+    assert res.returncode == 0 and f"lab in {d} is down" in res.stdout, res.stdout + res.stderr
+    assert not d.exists() and not (tmp_path / "state" / "iolens" / "lab-in-use").exists()
+    res = iolens("bench", "lab:tmpfs")
+    err = res.stderr.strip()
+    assert res.returncode == 5 and len(err.splitlines()) == 1, err
+    default = tmp_path / "state" / "iolens" / "lab"
+    assert f"looked in {default} (the default lab directory)" in err and "set IOLENS_LAB_DIR=X" in err, err
+    assert "No lab: looked in" in iolens("lab", "status").stdout.replace("no lab", "No lab")
 
 
 @pytest.fixture

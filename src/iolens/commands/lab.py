@@ -16,7 +16,8 @@ from iolens.errors import IolensError, TargetError, UsageError
 from iolens.units import human_bytes
 
 DIR_OPTION = click.option("--dir", "lab_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-                          help="The lab directory [default: IOLENS_LAB_DIR, else ~/.local/state/iolens/lab].")
+                          help="The lab directory [default: IOLENS_LAB_DIR, else the lab `lab up --dir` brought up "
+                               "last, else ~/.local/state/iolens/lab].")
 
 
 def _size(text: str) -> int:
@@ -72,6 +73,8 @@ def up(only: str | None, lab_dir: Path | None, size: str, disk_size: str | None,
     root = st.lab_dir(lab_dir)
     say = _say(quiet)
     state = bring_up(root, targets, settings, lambda msg: click.echo(msg) if msg.startswith("FAILED") else say(msg))
+    if lab_dir is not None and not os.environ.get("IOLENS_LAB_DIR"):
+        st.remember(root)  # `bench lab:NAME` finds it without IOLENS_LAB_DIR, until `lab down`
     failed = [t.name for t in targets if state["targets"].get(t.name, {}).get("status") != "up"]
     if failed:
         raise TargetError(f"{len(failed)} of {len(targets)} targets did not come up ({', '.join(failed)}); "
@@ -87,12 +90,13 @@ def status(lab_dir: Path | None, as_json: bool) -> None:
     from iolens.lab import state as st
     from iolens.lab.status import collect
 
-    report = collect(st.lab_dir(lab_dir))
+    root, source = st.where(lab_dir)
+    report = collect(root)
     if as_json:
         click.echo(json.dumps(report, indent=1))
         return
     if not report["lab_up"]:
-        click.echo(f"no lab in {report['dir']}; start one with `iolens lab up`")
+        click.echo(f"no lab: {st.not_found_hint(root, source)}; or start one with `iolens lab up`")
         return
     click.echo(f"lab in {report['dir']}")
     for t in report["targets"]:
@@ -133,7 +137,10 @@ def down(lab_dir: Path | None, quiet: bool) -> None:
     from iolens.lab import state as st
     from iolens.lab.down import down as take_down
 
-    problems = take_down(st.lab_dir(lab_dir), _say(quiet))
+    root = st.lab_dir(lab_dir)
+    problems = take_down(root, _say(quiet))
+    if not problems:
+        st.forget(root)
     if problems:
         raise IolensError(f"the lab is not fully down: {'; '.join(problems)}; run `iolens lab down` again "
                           "after stopping what uses it")
