@@ -303,3 +303,56 @@ def test_a_target_whose_start_died_half_way_is_stopped_by_down(toy_kind, tmp_pat
         up(root, parse_only("toy"), Settings(), lambda m: None)
     assert st.load(root)["targets"]["toy"]["status"] == "starting"
     assert down(root, lambda m: None) == [] and toy_kind[-1] == "stop" and not root.exists()
+
+
+def test_install_steps_say_how_far_they_got(tmp_path, monkeypatch):
+    """A long install step prints a line every HEARTBEAT_S seconds with what it counted, silent phases included;
+    a failing one names its log. The step here is a script that writes what `go install -v` writes."""
+    from iolens.errors import IolensError
+    from iolens.lab import tools
+
+    step = tmp_path / "go"
+    step.write_text("#!/bin/sh\necho 'go: downloading example.org/a v1.0.0'\n"
+                    "echo 'go: downloading example.org/b v1.0.0'\nsleep 0.5\n"
+                    "echo example.org/a\nsleep 0.5\nexit ${FAIL:-0}\n")
+    step.chmod(0o755)
+    monkeypatch.setattr(tools, "HEARTBEAT_S", 0.2)
+    said: list[str] = []
+    tools._run([str(step)], tmp_path / "install.log", None, said.append, "[2/3]")
+    assert said and all(line.startswith("  [2/3] ") and line.endswith("s so far") for line in said), said
+    assert "2 modules downloaded" in said[-1] and "1 packages compiled" in said[-1], said
+    assert "example.org/a" in (tmp_path / "install.log").read_text()
+    with pytest.raises(IolensError, match=r"failed \(exit 3\): .*full log in .*install.log"):
+        tools._run([str(step)], tmp_path / "install.log", dict(os.environ, FAIL="3"))
+
+
+def test_install_announces_its_steps_and_is_silent_when_done(tmp_path, monkeypatch):
+    from iolens.lab import tools
+
+    monkeypatch.setenv("IOLENS_LAB_CACHE", str(tmp_path / "cache"))
+    go_tools = [t for t in tools.TOOLS.values() if t.go]
+    assert [s.split(" (")[0] for s in tools.plan(apt=False)] == [f"build {t.name}" for t in go_tools]
+    bin_dir = tmp_path / "cache" / "bin"
+    bin_dir.mkdir(parents=True)
+    for t in go_tools:  # as a finished build leaves them
+        (bin_dir / t.name).write_text("")
+        (bin_dir / f".{t.name}.version").write_text(f"{t.go}\n")
+    said: list[str] = []
+    assert tools.plan(apt=False) == [] and tools.install(apt=False, say=said.append) == [] and said == []
+    (bin_dir / f".{go_tools[0].name}.version").write_text("an older version\n")
+    real_which = tools.shutil.which
+    monkeypatch.setattr(tools.shutil, "which", lambda name, **kw: None if name == "go" else real_which(name, **kw))
+    problems = tools.install(apt=False, say=said.append)  # a machine without Go
+    assert said[0].startswith("lab install: 1 steps, about 5 minutes") and "log in" in said[0], said
+    assert said[1].startswith(f"lab install: [1/1] build {go_tools[0].name} from its Go module"), said
+    assert problems == [f"cannot build {go_tools[0].name}: Go is not installed (`apt-get install golang-go`, "
+                        "Go >= 1.22)"]
+
+
+def test_install_dry_run_names_the_targets_waiting_and_installs_nothing(tmp_path):
+    env = dict(os.environ, IOLENS_LAB_CACHE=str(tmp_path / "cache"))
+    res = iolens("lab", "install", "--dry-run", "--no-apt", env=env)
+    assert res.returncode == 0, res.stderr
+    assert "lab:s3, lab:s3-rclone, lab:s3-remote need versitygw, not installed" in res.stdout, res.stdout
+    assert "would take 2 steps (about 5 minutes, once): build versitygw" in res.stdout, res.stdout
+    assert not (tmp_path / "cache" / "bin").exists() or not list((tmp_path / "cache" / "bin").iterdir())

@@ -149,16 +149,39 @@ def down(lab_dir: Path | None, quiet: bool) -> None:
 @lab.command()
 @click.option("--no-apt", is_flag=True, help="Skip the Debian packages.")
 @click.option("--no-go", is_flag=True, help="Skip the Go builds (versitygw, toxiproxy).")
+@click.option("--dry-run", is_flag=True, help="Say what is missing, which targets need it and how long installing "
+              "takes; install nothing.")
 @click.option("-q", "--quiet", is_flag=True)
-def install(no_apt: bool, no_go: bool, quiet: bool) -> None:
-    """Install the lab's tools: Debian packages (as root) and Go builds into a cache directory, once."""
+def install(no_apt: bool, no_go: bool, dry_run: bool, quiet: bool) -> None:
+    """Install the lab's tools: Debian packages (as root) and Go builds into a cache directory, once, saying each
+    step and how far the long ones got."""
     from iolens.lab import tools
 
+    if dry_run:
+        _say_what_install_would_do(tools.plan(apt=not no_apt, go=not no_go))
+        return
     problems = tools.install(apt=not no_apt, go=not no_go, say=_say(quiet))
     if problems:
         raise IolensError("; ".join(problems))
     if not quiet:
         click.echo(f"lab tools are installed (Go builds in {tools.cache_dir() / 'bin'})")
+
+
+def _say_what_install_would_do(steps: list[str]) -> None:
+    from iolens.lab import tools
+    from iolens.lab.catalog import TARGETS
+    from iolens.lab.kinds import kind_of
+
+    if not steps:
+        click.echo("lab install: every lab tool is installed")
+        return
+    for name in tools.missing(tools.TOOLS):
+        users = [t.name for t in TARGETS.values() if name in kind_of(t.kind).needs
+                 or (t.remote and name == "toxiproxy-server")]
+        if users:
+            click.echo(f"lab install: lab:{', lab:'.join(users)} need {name}, not installed")
+    click.echo(f"lab install: `iolens lab install` would take {len(steps)} steps (about {tools.INSTALL_MINUTES} "
+               f"minutes, once): {'; '.join(steps)}")
 
 
 @lab.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
