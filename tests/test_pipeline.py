@@ -253,3 +253,56 @@ def test_the_terminal_report_fits_80_columns_with_long_paths_and_names():
     for word in ("sort_and_index_sort_and_index_sort_and_index_", "41% of its time", "exec'd a program",
                  "static-binary", "partial tasks", "nfs4"):
         assert word in text.replace("\n  ", " ").replace("\n    ", " "), word
+
+
+def test_slurm_job_names_the_engines_give_name_the_rule(tmp_path):
+    """sbatch names a job after its script: Snakemake's `snakejob.RULE.JOBID.sh`; Nextflow names its jobs
+    `nf-NAME_(TAG)`. Either gives the rule; any other job name is the rule itself."""
+    cap = tmp_path / "cap"
+    pro = prolog(tmp_path, cap)
+    for i, job in enumerate(("snakejob.sort.7.sh", "snakejob.sort.8.sh", "nf-ALIGN_(sample_1)", "my-step")):
+        env = dict(os.environ, SLURM_JOB_ID=str(40 + i), SLURM_JOB_NAME=job)
+        assert run_task(pro, f"seq 1 {10 + i} > o{i}.txt", env, tmp_path).wait() == 0
+    rep, rc = pipeline_json(cap)
+    assert rc == 0
+    assert sorted((r["rule"], r["tasks"]) for r in rep["rules"]) == [("ALIGN", 1), ("my-step", 1), ("sort", 2)]
+
+
+NXF_COMMAND_RUN = """#!/bin/bash
+### ---
+### name: 'ALIGN (sample_{n})'
+### container: null
+### ...
+set -e
+nxf_main() {{
+    /bin/bash .command.sh > .command.out 2> .command.err || echo $? > .exitcode
+    [ -e .exitcode ] || echo 0 > .exitcode
+}}
+nxf_main
+"""
+
+
+def test_nextflow_work_directories_name_the_process_and_give_the_exit_status(tmp_path):
+    """Work directories laid out as Nextflow writes them (`work/ab/cdef.../.command.run`, `.command.sh`, and
+    `.exitcode` once the script ends), the task run as its executor runs it (`bash .command.run`) with only the
+    interposer's variables: process name from `.command.run`, exit status from `.exitcode`."""
+    cap = tmp_path / "cap"
+    (cap / "parts").mkdir(parents=True)
+    env = dict(os.environ, LD_PRELOAD=preload_lib(), IOLENS_DIR=str(cap / "parts"))
+    for k in [k for k in env if k.startswith("NXF_")]:
+        del env[k]
+    hashes = []
+    for n, status in ((1, 0), (2, 3)):
+        wd = tmp_path / "work" / f"{n}f" / f"{n}a2b3c4d5e6f708192a3b4c5d6e7f80"
+        wd.mkdir(parents=True)
+        (wd / ".command.sh").write_text(f"#!/bin/bash -ue\nseq 1 {n * 1000} > aln.sam\nexit {status}\n")
+        (wd / ".command.run").write_text(NXF_COMMAND_RUN.format(n=n))
+        subprocess.run(["bash", ".command.run"], cwd=wd, env=env, check=False)
+        assert (wd / ".exitcode").read_text().strip() == str(status)
+        hashes.append(f"{n}f/{n}a2b3c")
+    rep, rc = pipeline_json(cap)
+    assert [r["rule"] for r in rep["rules"]] == ["ALIGN"] and rep["rules"][0]["tasks"] == 2
+    by_hash = {t["names"]["nextflow"]["hash"]: t for t in rep["tasks"]}
+    assert sorted(by_hash) == hashes
+    assert [by_hash[h]["exit_status"] for h in hashes] == [0, 3]
+    assert [by_hash[h]["names"]["nextflow"]["tag"] for h in hashes] == ["sample_1", "sample_2"]
