@@ -306,3 +306,51 @@ def test_nextflow_work_directories_name_the_process_and_give_the_exit_status(tmp
     assert sorted(by_hash) == hashes
     assert [by_hash[h]["exit_status"] for h in hashes] == [0, 3]
     assert [by_hash[h]["names"]["nextflow"]["tag"] for h in hashes] == ["sample_1", "sample_2"]
+
+
+def _two_runs(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d, n in ((a, 1), (b, 3)):
+        _loose(tmp_path, d, f"exec dd if=/dev/zero of=x.bin bs=1M count={n} status=none")
+        _loose(tmp_path, d, "exec head -c 1000 /dev/zero > small.bin")
+    return a, b
+
+
+def test_diff_dirs_takes_report_dirs_options(tmp_path):
+    """`diff DIR DIR` takes `report DIR`'s options: --set, --thresholds, --top, -q, --force and the exports."""
+    a, b = _two_runs(tmp_path)
+    full = iolens("diff", a, b, check=True).stdout
+    assert "\ndd " in full and "\nhead " in full
+    top1 = iolens("diff", a, b, "--top", "1", check=True).stdout  # the rule with most time in either run
+    assert len(top1.splitlines()) == 3 and ("\ndd " in top1) != ("\nhead " in top1), top1
+    assert iolens("diff", a, b, "-q", check=True).stdout == ""
+    out = tmp_path / "d.json"
+    assert iolens("diff", a, b, "-q", "--json", out, check=True).stdout == "" and out.exists()
+    res = iolens("diff", a, b, "-q", "--json", out)
+    assert res.returncode == 2 and "--force" in res.stderr
+    iolens("diff", a, b, "-q", "--json", out, "--force", check=True)
+    d = json.loads(out.read_text())
+    assert d["tag"] == "iolens-pipeline-diff"
+    thresholds = iolens("diff", "--thresholds", check=True).stdout
+    assert thresholds == iolens("report", "--thresholds", check=True).stdout and "small_bytes" in thresholds
+    name = thresholds.split()[0]
+    res = iolens("diff", a, b, "-q", "--set", f"{name}=-1")
+    bad = iolens("report", a, "-q", "--set", f"{name}=-1")
+    assert (res.returncode, res.stderr.replace("diff", "X")) == (bad.returncode, bad.stderr.replace("report", "X"))
+    assert iolens("diff", a, b, "-q", "--set", "no_such_threshold=1").returncode == 2
+
+
+def test_diff_dirs_takes_a_snakemake_log_for_each_run(tmp_path):
+    a, b = _two_runs(tmp_path)
+    logs = []
+    for d in (a, b):  # a job the log lists but no task ran: listed as not profiled, as `report DIR` lists it
+        log = tmp_path / f"{d.name}.snakemake.log"
+        log.write_text(f"rule align:\n    output: {tmp_path}/never_{d.name}.sam\n    jobid: 1\n\n")
+        logs.append(log)
+    res = iolens("diff", a, b, "-q", "--snakemake-log", logs[0], "--snakemake-log", logs[1], "--json", "-")
+    assert res.returncode == 3 and "not profiled" in res.stderr, res.stderr
+    assert iolens("report", a, "-q", "--snakemake-log", logs[0]).returncode == 3
+    res = iolens("diff", a, b, "--snakemake-log", logs[0])
+    assert res.returncode == 2 and "give it twice" in res.stderr
+    res = iolens("diff", a / "parts", b, "--snakemake-log", logs[0], "--snakemake-log", logs[1])
+    assert res.returncode != 0 and "Traceback" not in res.stderr
