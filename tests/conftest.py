@@ -81,6 +81,14 @@ def unavailable(why: str):
     pytest.skip(why)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _own_state_home(tmp_path_factory):
+    """The lab in use (`lab up --dir` remembers it under $XDG_STATE_HOME) is this test run's, not the user's."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state-home")))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _no_inherited_profiler(monkeypatch):
     if os.environ.get("PYTHONPATH"):

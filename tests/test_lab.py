@@ -56,7 +56,9 @@ def test_catalogue_names_fit_every_place_a_name_is_written():
 
 def test_resolve_target_without_a_lab(tmp_path):
     assert lab.resolve_target("/scratch/x") == Path("/scratch/x")
-    with pytest.raises(TargetError, match=r"lab:ext4: no lab is up in .*; run `iolens lab up --only ext4`"):
+    with pytest.raises(TargetError, match=r"lab:ext4: no lab is up: looked in .*nolab \(--dir\); for a lab "
+                                          r"brought up with `--dir X`, set IOLENS_LAB_DIR=X .*; or run "
+                                          r"`iolens lab up --only ext4`"):
         lab.resolve_target("lab:ext4", root=tmp_path / "nolab")
     with pytest.raises(UsageError, match="lab:nope is not a lab target"):
         lab.resolve_target("lab:nope", root=tmp_path)
@@ -141,6 +143,40 @@ def test_missing_component_says_what_and_others_still_come_up(tmp_path):
         res = iolens("lab", "down", "--dir", d, env=env)
     assert res.returncode == 0, res.stderr
     assert not d.exists()
+
+
+def test_a_lab_up_with_dir_is_the_lab_in_use_until_down(tmp_path, monkeypatch):
+    """`lab up --dir X` is remembered: `bench lab:NAME`, `lab status` and `lab down` find X without IOLENS_LAB_DIR;
+    once it is down, the error says where it looked and how to point at a lab elsewhere."""
+    if os.geteuid() != 0:
+        pytest.skip("lab:tmpfs mounts a tmpfs, which needs root")
+    monkeypatch.delenv("IOLENS_LAB_DIR", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    d = tmp_path / "elsewhere" / "lab"
+    try:
+        res = iolens("lab", "up", "--only", "tmpfs", "--dir", d, "--size", "16M")
+        assert res.returncode == 0, res.stderr
+        assert lab.resolve_target("lab:tmpfs") == d / "mnt" / "tmpfs"
+        assert json.loads(iolens("lab", "status", "--json").stdout)["dir"] == str(d)
+        res = iolens("bench", "lab:tmpfs", "--size", "4M", "--files", "6", "--runtime", "0.1", "-q", "--no-store",
+                     "--json", "-")
+        assert res.returncode == 0, res.stderr
+        assert str(d / "mnt" / "tmpfs") in res.stdout, res.stdout[:600]
+        monkeypatch.setenv("IOLENS_LAB_DIR", str(tmp_path / "other"))  # the variable still wins
+        assert "looked in " + str(tmp_path / "other") + " (IOLENS_LAB_DIR)" in iolens("bench", "lab:tmpfs").stderr
+        monkeypatch.delenv("IOLENS_LAB_DIR")
+    finally:
+        res = iolens("lab", "down")  # no --dir: the lab in use
+        if d.exists():  # not found: take it down where it is, then fail below
+            iolens("lab", "down", "--dir", d)
+    assert res.returncode == 0 and f"lab in {d} is down" in res.stdout, res.stdout + res.stderr
+    assert not d.exists() and not (tmp_path / "state" / "iolens" / "lab-in-use").exists()
+    res = iolens("bench", "lab:tmpfs")
+    err = res.stderr.strip()
+    assert res.returncode == 5 and len(err.splitlines()) == 1, err
+    default = tmp_path / "state" / "iolens" / "lab"
+    assert f"looked in {default} (the default lab directory)" in err and "set IOLENS_LAB_DIR=X" in err, err
+    assert "No lab: looked in" in iolens("lab", "status").stdout.replace("no lab", "No lab")
 
 
 @pytest.fixture
@@ -267,3 +303,56 @@ def test_a_target_whose_start_died_half_way_is_stopped_by_down(toy_kind, tmp_pat
         up(root, parse_only("toy"), Settings(), lambda m: None)
     assert st.load(root)["targets"]["toy"]["status"] == "starting"
     assert down(root, lambda m: None) == [] and toy_kind[-1] == "stop" and not root.exists()
+
+
+def test_install_steps_say_how_far_they_got(tmp_path, monkeypatch):
+    """A long install step prints a line every HEARTBEAT_S seconds with what it counted, silent phases included;
+    a failing one names its log. The step here is a script that writes what `go install -v` writes."""
+    from iolens.errors import IolensError
+    from iolens.lab import tools
+
+    step = tmp_path / "go"
+    step.write_text("#!/bin/sh\necho 'go: downloading example.org/a v1.0.0'\n"
+                    "echo 'go: downloading example.org/b v1.0.0'\nsleep 0.5\n"
+                    "echo example.org/a\nsleep 0.5\nexit ${FAIL:-0}\n")
+    step.chmod(0o755)
+    monkeypatch.setattr(tools, "HEARTBEAT_S", 0.2)
+    said: list[str] = []
+    tools._run([str(step)], tmp_path / "install.log", None, said.append, "[2/3]")
+    assert said and all(line.startswith("  [2/3] ") and line.endswith("s so far") for line in said), said
+    assert "2 modules downloaded" in said[-1] and "1 packages compiled" in said[-1], said
+    assert "example.org/a" in (tmp_path / "install.log").read_text()
+    with pytest.raises(IolensError, match=r"failed \(exit 3\): .*full log in .*install.log"):
+        tools._run([str(step)], tmp_path / "install.log", dict(os.environ, FAIL="3"))
+
+
+def test_install_announces_its_steps_and_is_silent_when_done(tmp_path, monkeypatch):
+    from iolens.lab import tools
+
+    monkeypatch.setenv("IOLENS_LAB_CACHE", str(tmp_path / "cache"))
+    go_tools = [t for t in tools.TOOLS.values() if t.go]
+    assert [s.split(" (")[0] for s in tools.plan(apt=False)] == [f"build {t.name}" for t in go_tools]
+    bin_dir = tmp_path / "cache" / "bin"
+    bin_dir.mkdir(parents=True)
+    for t in go_tools:  # as a finished build leaves them
+        (bin_dir / t.name).write_text("")
+        (bin_dir / f".{t.name}.version").write_text(f"{t.go}\n")
+    said: list[str] = []
+    assert tools.plan(apt=False) == [] and tools.install(apt=False, say=said.append) == [] and said == []
+    (bin_dir / f".{go_tools[0].name}.version").write_text("an older version\n")
+    real_which = tools.shutil.which
+    monkeypatch.setattr(tools.shutil, "which", lambda name, **kw: None if name == "go" else real_which(name, **kw))
+    problems = tools.install(apt=False, say=said.append)  # a machine without Go
+    assert said[0].startswith("lab install: 1 steps, about 5 minutes") and "log in" in said[0], said
+    assert said[1].startswith(f"lab install: [1/1] build {go_tools[0].name} from its Go module"), said
+    assert problems == [f"cannot build {go_tools[0].name}: Go is not installed (`apt-get install golang-go`, "
+                        "Go >= 1.22)"]
+
+
+def test_install_dry_run_names_the_targets_waiting_and_installs_nothing(tmp_path):
+    env = dict(os.environ, IOLENS_LAB_CACHE=str(tmp_path / "cache"))
+    res = iolens("lab", "install", "--dry-run", "--no-apt", env=env)
+    assert res.returncode == 0, res.stderr
+    assert "lab:s3, lab:s3-rclone, lab:s3-remote need versitygw, not installed" in res.stdout, res.stdout
+    assert "would take 2 steps (about 5 minutes, once): build versitygw" in res.stdout, res.stdout
+    assert not (tmp_path / "cache" / "bin").exists() or not list((tmp_path / "cache" / "bin").iterdir())

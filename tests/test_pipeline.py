@@ -277,3 +277,104 @@ def test_tiny_rules_are_never_storage_bound_and_advice_names_the_task_reports():
     line = next(r for r in rep["rules"] if r["rule"] == "align")["advice_line"]
     assert "see the task reports" not in line
     assert "`iolens report DIR/parts/4-1.part` or `iolens report DIR/parts/3-1.part`" in line
+
+
+def test_slurm_job_names_the_engines_give_name_the_rule(tmp_path):
+    """sbatch names a job after its script: Snakemake's `snakejob.RULE.JOBID.sh`; Nextflow names its jobs
+    `nf-NAME_(TAG)`. Either gives the rule; any other job name is the rule itself."""
+    cap = tmp_path / "cap"
+    pro = prolog(tmp_path, cap)
+    for i, job in enumerate(("snakejob.sort.7.sh", "snakejob.sort.8.sh", "nf-ALIGN_(sample_1)", "my-step")):
+        env = dict(os.environ, SLURM_JOB_ID=str(40 + i), SLURM_JOB_NAME=job)
+        assert run_task(pro, f"seq 1 {10 + i} > o{i}.txt", env, tmp_path).wait() == 0
+    rep, rc = pipeline_json(cap)
+    assert rc == 0
+    assert sorted((r["rule"], r["tasks"]) for r in rep["rules"]) == [("ALIGN", 1), ("my-step", 1), ("sort", 2)]
+
+
+NXF_COMMAND_RUN = """#!/bin/bash
+### ---
+### name: 'ALIGN (sample_{n})'
+### container: null
+### ...
+set -e
+nxf_main() {{
+    /bin/bash .command.sh > .command.out 2> .command.err || echo $? > .exitcode
+    [ -e .exitcode ] || echo 0 > .exitcode
+}}
+nxf_main
+"""
+
+
+def test_nextflow_work_directories_name_the_process_and_give_the_exit_status(tmp_path):
+    """Work directories laid out as Nextflow writes them (`work/ab/cdef.../.command.run`, `.command.sh`, and
+    `.exitcode` once the script ends), the task run as its executor runs it (`bash .command.run`) with only the
+    interposer's variables: process name from `.command.run`, exit status from `.exitcode`."""
+    cap = tmp_path / "cap"
+    (cap / "parts").mkdir(parents=True)
+    env = dict(os.environ, LD_PRELOAD=preload_lib(), IOLENS_DIR=str(cap / "parts"))
+    for k in [k for k in env if k.startswith("NXF_")]:
+        del env[k]
+    hashes = []
+    for n, status in ((1, 0), (2, 3)):
+        wd = tmp_path / "work" / f"{n}f" / f"{n}a2b3c4d5e6f708192a3b4c5d6e7f80"
+        wd.mkdir(parents=True)
+        (wd / ".command.sh").write_text(f"#!/bin/bash -ue\nseq 1 {n * 1000} > aln.sam\nexit {status}\n")
+        (wd / ".command.run").write_text(NXF_COMMAND_RUN.format(n=n))
+        subprocess.run(["bash", ".command.run"], cwd=wd, env=env, check=False)
+        assert (wd / ".exitcode").read_text().strip() == str(status)
+        hashes.append(f"{n}f/{n}a2b3c")
+    rep, rc = pipeline_json(cap)
+    assert [r["rule"] for r in rep["rules"]] == ["ALIGN"] and rep["rules"][0]["tasks"] == 2
+    by_hash = {t["names"]["nextflow"]["hash"]: t for t in rep["tasks"]}
+    assert sorted(by_hash) == hashes
+    assert [by_hash[h]["exit_status"] for h in hashes] == [0, 3]
+    assert [by_hash[h]["names"]["nextflow"]["tag"] for h in hashes] == ["sample_1", "sample_2"]
+
+
+def _two_runs(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d, n in ((a, 1), (b, 3)):
+        _loose(tmp_path, d, f"exec dd if=/dev/zero of=x.bin bs=1M count={n} status=none")
+        _loose(tmp_path, d, "exec head -c 1000 /dev/zero > small.bin")
+    return a, b
+
+
+def test_diff_dirs_takes_report_dirs_options(tmp_path):
+    """`diff DIR DIR` takes `report DIR`'s options: --set, --thresholds, --top, -q, --force and the exports."""
+    a, b = _two_runs(tmp_path)
+    full = iolens("diff", a, b, check=True).stdout
+    assert "\ndd " in full and "\nhead " in full
+    top1 = iolens("diff", a, b, "--top", "1", check=True).stdout  # the rule with most time in either run
+    assert len(top1.splitlines()) == 3 and ("\ndd " in top1) != ("\nhead " in top1), top1
+    assert iolens("diff", a, b, "-q", check=True).stdout == ""
+    out = tmp_path / "d.json"
+    assert iolens("diff", a, b, "-q", "--json", out, check=True).stdout == "" and out.exists()
+    res = iolens("diff", a, b, "-q", "--json", out)
+    assert res.returncode == 2 and "--force" in res.stderr
+    iolens("diff", a, b, "-q", "--json", out, "--force", check=True)
+    d = json.loads(out.read_text())
+    assert d["tag"] == "iolens-pipeline-diff"
+    thresholds = iolens("diff", "--thresholds", check=True).stdout
+    assert thresholds == iolens("report", "--thresholds", check=True).stdout and "small_bytes" in thresholds
+    name = thresholds.split()[0]
+    res = iolens("diff", a, b, "-q", "--set", f"{name}=-1")
+    bad = iolens("report", a, "-q", "--set", f"{name}=-1")
+    assert (res.returncode, res.stderr.replace("diff", "X")) == (bad.returncode, bad.stderr.replace("report", "X"))
+    assert iolens("diff", a, b, "-q", "--set", "no_such_threshold=1").returncode == 2
+
+
+def test_diff_dirs_takes_a_snakemake_log_for_each_run(tmp_path):
+    a, b = _two_runs(tmp_path)
+    logs = []
+    for d in (a, b):  # a job the log lists but no task ran: listed as not profiled, as `report DIR` lists it
+        log = tmp_path / f"{d.name}.snakemake.log"
+        log.write_text(f"rule align:\n    output: {tmp_path}/never_{d.name}.sam\n    jobid: 1\n\n")
+        logs.append(log)
+    res = iolens("diff", a, b, "-q", "--snakemake-log", logs[0], "--snakemake-log", logs[1], "--json", "-")
+    assert res.returncode == 3 and "not profiled" in res.stderr, res.stderr
+    assert iolens("report", a, "-q", "--snakemake-log", logs[0]).returncode == 3
+    res = iolens("diff", a, b, "--snakemake-log", logs[0])
+    assert res.returncode == 2 and "give it twice" in res.stderr
+    res = iolens("diff", a / "parts", b, "--snakemake-log", logs[0], "--snakemake-log", logs[1])
+    assert res.returncode != 0 and "Traceback" not in res.stderr

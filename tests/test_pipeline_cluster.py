@@ -134,6 +134,25 @@ def test_snakemake_local(tmp_path):
     assert_rules_equal_sums(rep, independent_sums(cap, log))
 
 
+def test_snakemake_local_without_its_log_names_rules_from_its_metadata(tmp_path):
+    """Snakemake's log removed (and not given): each job's rule comes from the record Snakemake keeps of its
+    outputs in `.snakemake/metadata`, not from the program the job ran."""
+    import shutil
+
+    cap = tmp_path / "cap"
+    log = _snakemake(tmp_path, cap, dict(os.environ))
+    shutil.rmtree(log.parent)
+    assert list((tmp_path / ".snakemake" / "metadata").iterdir())
+    rep, rc = pipeline_json(cap)
+    assert rc == 0, rep["not_profiled"]
+    rules = {r["rule"]: r["tasks"] for r in rep["rules"]}
+    assert {k: rules.get(k) for k in ("synth", "map", "sort", "index")} == dict.fromkeys(
+        ("synth", "map", "sort", "index"), 3), rules
+    assert "samtools" not in rules and "minimap2" not in rules, rules
+    sort = [t for t in rep["tasks"] if t["rule"] == "sort"]
+    assert sorted(t["names"]["snakemake"]["output"] for t in sort) == ["a.bam", "b.bam", "c.bam"]
+
+
 def test_snakemake_through_slurm(slurm, tmp_path):
     cap = tmp_path / "cap"
     # as `iolens wrap snakemake` says: the submit command carries the variables (a profiled snakemake

@@ -19,6 +19,9 @@ read -r -a iolens <<<"${IOLENS:-iolens}"
 cases=${CASES:-case1 case2 case3 case4 case5}
 targets=tmpfs,ext4,xfs,btrfs,btrfs-lzo,btrfs-zstd,btrfs-zlib,s3,s3-rclone,s3-remote,netfs,magnetic,gp2,gp3,io2-100,io2-500,st1,st1:125G,nvme
 export IOLENS_LAB_DIR=$work/lab
+# up front: what the S3 targets (case 1, case 3) need that is not installed yet, and how long installing takes
+echo "run_all: the S3 targets need an S3 server and toxiproxy built with Go by \`iolens lab install\`:"
+"${iolens[@]}" lab install --dry-run | sed 's/^/  /' || true
 trap '"${iolens[@]}" lab down -q || true' EXIT
 "${iolens[@]}" lab up --only "$targets" --size "${LAB_SIZE:-512M}" --disk-size "${LAB_DISK_SIZE:-512M}" -q
 failed=()

@@ -82,7 +82,11 @@ def json_safe(text: str) -> str:
     """JSON text from `json.dumps(..., ensure_ascii=False)` with lone surrogates escaped (`\\udcff`).
 
     JSON syntax is ASCII, so a surrogate can only be inside a string, where `\\uXXXX` means the same code point."""
-    return _SURROGATE.sub(_escape_surrogate, text)
+    try:
+        text.encode("utf-8")  # fast (C) check: text without a surrogate is returned as it is
+        return text
+    except UnicodeEncodeError:
+        return _SURROGATE.sub(_escape_surrogate, text)
 
 
 def utf8(s: str) -> bytes:

@@ -51,8 +51,10 @@ def exit_if_partial(*runs: tuple[str, dict[str, Any]]) -> None:
         sys.exit(status)
 
 
-def diff_dirs(a: str, b: str, *, outputs: dict[str, str | None], overrides: list[str], force: bool) -> None:
-    """`iolens diff DIR1 DIR2`: two pipeline runs rule by rule; exit 3 as `report DIR` does."""
+def diff_dirs(a: str, b: str, *, outputs: dict[str, str | None], overrides: list[str], force: bool, top: int = 15,
+              quiet: bool = False, snakemake_logs: tuple[str | None, str | None] = (None, None)) -> None:
+    """`iolens diff DIR1 DIR2`: two pipeline runs rule by rule, with `report DIR`'s options (a Snakemake log per
+    run; --top: the rules with most time in either run); exit 3 as `report DIR` does."""
     from iolens.analysis.thresholds import with_overrides
     from iolens.pipeline.merge import build_pipeline
     from iolens.render import exports
@@ -61,8 +63,18 @@ def diff_dirs(a: str, b: str, *, outputs: dict[str, str | None], overrides: list
 
     check_outputs(exports.check("pipeline-diff", outputs), force=force, inputs=_files_in(a) + _files_in(b))
     th = with_overrides(overrides)
-    ra, rb = build_pipeline(a, th), build_pipeline(b, th)
+    ra, rb = (build_pipeline(d, th, snakemake_log=log) for d, log in zip((a, b), snakemake_logs))
     exports.write("pipeline-diff", outputs, (ra, rb, a, b), force=force)
-    if not exports.to_stdout(outputs):
-        click.echo(render_diff(ra, rb, width()), nl=False)
+    if not quiet and not exports.to_stdout(outputs):
+        click.echo(render_diff(*_top_rules(ra, rb, top), width()), nl=False)
     exit_if_partial((a, ra), (b, rb))
+
+
+def _top_rules(ra: dict[str, Any], rb: dict[str, Any], top: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Both runs with only the `top` rules that took most time in either."""
+    most: dict[str, float] = {}
+    for r in ra["rules"] + rb["rules"]:
+        most[r["rule"]] = max(most.get(r["rule"], 0.0), r.get("time_s") or 0.0)
+    keep = set(sorted(most, key=lambda n: -most[n])[:top])
+    return (dict(ra, rules=[r for r in ra["rules"] if r["rule"] in keep]),
+            dict(rb, rules=[r for r in rb["rules"] if r["rule"] in keep]))

@@ -16,7 +16,8 @@ from iolens.errors import IolensError, TargetError, UsageError
 from iolens.units import human_bytes
 
 DIR_OPTION = click.option("--dir", "lab_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-                          help="The lab directory [default: IOLENS_LAB_DIR, else ~/.local/state/iolens/lab].")
+                          help="The lab directory [default: IOLENS_LAB_DIR, else the lab `lab up --dir` brought up "
+                               "last, else ~/.local/state/iolens/lab].")
 
 
 def _size(text: str) -> int:
@@ -72,6 +73,8 @@ def up(only: str | None, lab_dir: Path | None, size: str, disk_size: str | None,
     root = st.lab_dir(lab_dir)
     say = _say(quiet)
     state = bring_up(root, targets, settings, lambda msg: click.echo(msg) if msg.startswith("FAILED") else say(msg))
+    if lab_dir is not None and not os.environ.get("IOLENS_LAB_DIR"):
+        st.remember(root)  # `bench lab:NAME` finds it without IOLENS_LAB_DIR, until `lab down`
     failed = [t.name for t in targets if state["targets"].get(t.name, {}).get("status") != "up"]
     if failed:
         raise TargetError(f"{len(failed)} of {len(targets)} targets did not come up ({', '.join(failed)}); "
@@ -87,12 +90,13 @@ def status(lab_dir: Path | None, as_json: bool) -> None:
     from iolens.lab import state as st
     from iolens.lab.status import collect
 
-    report = collect(st.lab_dir(lab_dir))
+    root, source = st.where(lab_dir)
+    report = collect(root)
     if as_json:
         click.echo(json.dumps(report, indent=1))
         return
     if not report["lab_up"]:
-        click.echo(f"no lab in {report['dir']}; start one with `iolens lab up`")
+        click.echo(f"no lab: {st.not_found_hint(root, source)}; or start one with `iolens lab up`")
         return
     from iolens.render.terminal import fold, width
 
@@ -147,7 +151,10 @@ def down(lab_dir: Path | None, quiet: bool) -> None:
     from iolens.lab import state as st
     from iolens.lab.down import down as take_down
 
-    problems = take_down(st.lab_dir(lab_dir), _say(quiet))
+    root = st.lab_dir(lab_dir)
+    problems = take_down(root, _say(quiet))
+    if not problems:
+        st.forget(root)
     if problems:
         raise IolensError(f"the lab is not fully down: {'; '.join(problems)}; run `iolens lab down` again "
                           "after stopping what uses it")
@@ -156,16 +163,39 @@ def down(lab_dir: Path | None, quiet: bool) -> None:
 @lab.command()
 @click.option("--no-apt", is_flag=True, help="Skip the Debian packages.")
 @click.option("--no-go", is_flag=True, help="Skip the Go builds (versitygw, toxiproxy).")
+@click.option("--dry-run", is_flag=True, help="Say what is missing, which targets need it and how long installing "
+              "takes; install nothing.")
 @click.option("-q", "--quiet", is_flag=True)
-def install(no_apt: bool, no_go: bool, quiet: bool) -> None:
-    """Install the lab's tools: Debian packages (as root) and Go builds into a cache directory, once."""
+def install(no_apt: bool, no_go: bool, dry_run: bool, quiet: bool) -> None:
+    """Install the lab's tools: Debian packages (as root) and Go builds into a cache directory, once, saying each
+    step and how far the long ones got."""
     from iolens.lab import tools
 
+    if dry_run:
+        _say_what_install_would_do(tools.plan(apt=not no_apt, go=not no_go))
+        return
     problems = tools.install(apt=not no_apt, go=not no_go, say=_say(quiet))
     if problems:
         raise IolensError("; ".join(problems))
     if not quiet:
         click.echo(f"lab tools are installed (Go builds in {tools.cache_dir() / 'bin'})")
+
+
+def _say_what_install_would_do(steps: list[str]) -> None:
+    from iolens.lab import tools
+    from iolens.lab.catalog import TARGETS
+    from iolens.lab.kinds import kind_of
+
+    if not steps:
+        click.echo("lab install: every lab tool is installed")
+        return
+    for name in tools.missing(tools.TOOLS):
+        users = [t.name for t in TARGETS.values() if name in kind_of(t.kind).needs
+                 or (t.remote and name == "toxiproxy-server")]
+        if users:
+            click.echo(f"lab install: lab:{', lab:'.join(users)} need {name}, not installed")
+    click.echo(f"lab install: `iolens lab install` would take {len(steps)} steps (about {tools.INSTALL_MINUTES} "
+               f"minutes, once): {'; '.join(steps)}")
 
 
 @lab.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})

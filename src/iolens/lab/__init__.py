@@ -8,8 +8,8 @@
     is_s3("s3-rclone")          -> True: an S3 bucket behind the mount (s3_endpoint works)
     join_cgroup("throttle", pid) -> put a process under the legacy target's blkio throttle
 
-Every function takes an optional `root` (the lab directory; default: IOLENS_LAB_DIR, else
-$XDG_STATE_HOME/iolens/lab). See docs/lab.md.
+Every function takes an optional `root` (the lab directory; default: IOLENS_LAB_DIR, else the lab `lab up --dir`
+brought up last, else $XDG_STATE_HOME/iolens/lab: `state.where`). See docs/lab.md.
 """
 
 from __future__ import annotations
@@ -103,12 +103,15 @@ def resolve_target(spec: str, root: str | os.PathLike | None = None) -> Path:
     if parts is None:
         return Path(spec)
     target = lookup(parts[0])
-    r, state = _load(root)
+    r, source = _state.where(root)
+    state = _state.load(r)
     if state is None:
-        raise TargetError(f"{spec}: no lab is up in {r}; run `iolens lab up --only {target.name}` (as root)")
+        raise TargetError(f"{spec}: no lab is up: {_state.not_found_hint(r, source)}; or run "
+                          f"`iolens lab up --only {target.name}` (as root)")
     rec = state["targets"].get(target.name)
     if rec is None:
-        raise TargetError(f"{spec} is not part of the lab in {r}; run `iolens lab up --only {target.name}`")
+        raise TargetError(f"{spec} is not part of the lab in {r} ({source}); run `iolens lab up --only "
+                          f"{target.name}`, or set IOLENS_LAB_DIR to a lab that has it")
     if rec.get("status") != "up":
         hint = f" ({rec['hint']})" if rec.get("hint") else ""
         raise TargetError(f"{spec} did not come up: {rec.get('error')}{hint}")
@@ -141,10 +144,12 @@ def s3_endpoint(name: str = "s3", root: str | os.PathLike | None = None) -> dict
     target = lookup(name)
     if not is_s3(target.name):
         raise TargetError(f"lab:{target.name} is not an S3 target; use lab:s3, lab:s3-rclone or lab:s3-remote")
-    r, state = _load(root)
+    r, source = _state.where(root)
+    state = _state.load(r)
     rec = (state or {}).get("s3", {}).get(target.name)
     if state is None or rec is None or state["targets"].get(target.name, {}).get("status") != "up":
-        raise TargetError(f"lab:{target.name} is not up in {r}; run `iolens lab up --only {target.name}`")
+        raise TargetError(f"lab:{target.name} is not up: {_state.not_found_hint(r, source)}; or run "
+                          f"`iolens lab up --only {target.name}`")
     return {
         "endpoint_url": rec["endpoint_url"],
         "bucket": rec["bucket"],

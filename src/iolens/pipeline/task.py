@@ -12,7 +12,7 @@ import os
 import socket
 from typing import TYPE_CHECKING, Any
 
-from iolens.pipeline.naming import rule_of
+from iolens.pipeline.naming import has_rule, left_behind_names, nextflow_exit, rule_of
 from iolens.pipeline.scan import Task
 
 if TYPE_CHECKING:
@@ -128,7 +128,14 @@ def summarize_task(task: Task, thresholds: dict[str, float] | None = None,
         job = next((outputs[f.path] for f in rep.files if f.bytes_written and f.path in outputs), None)
         names = dict(names, snakemake=job) if job is not None else dict(names, engine="snakemake")
         base["names"] = names
+    elif not has_rule(names):  # no log and no names: what the engine left on disk
+        found = left_behind_names(root.cwd, [f.path for f in rep.files if f.bytes_written and f.kind == "file"])
+        if found:
+            names = {**names, **found}
+            base["names"] = names
     status = cap.meta.get("exit_status")
+    if status is None and "nextflow" in names:  # a loose task's capture has none; Nextflow wrote `.exitcode`
+        status = names["nextflow"].get("exitcode", nextflow_exit(root.cwd))
     unfinished = any(not p.finalized for p in procs)  # killed (SIGKILL) or still running: counted until then
     start_real = cap.meta.get("start_real_ns") or first.start_real
     files = [(f.path, f.mount, f.fstype, f.bytes_read, f.bytes_written, f.time_s, f.temporary)

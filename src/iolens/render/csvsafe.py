@@ -26,6 +26,7 @@ def csv_bytes(header: list[str], rows: Iterable[Iterable[Any]]) -> bytes:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
     w.writerow([_cell(h) for h in header])
-    for row in rows:
-        w.writerow([_cell(v) for v in row])
+    for row in rows:  # most cells are numbers and printable names: those are written as they are
+        w.writerow(["" if v is None else v if v.__class__ is not str or v.isprintable() else csv_text(v)
+                    for v in row])
     return utf8(buf.getvalue())

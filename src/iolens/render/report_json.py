@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, fields, is_dataclass
+from operator import attrgetter
 from typing import Any
 
 from iolens.analysis.model import Report
@@ -33,17 +34,31 @@ def _clean(v: Any) -> Any:
     return v
 
 
-_FIELDS: dict[type, tuple[str, ...]] = {}
+_FIELDS: dict[type, tuple[Any, tuple[str, ...], tuple[str, ...]]] = {}
+_EXACT = ("str", "int", "bool", "list[int]", "list[str]")  # field types whose values JSON writes as they are
+
+
+def _plan(t: type) -> tuple[Any, tuple[str, ...], tuple[str, ...]]:
+    """A dataclass's fields, fetched at once, and those that may hold a float to round (read once per type)."""
+    if not is_dataclass(t):
+        raise TypeError(f"cannot write {t.__name__} as JSON")
+    fs = fields(t)
+    names = tuple(f.name for f in fs)
+    rounded = tuple(f.name for f in fs if str(f.type).replace(" | None", "") not in _EXACT)
+    get = attrgetter(*names) if len(names) > 1 else (lambda o: (getattr(o, names[0]),))
+    return get, names, rounded
 
 
 def _plain(o: Any) -> Any:
     """json.dumps default: a dataclass as a dict of its fields, rounded like _clean."""
-    names = _FIELDS.get(type(o))
-    if names is None:
-        if not is_dataclass(o):
-            raise TypeError(f"cannot write {type(o).__name__} as JSON")
-        names = _FIELDS[type(o)] = tuple(f.name for f in fields(o))
-    return {k: _round(getattr(o, k)) for k in names}
+    plan = _FIELDS.get(type(o))
+    if plan is None:
+        plan = _FIELDS[type(o)] = _plan(type(o))
+    get, names, rounded = plan
+    d = dict(zip(names, get(o)))
+    for k in rounded:
+        d[k] = _round(d[k])
+    return d
 
 
 def _round(v: Any) -> Any:
@@ -65,6 +80,10 @@ def render_json(report: Report, *, indent: int | None = 1) -> bytes:
         head = {"tag": TAG, "schema_version": SCHEMA_VERSION}
         text = json.dumps({**head, **{f.name: getattr(report, f.name) for f in fields(report)}}, default=_plain,
                           ensure_ascii=False, allow_nan=False)
-        return (json_safe(text) + "\n").encode()
-    text = json.dumps(report_dict(report), indent=indent, ensure_ascii=False, allow_nan=False)
-    return (json_safe(text) + "\n").encode()
+    else:
+        text = json.dumps(report_dict(report), indent=indent, ensure_ascii=False, allow_nan=False)
+    text += "\n"  # in place: the text of a large report is held once, then its bytes once
+    try:
+        return text.encode()
+    except UnicodeEncodeError:  # a name's byte that is not UTF-8: escaped, as JSON allows
+        return json_safe(text).encode()
