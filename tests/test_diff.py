@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -56,9 +57,15 @@ def test_cli_diff_text_and_json(tmp_path):
     res = iolens("diff", a, b)
     assert res.returncode == 0, res.stderr
     assert "streaming reads" in res.stdout and "in.sam" in res.stdout and "-16.00 s" in res.stdout
+    text = " ".join(res.stdout.split())
     res = iolens("diff", a, b, "--json", "-")
     d = json.loads(res.stdout)
-    assert d["tag"] == "iolens-diff" and d["schema_version"] == [1, 0]
+    assert d["tag"] == "iolens-diff" and d["schema_version"] == [1, 1]
+    # a rule that fired on one side only is said in words, its id only beside them
+    assert d["advice_fixed"] + d["advice_new"]
+    for rule in d["advice_fixed"] + d["advice_new"]:
+        assert f"{' '.join(d['advice_titles'][rule].split())} (rule {rule})" in text
+    assert not re.search(r"\(new\): \w+_\w+", text)
     assert {c["name"]: c["delta"] for c in d["categories"]}["streaming_read"] == pytest.approx(-16.0)
 
 

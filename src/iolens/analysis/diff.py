@@ -52,6 +52,7 @@ class Diff:
     advice_fixed: list[str] = field(default_factory=list)
     advice_new: list[str] = field(default_factory=list)
     advice_both: list[str] = field(default_factory=list)
+    advice_titles: dict[str, str] = field(default_factory=dict)  # each rule above: what it found (B's words first)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -127,7 +128,8 @@ def diff_reports(ra: Report, rb: Report) -> Diff:
     return Diff(a=info(ra), b=info(rb), same_command=ra.capture["command"] == rb.capture["command"],
                 totals=totals, categories=cats, mounts_a=mounts(ra), mounts_b=mounts(rb), files=files,
                 advice_fixed=sorted(rules_a - rules_b), advice_new=sorted(rules_b - rules_a),
-                advice_both=sorted(rules_a & rules_b))
+                advice_both=sorted(rules_a & rules_b),
+                advice_titles={x.rule: x.title for x in [*ra.advice, *rb.advice]})
 
 
 def _cwd(r: Report) -> str | None:

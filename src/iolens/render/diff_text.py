@@ -16,7 +16,7 @@ from iolens.render.terminal import Col, FitTable
 from iolens.units import human_bytes, human_seconds
 
 TAG = "iolens-diff"
-SCHEMA_VERSION = [1, 0]
+SCHEMA_VERSION = [1, 1]
 
 
 def _signed(v: float | None, fmt: Callable[[float], str]) -> str:
@@ -60,10 +60,11 @@ def render_diff_text(d: Diff, console: Console, *, top: int = 15) -> None:
                   _signed(f.delta_s, human_seconds), LABELS.get(most, "-") if most else "-",
                   shown_text(f"{f.mount_a or '(absent)'} -> {f.mount_b or '(absent)'}"))
     console.print(t)
-    if d.advice_fixed:
-        console.print(shown_text(f"  advice only for A (gone in B): {', '.join(d.advice_fixed)}"))
-    if d.advice_new:
-        console.print(shown_text(f"  advice only for B (new): {', '.join(d.advice_new)}"))
+    for head, rules in (("advice only for A (gone in B)", d.advice_fixed), ("advice only for B (new)", d.advice_new)):
+        if rules:
+            console.print(shown_text(f"  {head}:"))
+        for rule in rules:  # what the rule found, its id beside it for `iolens report` and the docs
+            console.print(shown_text(f"    {d.advice_titles.get(rule, rule)} (rule {rule})"))
 
 
 def render_diff_json(d: Diff) -> bytes:
