@@ -24,7 +24,7 @@ h1 { font-size: 1.35em; } h2 { font-size: 1.1em; margin-top: 1.6em; }
 code { background: #f3f3f3; padding: 0.1em 0.3em; border-radius: 3px; }
 table { border-collapse: collapse; font-size: 0.9em; }
 table.stats { width: 100%; }
-th, td { padding: 0.25em 0.5em; border-bottom: 1px solid #ddd; text-align: right; vertical-align: top; }
+th, td { padding: 0.25em 0.4em; border-bottom: 1px solid #ddd; text-align: right; vertical-align: top; }
 th { vertical-align: bottom; background: #f3f4f6; }
 th:first-child, td:first-child { text-align: left; overflow-wrap: anywhere; min-width: 12em; }
 th:nth-child(2), td:nth-child(2), th:nth-child(3), td:nth-child(3) { font-weight: 600; }

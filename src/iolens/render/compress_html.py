@@ -63,7 +63,9 @@ def scatter(inp: dict[str, Any], key: str) -> go.Figure:
     fig.add_trace(go.Scatter(x=[r[key] / MIB for r in front], y=[r["ratio"] for r in front], mode="lines",
                              name="Pareto front", line=dict(color="#222", dash="dot"), hoverinfo="skip"))
     fig.update_layout(xaxis_title="MiB/s of uncompressed data (log scale)", yaxis_title="ratio (original / compressed)")
-    fig.update_xaxes(type="log")
+    # powers of ten only: plotly's digit labels between them ("2", "5", "9") collide at a narrow width
+    fig.update_xaxes(type="log", dtick=1 if len(rows) > 1 and max(r[key] for r in rows) >= 10 * min(
+        r[key] for r in rows) else None)
     return fig
 
 
