@@ -57,6 +57,7 @@ def test_cli_diff_text_and_json(tmp_path):
     res = iolens("diff", a, b)
     assert res.returncode == 0, res.stderr
     assert "streaming reads" in res.stdout and "in.sam" in res.stdout and "-16.00 s" in res.stdout
+    text = " ".join(res.stdout.split())
     res = iolens("diff", a, b, "--json", "-")
     d = json.loads(res.stdout)
     assert d["tag"] == "iolens-diff" and d["schema_version"] == [1, 1]

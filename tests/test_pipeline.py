@@ -123,7 +123,9 @@ def test_report_dir_html_and_errors(tmp_path):
     _loose(tmp_path, cap, "exec dd if=/dev/zero of=x.bin bs=64k count=4 status=none")
     iolens("report", cap, "--html", tmp_path / "p.html", "-q", check=True)
     page = (tmp_path / "p.html").read_text()
-    assert "<svg" in page and "Tasks by host" in page
+    assert 'class="gantt"' in page and "Tasks by host" in page
+    # each task on the time axis named by its rule, with its exit status (the command's own, without a wrapper)
+    assert 'title="rule dd: ' in page and "exit status 0" in page and "time from the first task" in page
     empty = tmp_path / "empty"
     empty.mkdir()
     res = iolens("report", empty)
@@ -166,7 +168,7 @@ def test_pipeline_page_in_a_browser_sorts_its_rule_table(tmp_path):
         written.click()
         assert page.evaluate(col) == ["head", "dd", "seq"]
         assert page.evaluate("document.querySelectorAll('#tasks tbody tr').length") == 3
-        assert page.evaluate("document.querySelectorAll('svg rect').length") == 3
+        assert page.evaluate("document.querySelectorAll('.gantt .bar').length") == 3
 
 
 NEXTFLOW_WORKFLOW = """

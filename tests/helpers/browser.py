@@ -7,6 +7,7 @@
         assert page.console_warnings == []        # console.warn() calls (plotly's "Invalid color", ...)
         assert page.dialogs == []                 # alert()/confirm()/prompt() calls, which must never happen
         n = page.evaluate("document.querySelectorAll('.js-plotly-plot').length")
+        assert page.layout_problems() == []       # nothing clipped or overlapping (LAYOUT_JS)
 
 `load_page` uses Debian's Chromium (/usr/bin/chromium, or $IOLENS_CHROMIUM) through Playwright, with no
 network: any request that is not for the file itself is blocked and listed in `page.blocked`, so a
@@ -38,6 +39,82 @@ def chromium_path() -> str:
     pytest.skip("Chromium is not installed (Debian package chromium); dev/setup installs it as root")
 
 
+# What "nothing clipped or overlapping" means on a page, checked in the page itself:
+# - the page never scrolls sideways, and every element lies inside the window unless it is inside a box that
+#   scrolls (a wide table in its own scroll box);
+# - a box that hides its overflow shows all its text;
+# - in each chart: every title, tick label, legend, colour bar, point label and the toolbar lie inside the chart,
+#   and none of these pairs overlap: toolbar / legend, title, axis titles, colour bar; an axis title / its tick
+#   labels; the legend / ticks and axis titles; tick labels of one axis among themselves; point labels among
+#   themselves. The toolbar shows on hover only: its place is checked all the same.
+LAYOUT_JS = r"""() => {
+  const W = document.documentElement.clientWidth, out = [];
+  const desc = el => (el.id ? "#" + el.id : el.tagName.toLowerCase()
+                      + (typeof el.className === "string" && el.className ? "." + el.className.split(" ")[0] : ""))
+                     + ' "' + (el.textContent || "").trim().slice(0, 40) + '"';
+  if (document.documentElement.scrollWidth > W + 1)
+    out.push("the page scrolls sideways: " + document.documentElement.scrollWidth + " px in " + W);
+  const scrolls = el => { for (let p = el.parentElement; p; p = p.parentElement) {
+    if (/(auto|scroll)/.test(getComputedStyle(p).overflowX)) return true; } return false; };
+  for (const el of document.body.querySelectorAll("*")) {
+    if (el.closest("svg") || el.closest(".modebar-container")) continue;
+    const r = el.getBoundingClientRect();
+    if (!r.width || !r.height || getComputedStyle(el).visibility === "hidden") continue;
+    if ((r.right > W + 1 || r.left < -1) && !scrolls(el))
+      out.push("outside the window (" + Math.round(r.left) + ".." + Math.round(r.right) + "): " + desc(el));
+    const cs = getComputedStyle(el);
+    if (/(hidden|clip)/.test(cs.overflowX) && el.textContent.trim() && el.scrollWidth > el.clientWidth + 1
+        && el.children.length === 0)
+      out.push("text cut by its box: " + desc(el));
+  }
+  // an SVG text's own box, turned as the text is (tick labels are often drawn at an angle): its four corners on
+  // the screen; two such boxes overlap unless an edge of one separates them (the separating axis theorem)
+  const corners = e => {
+    if (!e.getBBox || !e.getScreenCTM) { const r = e.getBoundingClientRect();
+      return [[r.left, r.top], [r.right, r.top], [r.right, r.bottom], [r.left, r.bottom]]; }
+    const b = e.getBBox(), m = e.getScreenCTM();
+    return [[b.x, b.y], [b.x + b.width, b.y], [b.x + b.width, b.y + b.height], [b.x, b.y + b.height]]
+      .map(([x, y]) => [m.a * x + m.c * y + m.e, m.b * x + m.d * y + m.f]);
+  };
+  const apart = (p, q) => {
+    for (const poly of [p, q]) for (let i = 0; i < 4; i++) {
+      const [x1, y1] = poly[i], [x2, y2] = poly[(i + 1) % 4], nx = y1 - y2, ny = x2 - x1;
+      const len = Math.hypot(nx, ny) || 1;
+      const pr = pts => pts.map(([x, y]) => (x * nx + y * ny) / len);
+      const a = pr(p), b = pr(q);
+      if (Math.min(Math.max(...a), Math.max(...b)) - Math.max(Math.min(...a), Math.min(...b)) <= 1) return true;
+    }
+    return false;
+  };
+  const hit = (a, b) => !apart(a.c, b.c);
+  for (const gd of document.querySelectorAll(".js-plotly-plot")) {
+    const g = gd.getBoundingClientRect();
+    const boxes = sel => Array.from(gd.querySelectorAll(sel))
+      .filter(e => (e.textContent || "").trim() || !/text$/i.test(e.tagName))
+      .map(e => ({e: e, r: e.getBoundingClientRect(), c: corners(e)})).filter(b => b.r.width > 0 && b.r.height > 0);
+    const parts = {title: boxes(".g-gtitle text"), legend: boxes(".legend .bg"), modebar: boxes(".modebar"),
+                   xtitle: boxes(".g-xtitle text"), ytitle: boxes(".g-ytitle text"), y2title: boxes(".g-y2title text"),
+                   xticks: boxes(".xtick text"), yticks: boxes(".ytick text"), y2ticks: boxes(".y2tick text"),
+                   colorbar: boxes(".colorbar .cbbg"), labels: boxes(".textpoint text")};
+    for (const k in parts) for (const b of parts[k])
+      if (b.r.left < g.left - 1 || b.r.right > g.right + 1 || b.r.top < g.top - 1 || b.r.bottom > g.bottom + 1)
+        out.push(gd.id + ": " + k + ' "' + (b.e.textContent || "").trim() + '" cut by the chart\'s edge');
+    const pairs = [["modebar", "legend"], ["modebar", "title"], ["modebar", "ytitle"], ["modebar", "y2title"],
+                   ["modebar", "colorbar"], ["modebar", "yticks"], ["modebar", "y2ticks"],
+                   ["xtitle", "xticks"], ["ytitle", "yticks"], ["y2title", "y2ticks"], ["legend", "xticks"],
+                   ["legend", "xtitle"], ["legend", "yticks"], ["legend", "title"], ["colorbar", "xtitle"],
+                   ["colorbar", "xticks"], ["colorbar", "legend"], ["colorbar", "yticks"], ["labels", "labels"],
+                   ["xticks", "xticks"], ["yticks", "yticks"], ["y2ticks", "y2ticks"]];
+    for (const [p, q] of pairs) parts[p].forEach((a, i) => parts[q].forEach((b, j) => {
+      if ((p !== q || i < j) && hit(a, b))
+        out.push(gd.id + ": " + p + ' "' + (a.e.textContent || "").trim().slice(0, 30) + '" overlaps ' + q + ' "'
+                 + (b.e.textContent || "").trim().slice(0, 30) + '"');
+    }));
+  }
+  return out;
+}"""
+
+
 @dataclass
 class Page:
     """What a loaded page did, plus the live Playwright page for queries (evaluate, locator...)."""
@@ -50,6 +127,10 @@ class Page:
 
     def evaluate(self, expression: str, arg: Any = None) -> Any:
         return self.raw.evaluate(expression, arg)
+
+    def layout_problems(self) -> list[str]:
+        """Every element clipped or overlapping another (LAYOUT_JS); [] when the page is laid out cleanly."""
+        return self.raw.evaluate(LAYOUT_JS)
 
     def headers_outside(self, right: float) -> list[str]:
         """Every table header cell whose right edge is past `right` (CSS pixels, page not scrolled)."""
@@ -101,6 +182,8 @@ def load_page(html: str | Path, *, screenshot: str | Path | None = None, width: 
                                 "|| !document.querySelector('script[id]')")
             raw.wait_for_function(cond, timeout=timeout_ms)
             if screenshot is not None:
+                # the chart toolbar shows on hover only: shown in the screenshot, so its place can be seen
+                raw.add_style_tag(content=".modebar{opacity:1!important}")
                 raw.screenshot(path=str(screenshot), full_page=True)
             yield page
         finally:

@@ -136,6 +136,8 @@ def summarize_task(task: Task, thresholds: dict[str, float] | None = None,
     status = cap.meta.get("exit_status")
     if status is None and "nextflow" in names:  # a loose task's capture has none; Nextflow wrote `.exitcode`
         status = names["nextflow"].get("exitcode", nextflow_exit(root.cwd))
+    if status is None and root.finalized:  # a task given only the environment: its command's own exit
+        status = root.exit_status
     unfinished = any(not p.finalized for p in procs)  # killed (SIGKILL) or still running: counted until then
     start_real = cap.meta.get("start_real_ns") or first.start_real
     files = [(f.path, f.mount, f.fstype, f.bytes_read, f.bytes_written, f.time_s, f.temporary)

@@ -1,16 +1,19 @@
 """HTML export of a compare report: box plots with every run, the staged copy-in/run/copy-out bars,
-profiled phases, and the statistics table.  One self-contained file: plotly.js is inlined, nothing is
-fetched from the network when the page is opened.
+profiled phases, and the statistics table.  One self-contained file: the charts' library is inlined
+(render/plotting.py), nothing is fetched from the network when the page is opened.
 """
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 import plotly.graph_objects as go
 
 from iolens.render.compare_text import decided, runs_phrase
 from iolens.render.htmlsafe import esc
+from iolens.render.plotting import CSS as CHART_CSS
+from iolens.render.plotting import elided, category_axis, chart, label, labels, script_tag, time_unit
 from iolens.units import human_bytes, human_seconds
 
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
@@ -21,7 +24,7 @@ h1 { font-size: 1.35em; } h2 { font-size: 1.1em; margin-top: 1.6em; }
 code { background: #f3f3f3; padding: 0.1em 0.3em; border-radius: 3px; }
 table { border-collapse: collapse; font-size: 0.9em; }
 table.stats { width: 100%; }
-th, td { padding: 0.25em 0.5em; border-bottom: 1px solid #ddd; text-align: right; vertical-align: top; }
+th, td { padding: 0.25em 0.4em; border-bottom: 1px solid #ddd; text-align: right; vertical-align: top; }
 th { vertical-align: bottom; background: #f3f4f6; }
 th:first-child, td:first-child { text-align: left; overflow-wrap: anywhere; min-width: 12em; }
 th:nth-child(2), td:nth-child(2), th:nth-child(3), td:nth-child(3) { font-weight: 600; }
@@ -30,30 +33,52 @@ th:nth-child(2), td:nth-child(2), th:nth-child(3), td:nth-child(3) { font-weight
 """
 
 
+def _quartiles(v: list[float]) -> tuple[float, float, float]:
+    if len(v) < 2:
+        return v[0], v[0], v[0]
+    q1, med, q3 = statistics.quantiles(v, n=4, method="inclusive")
+    return q1, med, q3
+
+
 def box_figure(rep: dict[str, Any]) -> go.Figure:
+    """Every run as a dot over its configuration's box (quartiles), median line and whiskers (fastest to slowest
+    run), drawn with bars and markers."""
     fig = go.Figure()
+    names = [r["name"] for r in rep["results"]]
+    div, unit = time_unit([x["wall_s"] for r in rep["results"] for x in r["run_records"]])
     for i, r in enumerate(rep["results"]):
         color = PALETTE[i % len(PALETTE)]
         runs = [x for x in r["run_records"] if not x["warmup"]]
         ok = [x for x in runs if x["ok"]]
-        fig.add_trace(go.Box(
-            y=[x["wall_s"] for x in ok], name=r["name"], boxpoints="all", jitter=0.35, pointpos=0,
-            marker=dict(color=color, size=7, opacity=0.75, line=dict(width=1, color="white")),
-            line=dict(color=color), fillcolor="rgba(0,0,0,0)", boxmean=True,
-            hovertext=[f"run {x['seq']}, round {x['round']}, exit {x['exit_status']}" for x in ok],
-            hoverinfo="y+text", showlegend=False,
-        ))
+        walls = sorted(x["wall_s"] for x in ok)
+        if walls:
+            q1, med, q3 = _quartiles(walls)
+            fig.add_trace(go.Bar(x=[i], base=[q1 / div], y=[max(q3 - q1, 1e-9) / div], width=0.6,
+                                 marker=dict(color="rgba(0,0,0,0)", line=dict(color=color, width=2)),
+                                 hovertemplate=f"quartiles {human_seconds(q1)} … {human_seconds(q3)}<extra></extra>"))
+            fig.add_trace(go.Scatter(
+                x=[i], y=[med / div], mode="markers",
+                marker=dict(symbol="line-ew", size=34, line=dict(color=color, width=3)),
+                error_y=dict(type="data", symmetric=False, array=[(walls[-1] - med) / div],
+                             arrayminus=[(med - walls[0]) / div], color=color, thickness=1.5, width=8),
+                hovertemplate=(f"median {human_seconds(med)}, fastest {human_seconds(walls[0])}, "
+                               f"slowest {human_seconds(walls[-1])}<extra></extra>")))
+        n = len(ok)
+        fig.add_trace(go.Scatter(
+            x=[i - 0.2 + 0.4 * (k + 0.5) / n for k in range(n)], y=[x["wall_s"] / div for x in ok], mode="markers",
+            marker=dict(color=color, size=7, opacity=0.8, line=dict(width=1, color="white")),
+            hovertext=[f"{esc(r['name'])}: run {x['seq']}, round {x['round']}, {human_seconds(x['wall_s'])}"
+                       for x in ok], hoverinfo="text"))
         bad = [x for x in runs if not x["ok"]]
         if bad:
             fig.add_trace(go.Scatter(
-                x=[r["name"]] * len(bad), y=[x["run_s"] for x in bad], mode="markers", name="failed run",
-                marker=dict(symbol="x", size=10, color="#d62728"), showlegend=False,
+                x=[i] * len(bad), y=[x["run_s"] / div for x in bad], mode="markers",
+                marker=dict(symbol="x", size=10, color="#d62728"),
                 hovertext=[f"failed: exit {x['exit_status']}" for x in bad], hoverinfo="y+text",
             ))
-    fig.update_layout(
-        title="Wall time of every run (box: quartiles and median, dashed: mean; failed runs: red ×)",
-        yaxis_title="seconds", template="plotly_white", height=480, margin=dict(l=60, r=20, t=60, b=80),
-    )
+    fig.update_layout(yaxis_title=f"wall time ({unit})", showlegend=False,
+                      xaxis=category_axis(labels(names), tickmode="array", tickvals=list(range(len(names))),
+                                          ticktext=labels(names), range=[-0.6, len(names) - 0.4]))
     fig.update_yaxes(rangemode="tozero")
     return fig
 
@@ -62,20 +87,20 @@ def stage_figure(rep: dict[str, Any]) -> go.Figure | None:
     results = rep["results"]
     if not any(r["phases"] for r in results):
         return None
-    names = [r["name"] for r in results]
 
     def part(r: dict[str, Any], key: str) -> float:
         if r["phases"]:
             return r["phases"][key] or 0.0
         return r["median"] or 0.0 if key == "run_s" else 0.0
 
+    keys = (("copy_in_s", "copy-in", "#9ecae1"), ("run_s", "run", "#3182bd"), ("copy_out_s", "copy-out", "#fdae6b"))
+    div, unit = time_unit([sum(part(r, k) for k, _l, _c in keys) for r in results])
     fig = go.Figure()
-    for key, label, color in (("copy_in_s", "copy-in", "#9ecae1"), ("run_s", "run", "#3182bd"),
-                              ("copy_out_s", "copy-out", "#fdae6b")):
-        fig.add_trace(go.Bar(x=names, y=[part(r, key) for r in results], name=label, marker_color=color))
-    fig.update_layout(barmode="stack", title="Median time per step (direct configurations: run only)",
-                      yaxis_title="seconds", template="plotly_white", height=400,
-                      margin=dict(l=60, r=20, t=60, b=80))
+    for key, name, color in keys:
+        fig.add_trace(go.Bar(x=labels([r["name"] for r in results]), y=[part(r, key) / div for r in results],
+                             name=name, marker_color=color))
+    fig.update_layout(barmode="stack", yaxis_title=f"median time ({unit})",
+                      xaxis=category_axis(labels([r["name"] for r in results])))
     return fig
 
 
@@ -88,12 +113,14 @@ def profile_figure(rep: dict[str, Any]) -> go.Figure | None:
         for n, ph in r["profile"]["phases"].items():
             totals[n] = max(totals.get(n, 0.0), ph["own_s"] or 0.0)
     phases = [n for n, _v in sorted(totals.items(), key=lambda kv: -kv[1])][:10]
+    div, unit = time_unit(list(totals.values()))
     fig = go.Figure()
     for i, r in enumerate(profiled):
-        fig.add_trace(go.Bar(x=phases, y=[(r["profile"]["phases"].get(n) or {}).get("own_s") or 0.0 for n in phases],
-                             name=r["name"], marker_color=PALETTE[i % len(PALETTE)]))
-    fig.update_layout(barmode="group", title="Profiled: median own time per phase (process image)",
-                      yaxis_title="seconds", template="plotly_white", height=400)
+        fig.add_trace(go.Bar(x=[label(n) for n in phases],
+                             y=[((r["profile"]["phases"].get(n) or {}).get("own_s") or 0.0) / div for n in phases],
+                             name=labels([x["name"] for x in profiled], 40)[i], marker_color=PALETTE[i % len(PALETTE)]))
+    fig.update_layout(barmode="group", yaxis_title=f"median own time ({unit})",
+                      xaxis=category_axis([label(n) for n in phases]))
     return fig
 
 
@@ -102,13 +129,15 @@ def io_figure(rep: dict[str, Any]) -> go.Figure | None:
     if not profiled:
         return None
     keys = [k for k in profiled[0]["profile"]["io"] if k.endswith("_s") and k != "process_s"]
+    div, unit = time_unit([sum(r["profile"]["io"].get(k) or 0.0 for k in keys) for r in profiled])
     fig = go.Figure()
     for j, k in enumerate(keys):
-        fig.add_trace(go.Bar(x=[r["name"] for r in profiled], y=[r["profile"]["io"].get(k) or 0.0 for r in profiled],
+        fig.add_trace(go.Bar(x=labels([r["name"] for r in profiled]),
+                             y=[(r["profile"]["io"].get(k) or 0.0) / div for r in profiled],
                              name="compute and other" if k == "compute_s" else f"I/O {k[:-2]}",
                              marker_color=PALETTE[j % len(PALETTE)]))
-    fig.update_layout(barmode="stack", title="Profiled: median process time by I/O category",
-                      yaxis_title="seconds", template="plotly_white", height=400)
+    fig.update_layout(barmode="stack", yaxis_title=f"median process time ({unit})",
+                      xaxis=category_axis(labels([r["name"] for r in profiled])))
     return fig
 
 
@@ -152,11 +181,19 @@ def _table(rep: dict[str, Any]) -> str:
 
 
 def render_html(rep: dict[str, Any]) -> bytes:
-    figs = [f for f in (box_figure(rep), stage_figure(rep), profile_figure(rep), io_figure(rep)) if f is not None]
-    divs = []
-    for i, f in enumerate(figs):
-        divs.append(f.to_html(full_html=False, include_plotlyjs=(i == 0), include_mathjax=False,
-                              config={"displaylogo": False, "responsive": True}))
+    names = elided([r["name"] for r in rep["results"]])
+    figs = [(box_figure(rep), "Wall time of every run",
+             "dots: the runs; box: the middle half of the runs (quartiles); thick line: median; whiskers: fastest "
+             "to slowest run; ×: failed run" + names, 460),
+            (stage_figure(rep), "Median time per step",
+             "copy-in and copy-out: staging the files to and from the placement; direct configurations only run"
+             + names,
+             400),
+            (profile_figure(rep), "Profiled: median own time per phase",
+             "a phase is one program the command ran (a process image); own time leaves out waiting for children",
+             400),
+            (io_figure(rep), "Profiled: median process time by kind of I/O", "", 400)]
+    divs = [chart(f, title=t, how=how, height=h) for f, t, how, h in figs if f is not None]
     s = rep["settings"]
     prov = rep["provenance"]
     verdicts = "\n".join(
@@ -177,7 +214,9 @@ def render_html(rep: dict[str, Any]) -> bytes:
                                  for t in r.get("lab_targets") or [] if t["emulated"]) + "</li>"
                        for r in rep["results"])
     page = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>iolens compare</title><style>{CSS}</style></head>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1"><title>iolens compare</title>
+<style>{CSS}{CHART_CSS}</style>{script_tag()}</head>
 <body>
 <h1>iolens compare: <code>{esc(rep['command_template'])}</code></h1>
 <p class="meta">{meta}</p>
@@ -185,7 +224,7 @@ def render_html(rep: dict[str, Any]) -> bytes:
 {warnings}
 {''.join(divs)}
 <h2>Statistics</h2>
-{_table(rep)}
+<div class="scrollx">{_table(rep)}</div>
 <h2>Commands (last run of each configuration)</h2>
 <ul>{commands}</ul>
 {'<h2>Failed runs</h2>' + ''.join(failures) if failures else ''}

@@ -1,17 +1,19 @@
 """HTML export of `iolens compress`: ratio-vs-speed scatters (compress and decompress) with the Pareto front
-marked, the storage-effective table and the recommendations.  One self-contained file: plotly.js is inlined,
-nothing is fetched when the page is opened; every string from the user goes through htmlsafe.esc.
+marked, the storage-effective table and the recommendations.  One self-contained file: the charts' library is
+inlined (render/plotting.py), nothing is fetched when the page is opened; every string from the user goes through
+htmlsafe.esc.
 """
 
 from __future__ import annotations
-
-from iolens.render.compress_text import recommendation_line
 
 from typing import Any
 
 import plotly.graph_objects as go
 
+from iolens.render.compress_text import recommendation_line
 from iolens.render.htmlsafe import esc
+from iolens.render.plotting import CSS as CHART_CSS
+from iolens.render.plotting import chart, script_tag
 from iolens.units import human_bytes
 
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
@@ -21,8 +23,14 @@ body { font-family: system-ui, sans-serif; margin: 1.5em 2em; color: #222; max-w
 h1 { font-size: 1.35em; } h2 { font-size: 1.1em; margin-top: 1.6em; }
 table { border-collapse: collapse; font-size: 0.9em; }
 th, td { padding: 0.25em 0.7em; white-space: nowrap; border-bottom: 1px solid #ddd; text-align: right; }
-th:first-child, td:first-child { text-align: left; } .warn { color: #9a5b00; } .meta { color: #666; font-size: 0.9em; }
+th:first-child, td:first-child { text-align: left; } td:last-child { white-space: normal; min-width: 16em; }
+.warn { color: #9a5b00; } .meta { color: #666; font-size: 0.9em; }
 """
+
+
+MIB = 1 << 20
+HOW = ("each point is a codec at a level (codec:level; ×N: N threads, also drawn as a diamond); up is smaller "
+       "files, right is faster; the dotted Pareto front joins the points no other point beats on both")
 
 
 def pareto(points: list[tuple[float, float]]) -> list[int]:
@@ -36,33 +44,39 @@ def pareto(points: list[tuple[float, float]]) -> list[int]:
     return sorted(front, key=lambda i: points[i][0])
 
 
-def scatter(inp: dict[str, Any], key: str, title: str) -> go.Figure:
+def scatter(inp: dict[str, Any], key: str) -> go.Figure:
+    """Ratio against speed, one colour per codec, every point labelled codec:level (diamonds: more than one
+    thread), the Pareto front dotted."""
     rows = [r for r in inp["rows"] if r["ratio"] and r[key]]
     fig = go.Figure()
     codecs = list(dict.fromkeys(r["codec"] for r in rows))
     for ci, codec in enumerate(codecs):
         mine = [r for r in rows if r["codec"] == codec]
         fig.add_trace(go.Scatter(
-            x=[r[key] / 1e6 for r in mine], y=[r["ratio"] for r in mine], mode="markers", name=codec,
+            x=[r[key] / MIB for r in mine], y=[r["ratio"] for r in mine], mode="markers+text", name=esc(codec),
             marker=dict(color=PALETTE[ci % len(PALETTE)], size=9, symbol=["circle" if r["threads"] == 1 else
                                                                           "diamond" for r in mine]),
-            text=[r["label"] for r in mine], hovertemplate="%{text}<br>%{x:.1f} MB/s, ratio %{y:.3f}<extra></extra>"))
+            text=[esc(_point(r)) for r in mine], textposition="top center", textfont=dict(size=10), cliponaxis=False,
+            hovertemplate="%{text}<br>%{x:.1f} MiB/s, ratio %{y:.3f}<extra></extra>"))
     pts = [(r[key], r["ratio"]) for r in rows]
     front = [rows[i] for i in pareto(pts)]
-    fig.add_trace(go.Scatter(x=[r[key] / 1e6 for r in front], y=[r["ratio"] for r in front], mode="lines+markers",
-                             name="Pareto front", line=dict(color="#222", dash="dot"),
-                             marker=dict(symbol="circle-open", size=15, color="#222"),
-                             text=[r["label"] for r in front], hovertemplate="%{text} (Pareto)<extra></extra>"))
-    fig.update_layout(title=title, xaxis_title="MB/s of uncompressed data (log)", yaxis_title="ratio",
-                      template="plotly_white", height=460, margin=dict(l=60, r=20, t=60, b=60))
-    fig.update_xaxes(type="log")
+    fig.add_trace(go.Scatter(x=[r[key] / MIB for r in front], y=[r["ratio"] for r in front], mode="lines",
+                             name="Pareto front", line=dict(color="#222", dash="dot"), hoverinfo="skip"))
+    fig.update_layout(xaxis_title="MiB/s of uncompressed data (log scale)", yaxis_title="ratio (original / compressed)")
+    # powers of ten only: plotly's digit labels between them ("2", "5", "9") collide at a narrow width
+    fig.update_xaxes(type="log", dtick=1 if len(rows) > 1 and max(r[key] for r in rows) >= 10 * min(
+        r[key] for r in rows) else None)
     return fig
+
+
+def _point(r: dict[str, Any]) -> str:
+    return f"{r['codec']}:{r['level']}" + ("" if r["threads"] == 1 else f" ×{r['threads']}")
 
 
 def _table(head: list[str], rows: list[list[Any]]) -> str:
     h = "".join(f"<th>{esc(c)}</th>" for c in head)
     body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><tr>{h}</tr>{body}</table>"
+    return f'<div class="scrollx"><table><tr>{h}</tr>{body}</table></div>'
 
 
 def _f(v: float | None, fmt: str) -> str:
@@ -70,30 +84,31 @@ def _f(v: float | None, fmt: str) -> str:
 
 
 def render_html(doc: dict[str, Any]) -> bytes:
-    parts, first = [], True
+    parts = []
     h = doc["host"]
     for inp in doc["inputs"]:
         parts.append(f"<h2>{esc(inp['path'])}: {esc(inp['content_text'])}, {esc(human_bytes(inp['measured_bytes']))}"
                      f"{' sampled' if inp['sampled'] else ''}</h2>")
         if inp["note"]:
             parts.append(f"<p class='warn'>{esc(inp['note'])}</p>")
-        for key, title in (("compress_Bps", "compression: ratio vs speed"),
-                           ("decompress_Bps", "decompression: ratio vs speed")):
-            fig = scatter(inp, key, f"{title} (diamonds: more than one thread; dotted: Pareto front)")
-            parts.append(fig.to_html(full_html=False, include_plotlyjs=first, include_mathjax=False,
-                                     config={"displaylogo": False}))
-            first = False
+        for key, title in (("compress_Bps", "Compression: ratio vs speed"),
+                           ("decompress_Bps", "Decompression: ratio vs speed")):
+            parts.append(chart(scatter(inp, key), title=title, height=460, how=HOW))
         parts.append(_table(
-            ["codec:level", "threads", "ratio", "compress MB/s", "decompress MB/s", "CPU s/GB c", "CPU s/GB d",
-             "verified", "error"],
+            ["codec:level", "threads", "ratio", "compress MiB/s", "decompress MiB/s", "compress CPU s/GB",
+             "decompress CPU s/GB", "round trip verified", "error"],
             [[f"{r['codec']}:{r['level']}", r["threads"], _f(r["ratio"], "{:.3f}"),
-              _f(r["compress_Bps"] and r["compress_Bps"] / 1e6, "{:.1f}"),
-              _f(r["decompress_Bps"] and r["decompress_Bps"] / 1e6, "{:.1f}"),
+              _f(r["compress_Bps"] and r["compress_Bps"] / MIB, "{:.1f}"),
+              _f(r["decompress_Bps"] and r["decompress_Bps"] / MIB, "{:.1f}"),
               _f(r["compress_cpu_s_per_GB"], "{:.1f}"), _f(r["decompress_cpu_s_per_GB"], "{:.1f}"),
               "yes" if r["verified"] else "no", r["error"] or ""] for r in inp["rows"]]))
+        parts.append("<p class='meta'>ratio: original size / compressed size; MiB/s: of uncompressed data; CPU s/GB: "
+                     "CPU seconds spent per GB (10<sup>9</sup> bytes) of uncompressed data; round trip verified: "
+                     "the decompressed bytes equal the original</p>")
     if doc["storage"]:
         parts.append("<h2>storage-effective seconds per GB (storage and codec pipelined)</h2>")
-        parts.append(_table(["target", "input", "choice", "ratio", "read s/GB", "bound", "write s/GB", "bound"],
+        parts.append(_table(["target", "input", "choice", "ratio", "read s/GB", "limited by", "write s/GB",
+                             "limited by"],
                             [[s["target"], s["input"], s["label"], f"{s['ratio']:.2f}",
                               f"{s['read']['s_per_GB']:.2f}", s["read"]["limited_by"],
                               f"{s['write']['s_per_GB']:.2f}", s["write"]["limited_by"]] for s in doc["storage"]]))
@@ -106,6 +121,8 @@ def render_html(doc: dict[str, Any]) -> bytes:
     libs = "; ".join(f"{k}: {v}" for k, v in doc["libraries"].items() if v)
     meta = (f"<p class='meta'>{esc(h.get('cpu_model'))}, {esc(h.get('cpus'))} CPUs; iolens "
             f"{esc(h.get('iolens_version'))}; {esc(libs)}; created {esc(doc['created'])}</p>")
-    page = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>iolens compress</title><style>{CSS}</style>"
-            f"</head><body><h1>iolens compress</h1>{meta}{''.join(parts)}</body></html>")
+    page = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+            "<meta name='viewport' content='width=device-width, initial-scale=1'><title>iolens compress</title>"
+            f"<style>{CSS}{CHART_CSS}</style>{script_tag()}</head><body><h1>iolens compress</h1>{meta}"
+            f"{''.join(parts)}</body></html>")
     return page.encode()

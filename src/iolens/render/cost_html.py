@@ -1,6 +1,7 @@
 """HTML export of a cost report: the time-vs-cost scatter with the Pareto front, the table, every charge.
 
-One self-contained file in the style of the compare page: plotly.js is inlined, nothing is fetched.
+One self-contained file in the style of the compare page: the charts' library is inlined (render/plotting.py),
+nothing is fetched.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import plotly.graph_objects as go
 from iolens.render.compare_html import CSS
 from iolens.render.cost_text import PART_LABELS, front_label, money, rel, with_ci
 from iolens.render.htmlsafe import esc
+from iolens.render.plotting import CSS as CHART_CSS
+from iolens.render.plotting import elided, category_axis, chart, labels, money_axis, script_tag, time_unit
 from iolens.units import human_seconds
 
 EXTRA_CSS = """
@@ -20,40 +23,41 @@ details { margin: 0.4em 0; } summary { cursor: pointer; }
 """
 
 
-def _bars(group: list[dict[str, Any]], key: str, ci: str) -> dict[str, Any]:
+def _bars(group: list[dict[str, Any]], key: str, ci: str, div: float = 1.0) -> dict[str, Any]:
     """The 95% interval of each point as it is (asymmetric); none for options without runs."""
     return dict(type="data", symmetric=False, color="#999", thickness=1,
-                array=[0.0 if o[ci] is None else o[ci][1] - o[key] for o in group],
-                arrayminus=[0.0 if o[ci] is None else o[key] - o[ci][0] for o in group])
+                array=[0.0 if o[ci] is None else (o[ci][1] - o[key]) / div for o in group],
+                arrayminus=[0.0 if o[ci] is None else (o[key] - o[ci][0]) / div for o in group])
 
 
 def front_figure(rep: dict[str, Any]) -> go.Figure:
     opts = rep["options"]
     fig = go.Figure()
+    div, unit = time_unit([o["time_s"] for o in opts])
+    names = dict(zip([o["name"] for o in opts], labels([o["name"] for o in opts], 24)))
     front = sorted((o for o in opts if o["on_front"]), key=lambda o: o["time_s"])
-    fig.add_trace(go.Scatter(x=[o["time_s"] for o in front], y=[o["per_run"] for o in front], mode="lines",
+    fig.add_trace(go.Scatter(x=[o["time_s"] / div for o in front], y=[o["per_run"] for o in front], mode="lines",
                              line=dict(color="#2ca02c", dash="dot", width=2), name="Pareto front",
                              hoverinfo="skip"))
-    for group, symbol, color, label in (
+    for group, symbol, color, name in (
             ([o for o in opts if o["best_value"]], "star", "#1a6d1a", "best value"),
             ([o for o in opts if o["on_front"] and not o["best_value"]], "circle", "#1f77b4", "on the front"),
             ([o for o in opts if not o["on_front"]], "circle-open", "#888888", "dominated")):
         if not group:
             continue
         fig.add_trace(go.Scatter(
-            x=[o["time_s"] for o in group], y=[o["per_run"] for o in group], mode="markers+text", name=label,
-            error_x=_bars(group, "time_s", "time_ci"), error_y=_bars(group, "per_run", "per_run_ci"),
-            text=[o["name"] for o in group], textposition="top center",
+            x=[o["time_s"] / div for o in group], y=[o["per_run"] for o in group], mode="markers+text", name=name,
+            error_x=_bars(group, "time_s", "time_ci", div), error_y=_bars(group, "per_run", "per_run_ci"),
+            text=[names[o["name"]] for o in group], textposition="top center", cliponaxis=False,
+            textfont=dict(size=10),
             marker=dict(symbol=symbol, size=16 if symbol == "star" else 12, color=color, line=dict(width=1.5)),
-            hovertext=[f"{o['name']}: {human_seconds(o['time_s'])}, {money(o['per_run'])} per run, "
+            hovertext=[f"{esc(o['name'])}: {human_seconds(o['time_s'])}, {money(o['per_run'])} per run, "
                        f"{money(o['per_month'])} per month" + ("" if o["on_front"] else
-                                                               f" (dominated by {o['dominated_by']})")
+                                                               f" (dominated by {esc(o['dominated_by'])})")
                        for o in group], hoverinfo="text"))
-    fig.update_layout(title="Time vs cost per run (down and left is better)", xaxis_title="wall time per run (s)",
-                      yaxis_title="USD per run", template="plotly_white", height=500,
-                      margin=dict(l=70, r=20, t=60, b=60))
+    fig.update_layout(xaxis_title=f"wall time per run ({unit})", yaxis_title="$ per run",
+                      yaxis=money_axis([o["per_run"] for o in opts]))
     fig.update_xaxes(rangemode="tozero")
-    fig.update_yaxes(rangemode="tozero")
     return fig
 
 
@@ -65,9 +69,10 @@ def parts_figure(rep: dict[str, Any]) -> go.Figure:
         ys = [o["parts"][part] for o in opts]
         if not any(ys):
             continue
-        fig.add_trace(go.Bar(x=[o["name"] for o in opts], y=ys, name=PART_LABELS[part], marker_color=colors[i]))
-    fig.update_layout(barmode="stack", title="What each run pays for", yaxis_title="USD per run",
-                      template="plotly_white", height=400, margin=dict(l=70, r=20, t=60, b=80))
+        fig.add_trace(go.Bar(x=labels([o["name"] for o in opts]), y=ys, name=PART_LABELS[part],
+                             marker_color=colors[i]))
+    fig.update_layout(barmode="stack", yaxis_title="$ per run", xaxis=category_axis(labels([o["name"] for o in opts])),
+                      yaxis=money_axis([sum(v or 0.0 for v in o["parts"].values()) for o in opts]))
     return fig
 
 
@@ -99,15 +104,20 @@ def _charges(rep: dict[str, Any]) -> str:
                 c["what"], f"{c['quantity']:.4g} {c['unit']}", "tiered" if c["price"] is None else f"{c['price']:g}",
                 money(c["per_run"]), money(c["per_month"]), c["basis"])) + "</tr>" for c in o["charges"])
         out.append(f"<details><summary>{esc(o['name'])}: {esc(money(o['per_run']))} per run</summary>"
-                   "<table><tr><th>charge</th><th>quantity</th><th>price</th><th>per run</th><th>per month</th>"
-                   f"<th>basis</th></tr>{rows}</table></details>")
+                   '<div class="scrollx"><table><tr><th>charge</th><th>quantity</th><th>price</th><th>per run</th>'
+                   "<th>per month</th>"
+                   f"<th>basis</th></tr>{rows}</table></div></details>")
     return "\n".join(out)
 
 
 def render_html(rep: dict[str, Any]) -> bytes:
-    figs = [front_figure(rep), parts_figure(rep)]
-    divs = [f.to_html(full_html=False, include_plotlyjs=(i == 0), include_mathjax=False,
-                      config={"displaylogo": False}) for i, f in enumerate(figs)]
+    names = elided([o["name"] for o in rep["options"]])
+    divs = [chart(front_figure(rep), title="Time vs cost per run (down and left is better)", height=480,
+                  how="each point is an option, with its 95% interval as whiskers; the Pareto front joins the options "
+                      "no other option beats on both time and cost; dominated: another option is both faster and "
+                      "cheaper" + names),
+            chart(parts_figure(rep), title="What each run pays for", height=420,
+                  how="IOPS/tput: provisioned IOPS and throughput; data moved: transfer charges" + names)]
     src, s, pr = rep["source"], rep["settings"], rep["prices"]
     what = (f"compare run {src['run_id']}: <code>{esc(src['command_template'])}</code>" if src["run_id"] is not None
             else "stated figures")
@@ -118,7 +128,9 @@ def render_html(rep: dict[str, Any]) -> bytes:
     warnings = "\n".join(f'<p class="warn">warning: {esc(w)}</p>' for w in rep["warnings"])
     notes = "\n".join(f'<p class="meta">note: {esc(n)}</p>' for n in rep["notes"])
     page = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>iolens cost</title><style>{CSS}{EXTRA_CSS}</style></head>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1"><title>iolens cost</title>
+<style>{CSS}{EXTRA_CSS}{CHART_CSS}</style>{script_tag()}</head>
 <body>
 <h1>iolens cost: {what}</h1>
 <p class="meta">{meta}</p>

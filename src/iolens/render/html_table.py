@@ -43,6 +43,13 @@ h2{font-size:17px;margin:6px 0 10px}
 .card .v{font-size:17px;font-weight:600;margin-top:2px}
 .chart{width:100%;height:360px}
 .chart.tall{height:520px}
+.chart.auto{height:auto}
+.cards .cardnote{flex-basis:100%;margin:2px 0 0}
+.grad{display:inline-block;width:80px;height:10px;vertical-align:-1px;border-radius:2px;
+  background:linear-gradient(to right,#9ecae1,#d62728)}
+.key{list-style:none;padding:0;margin:6px 0 0;display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12.5px}
+.key .sw{display:inline-block;width:11px;height:11px;margin-right:5px;vertical-align:-1px;border-radius:2px}
+@media(max-width:600px){main{padding:8px 8px 30px}section{padding:8px 10px}header{padding:14px 12px}}
 .grid2{display:grid;grid-template-columns:1fr 1fr;gap:12px}
 @media(max-width:1100px){.grid2{grid-template-columns:1fr}}
 table{border-collapse:collapse;width:100%;font-size:12.5px}

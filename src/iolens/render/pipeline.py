@@ -5,11 +5,12 @@ Renderers only lay out what `merge.build_pipeline` computed.
 
 from __future__ import annotations
 
-import html
 import json
+import math
 from typing import Any
 
 from iolens.render.html_table import PAGE_CSS, SORTABLE_JS, table, td
+from iolens.render.htmlsafe import esc_line
 from iolens.render.terminal import Col, FitTable, fold, text_of
 from iolens.units import human_bytes as fmt_bytes
 
@@ -96,7 +97,34 @@ def render_text(rep: dict[str, Any], top: int = 20, width: int = WIDTH) -> str:
     return "\n".join(out) + "\n"
 
 
+def _ticks(span_s: float) -> list[float]:
+    """Round times from 0 to `span_s`, about five of them."""
+    if span_s <= 0:
+        return [0.0]
+    raw = span_s / 5
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    return [i * step for i in range(int(span_s / step + 1e-9) + 1)]
+
+
+GANTT_CSS = """
+.gantt{margin:4px 0 0}
+.gantt .host{font-size:12px;font-weight:600;margin:8px 0 2px;overflow-wrap:anywhere}
+.gantt .lanes{position:relative;background:#f6f7f9;border-left:1px solid #99a}
+.gantt .bar{position:absolute;height:15px;border-radius:2px;overflow:hidden;white-space:nowrap;font-size:10.5px;
+  line-height:15px;color:#111;padding-left:2px;box-sizing:border-box;min-width:2px}
+.gantt .axis{position:relative;height:30px;border-top:1px solid #99a;font-size:11px;color:#445}
+.gantt .axis span{position:absolute;top:3px;transform:translateX(-50%);white-space:nowrap}
+.gantt .axis span.first{transform:none}.gantt .axis span.last{transform:translateX(-100%)}
+.gantt .axis .title{position:absolute;top:16px;left:0;right:0;text-align:center;transform:none}
+"""
+
+
 def _gantt(rep: dict[str, Any]) -> str:
+    """Tasks on a time axis, one block of lanes per host: each task a bar from its start to its end, named by its
+    rule (the workflow's name for it), coloured from green (computing) to red (storage I/O); its tooltip holds
+    the rule, the times, the exit status and the capture it came from. Laid out in percentages, so it follows the
+    window's width."""
     rows = [r for r in rep["tasks"] if r["start_real_ns"]]
     if not rows:
         return "<p>no task times</p>"
@@ -105,9 +133,8 @@ def _gantt(rep: dict[str, Any]) -> str:
     span = max(t1 - t0, 1.0)
     hosts = sorted({r["host"] or "?" for r in rows})
     lanes: dict[str, list[float]] = {h: [] for h in hosts}  # each lane's end time, per host
-    bars, width, lane_h = [], 900, 14
-    placed = []
-    for r in rows:
+    placed: dict[str, list[tuple[dict[str, Any], float, float, int]]] = {h: [] for h in hosts}
+    for r in sorted(rows, key=lambda r: r["start_real_ns"]):
         s, e = r["start_real_ns"] - t0, r["start_real_ns"] - t0 + (r["wall_s"] or 0) * 1e9
         ends = lanes[r["host"] or "?"]
         lane = next((i for i, end in enumerate(ends) if end <= s), len(ends))
@@ -115,22 +142,32 @@ def _gantt(rep: dict[str, Any]) -> str:
             ends.append(e)
         else:
             ends[lane] = e
-        placed.append((r, s, e, lane))
-    offsets, y = {}, 0
+        placed[r["host"] or "?"].append((r, s, e, lane))
+    out = ['<div class="gantt">']
     for h in hosts:
-        offsets[h] = y
-        y += (len(lanes[h]) + 1) * lane_h
-    for r, s, e, lane in placed:
-        x, w = 150 + s / span * width, max(1.0, (e - s) / span * width)
-        top = offsets[r["host"] or "?"] + lane * lane_h
-        io = r["io_s"] / r["wall_s"] if r["wall_s"] else 0
-        colour = f"hsl({int(120 - 120 * min(io, 1))},60%,50%)"
-        bars.append(f'<rect x="{x:.1f}" y="{top}" width="{w:.1f}" height="{lane_h - 2}" fill="{colour}">'
-                    f'<title>{html.escape(r["id"])} rule {html.escape(r["rule"])} {r["wall_s"]:.2f}s, '
-                    f'I/O {io:.0%}</title></rect>')
-    labels = [f'<text x="0" y="{offsets[h] + 11}">{html.escape(h)}</text>' for h in hosts]
-    return (f'<svg width="{width + 160}" height="{y}" font-size="11">{"".join(labels)}{"".join(bars)}</svg>'
-            f'<p class="note">{span / 1e9:.1f} s; colour: green = compute, red = storage I/O</p>')
+        bars = []
+        for r, s, e, lane in placed[h]:
+            left, width = 100 * s / span, 100 * (e - s) / span
+            io = r["io_s"] / r["wall_s"] if r["wall_s"] else 0
+            colour = f"hsl({int(120 - 120 * min(io, 1))},60%,62%)"
+            status = "exit status unknown" if r["exit_status"] is None else f"exit status {r['exit_status']}"
+            tip = (f"rule {r['rule']}: {_hs(r['wall_s'])} from {_hs(s / 1e9)}, {io:.0%} storage I/O, {status}"
+                   + (", partial" if r["partial"] else "") + f"; capture {r['id']}")
+            # the name inside the bar when it fits at the narrowest width (about 300 px for the whole span)
+            name = esc_line(r["rule"]) if width / 100 * 300 >= 6.5 * len(r["rule"]) + 6 else ""
+            bars.append(f'<div class="bar" style="left:{left:.3f}%;width:{width:.3f}%;top:{lane * 17 + 1}px;'
+                        f'background:{colour}" title="{esc_line(tip)}">{name}</div>')
+        out.append(f'<div class="host">{esc_line(h)}</div><div class="lanes" style="height:{len(lanes[h]) * 17 + 1}px">'
+                   + "".join(bars) + "</div>")
+    ticks = _ticks(span / 1e9)
+    labels = []
+    for i, t in enumerate(ticks):
+        cls = ' class="first"' if i == 0 else (' class="last"' if 100 * t * 1e9 / span > 92 else "")
+        labels.append(f'<span{cls} style="left:{min(100.0, 100 * t * 1e9 / span):.3f}%">{_hs(t)}</span>')
+    out.append(f'<div class="axis">{"".join(labels)}<span class="title">time from the first task\'s start</span></div>')
+    out.append("</div>")
+    return "".join(out) + ('<p class="note">Hover over a task for its rule, times and exit status; colour: green = '
+                           "computing, red = storage I/O.</p>")
 
 
 MAX_TASK_ROWS = 5000
@@ -223,7 +260,7 @@ def render_html(rep: dict[str, Any]) -> bytes:
     """One self-contained page in the single-run report's style: cards, the storage-bound rules with their advice,
     sortable tables of rules, time by I/O class, tasks and hosts, and the Gantt chart of tasks by host."""
     from iolens.pipeline.merge import BOUND_SHARE
-    from iolens.render.htmlsafe import esc_line, script_json
+    from iolens.render.htmlsafe import script_json
 
     t = rep["totals"]
     cards = [("tasks", f"{t['tasks']:,}"), ("rules", f"{t['rules']:,}"), ("hosts", f"{t['hosts']:,}"),
@@ -238,7 +275,7 @@ def render_html(rep: dict[str, Any]) -> bytes:
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>iolens pipeline report: {esc_line(rep['directory'])}</title>
-<style>{PAGE_CSS}th[data-type="s"]{{text-align:left}}</style>
+<style>{PAGE_CSS}{GANTT_CSS}th[data-type="s"]{{text-align:left}}</style>
 </head><body>
 <header><h1>iolens pipeline report</h1><div class="cmd">{esc_line(rep['directory'])}</div></header>
 <main>

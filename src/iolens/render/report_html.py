@@ -1,4 +1,5 @@
-"""The report as one self-contained HTML file: works offline, no CDN (plotly.js is inlined).
+"""The report as one self-contained HTML file: works offline, no CDN (the charts' library is inlined, and every
+chart starts from the shared layout: render/plotting.py).
 
 Tables are rendered here with every string HTML-escaped; the charts get their data from a JSON block
 that is escaped for a <script> element and read with JSON.parse, and every label given to plotly is
@@ -18,7 +19,8 @@ from iolens.render.htmlsafe import esc_line as _h
 from iolens.render.htmlsafe import script_json
 from iolens.render.html_table import PAGE_CSS, SORTABLE_JS, td, table
 from iolens.render.multiqc import COLORS
-from iolens.render.report_text import integrity_lines
+from iolens.render.plotting import CONFIG, js_layout, script_tag
+from iolens.render.report_text import integrity_lines, storage_mounts, unattributed_line
 from iolens.units import human_bytes, human_seconds, pct
 
 MAX_FILE_ROWS = 2000
@@ -63,7 +65,7 @@ def _files_table(r: Report) -> str:
 
 def _mounts_table(r: Report) -> str:
     rows = []
-    for m in r.mounts:
+    for m in storage_mounts(r):
         rows.append("<tr>" + "".join([
             td(m.mount, cls="path"), td(m.storage), td(m.fstype or "-"), td(m.source or "-"),
             td(human_bytes(m.bytes_read), m.bytes_read), td(human_bytes(m.bytes_written), m.bytes_written),
@@ -71,9 +73,11 @@ def _mounts_table(r: Report) -> str:
             td(human_seconds(m.time_s), m.time_s), td(f"{m.files:,}", m.files),
             td(human_bytes(m.temp_bytes) if m.temp_files else "-", m.temp_bytes),
         ]) + "</tr>")
+    line = unattributed_line(r)
     return table("mounts", [("mount", "s"), ("storage", "s"), ("fs", "s"), ("device", "s"), ("read", "n"),
                              ("written", "n"), ("data calls", "n"), ("metadata calls", "n"), ("time", "n"),
-                             ("files", "n"), ("temp written", "n")], rows)
+                             ("files", "n"), ("temp written", "n")], rows) + (
+        f'<p class="note">{_h(line)}</p>' if line else "")
 
 
 def _procs_table(r: Report) -> str:
@@ -132,11 +136,13 @@ def _chart_data(r: Report) -> dict:
         "run": r.breakdown,
         "procs": [{"name": shown(f"{p.name} [{p.pid}]"), "b": p.breakdown} for p in procs],
         "mounts": [{"name": shown(m.mount), "b": m.breakdown, "read": m.bytes_read, "written": m.bytes_written,
-                    "time": m.time_s} for m in r.mounts],
+                    "time": m.time_s} for m in storage_mounts(r)],
         "hist": r.histograms,
         "timeline": {"t": tl.t_s, "iops": tl.iops, "read_bps": tl.read_bps, "write_bps": tl.write_bps,
                      "mount_bps": tl.per_mount_bps, "mount_iops": tl.per_mount_iops, "bin_s": tl.bin_s},
         "phases": _phases(r),
+        "layout": js_layout(),
+        "config": CONFIG,
     }
 
 
@@ -151,25 +157,32 @@ def _clean(obj: Any) -> Any:
 
 
 def render_html(r: Report, *, plotly_js: str | None = None) -> bytes:
-    if plotly_js is None:
-        from plotly.offline import get_plotlyjs
-
-        plotly_js = get_plotlyjs()
+    """The page; `plotly_js` replaces the charts' library (tests that only read the tables pass "")."""
     cap, tot = r.capture, r.totals
     cmd = " ".join(cap["command"])
     cov = tot["coverage"]
     cards = [
-        ("wall time", human_seconds(tot["wall_s"])),
-        ("process time", human_seconds(tot["own_s"])),
-        ("storage I/O", f"{human_seconds(tot['io_s'])} ({pct(tot['io_s'], tot['own_s'])})"),
-        ("compute", f"{human_seconds(tot['compute_s'])} ({pct(tot['compute_s'], tot['own_s'])})"),
-        ("read / written", f"{human_bytes(tot['bytes_read'])} / {human_bytes(tot['bytes_written'])}"),
-        ("processes / files", f"{tot['processes']:,} / {tot['files']:,}"),
-        ("coverage", "unknown" if cov is None else f"{100 * cov:.1f}%"),
-        ("exit status", "?" if cap["exit_status"] is None else str(cap["exit_status"])),
+        ("wall time", human_seconds(tot["wall_s"]), "from the command's start to its end"),
+        ("process time", human_seconds(tot["own_s"]),
+         "the wall time of every process added up, less each one's waits for its children"),
+        ("storage I/O", f"{human_seconds(tot['io_s'])} ({pct(tot['io_s'], tot['own_s'])})",
+         "process time spent in calls to files and storage (share of process time)"),
+        ("compute", f"{human_seconds(tot['compute_s'])} ({pct(tot['compute_s'], tot['own_s'])})",
+         "process time outside storage calls: computing, and waiting on pipes"),
+        ("read / written", f"{human_bytes(tot['bytes_read'])} / {human_bytes(tot['bytes_written'])}",
+         "bytes the program asked to read and write"),
+        ("processes / files", f"{tot['processes']:,} / {tot['files']:,}", "processes started, files used"),
+        ("coverage", "unknown" if cov is None else f"{100 * cov:.1f}%",
+         "the share of the kernel's count of bytes read and written that iolens saw call by call; below 100%, "
+         "some I/O went by another way (memory maps, a static program) and the breakdown is a lower bound"),
+        ("exit status", "?" if cap["exit_status"] is None else str(cap["exit_status"]), "0 means success"),
     ]
-    cards_html = "".join(f'<div class="card"><div class="k">{_h(k)}</div><div class="v">{_h(v)}</div></div>'
-                         for k, v in cards)
+    cards_html = "".join(f'<div class="card" title="{_h(tip)}"><div class="k">{_h(k)}</div>'
+                         f'<div class="v">{_h(v)}</div></div>' for k, v, tip in cards)
+    cards_html += ('<p class="note cardnote">Process time: the wall time of every process added up, less its waits '
+                   "for children. Coverage: the share of the kernel's count of bytes read and written that iolens saw "
+                   "call by call (below 100%: some I/O went by memory maps or unprofiled programs). Hover over a "
+                   "figure for what it means.</p>")
     problems = "".join(
         f'<div class="warn banner" role="alert" data-partial="1" style="border:2px solid #d62728;background:#fdecea;'
         f'color:#8a1c1c;padding:10px 14px;margin:12px 0;border-radius:6px;font-weight:600">{_h(line)}</div>'
@@ -189,7 +202,7 @@ def render_html(r: Report, *, plotly_js: str | None = None) -> bytes:
         procs=_procs_table(r),
         thresholds=thresholds,
         data=script_json(_clean(_chart_data(r))),
-        plotly=plotly_js,
+        plotly=script_tag() if plotly_js is None else f"<script>{plotly_js}</script>",
         app=_APP_JS,
         css=PAGE_CSS,
         tiny=_h(human_bytes(r.thresholds["tiny_bytes"])),
@@ -205,22 +218,29 @@ _APP_JS = r"""
   function _h(s){ return String(s).replace(/&/g,"&amp;").replace(/</g,"&lt;").replace(/>/g,"&gt;"); }
   function fmtS(s){ if(s<1e-3) return (s*1e6).toFixed(0)+" µs"; if(s<1) return (s*1e3).toFixed(1)+" ms";
     if(s<120) return s.toFixed(2)+" s"; return (s/60).toFixed(1)+" min"; }
-  var cfg = {displaylogo:false, responsive:true};
-  var base = {margin:{l:60,r:20,t:40,b:50}, legend:{orientation:"h", x:0, y:1.02, xanchor:"left", yanchor:"bottom"},
-              font:{size:12}};
-  function lay(extra){ var o = JSON.parse(JSON.stringify(base)); for (var k in extra) o[k] = extra[k]; return o; }
+  var cfg = D.config, base = D.layout;
+  function over(a, b){ var o = JSON.parse(JSON.stringify(a));
+    for (var k in b) o[k] = (b[k] && typeof b[k] === "object" && !Array.isArray(b[k]) && o[k] &&
+                             typeof o[k] === "object") ? over(o[k], b[k]) : b[k];
+    return o; }
+  function lay(extra){ return over(base, extra); }
 
-  // time breakdown: the whole run, then the processes with the most own time
+  // time breakdown: the whole run, then the processes with the most own time; the colour key is HTML under
+  // the chart (it wraps at any width, where a legend of a dozen entries would squeeze the plot)
   (function(){
     var rows = [{name:"whole run", b:D.run}].concat(D.procs);
     var y = rows.map(function(r){ return _h(r.name); });
-    var traces = D.classes.map(function(c){
+    var used = D.classes.filter(function(c){ return rows.some(function(r){ return (r.b[c] || 0) > 0; }); });
+    var traces = used.map(function(c){
       return {type:"bar", orientation:"h", name:D.labels[c], y:y, marker:{color:D.colors[c]},
               x:rows.map(function(r){ return r.b[c] || 0; }),
               hovertemplate:"%{y}<br>"+D.labels[c]+": %{x:.4g} s<extra></extra>"};
     });
     Plotly.newPlot("chart-breakdown", traces, lay({barmode:"stack", xaxis:{title:{text:"seconds"}},
-      yaxis:{autorange:"reversed", automargin:true}, height:Math.max(320, 60+26*rows.length)}), cfg);
+      yaxis:{autorange:"reversed"}, showlegend:false, height:Math.max(260, 90+26*rows.length)}), cfg);
+    document.getElementById("key-breakdown").innerHTML = used.map(function(c){
+      return '<li><span class="sw" style="background:' + D.colors[c] + '"></span>' + _h(D.labels[c]) + '</li>';
+    }).join("");
   })();
 
   // access-size histograms
@@ -253,7 +273,6 @@ _APP_JS = r"""
                                                 yaxis:{title:{text:"MiB / s"}}}), cfg);
   })();
 
-  var SHARE_SCALE = [[0,"#9ecae1"],[1,"#d62728"]];
   function shareColor(v){
     var a = [0x9e, 0xca, 0xe1], b = [0xd6, 0x27, 0x28], t = Math.min(1, Math.max(0, v || 0));
     return "rgb(" + a.map(function(x, i){ return Math.round(x + (b[i] - x) * t); }).join(",") + ")";
@@ -267,22 +286,18 @@ _APP_JS = r"""
     Plotly.newPlot("chart-phases", [{type:"bar", orientation:"h", base:B.map(function(b){return b.start;}),
       x:B.map(function(b){ return Math.max(b.wall, 1e-6); }), y:B.map(function(b){ return b.row; }),
       text:B.map(function(b){ return _h(b.name); }), textposition:"inside", insidetextanchor:"start",
-      constraintext:"none", textfont:{size:11, color:"#1d2330"}, width:0.8,
+      textangle:0, textfont:{size:11, color:"#1d2330"}, width:0.8,
       customdata:B.map(function(b, i){ return [_h(b.name) + " [" + b.pid + "]", fmtS(b.start), fmtS(b.wall),
         fmtS(b.cpu), fmtS(b.io), (100 * share[i]).toFixed(0) + "%"]; }),
       hovertemplate:"%{customdata[0]}<br>start %{customdata[1]}, wall %{customdata[2]}<br>cpu %{customdata[3]}, " +
         "I/O %{customdata[4]} (%{customdata[5]} of its own time)<extra></extra>",
-      marker:{color:share.map(shareColor)}},
-      // the colour scale: plotly.js 3 warns about numeric bar colours, so the bars get colour strings and an
-      // empty marker trace carries the scale
-      {type:"scatter", mode:"markers", x:[null, null], y:[null, null], hoverinfo:"skip", showlegend:false,
-       marker:{color:[0, 1], colorscale:SHARE_SCALE, cmin:0, cmax:1, showscale:true,
-               colorbar:{title:{text:"I/O share of<br>own time", side:"right"}, thickness:12, tickformat:".0%"}}}],
-      lay({xaxis:{title:{text:"seconds from the start of the run"}, rangemode:"tozero"},
-           yaxis:{title:{text:"process (exec chain)"}, autorange:"reversed", automargin:true,
+      marker:{color:share.map(shareColor)}}],
+      lay({xaxis:{title:{text:"seconds from the start"}, rangemode:"tozero"},
+           uniformtext:{mode:"hide", minsize:9},
+           yaxis:{autorange:"reversed", automargin:true,
                   tickmode:"array", tickvals:R.map(function(r, i){ return i; }),
                   ticktext:R.map(function(r){ return _h(r).replace(/ /g, "\u00a0"); })},
-           height:Math.max(320, 90 + 24 * R.length), showlegend:false}), cfg);
+           height:Math.max(260, 110 + 24 * R.length), showlegend:false}), cfg);
   })();
 
   // the unit that makes the largest value read as 1 to 1023 (bytes) or 1 to 999 (seconds), so ticks are readable
@@ -319,7 +334,7 @@ _TEMPLATE = """<!DOCTYPE html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title}</title>
 <style>{css}</style>
-<script>{plotly}</script>
+{plotly}
 </head><body>
 <header><h1>iolens report</h1><div class="cmd">{cmd}</div><div class="host">{host}</div></header>
 <main>
@@ -328,8 +343,10 @@ _TEMPLATE = """<!DOCTYPE html>
 <section id="advice"><h2>Advice</h2>{advice}</section>
 <section><h2>Where the time went</h2>
 <p class="note">Process time (wall time of each process less its waits for children) split into kinds of I/O
-and compute. Tiny &lt; {tiny}, small &lt; {small}; larger calls are streaming (forwards) or random (backwards).</p>
-<div id="chart-breakdown" class="chart"></div></section>
+and compute. Tiny &lt; {tiny}, small &lt; {small}; larger calls are streaming (forwards) or random (backwards).
+Metadata: opening, closing, listing and stat-ing files; sync: waiting for data to reach the device (fsync);
+waiting on pipes: reads and writes of pipes, sockets and terminals.</p>
+<div id="chart-breakdown" class="chart auto"></div><ul id="key-breakdown" class="key"></ul></section>
 <div class="grid2">
 <section><h2>Access sizes</h2><div id="chart-hist" class="chart"></div></section>
 <section><h2>Storage</h2><div id="chart-mounts" class="chart"></div></section>
@@ -339,7 +356,9 @@ and compute. Tiny &lt; {tiny}, small &lt; {small}; larger calls are streaming (f
 <section><h2>Throughput</h2><div id="chart-throughput" class="chart"></div>
 <p class="note">Per-mount lines are estimated from when each process used each file.</p></section>
 </div>
-<section><h2>Phases</h2><div id="chart-phases" class="chart tall"></div></section>
+<section><h2>Phases</h2><p class="note">One row per process (its exec chain: the programs it ran in turn, side by
+side), one bar per program from its start to its end, coloured by the share of its own time spent in storage I/O:
+<span class="grad"></span> 0% to 100%.</p><div id="chart-phases" class="chart auto"></div></section>
 <section><h2>Mounts</h2><div class="tablewrap">{mounts}</div></section>
 <section><h2>Files</h2><div class="tablewrap">{files}</div></section>
 <section><h2>Processes</h2><div class="tablewrap">{procs}</div></section>

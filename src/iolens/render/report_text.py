@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from iolens.analysis.model import Report
+from iolens.analysis.model import NO_FILE, MountRow, Report
 from iolens.analysis.breakdown import BREAKDOWN, LABELS
 from iolens.analysis.files import top_files
 from iolens.analysis.processes import chain_rows
@@ -37,6 +37,21 @@ def breakdown_bar(breakdown: dict[str, float], width: int = 72) -> Text:
             bar.append("█" * (end - used), style=COLORS[c])
             used = end
     return bar
+
+
+def storage_mounts(r: Report) -> list[MountRow]:
+    """The mounts of the run: the time on descriptors with no file record is no mount (`unattributed_line`)."""
+    return [m for m in r.mounts if m.mount != NO_FILE]
+
+
+def unattributed_line(r: Report) -> str | None:
+    """What the mounts leave out: I/O time on descriptors iolens kept no file record for."""
+    s = sum(m.time_s for m in r.mounts if m.mount == NO_FILE)
+    if s <= 0:
+        return None
+    return (f"{human_seconds(s)} of I/O time is on no mount above: calls on descriptors iolens kept no file record "
+            "for (inherited from outside the run, or made after a process outgrew its file records); the totals "
+            "count it")
 
 
 def integrity_lines(r: Report) -> list[str]:
@@ -116,18 +131,21 @@ def render_report_text(r: Report, console: Console, *, top: int = 10, max_procs:
     if note:
         console.print(Text(f"  {note}", style="dim"))
 
-    if r.mounts:
+    if storage_mounts(r):
         console.print()
         t = _tbl("Storage", [("mount", "left"), ("kind", "left", 3), ("fs", "left", 2), ("read", "right"),
                              ("written", "right"), ("calls", "right", 4), ("time", "right"), ("files", "right", 1),
                              ("temp", "right", 5)])
-        for m in r.mounts:
+        for m in storage_mounts(r):
             t.add_row(shown_text(m.mount), shown_text(m.storage), shown_text(m.fstype or "-"),
                       human_bytes(m.bytes_read),
                       human_bytes(m.bytes_written), f"{m.reads + m.writes + m.metadata_ops:,}",
                       human_seconds(m.time_s), str(m.files),
                       human_bytes(m.temp_bytes) if m.temp_files else "-")
         console.print(t)
+        unseen = unattributed_line(r)
+        if unseen:
+            console.print(Text(f"  {unseen}", style="dim"))
 
     files = top_files(r.files)[:top]
     if files:

@@ -52,6 +52,9 @@ def render_replay(con: Console, capture: str, plan: Plan, results: Sequence[Targ
         t.add_row(r.target, _s(r.wall_s), *(_s(r.class_s[c]) for c in classes),
                   f"{r.fidelity * 100:+.1f}%" if r.fidelity is not None else "-")
     con.print(t)
+    if any(r.fidelity is not None for r in results):
+        _prose(con, "fidelity: the replay's wall time against the original run's, on the storage the capture was "
+                    "taken on (+3.0%: the replay took 3% longer); near 0 means the replay reproduces the step")
     for r in results:
         if r.cpu_ratio is not None and abs(r.cpu_ratio - 1) >= CPU_RATIO_NOTE:
             _prose(con, f"note: {r.target}: the CPU ran the step's compute {abs(r.cpu_ratio - 1) * 100:.0f}% "
@@ -61,7 +64,8 @@ def render_replay(con: Console, capture: str, plan: Plan, results: Sequence[Targ
             _prose(con, f"note: {r.target}: {r.dependency_timeouts} ordering dependencies could not be met from the "
                         "trace and were given up after 10 s")
     if not any(r.same_storage for r in results):
-        _prose(con, "fidelity: add a target on the storage the capture was taken on to compare with the original")
+        _prose(con, "fidelity (how close the replay's wall time comes to the original run's) needs a target on the "
+                    "storage the capture was taken on")
 
 
 def render_predict(con: Console, capture: str, model: StepModel, preds: Sequence[Prediction], cost_note: str,

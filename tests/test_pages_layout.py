@@ -1,0 +1,113 @@
+"""Every kind of HTML page iolens writes, at a phone's width (390 px) and a laptop's (1,280 px), in headless
+Chromium: nothing clipped or overlapping (helpers/browser.py's LAYOUT_JS: the page never scrolls sideways, every
+element inside the window or inside a box that scrolls, and in each chart no title, tick label, legend, point
+label or toolbar cut or on top of another), no console message, nothing fetched; and every page under 1.5 MB.
+
+The pages come from real runs: the golden capture's report, a capture directory of three tasks, a compare run,
+its cost, and compress on a small VCF. Screenshots (the chart toolbar shown) are kept in the test's directory
+and copied to $IOLENS_ARTIFACTS when that is set.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import datapath, iolens
+from helpers.browser import load_page
+from pipeline_helpers import preload_lib
+
+pytestmark = pytest.mark.timeout(600)
+
+KINDS = ("report", "pipeline", "compare", "cost", "compress")
+WIDTHS = (390, 1280)
+MAX_BYTES = 1_500_000
+
+
+def _ok(res: subprocess.CompletedProcess) -> None:
+    assert res.returncode == 0, res.stderr
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory) -> dict:
+    d = tmp_path_factory.mktemp("pages")
+    out = {k: d / f"{k}.html" for k in KINDS}
+    _ok(iolens("report", datapath("report", "small.iolens"), "-q", "--html", out["report"]))
+    # a capture directory: three tasks given only the environment, named by their Slurm job
+    cap = d / "cap"
+    (cap / "parts").mkdir(parents=True)
+    for name, cmd in (("align", "exec dd if=/dev/zero of=a.bin bs=64k count=20 oflag=dsync status=none"),
+                      ("sort", "exec head -c 3000000 /dev/zero > b.bin"), ("index", "exec seq 1 100000 > c.txt")):
+        env = dict(os.environ, LD_PRELOAD=preload_lib(), IOLENS_DIR=str(cap / "parts"), SLURM_JOB_ID="1",
+                   SLURM_JOB_NAME=name)
+        subprocess.run(["sh", "-c", cmd], env=env, cwd=d, check=True)
+    _ok(iolens("report", cap, "-q", "--html", out["pipeline"]))
+    (d / "in.bin").write_bytes(os.urandom(1 << 20))
+    places = [d / "placement_one", d / "placement_two"]
+    for p in places:
+        p.mkdir()
+    db = d / "results.sqlite"
+    _ok(iolens("compare", "cat {in} > {out:copy.bin}", "--input", f"in={d / 'in.bin'}", "--place",
+               f"out={places[0]},{places[1]}", "--strategy", "direct,stage", "--runs", "3", "--warmup", "0",
+               "--db", db, "--seed", "5", "-q", "--html", out["compare"], cwd=d))
+    _ok(iolens("cost", "--last", "--db", db, "--no-store", "--map",
+               f"{places[0]}=aws:ec2-instance-nvme,{places[1]}=aws:ebs-gp3:size=200", "--runs-per-month", "30",
+               "--held-for", "2h", "--html", out["cost"]))
+    rng = random.Random(1)
+    vcf = d / "calls.vcf"
+    vcf.write_text("##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n" + "".join(
+        f"chr1\t{i * 37}\t.\tA\tG\t{rng.randint(10, 99)}\tPASS\tDP={rng.randint(1, 80)}\n" for i in range(40000)))
+    _ok(iolens("compress", vcf, "--no-store", "-q", "--codecs", "zstd:1/3/19,lz4,gzip:1/6/9,bgzip:6",
+               "--min-time", "0.05", "--html", out["compress"]))
+    return out
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_page_weight(pages, kind):
+    size = pages[kind].stat().st_size
+    assert size < MAX_BYTES, f"{kind}.html is {size:,} bytes"
+
+
+def _keep(shot) -> None:
+    art = os.environ.get("IOLENS_ARTIFACTS")
+    if art:
+        os.makedirs(art, exist_ok=True)
+        shutil.copy(shot, os.path.join(art, os.path.basename(shot)))
+
+
+CHART_FACTS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(g => ({
+    id: g.id, w: g.getBoundingClientRect().width,
+    xticks: Array.from(g.querySelectorAll('.xtick text')).map(t => t.textContent),
+    yticks: Array.from(g.querySelectorAll('.ytick text')).map(t => t.textContent),
+    labels: Array.from(g.querySelectorAll('.textpoint text')).map(t => t.textContent)}))"""
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("kind", KINDS)
+def test_page_is_laid_out_cleanly(pages, kind, width, tmp_path):
+    shot = tmp_path / f"{kind}-{width}.png"
+    with load_page(pages[kind], screenshot=shot, width=width, height=900) as page:
+        assert page.console_errors == [] and page.console_warnings == [] and page.blocked == []
+        problems = page.layout_problems()
+        assert problems == [], f"{kind} at {width} px:\n" + "\n".join(problems)
+        charts = page.evaluate(CHART_FACTS)
+        bars = page.evaluate("() => Array.from(document.querySelectorAll('.gantt .bar')).map(b => b.title)")
+    _keep(shot)
+    for c in charts:  # each chart follows the window
+        assert 0 < c["w"] <= width, c
+    if kind == "report":
+        hist = next(c for c in charts if c["id"] == "chart-hist")
+        assert "100 MiB-1 GiB" in hist["xticks"]
+    if kind == "cost":  # dollars as people write them, never "500µ"
+        ticks = [t for c in charts for t in c["yticks"]]
+        assert ticks and all(t.startswith("$") and "µ" not in t for t in ticks), ticks
+    if kind == "compress":  # every point named codec:level
+        labels = charts[0]["labels"]
+        assert {"zstd:1", "zstd:19", "bgzip:6", "lz4:1"} <= set(labels), labels
+    if kind == "pipeline":  # tasks on a time axis, named by their rule, with their exit status
+        assert sorted(b.split(":")[0] for b in bars) == ["rule align", "rule index", "rule sort"]
+        assert all("exit status 0" in b for b in bars), bars
