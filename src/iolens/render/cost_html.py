@@ -55,9 +55,14 @@ def front_figure(rep: dict[str, Any]) -> go.Figure:
                        f"{money(o['per_month'])} per month" + ("" if o["on_front"] else
                                                                f" (dominated by {esc(o['dominated_by'])})")
                        for o in group], hoverinfo="text"))
-    fig.update_layout(xaxis_title=f"wall time per run ({unit})", yaxis_title="$ per run",
-                      yaxis=money_axis([o["per_run"] for o in opts]))
-    fig.update_xaxes(rangemode="tozero")
+    top = max(((o["per_run_ci"][1] if o["per_run_ci"] else o["per_run"]) or 0.0) for o in opts) if opts else 0.0
+    yaxis = money_axis([o["per_run"] for o in opts])
+    if top > 0:  # room above the dearest option for its label
+        yaxis["range"] = [0, 1.3 * top]
+    fig.update_layout(xaxis_title=f"wall time per run ({unit})", yaxis_title="$ per run", yaxis=yaxis)
+    # from zero, with room right of the slowest option for its label (at 390 px a label is a third of the plot)
+    right = max((o["time_ci"][1] if o["time_ci"] else o["time_s"]) for o in opts) / div if opts else 1.0
+    fig.update_xaxes(range=[0, 1.5 * right] if right > 0 else None, rangemode="tozero")
     return fig
 
 
