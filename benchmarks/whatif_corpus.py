@@ -15,7 +15,7 @@ loaded machine are not a quiet machine's.
 
     python benchmarks/whatif_corpus.py [--half evaluation|tuning] [--steps a,b] [--scale 0.25] [--runs 3]
                                        [--caches warm,cold] [--lab [--lab-targets gp2,magnetic,netfs]]
-                                       [--short] [--json FILE]
+                                       [--short] [--json FILE] [--rescore FILE]
 
 --short: the first three steps of the half (or --steps), the home storage only, one real run and one replay per
 cell, scale 0.05, no lab: a check that the whole path runs (the test suite runs it), not a measurement.
@@ -42,7 +42,7 @@ from iolens.capture.record import Recording
 from iolens.pagecache import drop_caches
 from iolens.whatif.overhead import measure as profiler_cost
 from iolens.whatif.plan import build_plan
-from iolens.whatif.predict import INTERVAL_LEVEL, calibrate, cpu_ratio_now, predict, step_model
+from iolens.whatif.predict import INTERVAL_LEVEL, StepModel, calibrate, cpu_ratio_now, predict, step_model
 from iolens.whatif.replay import replay_on
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -151,13 +151,15 @@ def report(cells: list[Cell], out: Any = sys.stdout) -> dict[str, Any]:
     print(f"cells of steps with a caution: {summary['cautioned_cells']}; replay's median absolute error without "
           f"them {summary['replay_median_abs_error_uncautioned']:.1%}", file=out)
     print(f"coverage: the {INTERVAL_LEVEL:.0%} intervals held the real median in {coverage:.0%} of the cells "
-          f"({sum(r['inside'] for r in rows)} of {len(rows)})", file=out)
+          f"({sum(r['inside'] for r in rows)} of {len(rows)}); to hold {INTERVAL_LEVEL:.0%} of these, each interval "
+          f"would need {floor_for(rows):.1%} of its predicted time more on each side (fit it on the tuning half only)",
+          file=out)
     return {"cells": rows, "summary": summary}
 
 
 def run_cells(corpus: whatif_steps.Corpus, names: list[str], labels: list[str], targets: list[Any],
               works: list[Path], keep: set[str], caches: list[str], runs: int, plans: dict[str, Any],
-              models: dict[str, Any], t0: float) -> list[Cell]:
+              models: dict[str, Any], t0: float) -> tuple[list[Cell], dict[tuple[int, str], dict[str, float]]]:
     """Every cell (step, target, cache state): `runs` real runs and replays, interleaved round by round (a cell's
     two in an order rotated each round), then its prediction from the target's calibration in that cache state
     against the home storage's (targets[0])."""
@@ -178,11 +180,49 @@ def run_cells(corpus: whatif_steps.Corpus, names: list[str], labels: list[str], 
 
             for run in cell_order([real, rep], k):
                 run()
+            print(f"  {n} on {labels[i]}, {c}: real {cell.real_s[-1]:.3f} s, replay {cell.replay_s[-1]:.3f} s",
+                  file=sys.stderr, flush=True)
     for (n, i, c), cell in grid.items():
-        p = predict(models[n], cals[(i, c)], cals[(0, c)], labels[i])
-        cell.predict_s, cell.low_s, cell.high_s = p.wall_s, p.low_s, p.high_s
         cell.caution = bool(plans[n].cautions or models[n].cautions)
-    return list(grid.values())
+        predicted(cell, models[n], cals[(i, c)], cals[(0, c)])
+    return list(grid.values()), cals
+
+
+def predicted(cell: Cell, model: Any, cal: dict[str, float], home: dict[str, float]) -> None:
+    p = predict(model, cal, home, cell.target)
+    cell.predict_s, cell.low_s, cell.high_s = p.wall_s, p.low_s, p.high_s
+
+
+def rescore(path: str) -> dict[str, Any]:
+    """The cells of an earlier run's JSON predicted again by this code from the models and calibrations it kept
+    (the real runs and replays as measured): an interval fitted on the tuning half, applied to an evaluation run
+    taken meanwhile."""
+    doc = json.loads(Path(path).read_text())
+    models = {n: StepModel(**m) for n, m in doc["models"].items()}
+    cals = {tuple(k.split("|", 1)): v for k, v in doc["calibrations"].items()}
+    labels = doc["meta"]["targets"]
+    cells = []
+    for r in doc["cells"]:
+        cell = Cell(r["step"], r["target"], r["cache"], r["real_runs"], r["replays"], caution=r["caution"])
+        predicted(cell, models[cell.step], cals[(str(labels.index(cell.target)), cell.cache)],
+                  cals[("0", cell.cache)])
+        cells.append(cell)
+    print(f"rescored {path} (measured at load {doc['meta']['load_start'][0]:.1f} at the start, "
+          f"{doc['meta']['load_end'][0]:.1f} at the end)")
+    out = report(cells)
+    out["meta"] = doc["meta"]
+    return out
+
+
+def floor_for(rows: list[dict[str, Any]], level: float = INTERVAL_LEVEL) -> float:
+    """The relative half-width to add to each cell's interval (as predict.INTERVAL_FLOOR, a share of the predicted
+    time) so that `level` of these cells' intervals hold their real median: the `level` quantile of what each cell
+    lacked, (|real - predicted| - half-width) / predicted, at least 0.  Fitted on the tuning half only."""
+    import numpy as np
+
+    lack = [max(0.0, abs(r["real_median_s"] - r["predict_s"]) - (r["high_s"] - r["predict_s"])) / r["predict_s"]
+            for r in rows if r["predict_s"] > 0 and r["real_median_s"] == r["real_median_s"]]
+    return float(np.quantile(lack, level)) if lack else 0.0
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -202,7 +242,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--home", default="/var/tmp", help="a directory on the home storage (default: the root disk's "
                     "/var/tmp)")
     ap.add_argument("--json", default=None, help="also write the cells and the summary as JSON to FILE")
+    ap.add_argument("--rescore", metavar="FILE", help="predict the cells of an earlier run's --json again with this "
+                    "code (its measurements as they were), and report them")
     a = ap.parse_args(argv)
+    if a.rescore:
+        return rescore(a.rescore)
     corpus = whatif_steps.load()
     half = corpus.half(a.half)
     names = a.steps.split(",") if a.steps else half[:SHORT_STEPS] if a.short else half
@@ -250,8 +294,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             print(f"{n}: captured {float(cap.meta['wall_s']):.3f} s ({s.shape})")
             for c in plans[n].cautions:
                 print(f"{n}: caution: {c}")
-        cells = run_cells(corpus, names, labels, targets, works, keep, caches, runs, plans, models, t0)
+        cells, cals = run_cells(corpus, names, labels, targets, works, keep, caches, runs, plans, models, t0)
         doc = report(cells)
+        doc["models"] = {n: asdict(m) for n, m in models.items()}
+        doc["calibrations"] = {f"{i}|{c}": v for (i, c), v in cals.items()}
         doc["meta"] = {"half": a.half, "split_date": corpus.date, "steps": names, "scale": scale, "runs": runs,
                        "caches": caches, "targets": labels, "load_start": list(load0)}
     finally:
