@@ -165,6 +165,9 @@ def run_cells(corpus: whatif_steps.Corpus, names: list[str], labels: list[str], 
     against the home storage's (targets[0])."""
     cals = {(i, c): calibrate(t, cache=c, refresh=True) for i, t in enumerate(targets) for c in caches}
     grid = {(n, i, c): Cell(n, labels[i], c) for n in names for i in range(len(targets)) for c in caches}
+    for (n, i, c), cell in grid.items():  # predicted before the runs: the calibrations are all it needs
+        cell.caution = bool(plans[n].cautions or models[n].cautions)
+        predicted(cell, models[n], cals[(i, c)], cals[(0, c)])
     for k in range(runs):
         print(f"round {k + 1} of {runs} ({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
         for (n, i, c), cell in grid.items():
@@ -180,11 +183,9 @@ def run_cells(corpus: whatif_steps.Corpus, names: list[str], labels: list[str], 
 
             for run in cell_order([real, rep], k):
                 run()
-            print(f"  {n} on {labels[i]}, {c}: real {cell.real_s[-1]:.3f} s, replay {cell.replay_s[-1]:.3f} s",
-                  file=sys.stderr, flush=True)
-    for (n, i, c), cell in grid.items():
-        cell.caution = bool(plans[n].cautions or models[n].cautions)
-        predicted(cell, models[n], cals[(i, c)], cals[(0, c)])
+            print(f"  {n} on {labels[i]}, {c}: real {cell.real_s[-1]:.3f} s, replay {cell.replay_s[-1]:.3f} s, "
+                  f"predicted {cell.predict_s:.3f} s [{cell.low_s:.3f}, {cell.high_s:.3f}]", file=sys.stderr,
+                  flush=True)
     return list(grid.values()), cals
 
 
