@@ -160,14 +160,15 @@ def report(cells: list[Cell], out: Any = sys.stdout) -> dict[str, Any]:
 def run_cells(corpus: whatif_steps.Corpus, names: list[str], labels: list[str], targets: list[Any],
               works: list[Path], keep: set[str], caches: list[str], runs: int, plans: dict[str, Any],
               models: dict[str, Any], t0: float) -> tuple[list[Cell], dict[tuple[int, str], dict[str, float]]]:
-    """Every cell (step, target, cache state): `runs` real runs and replays, interleaved round by round (a cell's
-    two in an order rotated each round), then its prediction from the target's calibration in that cache state
-    against the home storage's (targets[0])."""
+    """Every cell (step, target, cache state): its prediction from the target's calibration in that cache state
+    against the home storage's (targets[0]) warm, the state the captures were taken in (against the home storage
+    cold, a cold cell on the home storage was predicted as the warm capture itself), then `runs` real runs and
+    replays, interleaved round by round (a cell's two in an order rotated each round)."""
     cals = {(i, c): calibrate(t, cache=c, refresh=True) for i, t in enumerate(targets) for c in caches}
     grid = {(n, i, c): Cell(n, labels[i], c) for n in names for i in range(len(targets)) for c in caches}
     for (n, i, c), cell in grid.items():  # predicted before the runs: the calibrations are all it needs
         cell.caution = bool(plans[n].cautions or models[n].cautions)
-        predicted(cell, models[n], cals[(i, c)], cals[(0, c)])
+        predicted(cell, models[n], cals[(i, c)], cals[(0, "warm")] if (0, "warm") in cals else cals[(0, c)])
     for k in range(runs):
         print(f"round {k + 1} of {runs} ({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
         for (n, i, c), cell in grid.items():
@@ -206,7 +207,7 @@ def rescore(path: str) -> dict[str, Any]:
     for r in doc["cells"]:
         cell = Cell(r["step"], r["target"], r["cache"], r["real_runs"], r["replays"], caution=r["caution"])
         predicted(cell, models[cell.step], cals[(str(labels.index(cell.target)), cell.cache)],
-                  cals[("0", cell.cache)])
+                  cals.get(("0", "warm"), cals[("0", cell.cache)]))
         cells.append(cell)
     print(f"rescored {path} (measured at load {doc['meta']['load_start'][0]:.1f} at the start, "
           f"{doc['meta']['load_end'][0]:.1f} at the end)")
