@@ -28,6 +28,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -265,6 +266,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"corpus split of {corpus.date}: the {a.half} half, steps {', '.join(names)}; scale {scale}, {runs} runs "
           f"per cell, caches {', '.join(caches)}")
     print(f"load average at start {load0[0]:.1f} {load0[1]:.1f} {load0[2]:.1f} on {os.cpu_count()} CPUs")
+    # SIGTERM between replays (a real run, a calibration) ends the run through the finally below, which takes the lab
+    # down: by default it killed the interpreter and left the lab's disks and mounts up
+    was = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     stack = contextlib.ExitStack()
     base = Path(tempfile.mkdtemp(prefix="whatif-corpus-", dir=a.home))
     labels, specs, lab_dir = ["home"], [str(base)], None
@@ -309,6 +313,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if lab_dir is not None:
             lab_down(lab_dir)
         stack.close()
+        signal.signal(signal.SIGTERM, was)
         load1 = os.getloadavg()
         print(f"load average at end {load1[0]:.1f} {load1[1]:.1f} {load1[2]:.1f}; the run took "
               f"{time.time() - t0:.0f} s")
