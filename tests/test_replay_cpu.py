@@ -268,6 +268,10 @@ def test_a_process_that_was_mostly_preempted_is_not_replayed_waiting():
                         stime_start_ns=0, events=None, nivcsw=300, nvcsw=100)
     gap, th = np.array([50_000_000, 50_000_000]), np.array([0, 0])
     assert cpu_shares([p], [0], th, gap, 0, 0.00001).wait == [pytest.approx(15 / 60)]
+    # one involuntary switch beside one voluntary one (a single long sleep): at most PREEMPT_MAX_S of it
+    p.nivcsw, p.nvcsw = 1, 1
+    assert cpu_shares([p], [0], th, gap, 0, 0.0).wait == [pytest.approx(1 - 0.010 / 0.060)]
+    p.nivcsw, p.nvcsw = 300, 100
     p.nvcsw = 1_000_000
     assert cpu_shares([p], [0], th, gap, 0, 0.0001).wait == [pytest.approx(30 / 60, abs=0.001)]
 
