@@ -59,7 +59,6 @@ from typing import Any
 from iolens.workspace.target import resolve
 from iolens.capture.record import Recording
 from iolens.pagecache import proactive_reclaim, reclaim_paused, warm
-from iolens.synth import fastq_text, synth
 from iolens.whatif.overhead import measure as profiler_cost
 from iolens.native import probe_cpu
 from iolens.whatif.engine import recorded_block_ns
@@ -72,30 +71,19 @@ from iolens.whatif.timeline import PREEMPT_S, breakdown
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from replay_cost import measure as replay_cost  # noqa: E402
 from replay_cost import report as report_cost  # noqa: E402
+import whatif_steps  # noqa: E402
 
 LAB_TARGETS = "magnetic,st1,gp2,s3,s3-remote,btrfs-zstd"
 IOLENS = [sys.executable, "-m", "iolens"]  # this interpreter's iolens, whatever is on PATH
 
-STEPS = {
-    "minimap2-sam": ["minimap2", "-a", "-t", "2", "ref.fa", "reads_1.fq.gz", "-o", "out.sam"],
-    "sort-spill": ["samtools", "sort", "-m", "1M", "-o", "sorted.bam", "in.sam"],
-    "index": ["samtools", "index", "in.bam"],
-    "gzip-fastq": ["sh", "-c", "gzip -1 -c reads.fq > reads.fq.gz"],
-    "pigz-fastq": ["sh", "-c", "pigz -1 -p 2 -c reads.fq > reads.fq.gz"],
-    "small-files": ["sh", "-c", "mkdir -p sf && i=0; while [ $i -lt 2000 ]; do echo $i > sf/f$i; i=$((i+1)); done; "
-                    "ls sf > list && cat sf/* > all && rm -r sf"],
-}
-OUTPUTS = ["out.sam", "sorted.bam", "in.bam.bai", "reads.fq.gz", "list", "all", "sf"]
+CORPUS = whatif_steps.load()  # the steps are the held-out corpus's six marked `accuracy`: one definition
+STEPS = {n: s.argv for n, s in CORPUS.steps.items() if s.accuracy}
+OUTPUTS = sorted({o for s in CORPUS.steps.values() if s.accuracy for o in s.outputs})
 
 
 def prepare(work: Path, scale: float) -> None:
-    s = synth(work / "syn", ref_bases=int(2_000_000 * scale), pairs=int(40_000 * scale), seed=3)
-    shutil.copy(s.reference, work / "ref.fa")
-    shutil.copy(s.reads1, work / "reads_1.fq.gz")
-    (work / "reads.fq").write_bytes(fastq_text(int(40_000_000 * scale)))
-    subprocess.run(["minimap2", "-a", "-t", "2", "ref.fa", "reads_1.fq.gz", "-o", "in.sam"], cwd=work, check=True,
-                   capture_output=True)
-    subprocess.run(["samtools", "sort", "-o", "in.bam", "in.sam"], cwd=work, check=True, capture_output=True)
+    whatif_steps.prepare(CORPUS, work, sorted({i for s in CORPUS.steps.values() if s.accuracy for i in s.inputs}),
+                         scale)
 
 
 def clean(work: Path) -> None:

@@ -246,12 +246,34 @@ def test_preemption_is_taken_out_at_the_given_cost_per_switch():
     from iolens.whatif.timeline import PROCESS_OVERHEAD_NS, cpu_shares
 
     p = SimpleNamespace(finalized=True, utime_ns=40_000_000 + PROCESS_OVERHEAD_NS, utime_start_ns=0, stime_ns=0,
-                        stime_start_ns=0, events=None, nivcsw=100)
+                        stime_start_ns=0, events=None, nivcsw=100, nvcsw=100_000)
     gap = np.array([50_000_000, 50_000_000])
     got = cpu_shares([p], [0], np.array([0, 0]), gap, 0, 0.0002)
     assert got.share == [pytest.approx(0.4)] and got.wait == [pytest.approx(40 / 60)]
     assert cpu_shares([p], [0], np.array([0, 0]), gap, 0, 0.003).wait == [pytest.approx(0.0)]
-    assert cpu_shares([p], [0], np.array([0, 0]), gap, 0, 0.0).wait == [pytest.approx(1.0)]
+    # no cost per switch: only the switches' count share (100 of 100,100 involuntary) is taken as preemption
+    assert cpu_shares([p], [0], np.array([0, 0]), gap, 0, 0.0).wait == [pytest.approx(1 - 100 / 100_100)]
+
+
+def test_a_process_that_was_mostly_preempted_is_not_replayed_waiting():
+    """100 ms of gaps, 40 ms on the CPU, 60 ms off it, 300 involuntary switches and 100 voluntary ones: at 0.2 ms
+    a switch; of them 3/4 by the switches' count were preemption, whatever each one cost (a loaded
+    machine's whole time slices): 45 of the 60 ms are not replayed as a wait.  With nearly every switch
+    voluntary, the per-switch figure decides, as before."""
+    from types import SimpleNamespace
+
+    from iolens.whatif.timeline import PROCESS_OVERHEAD_NS, cpu_shares
+
+    p = SimpleNamespace(finalized=True, utime_ns=40_000_000 + PROCESS_OVERHEAD_NS, utime_start_ns=0, stime_ns=0,
+                        stime_start_ns=0, events=None, nivcsw=300, nvcsw=100)
+    gap, th = np.array([50_000_000, 50_000_000]), np.array([0, 0])
+    assert cpu_shares([p], [0], th, gap, 0, 0.00001).wait == [pytest.approx(15 / 60)]
+    # one involuntary switch beside one voluntary one (a single long sleep): at most PREEMPT_MAX_S of it
+    p.nivcsw, p.nvcsw = 1, 1
+    assert cpu_shares([p], [0], th, gap, 0, 0.0).wait == [pytest.approx(1 - 0.010 / 0.060)]
+    p.nivcsw, p.nvcsw = 300, 100
+    p.nvcsw = 1_000_000
+    assert cpu_shares([p], [0], th, gap, 0, 0.0001).wait == [pytest.approx(30 / 60, abs=0.001)]
 
 
 def test_the_replayers_own_time_between_ops_comes_out_of_later_gaps(tmp_path):

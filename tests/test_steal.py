@@ -99,7 +99,7 @@ def test_stolen_time_in_a_gap_is_not_waited_out():
     from iolens.whatif.timeline import PROCESS_OVERHEAD_NS, cpu_shares
 
     p = SimpleNamespace(finalized=True, utime_ns=40_000_000 + PROCESS_OVERHEAD_NS, utime_start_ns=0, stime_ns=0,
-                        stime_start_ns=0, events=None, nivcsw=0)
+                        stime_start_ns=0, events=None, nivcsw=0, nvcsw=100_000)
     gap, th = np.array([50_000_000, 50_000_000]), np.array([0, 0])
     assert cpu_shares([p], [0], th, gap, 0, 0.0002).wait == [pytest.approx(1.0)]
     got = cpu_shares([p], [0], th, gap, 0, 0.0002, steal=0.2)

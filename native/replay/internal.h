@@ -31,6 +31,11 @@
 #define DEP_TIMEOUT_NS 10000000000ull /* the job's "dependency_timeout_s" when it has one */
 #define IOBUF (1u << 20)
 #define BURN_MIN_NS 2000 /* shorter gaps are only waited out: reading the thread's CPU clock costs ~0.5 us */
+/* A burn by work (the job's cpu_ns_per_block) at least this long is timed on the thread's CPU clock, for the
+ * result's CPU time and cost per block; shorter ones are not.  A read of that clock is a system call (1.3-1.5 us
+ * on the 2-CPU VM, against 50 ns for CLOCK_MONOTONIC): two per burn made every burnt gap ~3 us longer than the
+ * step's, and GNU sort's 15,000 short gaps (its fwrite calls between lines) replayed 0.04 s late of 0.30 s. */
+#define BURN_CLOCK_MIN_NS 100000
 #define OWN_MAX_NS 2000  /* a thread past its gap by less was held up by the replayer's own work between ops */
 
 struct rfile {
@@ -63,8 +68,11 @@ struct rthread {
     uint64_t late_ns;          /* reached an op after its recorded gap had already passed (behind schedule) */
     uint64_t dep_ns;           /* waited for another thread (process start, wait, pipes) */
     uint64_t busy_ns;          /* inside file operations */
-    uint64_t cpu_ns;           /* compute burnt on the CPU for the on-CPU share of the gaps (thread CPU time) */
-    uint64_t blocks;           /* of it, burn blocks burnt as work (the job's cpu_ns_per_block) */
+    uint64_t cpu_ns;           /* compute burnt on the CPU for the on-CPU share of the gaps (thread CPU time; of
+                                * the burns by work, only the clocked ones: output.c estimates the others) */
+    uint64_t blocks;           /* burn blocks burnt as work (the job's cpu_ns_per_block) */
+    uint64_t clocked_blocks;   /* of them, those of burns timed on the CPU clock (BURN_CLOCK_MIN_NS) */
+    uint64_t clocked_cpu_ns;   /* the CPU time those took */
     uint64_t own_ns;           /* the replayer's own time between ops, taken back from later gaps */
     uint64_t owed_ns;          /* the replayer's own time not yet taken back (late when the thread ends) */
     double cpu_share;          /* the share of each recorded gap that was on the CPU (from the capture's CPU times) */

@@ -113,16 +113,20 @@ int write_result(int status, const char *message, uint64_t wall, uint64_t layout
         jw_end_obj(&w);
     }
     jw_end_arr(&w);
-    jw_arr(&w, "thread_cpu_ns"); /* per thread: CPU time burnt for the on-CPU share of its gaps */
-    for (size_t i = 0; i < R.nthreads; i++) jw_uint(&w, NULL, R.threads[i].cpu_ns);
-    jw_end_arr(&w);
-    /* 1.9: the burn blocks burnt as work and the CPU time they took: this replay's cost of a block */
+    /* 1.9: the burn blocks burnt as work and the CPU time they took: this replay's cost of a block (from the
+     * burns timed on the CPU clock, BURN_CLOCK_MIN_NS) */
     uint64_t blocks = 0, block_ns = 0;
     for (size_t i = 0; i < R.nthreads; i++) {
-        if (!R.threads[i].blocks) continue;
-        blocks += R.threads[i].blocks;
-        block_ns += R.threads[i].cpu_ns;
+        blocks += R.threads[i].clocked_blocks;
+        block_ns += R.threads[i].clocked_cpu_ns;
     }
+    double per_block = blocks ? (double)block_ns / (double)blocks : R.ns_per_block;
+    jw_arr(&w, "thread_cpu_ns"); /* per thread: CPU time burnt for the on-CPU share of its gaps */
+    for (size_t i = 0; i < R.nthreads; i++) { /* the burns not clocked at the clocked ones' cost per block */
+        const struct rthread *t = &R.threads[i];
+        jw_uint(&w, NULL, t->cpu_ns + (uint64_t)((double)(t->blocks - t->clocked_blocks) * per_block + 0.5));
+    }
+    jw_end_arr(&w);
     jw_uint(&w, "burn_blocks", blocks);
     jw_uint(&w, "burn_block_cpu_ns", block_ns);
     jw_end_obj(&w);

@@ -47,20 +47,27 @@ static inline uint64_t burn_block(uint64_t x)
 /* Burn `ns` of this thread's CPU time: the on-CPU share of a compute gap is replayed as compute, so it competes
  * for the CPUs as the recorded step's did (a sleep would not: on a loaded machine the real step slows, a sleeping
  * replay does not).  With the capture's cost of a block (R.ns_per_block) the burn is that work, ns / cost blocks,
- * however long they take now; without, it is measured on the thread's CPU clock.  Either way time spent runnable
- * but not running is not counted and the burn takes longer when the CPUs are busy, as the step would.  Returns
- * the CPU time burnt; counts the blocks burnt by work in *blocks. */
-static uint64_t burn(uint64_t ns, uint64_t *blocks)
+ * however long they take now, and only a burn of BURN_CLOCK_MIN_NS or more reads the CPU clock (a system call);
+ * without, it is measured on the thread's CPU clock.  Either way time spent runnable but not running is not
+ * counted and the burn takes longer when the CPUs are busy, as the step would.  Returns the CPU time measured
+ * (0 for a burn not clocked); counts the blocks in t. */
+static uint64_t burn(struct rthread *t, uint64_t ns)
 {
-    uint64_t c0 = thread_cpu_ns(), c = c0;
     static volatile uint64_t sink;
     if (R.ns_per_block > 0) {
         uint64_t n = (uint64_t)((double)ns / R.ns_per_block + 0.5), x = sink;
+        int clocked = ns >= BURN_CLOCK_MIN_NS;
+        uint64_t c0 = clocked ? thread_cpu_ns() : 0;
         for (uint64_t i = 0; i < n && !stop_signal; i++) x = burn_block(x);
         sink = x;
-        *blocks += n;
-        return thread_cpu_ns() - c0;
+        t->blocks += n;
+        if (!clocked) return 0;
+        uint64_t c = thread_cpu_ns() - c0;
+        t->clocked_blocks += n;
+        t->clocked_cpu_ns += c;
+        return c;
     }
+    uint64_t c0 = thread_cpu_ns(), c = c0;
     while (c - c0 < ns && !stop_signal) {
         sink = burn_block(sink);
         c = thread_cpu_ns();
@@ -93,7 +100,7 @@ uint64_t replay_gap(struct rthread *t, const struct rp_op *o, uint64_t prev_end)
     uint64_t deadline = prev_end + gap;
     int burnt = on > 0 && gap >= BURN_MIN_NS;
     if (burnt) {
-        t->cpu_ns += burn(on, &t->blocks);
+        t->cpu_ns += burn(t, on);
         uint64_t b = now_ns();
         if (b > prev_end + on) t->late_ns += b - (prev_end + on);
         deadline = (b > prev_end + on ? b : prev_end + on) + (uint64_t)((double)(gap - on) * t->wait_share);

@@ -102,11 +102,11 @@ def replay(capture: str, targets: tuple[str, ...], speed: str, cache: str, outpu
             failed.append({"target": t.spec, "error": str(err)})
     for r in results if cap.problems or speed == "max" else []:
         r.fidelity = None
-    doc = {"tag": "iolens-replay", "schema_version": [1, 5], "capture": capture, "speed": speed, "cache": cache,
+    doc = {"tag": "iolens-replay", "schema_version": [1, 6], "capture": capture, "speed": speed, "cache": cache,
            "original_wall_s": plan.wall_s, "ops": int(len(plan.ops)), "skipped_ops": plan.skipped_ops,
            "profiler_overhead_s": plan.overhead_s, "unreplayed_cpu_s": plan.unreplayed_cpu_s,
            "recorded_threads": plan.recorded,
-           "notes": plan.notes,
+           "notes": plan.notes, "cautions": plan.cautions,
            "targets": [{"target": r.target, "wall_s": r.wall_s, "class_s": r.class_s, "ops": r.ops,
                         "errors": r.errors, "first_error": r.first_error,
                         "dependency_timeouts": r.dependency_timeouts,

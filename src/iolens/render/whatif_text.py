@@ -44,6 +44,8 @@ def render_replay(con: Console, capture: str, plan: Plan, results: Sequence[Targ
                 f"({plan.skipped_ops:,} ops on system files, seeks and mmaps kept as compute)")
     for n in plan.notes:
         _prose(con, f"note: {n}")
+    for c in plan.cautions:
+        _prose(con, f"caution: {c}")
     if not results:
         return
     t = FitTable([Col("target", "left", flex="left"), Col("replayed"), *(Col(c, drop=2) for c in classes),
@@ -82,7 +84,8 @@ def render_predict(con: Console, capture: str, model: StepModel, preds: Sequence
                     f"compute is taken as {model.compute_s * model.cpu_ratio:.3f} s)", 2)
     if cost_note:
         _prose(con, cost_note, 2)
-    t = FitTable([Col("target", "left", flex="left"), Col("predicted"), Col("interval"), Col("I/O share", drop=2),
+    t = FitTable([Col("target", "left", flex="left"), Col("predicted"),
+                  Col(f"{preds[0].level:.0%} interval" if preds else "interval"), Col("I/O share", drop=2),
                   Col("I/O change", drop=1), Col("dominant class", "left")], title="Predicted wall time", **STYLE)
     for p in preds:
         t.add_row(p.target, _s(p.wall_s), f"{p.low_s:.3f}-{p.high_s:.3f} s", f"{p.io_share * 100:.0f}%",
@@ -94,6 +97,8 @@ def render_predict(con: Console, capture: str, model: StepModel, preds: Sequence
             _prose(con, f"{p.target}, largest classes: " + ", ".join(f"{c} {_s(sec)}" for c, sec in top), 2)
     if preds:
         _prose(con, f"each target against: {preds[0].reference}")
+    for c in model.cautions:
+        _prose(con, f"caution: {c}")
     con.print("the model cannot see:")
     for u in [*model.unseen, f"the page cache state: assumed {cache} for the inputs (--cache)"]:
         _prose(con, f"- {u}", 2)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from iolens.analysis.processes import images, proc_name, run_times
 from iolens.capture.reader import Capture
 from iolens.sysinfo import steal_notes
@@ -47,4 +49,56 @@ def model_notes(cap: Capture) -> list[str]:
         if rt.coverage < 0.95 and missing > 1 << 20:
             out.append(f"{missing / 1e6:.1f} MB moved by the kernel were not attributed to traced calls (coverage "
                        f"{100 * rt.coverage:.0f}%): their cost is not modelled")
+    return out
+
+
+# A step is of a shape the held-out corpus (benchmarks/whatif_corpus.toml) covered poorly when this share of its wall
+# time or more had threads of one process side by side (a thread computing while another waits on storage), or its
+# processes burnt this much CPU in threads that made no file operation (workers the trace does not see): the
+# replay holds those threads' dependencies only as recorded times, and the prediction takes their overlap as fixed.
+SIDE_BY_SIDE_SHARE = 0.2
+
+
+def side_by_side_s(cap: Capture) -> float:
+    """Seconds during which two or more traced threads of one process were alive (between their first and last
+    operation) at once, summed over the processes."""
+    total = 0.0
+    for p in cap.processes:
+        ev = p.events
+        if ev is None or not len(ev) or "tid" not in (ev.dtype.names or ()):
+            continue
+        starts, ends = [], []
+        for th in np.unique(ev["tid"]):
+            e = ev[ev["tid"] == th]
+            starts.append(int(e["start_mono"].min()))
+            ends.append(int((e["start_mono"].astype(np.int64) + e["dur_ns"].astype(np.int64)).max()))
+        if len(starts) < 2:
+            continue
+        edges = sorted([(s, 1) for s in starts] + [(e, -1) for e in ends])
+        alive, last = 0, 0
+        for t, d in edges:
+            if alive >= 2:
+                total += (t - last) / 1e9
+            alive, last = alive + d, t
+    return total
+
+
+def shape_cautions(cap: Capture, unreplayed_cpu_s: float = 0.0) -> list[str]:
+    """What makes this step one of a shape the held-out corpus covered poorly, said so that a replay's or a
+    prediction's figure is read with that in mind (docs/whatif.md, "Held-out corpus")."""
+    wall = float(cap.meta.get("wall_s") or 0.0)
+    if wall <= 0:
+        return []
+    out = []
+    side = side_by_side_s(cap)
+    if side >= SIDE_BY_SIDE_SHARE * wall:
+        out.append(f"threads of one process ran side by side for {side / wall:.0%} of the step (one computing while "
+                   "another waited on storage): the trace has no record of how they waited for each other, and "
+                   "steps of that shape were replayed and predicted with larger errors (docs/whatif.md, "
+                   "\"Held-out corpus\"); read the figure as a rough one")
+    if unreplayed_cpu_s >= SIDE_BY_SIDE_SHARE * wall:
+        out.append(f"{unreplayed_cpu_s:.2f} s of CPU ({unreplayed_cpu_s / wall:.0%} of the wall time) was spent in "
+                   "threads that made no file operation (workers the trace does not see): the replay burns it "
+                   "evenly over the process's life, not when and alongside what it ran; read the figure as a "
+                   "rough one")
     return out

@@ -27,7 +27,7 @@ from iolens import _format as F
 from iolens.capture.reader import Capture, Process
 from iolens.errors import UsageError
 from iolens.sysinfo import steal_share
-from iolens.whatif.caveats import plan_notes
+from iolens.whatif.caveats import plan_notes, shape_cautions
 from iolens.whatif.engine import describe, op_dtype, recorded_block_ns
 from iolens.whatif.handles import closes_after_use, read_only
 from iolens.whatif.pipes import _pipe_needs
@@ -124,6 +124,7 @@ class Plan:
     cwd: str = ""                      # the step's working directory below the replay directory (names from there)
     read_only: list[bool] = field(default_factory=list)  # handle -> only read through (opened O_RDONLY, no create)
     cpu_ns_per_block: float = 0.0      # the capture's cost of a burn block: compute burnt as work (0: as CPU time)
+    cautions: list[str] = field(default_factory=list)  # a shape the held-out corpus covered poorly (caveats)
 
     def job(self, root: str, ops_path: str, *, speed: str, cache: str, log: str | None = None,
             dependency_timeout_s: float | None = None) -> dict[str, Any]:
@@ -237,7 +238,7 @@ def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS
                 cpu_share=shares, wait_share=waits, unreplayed_cpu_s=cpu.unreplayed_s, recorded=recorded,
                 cwd=cwd.strip("/") if _is_data(cwd + "/") else "",
                 read_only=read_only(a, ops.handle_of, made, code, HANDLE_OPS),
-                cpu_ns_per_block=per_block)
+                cpu_ns_per_block=per_block, cautions=shape_cautions(cap, cpu.unreplayed_s))
 
 
 # what a process's file index stands for in the replay: a data file (by its index in the plan's files) or a pipe
