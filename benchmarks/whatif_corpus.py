@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from iolens.bench.targets import resolve
+from iolens.workspace.target import resolve
 from iolens.capture.record import Recording
 from iolens.pagecache import drop_caches
 from iolens.whatif.overhead import measure as profiler_cost

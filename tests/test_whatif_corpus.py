@@ -119,7 +119,7 @@ def test_a_short_burn_by_work_reads_no_cpu_clock(tmp_path):
     clock (a system call, 1.3-1.5 us on a VM; it read it twice a burn, which made each burnt gap that much longer
     than the step's) only around burns of 100 us or more, and still reports the CPU the burns took."""
     strace = tool("strace")
-    from iolens.bench.targets import resolve
+    from iolens.workspace.target import resolve
     from iolens.native import native_path, probe_cpu
     from iolens.whatif.engine import op_codes, op_dtype
     from iolens.whatif.plan import Plan, ReplayFile
