@@ -48,3 +48,19 @@ def test_true_is_recorded_whole(tmp_path):
     assert p.exe.endswith("/true") and p.cwd == os.getcwd() and p.host
     assert p.env["TMPDIR"] == "/scratch/x" and p.env["AWS_SECRET_ACCESS_KEY"] == "***"
     assert p.k_rchar >= p.k_rchar_start > 0  # the loader's reads, before the constructor
+
+
+def test_a_users_own_iolens_variable_is_left_alone(tmp_path):
+    """IOLENS that is not the launcher's value (<pid>[t][m<N>]/<dir>; the cases' scripts once named the iolens
+    command so) is the user's: the program sees it unchanged and the recorder writes where IOLENS_DIR says."""
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IOLENS") and k != "LD_PRELOAD"}
+    env.update(LD_PRELOAD=str(preload_library()), IOLENS_DIR=str(stage), IOLENS_PARENT_PID=str(os.getpid()),
+               IOLENS=".venv/bin/iolens --quiet")
+    res = subprocess.run(["sh", "-c", 'printf "%s|%s" "$IOLENS" "${IOLENS_DIR-unset}"'], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0
+    assert res.stdout == ".venv/bin/iolens --quiet|unset"  # the recorder's own variable is still hidden
+    assert len(list(stage.glob("*.part"))) >= 1
+    assert not Path("/bin/iolens").exists()

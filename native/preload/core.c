@@ -72,7 +72,9 @@ IOLENS_COLD __attribute__((constructor(102))) static void iolens_init(int argc, 
     struct iolens_state *g = &iolens_g;
     /* the launcher's one variable, IOLENS=<its pid>[t][m<max files>]<directory>
      * (capture/record.py, `recorder_value`); else a pipeline's IOLENS_DIR and friends */
-    const char *packed = iolens_getenv_in(environ, "IOLENS"), *dir = packed;
+    const char *packed = iolens_getenv_in(environ, "IOLENS"), *dir;
+    if (!iolens_env_packed(packed)) packed = 0; /* a user's own IOLENS: not ours */
+    dir = packed;
     int trace = 0, pid = 0;
     uint64_t max_files = 0;
     if (packed) {

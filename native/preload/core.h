@@ -518,6 +518,7 @@ void iolens_layer_add(const struct iolens_layer *l);
 
 /* The recorder's variables (env.c): taken out of environ at start, keeping copies. */
 void iolens_env_take(void);
+int iolens_env_packed(const char *v);
 /* A variable the recorder took out of environ, or 0. */
 const char *iolens_env(const char *key);
 /* The environment to pass on at exec or spawn: envp with the recorder's variables put back into out (cap

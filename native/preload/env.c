@@ -74,6 +74,17 @@ IOLENS_COLD static const char *find_own(const char *v, size_t *len)
     return 0;
 }
 
+/* Is v the launcher's IOLENS value, <pid>[t][m<N>]/<directory>?  A user's
+ * own IOLENS (a script's name for the iolens command, say) is not ours: it
+ * is left where it is and the pipeline's IOLENS_DIR is read instead. */
+IOLENS_COLD int iolens_env_packed(const char *v)
+{
+    if (!v || *v < '0' || *v > '9') return 0;
+    while (*v >= '0' && *v <= '9') v++;
+    while (*v == 't' || *v == 'm' || (*v >= '0' && *v <= '9')) v++;
+    return *v == '/';
+}
+
 IOLENS_COLD const char *iolens_env(const char *key)
 {
     if (!env_taken) return iolens_getenv_in(environ, key);
@@ -94,6 +105,7 @@ IOLENS_COLD void iolens_env_take(void)
         for (size_t k = 0; k < NKEYS && !drop && e[0] == 'I'; k++) {
             size_t kl = iolens_strlen(env_keys[k]);
             if (!starts(e, env_keys[k], kl)) continue;
+            if (k == 0 && !iolens_env_packed(e + kl + 1)) break; /* the user's IOLENS, not the launcher's */
             env_saved[k] = e;
             drop = 1;
         }
