@@ -8,7 +8,7 @@
 # the copy-in (stage).
 #
 # Usage (as root): examples/cases/case1_object_store.sh [--full] [WORK_DIR]
-# Environment: IOLENS, IOLENS_LAB_DIR (a lab with s3, s3-rclone and s3-remote up; else one is brought up and
+# Environment: IOLENS_CMD, IOLENS_LAB_DIR (a lab with s3, s3-rclone and s3-remote up; else one is brought up and
 #   taken down after).
 # Claims (examples/cases/claims.py): mount vs staged (no difference, at a 10% margin), bytes fetched, phases as child
 # processes. Checks (at any scale): the profiles attribute at

@@ -9,7 +9,7 @@
 #   3. the monthly cost table of that step's options (`iolens cost`).
 #
 # Usage (as root): examples/cases/case3_shared_fs.sh [--full] [WORK_DIR]
-# Environment: IOLENS, IOLENS_LAB_DIR (a lab with ext4, xfs, btrfs, netfs, s3, moosefs and gluster up; else one is
+# Environment: IOLENS_CMD, IOLENS_LAB_DIR (a lab with ext4, xfs, btrfs, netfs, s3, moosefs and gluster up; else one is
 # brought up).
 # Checks (at any scale): creating 500 KB files one by one through the object-store mount is slower than on a local
 # ext4 disk (every file is a PUT); the shared filesystem over the network is slower than local ext4 for them too.

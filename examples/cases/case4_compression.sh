@@ -12,7 +12,7 @@
 # (checked) and lzo's below it, NUMA binding.
 #
 # Usage (as root): examples/cases/case4_compression.sh [--full] [WORK_DIR]
-# Environment: IOLENS, IOLENS_LAB_DIR (a lab with btrfs, btrfs-lzo, btrfs-zstd, btrfs-zlib, tmpfs, nvme, gp3 up).
+# Environment: IOLENS_CMD, IOLENS_LAB_DIR (a lab with btrfs, btrfs-lzo, btrfs-zstd, btrfs-zlib, tmpfs, nvme, gp3 up).
 # Checks (at any scale): the FASTQ is smaller on disk on each compressing btrfs and not on plain btrfs; writing it
 # to btrfs-zlib costs the kernel more CPU than writing it to plain btrfs; tmpfs does more random 4 KiB reads per
 # second than the emulated gp3 volume.

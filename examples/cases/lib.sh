@@ -2,7 +2,7 @@
 #
 # Every case script: `caseN_*.sh [--full] [WORK_DIR]`. It sets `mode` (short|full), `work` (WORK_DIR, default a new
 # directory under $TMPDIR), `report` ($work/report, where every page goes and index.html links them), `iolens`
-# (an array: $IOLENS, default `iolens`), and gives:
+# (an array: $IOLENS_CMD, default `iolens`), and gives:
 #   lab_up TARGET...   bring up the lab targets the case needs (reused when IOLENS_LAB_DIR already has them up and
 #                      healthy; else a lab in $work/lab, taken down when the script exits)
 #   check NAME OK MSG  print "PASS: NAME: MSG" or "FAIL: NAME: MSG" (OK is 0/1 or true/false); failures are counted
@@ -27,7 +27,7 @@ report=$work/report
 mkdir -p "$report"
 work=$(cd "$work" && pwd)
 report=$work/report
-read -r -a iolens <<<"${IOLENS:-iolens}"
+read -r -a iolens <<<"${IOLENS_CMD:-iolens}"
 checks=$report/checks.txt
 : > "$checks"
 failures=0
