@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,35 @@ def test_run_all_does_not_take_the_command_from_iolens(tmp_path):
                          env=_env(IOLENS=str(cmd), PATH=_bare_path(tmp_path)), timeout=60)
     assert "iolens: command not found" in res.stderr  # it ran `iolens` from PATH (none here), not $IOLENS
     assert not log.exists()
+
+
+def _lib_run(tmp_path: Path, script: str, **extra: str) -> subprocess.CompletedProcess[str]:
+    """`script` run in bash after sourcing examples/cases/lib.sh, as a case script does."""
+    return subprocess.run(["bash", "-c", f'source "$1" "$2"\n{script}', "case0_test", str(CASES_DIR / "lib.sh"),
+                           str(tmp_path / "work")], capture_output=True, text=True, env=_env(**extra), timeout=120)
+
+
+def test_saved_table_states_the_width_it_was_laid_out_at(tmp_path):
+    table = tmp_path / "cost.txt"
+    res = _lib_run(tmp_path, f'"${{iolens[@]}}" cost --list | save_table {table}',
+                   IOLENS_CMD=f"{sys.executable} -m iolens")
+    assert res.returncode == 0, res.stderr
+    first, *lines = table.read_text(encoding="utf-8").splitlines()
+    assert lines and "Priced options" in "\n".join(lines)
+    width = max(len(line) for line in lines)
+    assert first == f"# width: {width} columns, nothing cut"
+    assert width > 80  # COLUMNS unset: laid out at the width the table needs, not a terminal's 80
+
+
+def test_saved_table_says_when_a_cell_was_cut_and_tee_shows_it(tmp_path):
+    table = tmp_path / "t.txt"
+    res = _lib_run(tmp_path, f"printf 'name   size\\nlong-na…  12 MiB\\n' | save_table {table} tee")
+    assert res.returncode == 0, res.stderr
+    assert table.read_text(encoding="utf-8") == \
+        "# width: 16 columns, some cell cut to fit (marked …)\nname   size\nlong-na…  12 MiB\n"
+    assert res.stdout == "name   size\nlong-na…  12 MiB\n"
+
+
+def test_a_failing_command_still_fails_the_case_through_save_table(tmp_path):
+    res = _lib_run(tmp_path, f"false | save_table {tmp_path / 't.txt'}\necho not reached")
+    assert res.returncode != 0 and "not reached" not in res.stdout

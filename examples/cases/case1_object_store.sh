@@ -44,7 +44,7 @@ sync && echo 3 > /proc/sys/vm/drop_caches
 "${iolens[@]}" profile -q --force -o "$work/direct.iolens" -- \
   bash "$here/assembler_like.sh" "$s3dir/$key/reads_1.fq.gz" "$s3dir/$key/reads_2.fq.gz" "$passes" "$work/out"
 "${iolens[@]}" report "$work/direct.iolens" --json "$report/direct-profile.json" --html "$report/direct-profile.html" \
-  > "$report/direct-profile.txt"
+  | save_table "$report/direct-profile.txt"
 
 python3 - "$report" "$work/synth" "$s3dir" >"$report/checks.sh" <<'PY'
 import json, os, shlex, sys

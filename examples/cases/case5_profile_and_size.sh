@@ -52,7 +52,7 @@ for t in magnetic tmpfs; do
   bash "$here/pipeline_like.sh" "$src" "$d" "$regions" stage
   "${iolens[@]}" profile -q --force -o "$work/$t.iolens" -- bash "$here/pipeline_like.sh" "$src" "$d" "$regions" steps
   "${iolens[@]}" report "$work/$t.iolens" --json "$report/profile-$t.json" --html "$report/profile-$t.html" \
-    > "$report/profile-$t.txt"
+    | save_table "$report/profile-$t.txt"
   rm -rf "$d"
 done
 
@@ -61,7 +61,7 @@ for v in "${volumes[@]}"; do args+=(--config "${v%%:*}:work=lab:$v"); done
 "${iolens[@]}" compare "bash $here/pipeline_like.sh $src {work} $regions" --place work=lab:gp2 "${args[@]}" \
   --runs auto "${runs[@]}" --db "$db" -q --json "$report/six-volumes.json" --html "$report/six-volumes.html"
 "${iolens[@]}" cost --last --db "$db" --runs-per-month 30 --no-store \
-  --json "$report/cost.json" --html "$report/cost.html" | tee "$report/cost.txt"
+  --json "$report/cost.json" --html "$report/cost.html" | save_table "$report/cost.txt" tee
 
 # The profiler's overhead on the step itself: the interposer with the recorder's variables, as `iolens profile` sets
 # them, without starting the profiler's Python (interposed); and the whole `iolens profile`, Python's start and the
