@@ -14,13 +14,13 @@
 #   examples/compress_fs_penalty.sh [WORK_DIR]
 # Environment: PAIRS (read pairs, default 200000: a 173 MB SAM, a 129 MB sorted BAM; a few minutes in all on
 # 2 CPUs), QUALITIES (default "binned full"), THREADS (samtools sort -@, default every CPU), RUNS (runs per
-# filesystem, default 5), IOLENS (the iolens command, default iolens).
+# filesystem, default 5), IOLENS_CMD (the iolens command, default iolens).
 set -euo pipefail
 work=${1:-$(mktemp -d -t iolens-fs-penalty.XXXXXX)}
 pairs=${PAIRS:-200000}
 threads=${THREADS:-$(nproc)}
 runs=${RUNS:-5}
-read -r -a iolens <<<"${IOLENS:-iolens}"
+read -r -a iolens <<<"${IOLENS_CMD:-iolens}"
 fs=lab:btrfs,lab:btrfs-lzo,lab:btrfs-zstd,lab:btrfs-zlib
 sort_cmd='samtools sort -@ {threads} -l 0 -m 64M -o {dir}/out.bam {dir}/in.sam 2>/dev/null && sync -f {dir}/out.bam'
 mkdir -p "$work"

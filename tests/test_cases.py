@@ -50,7 +50,7 @@ def labdir(tmp_path_factory):
 
 @pytest.mark.parametrize("case", list(CHECKS))
 def test_case_short_mode(labdir, tmp_path, case):
-    env = {**os.environ, "IOLENS_LAB_DIR": str(labdir), "IOLENS": f"{shlex.quote(sys.executable)} -m iolens"}
+    env = {**os.environ, "IOLENS_LAB_DIR": str(labdir), "IOLENS_CMD": f"{shlex.quote(sys.executable)} -m iolens"}
     work = tmp_path / case
     res = subprocess.run([str(CASES_DIR / f"{case}.sh"), str(work)], capture_output=True, text=True, env=env,
                          timeout=600)

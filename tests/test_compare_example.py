@@ -24,7 +24,7 @@ def example(tmp_path_factory):
     tool("minimap2")
     tool("samtools")
     out = tmp_path_factory.mktemp("example") / "out"
-    env = dict(os.environ, IOLENS=f"{sys.executable} -m iolens", IOLENS_DB=str(out.parent / "results.sqlite"))
+    env = dict(os.environ, IOLENS_CMD=f"{sys.executable} -m iolens", IOLENS_DB=str(out.parent / "results.sqlite"))
     res = subprocess.run([str(EXAMPLE / "run.sh"), str(out), str(RUNS)], capture_output=True, text=True, env=env,
                          timeout=280)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]

@@ -174,6 +174,7 @@ def test_a_vcf_is_recommended_indexable_bgzf_with_its_cost():
     assert inter["choice"] == "lz4:1" and inter["htslib_reads"] is False
     line = recommendation_line(idx)
     assert "tabix -p vcf" in line and "xz:6 is 25% smaller" in line and "\n" not in line
+    assert line.startswith("4.50x, writes 29 MiB/s;")  # 3e7 B/s in MiB/s, the unit of the tables and the page
     assert "cannot read lz4" in recommendation_line(inter)
     assert all(set(r) == set(recs[0]) for r in recs)  # every key always present
 

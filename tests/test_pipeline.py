@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -126,12 +127,29 @@ def test_report_dir_html_and_errors(tmp_path):
     assert 'class="gantt"' in page and "Tasks by host" in page
     # each task on the time axis named by its rule, with its exit status (the command's own, without a wrapper)
     assert 'title="rule dd: ' in page and "exit status 0" in page and "time from the first task" in page
+    axis = re.search(r'<div class="axis">(.*?)<span class="title">', page)
+    assert axis, "no time axis"
+    labels = re.findall(r">([^<]+)</span>", axis.group(1))
+    units = {lab.split()[1] for lab in labels}
+    assert labels[0] == f"0 {units.pop()}" and not units  # one unit on the axis, from 0
     empty = tmp_path / "empty"
     empty.mkdir()
     res = iolens("report", empty)
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "no task captures" in res.stderr
     rep, _rc = pipeline_json(cap)
     assert rep["tag"] == "iolens-pipeline" and rep["schema_version"] == [2, 0] and "schema" not in rep
+
+
+@pytest.mark.parametrize(("span_s", "labels"), [
+    (0.0004, ["0 µs", "100 µs", "200 µs", "300 µs", "400 µs"]), (0.9, ["0 ms", "200 ms", "400 ms", "600 ms", "800 ms"]),
+    (2.7, ["0 s", "1 s", "2 s"]), (1.0, ["0 s", "0.2 s", "0.4 s", "0.6 s", "0.8 s", "1 s"]),
+    (3000, ["0 min", "10 min", "20 min", "30 min", "40 min", "50 min"]), (11000, ["0 h", "1 h", "2 h", "3 h"])])
+def test_html_task_time_axis_reads_in_its_own_unit_from_0(span_s, labels):
+    from iolens.render.pipeline import time_axis
+
+    ticks = time_axis(span_s)
+    assert [lab for _, lab in ticks] == labels
+    assert ticks[0][0] == 0 and ticks[-1][0] <= span_s * (1 + 1e-9)
 
 
 @pytest.mark.parametrize("opt", [("--csv", "x.csv"), ("--chrome-trace", "x.json"), ("--multiqc", "x_mqc.json"),

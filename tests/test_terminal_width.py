@@ -275,7 +275,7 @@ def test_compress_at_every_width(tmp_path):
     f = tmp_path / "reads.txt"
     f.write_bytes(b"".join(b"@r%d\nACGTTGCAACGT\n+\nIIIIIIIIIIII\n" % i for i in range(20000)))
     at_widths(["compress", f, "--codecs", "zlib:1,lz4:1", "--threads", "1", "--no-store", "-q"],
-              ["zlib:1", "lz4:1", "ratio", "comp MB/s"])
+              ["zlib:1", "lz4:1", "ratio", "comp MiB/s"])
 
 
 def test_lab_status_at_every_width(tmp_path):

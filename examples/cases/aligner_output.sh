@@ -6,7 +6,7 @@
 # Usage: examples/cases/aligner_output.sh [--full] [WORK_DIR]
 #   --full     larger data (400,000 read pairs) and 10 runs; the default short mode (8 runs) takes about 2 minutes
 #   WORK_DIR   where the synthetic data, the outputs and the reports go (default: a new directory under $TMPDIR)
-# Environment: IOLENS (default: iolens), DISK (the emulated disk, default: magnetic; e.g. hdd, st1, sc1),
+# Environment: IOLENS_CMD (default: iolens), DISK (the emulated disk, default: magnetic; e.g. hdd, st1, sc1),
 #   IOLENS_LAB_DIR (a lab where lab:$DISK is already up; else one is brought up in WORK_DIR and taken down after).
 # Needs root (the emulated disk is a loop device and mounts), minimap2, nbdkit and nbdfuse (`iolens lab install`).
 #
@@ -18,7 +18,7 @@ mode=short
 if [ "${1:-}" = "--full" ]; then mode=full; shift; fi
 work=${1:-$(mktemp -d "${TMPDIR:-/tmp}/aligner-output.XXXXXX")}
 disk=${DISK:-magnetic}
-read -r -a iolens <<<"${IOLENS:-iolens}"
+read -r -a iolens <<<"${IOLENS_CMD:-iolens}"
 if [ "$mode" = short ]; then pairs=60000; ref=2000000; runs=8; else pairs=400000; ref=5000000; runs=10; fi
 
 command -v minimap2 >/dev/null || { echo "$0: minimap2 is not installed (Debian package minimap2)" >&2; exit 2; }

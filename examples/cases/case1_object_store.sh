@@ -8,7 +8,7 @@
 # the copy-in (stage).
 #
 # Usage (as root): examples/cases/case1_object_store.sh [--full] [WORK_DIR]
-# Environment: IOLENS, IOLENS_LAB_DIR (a lab with s3, s3-rclone and s3-remote up; else one is brought up and
+# Environment: IOLENS_CMD, IOLENS_LAB_DIR (a lab with s3, s3-rclone and s3-remote up; else one is brought up and
 #   taken down after).
 # Claims (examples/cases/claims.py): mount vs staged (no difference, at a 10% margin), bytes fetched, phases as child
 # processes. Checks (at any scale): the profiles attribute at
@@ -44,7 +44,7 @@ sync && echo 3 > /proc/sys/vm/drop_caches
 "${iolens[@]}" profile -q --force -o "$work/direct.iolens" -- \
   bash "$here/assembler_like.sh" "$s3dir/$key/reads_1.fq.gz" "$s3dir/$key/reads_2.fq.gz" "$passes" "$work/out"
 "${iolens[@]}" report "$work/direct.iolens" --json "$report/direct-profile.json" --html "$report/direct-profile.html" \
-  > "$report/direct-profile.txt"
+  | save_table "$report/direct-profile.txt"
 
 python3 - "$report" "$work/synth" "$s3dir" >"$report/checks.sh" <<'PY'
 import json, os, shlex, sys

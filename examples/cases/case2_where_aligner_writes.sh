@@ -8,7 +8,7 @@
 # 10 runs on large; ours: adaptive runs, `compare --runs auto`, until each comparison is decided or the budget ends).
 #
 # Usage (as root): examples/cases/case2_where_aligner_writes.sh [--full] [WORK_DIR]
-# Environment: IOLENS (default iolens), IOLENS_LAB_DIR (a lab with magnetic and nvme up; else one is brought up in
+# Environment: IOLENS_CMD (default iolens), IOLENS_LAB_DIR (a lab with magnetic and nvme up; else one is brought up in
 #   WORK_DIR and taken down after), DISK (the slow disk, default magnetic).
 # Claims (examples/cases/claims.py): /dev/null, another fast disk and the slow disk against the inputs' own disk
 # (minimap2); the slow disk, the SAM's own disk and /dev/null against another fast disk (sort). Checked (fails the

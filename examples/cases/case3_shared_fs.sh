@@ -9,7 +9,7 @@
 #   3. the monthly cost table of that step's options (`iolens cost`).
 #
 # Usage (as root): examples/cases/case3_shared_fs.sh [--full] [WORK_DIR]
-# Environment: IOLENS, IOLENS_LAB_DIR (a lab with ext4, xfs, btrfs, netfs, s3, moosefs and gluster up; else one is
+# Environment: IOLENS_CMD, IOLENS_LAB_DIR (a lab with ext4, xfs, btrfs, netfs, s3, moosefs and gluster up; else one is
 # brought up).
 # Checks (at any scale): creating 500 KB files one by one through the object-store mount is slower than on a local
 # ext4 disk (every file is a PUT); the shared filesystem over the network is slower than local ext4 for them too.
@@ -27,12 +27,12 @@ synth "$work/synth" --ref-size 1000000 --pairs "$pairs"
 lab_up "${targets[@]}"
 
 "${iolens[@]}" bench "${targets[@]/#/lab:}" --suite classic --threads 1,4,8 --size "$size" --files "$files" \
-  --db "$db" --json "$report/classic.json" > "$report/classic.txt"
+  --db "$db" --json "$report/classic.json" | save_table "$report/classic.txt"
 for t in "${targets[@]}"; do echo "lab:$t stands in for ${stands_in[$t]}"; done | tee "$report/stand-ins.txt"
 if [ "$mode" = full ]; then
   if command -v mpirun >/dev/null; then
     "${iolens[@]}" bench lab:netfs --clients 2 --size "$size" --db "$db" --json "$report/clients.json" \
-      > "$report/clients.txt"
+      | save_table "$report/clients.txt"
   else
     missing "multi-client bench: mpirun is not installed (Debian package openmpi-bin); run \`iolens bench lab:netfs --clients 2\`"
   fi
@@ -58,7 +58,7 @@ mkdir -p "$work/out"
   --db "$db" -q \
   --json "$report/step-three-ways.json" --html "$report/step-three-ways.html"
 "${iolens[@]}" cost --last --db "$db" --runs-per-month 30 --held-for always --no-store \
-  --json "$report/cost.json" --html "$report/cost.html" | tee "$report/cost.txt"
+  --json "$report/cost.json" --html "$report/cost.html" | save_table "$report/cost.txt" tee
 
 for f in classic cost; do
   python3 -c 'import html,sys; print("<!doctype html><meta charset=utf-8><pre>" + html.escape(open(sys.argv[1]).read()) + "</pre>")' \

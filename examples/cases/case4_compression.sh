@@ -12,7 +12,7 @@
 # (checked) and lzo's below it, NUMA binding.
 #
 # Usage (as root): examples/cases/case4_compression.sh [--full] [WORK_DIR]
-# Environment: IOLENS, IOLENS_LAB_DIR (a lab with btrfs, btrfs-lzo, btrfs-zstd, btrfs-zlib, tmpfs, nvme, gp3 up).
+# Environment: IOLENS_CMD, IOLENS_LAB_DIR (a lab with btrfs, btrfs-lzo, btrfs-zstd, btrfs-zlib, tmpfs, nvme, gp3 up).
 # Checks (at any scale): the FASTQ is smaller on disk on each compressing btrfs and not on plain btrfs; writing it
 # to btrfs-zlib costs the kernel more CPU than writing it to plain btrfs; tmpfs does more random 4 KiB reads per
 # second than the emulated gp3 volume.
@@ -41,12 +41,12 @@ for q in $qualities; do
     fi
   fi
   "${iolens[@]}" compress --fs "$fs" "$d/reads_1.fq" --no-store --json "$report/$q-fastq-fs.json" \
-    > "$report/$q-fastq-fs.txt"
+    | save_table "$report/$q-fastq-fs.txt"
   "${iolens[@]}" compress "$d/reads_1.fq" --codecs zlib:1,zlib:6,zlib:9,lz4:1,zstd:3 --threads 1 --sample 16M --no-store \
-    --json "$report/$q-codecs.json" --html "$report/$q-codecs.html" > "$report/$q-codecs.txt"
+    --json "$report/$q-codecs.json" --html "$report/$q-codecs.html" | save_table "$report/$q-codecs.txt"
   "${iolens[@]}" compress --fs "$fs" "$d/in.sam" --threads "$threads" --runs "$runs" --no-store \
     --run "$sort_cmd" --json "$report/$q-sort.json" \
-    > "$report/$q-sort.txt"
+    | save_table "$report/$q-sort.txt"
 done
 
 # The kernel compresses in its own threads (btrfs workqueues), so the writer's CPU time does not show it: sum the
@@ -87,9 +87,9 @@ print(json.dumps(out, indent=1))
 PY
 
 "${iolens[@]}" bench lab:tmpfs lab:nvme lab:gp3 --suite random --size "$size" --runtime 1 --no-store \
-  --json "$report/random.json" > "$report/random.txt"
+  --json "$report/random.json" | save_table "$report/random.txt"
 "${iolens[@]}" bench lab:tmpfs lab:nvme lab:gp3 --suite streams --threads 1,2,4,8 --size "$size" --no-store \
-  --json "$report/streams.json" > "$report/streams.txt"
+  --json "$report/streams.json" | save_table "$report/streams.txt"
 
 nodes=$(ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l)
 if [ "$nodes" -le 1 ]; then

@@ -9,7 +9,7 @@
 #   3. the profiler's own overhead on the run (plain vs the interposer alone vs `iolens profile`, interleaved).
 #
 # Usage (as root): examples/cases/case5_profile_and_size.sh [--full] [WORK_DIR]
-# Environment: IOLENS, IOLENS_LAB_DIR (a lab with tmpfs and the six volumes up).
+# Environment: IOLENS_CMD, IOLENS_LAB_DIR (a lab with tmpfs and the six volumes up).
 # Checks (at any scale): small reads are the largest I/O category on the emulated magnetic disk and a small share of
 # the run on tmpfs, and their share of the run is at least 5x larger on magnetic than on tmpfs (published: 12 m 27 s
 # of small reads on an HDD vs 12 s on NVMe). Claims (examples/cases/claims.py): the small-read share (checked), gp2 the
@@ -52,7 +52,7 @@ for t in magnetic tmpfs; do
   bash "$here/pipeline_like.sh" "$src" "$d" "$regions" stage
   "${iolens[@]}" profile -q --force -o "$work/$t.iolens" -- bash "$here/pipeline_like.sh" "$src" "$d" "$regions" steps
   "${iolens[@]}" report "$work/$t.iolens" --json "$report/profile-$t.json" --html "$report/profile-$t.html" \
-    > "$report/profile-$t.txt"
+    | save_table "$report/profile-$t.txt"
   rm -rf "$d"
 done
 
@@ -61,19 +61,18 @@ for v in "${volumes[@]}"; do args+=(--config "${v%%:*}:work=lab:$v"); done
 "${iolens[@]}" compare "bash $here/pipeline_like.sh $src {work} $regions" --place work=lab:gp2 "${args[@]}" \
   --runs auto "${runs[@]}" --db "$db" -q --json "$report/six-volumes.json" --html "$report/six-volumes.html"
 "${iolens[@]}" cost --last --db "$db" --runs-per-month 30 --no-store \
-  --json "$report/cost.json" --html "$report/cost.html" | tee "$report/cost.txt"
+  --json "$report/cost.json" --html "$report/cost.html" | save_table "$report/cost.txt" tee
 
 # The profiler's overhead on the step itself: the interposer with the recorder's variables, as `iolens profile` sets
 # them, without starting the profiler's Python (interposed); and the whole `iolens profile`, Python's start and the
-# capture's merge included, stated apart (profiled). `env -u IOLENS`: this script's IOLENS (the iolens command) is
-# also the name of the recorder's own variable, which the interposer would read as its staging directory.
+# capture's merge included, stated apart (profiled).
 native=$("${iolens[@]}" doctor --json | python3 -c 'import json,sys; print(next(c["detail"] for c in json.load(sys.stdin)["checks"] if c["name"] == "native parts").rsplit(" in ", 1)[1])')
 # (in RAM, as `iolens profile` stages; not named iolens-*, which leftover sweeps of killed runs may take for theirs)
 stage=$(mktemp -d /dev/shm/case5-overhead.XXXXXX)
 on_exit "rm -rf '$stage'"
 "${iolens[@]}" compare "{wrap!words} bash $here/pipeline_like.sh $src {work} $regions" --place work=lab:tmpfs \
   --param wrap=env --config plain:wrap=env \
-  --config "interposed:wrap=env -u IOLENS LD_PRELOAD=$native/libiolens_preload.so IOLENS_DIR=$stage IOLENS_PARENT_PID=$$" \
+  --config "interposed:wrap=env LD_PRELOAD=$native/libiolens_preload.so IOLENS_DIR=$stage IOLENS_PARENT_PID=$$" \
   --config "profiled:wrap=${iolens[*]} profile -q --force -o $work/overhead.iolens --" \
   --runs auto "${oruns[@]}" --warmup 1 --no-store -q --json "$report/overhead.json" --html "$report/overhead.html"
 parts=$(find "$stage" -name '*.part' 2>/dev/null | wc -l)

@@ -2,7 +2,7 @@
 #
 # Every case script: `caseN_*.sh [--full] [WORK_DIR]`. It sets `mode` (short|full), `work` (WORK_DIR, default a new
 # directory under $TMPDIR), `report` ($work/report, where every page goes and index.html links them), `iolens`
-# (an array: $IOLENS, default `iolens`), and gives:
+# (an array: $IOLENS_CMD, default `iolens`), and gives:
 #   lab_up TARGET...   bring up the lab targets the case needs (reused when IOLENS_LAB_DIR already has them up and
 #                      healthy; else a lab in $work/lab, taken down when the script exits)
 #   check NAME OK MSG  print "PASS: NAME: MSG" or "FAIL: NAME: MSG" (OK is 0/1 or true/false); failures are counted
@@ -11,10 +11,13 @@
 #   claims CASE        test the published claims of CASE on this run's results (examples/cases/claims.py): one
 #                      REPRODUCED / NOT REPRODUCED / UNDECIDED line each, claims.json and claims.html in $report;
 #                      a checked claim that is not reproduced counts as a failure
+#   CMD | save_table FILE [tee]
+#                      save CMD's text table in FILE under a first line stating its width ("# width: N columns,
+#                      nothing cut", or that a cell was cut, marked "…"); with tee, show the table too
 #   finish TITLE       write $report/index.html (every page, JSON and log in $report, and the check lines), print
 #                      where it is, and exit 1 when any check failed
 #
-# Saved text tables (`iolens ... > $report/NAME.txt`): output that is not a terminal is laid out at the width its
+# Saved text tables (`iolens ... | save_table $report/NAME.txt`): output that is not a terminal is laid out at the width its
 # tables need, nothing left out or cut; COLUMNS is unset here so that a narrow terminal's value cannot narrow them.
 set -euo pipefail
 unset COLUMNS
@@ -27,7 +30,7 @@ report=$work/report
 mkdir -p "$report"
 work=$(cd "$work" && pwd)
 report=$work/report
-read -r -a iolens <<<"${IOLENS:-iolens}"
+read -r -a iolens <<<"${IOLENS_CMD:-iolens}"
 checks=$report/checks.txt
 : > "$checks"
 failures=0
@@ -111,6 +114,18 @@ claims = (report / "claims.html").read_text().split("<title>claims</title>", 1)[
 PY
   echo "report: $report/index.html"
   if [ "$failures" -gt 0 ]; then echo "$case_name: $failures check(s) failed" >&2; exit 1; fi
+}
+
+save_table() {  # CMD | save_table FILE [tee]
+  python3 -c '
+import sys
+text = sys.stdin.buffer.read().decode("utf-8", "replace")
+width = max((len(line) for line in text.splitlines()), default=0)
+cut = "some cell cut to fit (marked …)" if "…" in text else "nothing cut"
+with open(sys.argv[1], "w", encoding="utf-8") as f:
+    f.write(f"# width: {width} columns, {cut}\n{text}")
+if sys.argv[2:] == ["tee"]:
+    sys.stdout.buffer.write(text.encode())' "$@"
 }
 
 synth() {  # synth DIR ARGS...: synthetic inputs, made once per work directory

@@ -6,7 +6,7 @@
 # when any case failed.
 #
 # Usage (as root): examples/cases/run_all.sh [--full] [WORK_DIR]
-# Environment: IOLENS (default iolens), CASES (a subset, e.g. "case2 case4").
+# Environment: IOLENS_CMD (default iolens), CASES (a subset, e.g. "case2 case4").
 set -euo pipefail
 full=()
 if [ "${1:-}" = "--full" ]; then full=(--full); shift; fi
@@ -14,7 +14,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 work=${1:-$(mktemp -d "${TMPDIR:-/tmp}/iolens-cases.XXXXXX")}
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
-read -r -a iolens <<<"${IOLENS:-iolens}"
+read -r -a iolens <<<"${IOLENS_CMD:-iolens}"
 [ "$(id -u)" = 0 ] || { echo "run_all: needs root (the lab's loop devices and mounts): run it with sudo" >&2; exit 2; }
 cases=${CASES:-case1 case2 case3 case4 case5}
 targets=tmpfs,ext4,xfs,btrfs,btrfs-lzo,btrfs-zstd,btrfs-zlib,s3,s3-rclone,s3-remote,netfs,magnetic,gp2,gp3,io2-100,io2-500,st1,st1:125G,nvme

@@ -6,14 +6,14 @@
 #   SYNTH_DIR   made by `iolens data synth -o SYNTH_DIR` (ref.fa, reads_1.fq.gz, reads_2.fq.gz)
 #   REPORT_DIR  where output-placement.html and .json are written (default: SYNTH_DIR); never overwritten
 #   RUNS        runs per placement (default 10)
-# Environment: IOLENS (default: iolens), TMPFS (default: /dev/shm).
+# Environment: IOLENS_CMD (default: iolens), TMPFS (default: /dev/shm).
 set -euo pipefail
 usage="usage: $0 SYNTH_DIR [REPORT_DIR] [RUNS]"
 synth=${1:?$usage}
 report=${2:-$synth}
 runs=${3:-10}
 tmpfs=${TMPFS:-/dev/shm}
-read -r -a iolens <<<"${IOLENS:-iolens}"
+read -r -a iolens <<<"${IOLENS_CMD:-iolens}"
 
 for f in ref.fa reads_1.fq.gz reads_2.fq.gz; do
   [ -f "$synth/$f" ] || { echo "$0: $synth/$f is missing; make it with: iolens data synth -o $synth" >&2; exit 2; }

@@ -4,12 +4,12 @@
 #
 # Usage: examples/compare/run.sh OUTDIR [RUNS]
 #   OUTDIR must not exist yet; it receives synth/, output-placement.{html,json}, sort-tmp.{html,json}
-# Environment: IOLENS (default: iolens), REF_SIZE (default 500000), PAIRS (default 20000).
+# Environment: IOLENS_CMD (default: iolens), REF_SIZE (default 500000), PAIRS (default 20000).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:?usage: $0 OUTDIR [RUNS]}
 runs=${2:-10}
-read -r -a iolens <<<"${IOLENS:-iolens}"
+read -r -a iolens <<<"${IOLENS_CMD:-iolens}"
 [ -e "$out" ] && { echo "$0: $out already exists; give a new directory" >&2; exit 2; }
 mkdir -p "$out"
 

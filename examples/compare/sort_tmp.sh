@@ -5,14 +5,14 @@
 #
 # Usage: examples/compare/sort_tmp.sh SYNTH_DIR [REPORT_DIR] [RUNS]
 #   REPORT_DIR  where sort-tmp.html and .json are written (default: SYNTH_DIR); never overwritten
-# Environment: IOLENS (default: iolens), TMPFS (default: /dev/shm).
+# Environment: IOLENS_CMD (default: iolens), TMPFS (default: /dev/shm).
 set -euo pipefail
 usage="usage: $0 SYNTH_DIR [REPORT_DIR] [RUNS]"
 synth=${1:?$usage}
 report=${2:-$synth}
 runs=${3:-10}
 tmpfs=${TMPFS:-/dev/shm}
-read -r -a iolens <<<"${IOLENS:-iolens}"
+read -r -a iolens <<<"${IOLENS_CMD:-iolens}"
 
 for tool in minimap2 samtools; do
   command -v $tool >/dev/null || { echo "$0: $tool is not installed (Debian package $tool)" >&2; exit 2; }

@@ -11,11 +11,11 @@ from iolens.names import shown_text
 from iolens.render.terminal import Col, FitTable
 from iolens.units import human_bytes
 
-MB = 1e6
+MIB = 1 << 20  # rates in MiB/s, binary units as everywhere else in iolens (and on the compress page)
 
 
-def _mbs(v: float | None) -> str:
-    return "-" if v is None else (f"{v / MB:,.0f}" if v >= 10 * MB else f"{v / MB:.1f}")
+def _mibs(v: float | None) -> str:
+    return "-" if v is None else (f"{v / MIB:,.0f}" if v >= 10 * MIB else f"{v / MIB:.1f}")
 
 
 def _num(v: float | None, fmt: str = "{:.2f}") -> str:
@@ -30,7 +30,7 @@ def recommendation_line(r: dict[str, Any]) -> str:
         elif r["why"]:
             line = f"{r['why']}; index it with {r['index_with']}"
         else:
-            line = (f"{r['ratio']:.2f}x, writes {_mbs(r['compress_Bps'])} MB/s; random access with "
+            line = (f"{r['ratio']:.2f}x, writes {_mibs(r['compress_Bps'])} MiB/s; random access with "
                     f"{r['index_with']}")
             alt = r["alternative"]
             if alt and r["ratio"] and alt["ratio"] > r["ratio"]:
@@ -59,7 +59,7 @@ def _header(doc: dict[str, Any], con: Console) -> None:
     st = doc["settings"]
     con.print(f"  figures: best of passes repeated for >= {st['min_time_s']} s each and until stable, at most "
               f"{st['max_time_s']:g} s (spread = median vs best, '-' under 3 passes); throughput is of uncompressed "
-              "bytes; MB = 10^6 bytes")
+              "bytes; MiB = 2^20 bytes")
     if st["mode"] == "quick":
         con.print(f"  quick: {st['pairs']} codec/level pairs at one thread on a sample; --full for every codec, "
                   "1 and all CPUs and the whole file; --list shows the codecs")
@@ -73,8 +73,8 @@ def _input_table(inp: dict[str, Any]) -> FitTable:
             f"{human_bytes(inp['sample_block_bytes'])} from {human_bytes(inp['file_bytes'])}"
             if inp["sampled"] else f"{human_bytes(inp['file_bytes'])}, whole")
     # the answer (ratio and speeds) stays; spreads, then memory, then CPU time give way first
-    t = FitTable([Col("codec:level", "left"), Col("thr", drop=4), Col("ratio"), Col("comp MB/s"), Col("±%", drop=9),
-                  Col("decomp MB/s"), Col("±%", drop=8), Col("CPU s/GB c", drop=5), Col("CPU s/GB d", drop=6),
+    t = FitTable([Col("codec:level", "left"), Col("thr", drop=4), Col("ratio"), Col("comp MiB/s"), Col("±%", drop=9),
+                  Col("decomp MiB/s"), Col("±%", drop=8), Col("CPU s/GB c", drop=5), Col("CPU s/GB d", drop=6),
                   Col("peak mem c", drop=7), Col("peak mem d", drop=7), Col("ok", wrap=True)],
                  title=shown_text(f"{inp['path']}: {inp['content_text']}, {what}"), title_justify="left", box=None,
                  header_style="bold")
@@ -85,7 +85,7 @@ def _input_table(inp: dict[str, Any]) -> FitTable:
                       shown_text(r["error"][:60], style="red"))
             continue
         t.add_row(f"{r['codec']}:{r['level']}", str(r["threads"]), _num(r["ratio"], "{:.3f}"),
-                  _mbs(r["compress_Bps"]), _num(r["compress_spread_pct"], "{:.1f}"), _mbs(r["decompress_Bps"]),
+                  _mibs(r["compress_Bps"]), _num(r["compress_spread_pct"], "{:.1f}"), _mibs(r["decompress_Bps"]),
                   _num(r["decompress_spread_pct"], "{:.1f}"), _num(r["compress_cpu_s_per_GB"], "{:.1f}"),
                   _num(r["decompress_cpu_s_per_GB"], "{:.1f}"), human_bytes(r["compress_peak_bytes"]),
                   human_bytes(r["decompress_peak_bytes"]), "yes" if r["verified"] else "NO")
@@ -114,8 +114,8 @@ def render_text(doc: dict[str, Any], con: Console) -> None:
     if doc["targets"]:
         con.print()
         for tg in doc["targets"]:
-            con.print(shown_text(f"  {tg['name']}: sequential read {_mbs(tg['read_Bps'])} MB/s, write "
-                                 f"{_mbs(tg['write_Bps'])} MB/s ({tg['source']})"))
+            con.print(shown_text(f"  {tg['name']}: sequential read {_mibs(tg['read_Bps'])} MiB/s, write "
+                                 f"{_mibs(tg['write_Bps'])} MiB/s ({tg['source']})"))
         con.print(_storage_table(doc))
         con.print("  threads: each codec at the thread count it was measured with, on otherwise idle cores; an "
                   "application using every core pays more (see --fs --run)")
@@ -134,13 +134,13 @@ def render_fs_text(doc: dict[str, Any], con: Console) -> None:
     con.print(Text("iolens compress --fs", style="bold") + Text(
         f": {len(doc['files'])} file(s), {human_bytes(sum(f['bytes'] for f in doc['files']))}"))
     t = FitTable([Col("filesystem", "left"), Col("fstype", "left", drop=2), Col("on-disk ratio", wrap=True),
-                  Col("disk bytes", drop=3), Col("from", "left", drop=1), Col("write MB/s"), Col("cold read MB/s")],
+                  Col("disk bytes", drop=3), Col("from", "left", drop=1), Col("write MiB/s"), Col("cold read MiB/s")],
                  box=None, header_style="bold")
     for fs in doc["filesystems"]:
         od = fs["on_disk"]
         t.add_row(fs["target"], fs["fstype"] or "?", _num(od.get("ratio"), "{:.3f}") if not od.get("error") else
                   shown_text(od["error"], style="red"), human_bytes(od.get("disk_bytes")), od["source"],
-                  _mbs(fs["write_Bps"]), _mbs(fs["read_Bps"]))
+                  _mibs(fs["write_Bps"]), _mibs(fs["read_Bps"]))
     con.print(t)
     rep = doc.get("compare")
     if rep:

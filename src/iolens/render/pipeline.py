@@ -97,14 +97,24 @@ def render_text(rep: dict[str, Any], top: int = 20, width: int = WIDTH) -> str:
     return "\n".join(out) + "\n"
 
 
-def _ticks(span_s: float) -> list[float]:
-    """Round times from 0 to `span_s`, about five of them."""
-    if span_s <= 0:
+def _ticks(span: float) -> list[float]:
+    """Round values from 0 to `span`, about five of them."""
+    if span <= 0:
         return [0.0]
-    raw = span_s / 5
+    raw = span / 5
     mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
-    return [i * step for i in range(int(span_s / step + 1e-9) + 1)]
+    return [round(i * step, 9) for i in range(int(span / step + 1e-9) + 1)]
+
+
+# the time axis's one unit, by its span: (unit, seconds in it, the span from which it is used)
+AXIS_UNITS = (("µs", 1e-6, 0.0), ("ms", 1e-3, 1e-3), ("s", 1.0, 1.0), ("min", 60.0, 300.0), ("h", 3600.0, 3 * 3600.0))
+
+
+def time_axis(span_s: float) -> list[tuple[float, str]]:
+    """Ticks for a time axis from 0 to `span_s`: (seconds, label), every label in the same unit ("0 s", "0.5 s")."""
+    unit, size, _ = next(u for u in reversed(AXIS_UNITS) if span_s >= u[2])
+    return [(t * size, f"{t:g} {unit}") for t in _ticks(span_s / size)]
 
 
 GANTT_CSS = """
@@ -159,11 +169,10 @@ def _gantt(rep: dict[str, Any]) -> str:
                         f'background:{colour}" title="{esc_line(tip)}">{name}</div>')
         out.append(f'<div class="host">{esc_line(h)}</div><div class="lanes" style="height:{len(lanes[h]) * 17 + 1}px">'
                    + "".join(bars) + "</div>")
-    ticks = _ticks(span / 1e9)
     labels = []
-    for i, t in enumerate(ticks):
+    for i, (t, label) in enumerate(time_axis(span / 1e9)):
         cls = ' class="first"' if i == 0 else (' class="last"' if 100 * t * 1e9 / span > 92 else "")
-        labels.append(f'<span{cls} style="left:{min(100.0, 100 * t * 1e9 / span):.3f}%">{_hs(t)}</span>')
+        labels.append(f'<span{cls} style="left:{min(100.0, 100 * t * 1e9 / span):.3f}%">{label}</span>')
     out.append(f'<div class="axis">{"".join(labels)}<span class="title">time from the first task\'s start</span></div>')
     out.append("</div>")
     return "".join(out) + ('<p class="note">Hover over a task for its rule, times and exit status; colour: green = '
