@@ -9,6 +9,7 @@ import os
 from iolens.analysis import tool_options as T
 from iolens.analysis.advice_kit import (SMALL, _device, _local_used, _make, _mount, _other_storage, _own, _real_files,
                                        _worth)
+from iolens.analysis.breakdown import CLASSES
 from iolens.analysis.classify import is_remote
 from iolens.analysis.model import Advice, FileRow, MountRow, Report
 from iolens.units import human_bytes, human_seconds
@@ -185,8 +186,9 @@ def output_placement(r: Report, th: dict[str, float]) -> Advice | None:
         if m is None or m.storage == "memory":
             continue
         # small calls are small_requests' business: a file written mostly in them says nothing of the storage
-        big = [f for f in fs if sum(f.breakdown[c] for c in SMALL) <= 0.5 * _write_time(f)]
-        t = sum(_write_time(f) for f in big)
+        timed = [(f, w) for f in fs if sum(f.breakdown[c] for c in SMALL) <= 0.5 * (w := _write_time(f))]
+        big = [f for f, _w in timed]
+        t = sum(w for _f, w in timed)
         nbytes = sum(f.bytes_written for f in big)
         rate = nbytes / t if t > 0 else None
         slow = is_remote(m.storage) or (rate is not None and rate < th["slow_bps"])
@@ -220,5 +222,9 @@ def output_placement(r: Report, th: dict[str, float]) -> Advice | None:
                   "files": [f.path for f in fs[:20]]})
 
 
+_WRITES = [c for c in CLASSES if c.endswith("_write")]
+
+
 def _write_time(f: FileRow) -> float:
-    return sum(v for k, v in f.breakdown.items() if k.endswith("_write")) + f.breakdown["sync"]
+    bd = f.breakdown
+    return sum(bd[k] for k in _WRITES if k in bd) + bd["sync"]
