@@ -16,6 +16,8 @@ from iolens.render.plotting import CSS as CHART_CSS
 from iolens.render.plotting import elided, category_axis, chart, label, labels, script_tag, time_unit
 from iolens.units import human_bytes, human_seconds
 
+EMULATED = ("a lab target that imitates this storage on this machine (its speed limits shaped to match): "
+            "not the real device or service")
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf"]
 CSS = """
@@ -214,7 +216,7 @@ def render_html(rep: dict[str, Any]) -> bytes:
             f"host {esc(prov.get('host'))}, {esc(prov.get('cpu_model'))}, {esc(prov.get('cpus'))} CPUs, "
             f"kernel {esc(prov.get('kernel'))}, iolens {esc(prov.get('iolens_version'))}")
     commands = "".join(f"<li><b>{esc(r['name'])}</b>: <code>{esc(r['command'])}</code>"
-                       + "".join(f" (<b>emulated</b>: {esc(t['target'])}, {esc(t['emulates'])})"
+                       + "".join(f" (<b title='{esc(EMULATED)}'>emulated</b>: {esc(t['target'])}, {esc(t['emulates'])})"
                                  for t in r.get("lab_targets") or [] if t["emulated"]) + "</li>"
                        for r in rep["results"])
     page = f"""<!DOCTYPE html>

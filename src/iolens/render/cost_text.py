@@ -44,7 +44,7 @@ def with_ci(value: str, ci: list[float] | None, fmt: Callable[[float], str]) -> 
 FRONT_KEY = {
     "best value": "the cheapest option, and among options costing the same, the fastest",
     "tied": "the runs cannot tell its time apart from the best value's",
-    "on front": "on the Pareto front: no other option is both faster and cheaper",
+    "on front": "on the Pareto front, where no other option is both faster and cheaper",
     "dominated": "another option is both faster and cheaper",
     "[low, high]": "the 95% interval of the median, from the runs' spread",
 }
