@@ -10,12 +10,14 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from iolens.render.compare_text import decided, runs_phrase
+from iolens.render.compare_text import column_key, decided, key_line, runs_phrase, verdict_key
 from iolens.render.htmlsafe import esc
 from iolens.render.plotting import CSS as CHART_CSS
 from iolens.render.plotting import elided, category_axis, chart, label, labels, script_tag, time_unit
 from iolens.units import human_bytes, human_seconds
 
+EMULATED = ("a lab target that imitates this storage on this machine (its speed limits shaped to match): "
+            "not the real device or service")
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf"]
 CSS = """
@@ -170,13 +172,17 @@ def _table(rep: dict[str, Any]) -> str:
             "-" if r["min"] is None else f"{human_seconds(r['min'])} … {human_seconds(r['max'])}",
             "-" if r["cv"] is None else f"{100 * r['cv']:.1f}%",
         ])
-    out = [f'<p class="meta">baseline: <b>{esc(rep["baseline"])}</b>; p: two-sided test of the difference '
-           "against the baseline</p>",
-           '<table class="stats"><thead><tr>' + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead><tbody>"]
+    keys = column_key(rep["settings"])
+    tips = {h: keys.get(h.removesuffix(" of median"), "") for h in head}
+    out = [f'<p class="meta">baseline: <b>{esc(rep["baseline"])}</b></p>',
+           '<table class="stats"><thead><tr>' + "".join(
+               f'<th title="{esc(tips[h])}">{esc(h)}</th>' if tips[h] else f"<th>{esc(h)}</th>" for h in head)
+           + "</tr></thead><tbody>"]
     for row in rows:
         out.append("<tr>" + f"<td>{esc(row[0])}</td>" + "".join(f"<td>{esc(_unbroken(v))}</td>" for v in row[1:])
                    + "</tr>")
     out.append("</tbody></table>")
+    out.append(f'<p class="meta">{esc(key_line(keys))}</p>')
     return "\n".join(out)
 
 
@@ -210,7 +216,7 @@ def render_html(rep: dict[str, Any]) -> bytes:
             f"host {esc(prov.get('host'))}, {esc(prov.get('cpu_model'))}, {esc(prov.get('cpus'))} CPUs, "
             f"kernel {esc(prov.get('kernel'))}, iolens {esc(prov.get('iolens_version'))}")
     commands = "".join(f"<li><b>{esc(r['name'])}</b>: <code>{esc(r['command'])}</code>"
-                       + "".join(f" (<b>emulated</b>: {esc(t['target'])}, {esc(t['emulates'])})"
+                       + "".join(f" (<b title='{esc(EMULATED)}'>emulated</b>: {esc(t['target'])}, {esc(t['emulates'])})"
                                  for t in r.get("lab_targets") or [] if t["emulated"]) + "</li>"
                        for r in rep["results"])
     page = f"""<!DOCTYPE html>
@@ -221,6 +227,7 @@ def render_html(rep: dict[str, Any]) -> bytes:
 <h1>iolens compare: <code>{esc(rep['command_template'])}</code></h1>
 <p class="meta">{meta}</p>
 {verdicts}
+{f'<p class="meta">{esc(verdict_key(s))}</p>' if rep["comparisons"] else ""}
 {warnings}
 {''.join(divs)}
 <h2>Statistics</h2>

@@ -33,6 +33,36 @@ def _p(p: float | None) -> str:
 
 STYLE: dict[str, Any] = {"show_edge": False, "pad_edge": False, "title_justify": "left"}
 
+CACHE_WORDS = {"warm": "inputs may already be in memory (the page cache) from earlier runs",
+               "cold": "the inputs are evicted from memory before every run, so they are read from storage"}
+
+
+def verdict_key(s: dict[str, Any]) -> str:
+    """What the verdict words and their bracketed interval mean, said once for the page and the terminal."""
+    margin = s.get("margin_pct", 5)
+    conf = 100 * (1 - s.get("alpha", 0.05))
+    return (f"faster / slower: the {conf:g}% interval of the time ratio leaves out \"no change\"; "
+            f"no difference larger than {margin:g}%: equivalent within that margin (two one-sided tests); "
+            "undecided: neither, more runs needed; [low, high]: the range the difference lies in "
+            f"({conf:g}% confidence; {100 - 2 * (100 - conf):g}% for equivalence)")
+
+
+def column_key(s: dict[str, Any]) -> dict[str, str]:
+    """The statistics columns that are not plain words, each with its meaning."""
+    return {"vs baseline": "median time relative to the baseline configuration",
+            "p": "two-sided test of the difference against the baseline (small: unlikely to be chance)",
+            "95% CI": "the range the true median lies in, with 95% confidence",
+            "mean ± SD": "mean and standard deviation of the runs",
+            "CV": "standard deviation / mean (coefficient of variation), how much the runs vary",
+            "strategy": "direct (the command reads and writes the placement itself) or stage (inputs copied in, "
+                        "the command run, outputs copied out)",
+            f"cache {s.get('cache', '')}": CACHE_WORDS.get(s.get("cache", ""), "")}
+
+
+def key_line(keys: dict[str, str]) -> str:
+    """One footnote line: every term followed by its meaning."""
+    return "; ".join(f"{k}: {v}" for k, v in keys.items() if v)
+
 
 def timed(results: list[dict[str, Any]]) -> str:
     """What a configuration's wall time covers, by the strategies that were actually run."""
@@ -153,5 +183,9 @@ def render_compare(rep: dict[str, Any], console: Console) -> None:
     for c in rep["comparisons"]:
         style = "bold green" if decided(c) else ""
         console.print(Padding(shown_text(c["verdict"], style=style), (0, 0, 0, 2), expand=False))
+    if rep["comparisons"]:
+        console.print(Padding(Text(verdict_key(s), style="dim"), (0, 0, 0, 2), expand=False))
+    keys = {k: v for k, v in column_key(s).items() if k in ("p", "CV") or k.startswith("cache")}
+    console.print(Padding(Text(key_line(keys), style="dim"), (0, 0, 0, 2), expand=False))
     for w in rep["warnings"]:
         console.print(Padding(shown_text(f"warning: {w}", style="yellow"), (0, 0, 0, 2), expand=False))

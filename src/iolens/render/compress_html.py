@@ -10,7 +10,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from iolens.render.compress_text import recommendation_line
+from iolens.render.compress_text import TERMS, recommendation_line, terms
 from iolens.render.htmlsafe import esc
 from iolens.render.plotting import CSS as CHART_CSS
 from iolens.render.plotting import chart, script_tag
@@ -74,7 +74,7 @@ def _point(r: dict[str, Any]) -> str:
 
 
 def _table(head: list[str], rows: list[list[Any]]) -> str:
-    h = "".join(f"<th>{esc(c)}</th>" for c in head)
+    h = "".join(f'<th title="{esc(TERMS[c])}">{esc(c)}</th>' if c in TERMS else f"<th>{esc(c)}</th>" for c in head)
     body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in rows)
     return f'<div class="scrollx"><table><tr>{h}</tr>{body}</table></div>'
 
@@ -102,9 +102,9 @@ def render_html(doc: dict[str, Any]) -> bytes:
               _f(r["decompress_Bps"] and r["decompress_Bps"] / MIB, "{:.1f}"),
               _f(r["compress_cpu_s_per_GB"], "{:.1f}"), _f(r["decompress_cpu_s_per_GB"], "{:.1f}"),
               "yes" if r["verified"] else "no", r["error"] or ""] for r in inp["rows"]]))
-        parts.append("<p class='meta'>ratio: original size / compressed size; MiB/s: of uncompressed data; CPU s/GB: "
-                     "CPU seconds spent per GB (10<sup>9</sup> bytes) of uncompressed data; round trip verified: "
-                     "the decompressed bytes equal the original</p>")
+        parts.append(f"<p class='meta'>{esc(terms('codec:level', 'threads', 'ratio'))}; MiB/s: of uncompressed "
+                     "data; CPU s/GB: CPU seconds spent per GB (10<sup>9</sup> bytes) of uncompressed data; round "
+                     "trip verified: the decompressed bytes equal the original</p>")
     if doc["storage"]:
         parts.append("<h2>storage-effective seconds per GB (storage and codec pipelined)</h2>")
         parts.append(_table(["target", "input", "choice", "ratio", "read s/GB", "limited by", "write s/GB",
@@ -112,12 +112,14 @@ def render_html(doc: dict[str, Any]) -> bytes:
                             [[s["target"], s["input"], s["label"], f"{s['ratio']:.2f}",
                               f"{s['read']['s_per_GB']:.2f}", s["read"]["limited_by"],
                               f"{s['write']['s_per_GB']:.2f}", s["write"]["limited_by"]] for s in doc["storage"]]))
+        parts.append(f"<p class='meta'>{esc(terms('limited by'))}</p>")
     if doc["recommendations"]:
         parts.append("<h2>recommendations</h2>")
         parts.append(_table(["input", "goal", "target", "choice", "ratio", "numbers"],
                             [[r["input"], r["goal"], r["target"] or "-", r["choice"] or "-",
                               "-" if r["ratio"] is None else f"{r['ratio']:.2f}", recommendation_line(r)]
                              for r in doc["recommendations"]]))
+        parts.append(f"<p class='meta'>{esc(terms('goal'))}</p>")
     libs = "; ".join(f"{k}: {v}" for k, v in doc["libraries"].items() if v)
     meta = (f"<p class='meta'>{esc(h.get('cpu_model'))}, {esc(h.get('cpus'))} CPUs; iolens "
             f"{esc(h.get('iolens_version'))}; {esc(libs)}; created {esc(doc['created'])}</p>")

@@ -12,6 +12,20 @@ from iolens.render.terminal import Col, FitTable
 from iolens.units import human_bytes
 
 MIB = 1 << 20  # rates in MiB/s, binary units as everywhere else in iolens (and on the compress page)
+# the words of the tables, each explained once for the terminal and the page
+TERMS = {
+    "codec:level": "the codec and its level: higher levels usually give smaller files and compress more slowly",
+    "threads": "threads the codec used",
+    "ratio": "original size / compressed size (higher: smaller files)",
+    "limited by": "storage or codec, whichever is slower when the two run together",
+    "goal": "indexable: BGZF, which tabix and samtools can index for random access; smallest: for archives; "
+            "intermediate: a file written once and read about 1.5 times, by the time for both",
+}
+
+
+def terms(*names: str) -> str:
+    """The named terms with their meanings, one footnote line."""
+    return "; ".join(f"{n}: {TERMS[n]}" for n in names)
 
 
 def _mibs(v: float | None) -> str:
@@ -109,6 +123,8 @@ def render_text(doc: dict[str, Any], con: Console) -> None:
     for inp in doc["inputs"]:
         con.print()
         con.print(_input_table(inp))
+        con.print(Text("  " + terms("codec:level", "ratio") + "; thr: threads; c / d: compress / decompress; "
+                       "ok: the decompressed bytes equal the original", style="dim"))
         if inp["note"]:
             con.print(shown_text(f"  {inp['note']}", style="yellow"))
     if doc["targets"]:
@@ -117,6 +133,7 @@ def render_text(doc: dict[str, Any], con: Console) -> None:
             con.print(shown_text(f"  {tg['name']}: sequential read {_mibs(tg['read_Bps'])} MiB/s, write "
                                  f"{_mibs(tg['write_Bps'])} MiB/s ({tg['source']})"))
         con.print(_storage_table(doc))
+        con.print(Text(f"  bound: {TERMS['limited by']}", style="dim"))
         con.print("  threads: each codec at the thread count it was measured with, on otherwise idle cores; an "
                   "application using every core pays more (see --fs --run)")
     if doc["recommendations"]:
@@ -128,6 +145,7 @@ def render_text(doc: dict[str, Any], con: Console) -> None:
             t.add_row(r["input"].rsplit("/", 1)[-1], r["goal"], r["target"] or "-", r["choice"] or "-",
                       "-" if r["ratio"] is None else f"{r['ratio']:.2f}x", recommendation_line(r))
         con.print(t)
+        con.print(Text("  " + terms("goal"), style="dim"))
 
 
 def render_fs_text(doc: dict[str, Any], con: Console) -> None:

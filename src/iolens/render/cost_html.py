@@ -11,7 +11,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from iolens.render.compare_html import CSS
-from iolens.render.cost_text import PART_LABELS, front_label, money, rel, with_ci
+from iolens.render.cost_text import PART_LABELS, front_key, front_label, money, rel, with_ci
 from iolens.render.htmlsafe import esc
 from iolens.render.plotting import CSS as CHART_CSS
 from iolens.render.plotting import elided, category_axis, chart, labels, money_axis, script_tag, time_unit
@@ -84,7 +84,12 @@ def parts_figure(rep: dict[str, Any]) -> go.Figure:
 def _table(rep: dict[str, Any]) -> str:
     head = ["option", "priced as", "time [95% interval]", "$ per run", "$ per month", "time rel. to fastest",
             "cost rel. to cheapest", "front"] + [PART_LABELS[p] for p in PART_LABELS]
-    out = ['<div style="overflow-x: auto"><table><tr>' + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr>"]
+    tips = {"time [95% interval]": "median wall time per run; in brackets the range the true median lies in, "
+                                   "with 95% confidence",
+            "front": "best value, tied, on the Pareto front or dominated: see below the table"}
+    tips.update({PART_LABELS[p]: "share of the cost per run" for p in PART_LABELS})
+    out = ['<div style="overflow-x: auto"><table><tr>' + "".join(
+        f'<th title="{esc(tips[h])}">{esc(h)}</th>' if h in tips else f"<th>{esc(h)}</th>" for h in head) + "</tr>"]
     for o in rep["options"]:
         priced = " + ".join(st["spec"] for st in o["storages"]) or "-"
         if o["instance"]:
@@ -98,6 +103,8 @@ def _table(rep: dict[str, Any]) -> str:
         cells += [("-" if o["shares"][p] is None else f"{100 * o['shares'][p]:.0f}%") for p in PART_LABELS]
         out.append(f'<tr class="{cls}">' + "".join(f"<td>{esc(v)}</td>" for v in cells) + "</tr>")
     out.append("</table></div>")
+    parts = ", ".join(PART_LABELS.values())
+    out.append(f'<p class="meta">{esc(front_key())}; {esc(parts)}: each part\'s share of the cost per run</p>')
     return "\n".join(out)
 
 
@@ -139,7 +146,7 @@ def render_html(rep: dict[str, Any]) -> bytes:
 <body>
 <h1>iolens cost: {what}</h1>
 <p class="meta">{meta}</p>
-<p class="verdict sig">{esc(rep['verdict'])}</p>
+<p class="verdict sig" title="{esc(front_key())}">{esc(rep['verdict'])}</p>
 {warnings}
 {''.join(divs)}
 <h2>Options</h2>

@@ -41,6 +41,20 @@ def with_ci(value: str, ci: list[float] | None, fmt: Callable[[float], str]) -> 
     return value if ci is None else f"{value} [{fmt(ci[0])}, {fmt(ci[1])}]"
 
 
+FRONT_KEY = {
+    "best value": "the cheapest option, and among options costing the same, the fastest",
+    "tied": "the runs cannot tell its time apart from the best value's",
+    "on front": "on the Pareto front, where no other option is both faster and cheaper",
+    "dominated": "another option is both faster and cheaper",
+    "[low, high]": "the 95% interval of the median, from the runs' spread",
+}
+
+
+def front_key() -> str:
+    """The words of the front column and the bracketed intervals, one footnote line."""
+    return "; ".join(f"{k}: {v}" for k, v in FRONT_KEY.items())
+
+
 def front_label(o: dict[str, Any]) -> str:
     if o["best_value"]:
         return "best value"
@@ -85,6 +99,7 @@ def render_cost(rep: dict[str, Any], console: Console) -> None:
                   with_ci(money(o["per_month"]), o["per_month_ci"], money), rel(o["time_rel"]), rel(o["cost_rel"]),
                   shown_text(front, style="green" if o["on_front"] else "dim"), _shares(o))
     console.print(t)
+    console.print(shown_text(front_key(), style="dim"))
     console.print(shown_text(rep["verdict"], style="bold"))
     for w in rep["warnings"]:
         console.print(shown_text(f"warning: {w}", style="yellow"))

@@ -41,6 +41,36 @@ def _storage(items: list[dict[str, Any]]) -> str:
     return ", ".join(f"{i['mount']} ({i['fstype']}, {fmt_bytes(i['bytes'])})" for i in items[:3]) or "-"
 
 
+# the words of the pipeline report, explained once for the terminal and the page
+TERMS = {
+    "rule": "a step of the workflow; its tasks are the jobs that ran it",
+    "task time": "wall time of every task added up",
+    "storage I/O": "the part of that time spent waiting on file reads, writes and metadata",
+    "I/O %": "share of the tasks' time spent in storage I/O",
+    "time at stake": "the rule's storage I/O time, the most faster storage could save",
+    "temp": "bytes written to files the tasks deleted again",
+    "spills to": "where those temporary files were written",
+    "not profiled": "tasks iolens found no capture for",
+    "partial": "tasks killed or still running, counted up to where they stopped",
+}
+
+
+def terms(*names: str) -> str:
+    """The named terms with their meanings, one footnote line."""
+    return "; ".join(f"{n}: {TERMS[n]}" for n in names)
+
+
+def classes_key() -> str:
+    """What the I/O classes' names mean, at the default sizes (`iolens report --thresholds`)."""
+    from iolens.analysis.thresholds import defaults
+
+    th = defaults()
+    return (f"tiny: data calls under {fmt_bytes(th['tiny_bytes'])}, small: under {fmt_bytes(th['small_bytes'])} "
+            "(by default; iolens report --thresholds); larger calls are streaming (forwards) or random (backwards); "
+            "metadata: opening, closing, listing and stat-ing files; syncs: waiting for data to reach the device; "
+            "pipe wait: reads and writes of pipes, sockets and terminals")
+
+
 WIDTH = 80  # the width when none is given (a caller passes render/terminal.py's `width()`)
 
 
@@ -55,8 +85,9 @@ def _rule_rows(rep: dict[str, Any], top: int, width: int) -> list[str]:
         st = r["storage"]
         out += fold(f"  {r['rule']}: reads from {_storage(st['reads'])}; writes to {_storage(st['writes'])}; "
                     f"spills to {_storage(st['spills'])}", width - 1, "  ")
-    return [line.rstrip() for line in text_of(t, width).splitlines()] + (["", "storage per rule:"] + out
-                                                                              if out else [])
+    key = fold(terms("I/O %", "temp"), width - 1, "")
+    return [line.rstrip() for line in text_of(t, width).splitlines()] + key + (["", "storage per rule:"] + out
+                                                                                    if out else [])
 
 
 def render_text(rep: dict[str, Any], top: int = 20, width: int = WIDTH) -> str:
@@ -64,11 +95,15 @@ def render_text(rep: dict[str, Any], top: int = 20, width: int = WIDTH) -> str:
     def _wrap(text: str, indent: str = "  ") -> list[str]:
         return fold(text, width - 1, indent)
 
+    from iolens.pipeline.merge import BOUND_SHARE
+
     t = rep["totals"]
     out = _wrap(f"pipeline {rep['directory']}: {t['tasks']} tasks profiled in {t['rules']} rules on {t['hosts']} "
                 f"host(s); {t['not_profiled']} not profiled; {t['partial']} partial", "")
     out += _wrap(f"  task time {_s(t['time_s'])}, of which storage I/O {_s(t['io_s'])}")
     out += ["", "storage-bound rules (by time at stake):"]
+    out += _wrap(f"  storage-bound: {BOUND_SHARE:.0%} or more of the rule's task time is storage I/O; "
+                 + terms("time at stake"), "  ")
     for b in rep["storage_bound"] or [{"rule": "(none)", "time_at_stake_s": None, "io_share": 0, "advice": None}]:
         out += _wrap(f"  {b['rule']:<20} {_s(b['time_at_stake_s']):>9} {b['io_share']:>5.0%}", "  ")
     out += [""] + _rule_rows(rep, top, width)
@@ -278,6 +313,11 @@ def render_html(rep: dict[str, Any]) -> bytes:
     bound = "".join(f'<div class="advice high"><span class="atitle">{esc_line(b["rule"])}</span><span class="stake">'
                     f'{_hs(b["time_at_stake_s"])} at stake, {b["io_share"]:.0%} of its time is storage I/O</span>'
                     f'<div class="fix">{esc_line(b["advice"] or "")}</div></div>' for b in rep["storage_bound"])
+    keyed = [k for k, _v in cards if k in TERMS]
+
+    def tip(k: str) -> str:
+        return f' title="{esc_line(TERMS[k])}"' if k in TERMS else ""
+
     more = (f'<p class="note">the first {MAX_TASK_ROWS:,} of {len(rep["tasks"]):,} tasks, by start time</p>'
             if len(rep["tasks"]) > MAX_TASK_ROWS else "")
     page = f"""<!DOCTYPE html>
@@ -288,14 +328,17 @@ def render_html(rep: dict[str, Any]) -> bytes:
 </head><body>
 <header><h1>iolens pipeline report</h1><div class="cmd">{esc_line(rep['directory'])}</div></header>
 <main>
-<div class="cards">{"".join(f'<div class="card"><div class="k">{k}</div><div class="v">{v}</div></div>'
-                            for k, v in cards)}</div>
+<div class="cards">{"".join(f'<div class="card"{tip(k)}><div class="k">{k}</div><div class="v">{v}</div></div>'
+                            for k, v in cards)}<p class="note cardnote">{esc_line(terms(*keyed))}</p></div>
 <section id="advice"><h2>Storage-bound rules</h2>
-<p class="note">Rules whose tasks spend {BOUND_SHARE:.0%} or more of their time in storage I/O, by time at stake.</p>
+<p class="note">Rules whose tasks spend {BOUND_SHARE:.0%} or more of their time in storage I/O, by time at stake
+({esc_line(TERMS["time at stake"])}).</p>
 {bound or '<p class="note">none</p>'}</section>
 <section><h2>Rules</h2><p class="note">Click a column to sort.</p>
-<div class="tablewrap">{_rules_table(rep)}</div></section>
-<section><h2>Time by I/O class</h2><div class="tablewrap">{_classes_table(rep)}</div></section>
+<div class="tablewrap">{_rules_table(rep)}</div>
+<p class="note">{esc_line(terms("rule", "I/O %", "temp", "spills to"))}</p></section>
+<section><h2>Time by I/O class</h2><div class="tablewrap">{_classes_table(rep)}</div>
+<p class="note">{esc_line(classes_key())}</p></section>
 <section><h2>Tasks by host</h2><div class="tablewrap">{_gantt(rep)}</div></section>
 <section><h2>Hosts</h2><div class="tablewrap">{_hosts_table(rep)}</div></section>
 <section><h2>Tasks</h2>{more}<div class="tablewrap">{_tasks_table(rep)}</div></section>

@@ -1,0 +1,124 @@
+"""Every page kind and its terminal output explain their own words where they appear: compare its verdict words,
+interval, p and CV; cost its front words (best value, tied, Pareto front, dominated) and intervals; compress
+its ratio and level; the pipeline report its storage-bound rules, I/O share and I/O classes.  The pages and
+tables come from real runs (one compare of `cat`, its cost, compress on a small VCF, three captured tasks).
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import random
+import re
+import subprocess
+
+import pytest
+
+from conftest import iolens
+from pipeline_helpers import preload_lib
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def _ok(res: subprocess.CompletedProcess) -> str:
+    assert res.returncode == 0, res.stderr
+    return res.stdout
+
+
+def _visible(page: str) -> str:
+    """The page's text as a reader sees it (no scripts or styles, tags removed, entities decoded)."""
+    page = re.sub(r"<(script|style)\b.*?</\1>", "", page, flags=re.S)
+    return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page)))
+
+
+def _tip(page: str, header: str) -> str:
+    """The tooltip of the table header cell named `header` ('' when it has none)."""
+    m = re.search(r"<th\b([^>]*)>" + re.escape(html.escape(header)) + "</th>", page)
+    assert m, f"no header {header!r}"
+    t = re.search(r'title="([^"]*)"', m.group(1))
+    return html.unescape(t.group(1)) if t else ""
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict:
+    d = tmp_path_factory.mktemp("words")
+    out: dict = {}
+    (d / "in.bin").write_bytes(os.urandom(1 << 18))
+    places = [d / "one", d / "two"]
+    for p in places:
+        p.mkdir()
+    db = d / "results.sqlite"
+    env = dict(os.environ, COLUMNS="200")
+    out["compare.txt"] = _ok(iolens("compare", "cat {in} > {out:copy.bin}", "--input", f"in={d / 'in.bin'}",
+                                    "--place", f"out={places[0]},{places[1]}", "--strategy", "direct,stage",
+                                    "--runs", "3", "--warmup", "0", "--db", db, "--seed", "5", "--html",
+                                    d / "compare.html", cwd=d, env=env))
+    out["cost.txt"] = _ok(iolens("cost", "--last", "--db", db, "--no-store", "--map",
+                                 f"{places[0]}=aws:ec2-instance-nvme,{places[1]}=aws:ebs-gp3:size=200",
+                                 "--runs-per-month", "30", "--held-for", "2h", "--html", d / "cost.html", env=env))
+    rng = random.Random(1)
+    vcf = d / "calls.vcf"
+    vcf.write_text("##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n" + "".join(
+        f"chr1\t{i * 37}\t.\tA\tG\t{rng.randint(10, 99)}\tPASS\tDP={rng.randint(1, 80)}\n" for i in range(5000)))
+    out["compress.txt"] = _ok(iolens("compress", vcf, "--no-store", "--codecs", "zstd:1/9,bgzip:6", "--min-time",
+                                     "0.02", "--html", d / "compress.html", env=env))
+    cap = d / "cap"
+    (cap / "parts").mkdir(parents=True)
+    for name, cmd in (("align", "exec dd if=/dev/zero of=a.bin bs=64k count=20 oflag=dsync status=none"),
+                      ("index", "exec seq 1 10000 > c.txt")):
+        penv = dict(os.environ, LD_PRELOAD=preload_lib(), IOLENS_DIR=str(cap / "parts"), SLURM_JOB_ID="1",
+                    SLURM_JOB_NAME=name)
+        subprocess.run(["sh", "-c", cmd], env=penv, cwd=d, check=True)
+    out["pipeline.txt"] = _ok(iolens("report", cap, env=env))
+    _ok(iolens("report", cap, "-q", "--html", d / "pipeline.html"))
+    for k in ("compare", "cost", "compress", "pipeline"):
+        out[k] = (d / f"{k}.html").read_text()
+    return out
+
+
+def test_compare_explains_verdict_words_interval_and_columns(runs):
+    page, text = runs["compare"], _visible(runs["compare"])
+    assert "undecided: neither, more runs needed" in text
+    assert "faster / slower: the 95% interval of the time ratio" in text
+    assert "[low, high]: the range the difference lies in" in text
+    assert "standard deviation / mean (coefficient of variation)" in text
+    assert "stage (inputs copied in" in text and "cache warm: inputs may already be in memory" in text
+    assert "coefficient of variation" in _tip(page, "CV") and "95% confidence" in _tip(page, "95% CI of median")
+    assert "two-sided test" in _tip(page, "p")
+    term = " ".join(runs["compare.txt"].split())
+    assert "undecided: neither" in term and "CV: standard deviation / mean" in term, runs["compare.txt"]
+
+
+def test_cost_explains_front_words_and_intervals(runs):
+    page, text = runs["cost"], _visible(runs["cost"])
+    assert "the Pareto front joins the options no other option beats on both time and cost" in text
+    for words in ("best value: the cheapest option", "tied: the runs cannot tell its time apart",
+                  "dominated: another option is both faster and cheaper", "[low, high]: the 95% interval"):
+        assert words in text, words
+    assert "see below the table" in _tip(page, "front")
+    assert "95% confidence" in _tip(page, "time [95% interval]")
+    term = " ".join(runs["cost.txt"].split())
+    assert "best value: the cheapest option" in term and "dominated: another option" in term, runs["cost.txt"]
+
+
+def test_compress_explains_ratio_and_level(runs):
+    page, text = runs["compress"], _visible(runs["compress"])
+    assert "codec:level: the codec and its level: higher levels usually give smaller files" in text
+    assert "ratio: original size / compressed size" in text
+    assert "indexable: BGZF, which tabix and samtools can index" in text
+    assert "original size / compressed size" in _tip(page, "ratio")
+    assert "level" in _tip(page, "codec:level")
+    term = " ".join(runs["compress.txt"].split())
+    assert "ratio: original size / compressed size" in term and "codec:level: the codec and its level" in term, \
+        runs["compress.txt"]
+
+
+def test_pipeline_explains_io_share_stake_and_classes(runs):
+    page, text = runs["pipeline"], _visible(runs["pipeline"])
+    assert "I/O %: share of the tasks' time spent in storage I/O" in text
+    assert "the rule's storage I/O time, the most faster storage could save" in text
+    assert "tiny: data calls under 4.0 KiB" in text and "random (backwards)" in text
+    assert 'title="tasks killed or still running' in page  # the "partial" card's tooltip
+    term = " ".join(runs["pipeline.txt"].split())
+    assert "storage-bound: 25% or more of the rule's task time is storage I/O" in term, runs["pipeline.txt"]
+    assert "I/O %: share of the tasks' time" in term
