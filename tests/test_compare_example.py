@@ -75,9 +75,11 @@ def test_box_plots_render_in_a_browser_with_every_run(example, tmp_path):
                        wait_for="document.querySelectorAll('.js-plotly-plot .main-svg').length > 0") as page:
             assert page.console_errors == [] and page.dialogs == [] and page.blocked == []
             assert page.evaluate("document.querySelectorAll('.js-plotly-plot').length") == 1
-            assert page.evaluate("document.querySelectorAll('g.trace.boxes').length") == boxes
-            # every run is a point on the plot
-            assert page.evaluate("document.querySelectorAll('g.trace.boxes path.point').length") == boxes * RUNS
+            # each configuration's box is a bar from its first to its third quartile (the page's plotting bundle
+            # has no box traces), its median a marker with whiskers
+            assert page.evaluate("document.querySelectorAll('g.trace.bars').length") == boxes
+            # every run is a point on the plot, beside the medians
+            assert page.evaluate("document.querySelectorAll('g.trace.scatter path.point').length") == boxes * (RUNS + 1)
             verdicts = page.evaluate("[...document.querySelectorAll('p.verdict')].map(p => p.textContent)")
             assert len(verdicts) == boxes - 1
         assert shot.stat().st_size > 30_000

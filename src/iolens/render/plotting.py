@@ -91,6 +91,9 @@ LABELS_JS = r"""
       });
     });
     if (!labels.length) return true;
+    // a bounded number of rounds: each restyle redraws the chart, and plotly gives up (with a console warning)
+    // on a chart whose margins are recomputed too many times in a row
+    if ((gd._iolensRounds || 0) >= 6) return true;
     // where the drawn labels still overlap (the model of plotly's offsets is approximate), the later label's
     // position is ruled out and the labels are placed again: at most a few rounds
     var bad = gd._iolensBad || (gd._iolensBad = {}), rounds = gd._iolensRounds = (gd._iolensRounds || 0) + 1;
