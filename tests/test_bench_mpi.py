@@ -67,6 +67,19 @@ def test_aggregate_first_and_last_done():
     assert a.spread["min"] == pytest.approx(50) and a.spread["max"] == pytest.approx(100)
 
 
+def test_the_shared_file_size_is_asked_again_until_another_clients_last_block_shows(tmp_path):
+    """A FUSE or network client may answer stat from its attribute cache for a moment (GlusterFS showed the strided
+    file one 128 KiB block short); a size that catches up is taken, one that stays short is reported as it is."""
+    f = tmp_path / "shared"
+    f.write_bytes(b"x" * 4096)
+    with ThreadPoolExecutor(1) as pool:
+        later = pool.submit(lambda: (time.sleep(0.4), f.write_bytes(b"x" * 8192)))
+        assert mpi.settled_size(str(f), 8192) == 8192
+        later.result()
+    f.write_bytes(b"x" * 4096)
+    assert mpi.settled_size(str(f), 8192, wait=0.3) == 4096
+
+
 def test_launch_command_adds_root_flags_only_for_root():
     cmd = mpi.launch_command(4, "mpirun", ["bench", "/x", "--clients", "4"])
     assert cmd[:4] == ["mpirun", "-n", "4", "--oversubscribe"]

@@ -153,7 +153,7 @@ def test_bench_clients_runs_one_rank_per_client_mount(labdir, tmp_path, name):
     out = tmp_path / "m.json"
     env = dict(os.environ, IOLENS_LAB_DIR=str(labdir))
     p = subprocess.run([sys.executable, "-m", "iolens", "bench", f"lab:{name}", "--clients", "2", "--suite",
-                        "streams", "--runtime", "0.3", "--size", "8M", "--no-store", "-q", "--json", str(out)],
+                        "streams", "--runtime", "2", "--size", "8M", "--no-store", "-q", "--json", str(out)],
                        capture_output=True, text=True, env=env, timeout=300)
     assert p.returncode == 0, p.stderr
     doc = json.loads(out.read_text())
@@ -163,7 +163,9 @@ def test_bench_clients_runs_one_rank_per_client_mount(labdir, tmp_path, name):
     wrote = [c["bytes"] for c in by["file-per-client write"]["clients"]]
     read = by["file-per-client read (neighbour)"]["clients"]
     assert [c["reads_rank"] for c in read] == [1, 0]
-    assert [c["bytes"] for c in read] == [wrote[1], wrote[0]]  # each read what the other client wrote
+    for c, neighbour in zip(read, [wrote[1], wrote[0]]):
+        # each read what the other client wrote, or (stopped by the stonewall on a loaded machine) a part of it
+        assert c["bytes"] == neighbour or (c["stonewalled"] and 0 < c["bytes"] < neighbour), (c, neighbour)
     for layout in ("shared-file", "strided-file"):
         assert by[f"{layout} read (neighbour)"]["bytes"] > 0
     assert not doc["warnings"]

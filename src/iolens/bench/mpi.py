@@ -192,6 +192,19 @@ class Ctx:
         return results
 
 
+def settled_size(path: str, expected: int | None, wait: float = 3.0) -> int:
+    """The file's size once this client's attribute caches agree with the others' writes: a network or FUSE client
+    may answer stat from what it last knew (FUSE keeps attributes 1 s by default, GlusterFS's md-cache as long), so
+    the last block another client wrote can be missing for a moment. Asked again until it matches or `wait` s pass;
+    a size still short after that is a real shortfall."""
+    deadline = time.monotonic() + wait
+    size = os.stat(path).st_size
+    while size != expected and time.monotonic() < deadline:
+        time.sleep(0.25)
+        size = os.stat(path).st_size
+    return size
+
+
 def _min_thread_bytes(ph: dict[str, Any], bs: int) -> int:
     per = [t["bytes"] for g in ph["groups"] for t in g.get("per_thread") or []]
     return (min(per) // bs) * bs if per else 0
@@ -230,8 +243,9 @@ def _streams(c: Ctx, layout: str) -> None:
     wrote = c.run_phase(name, ph, dirs, files=files)
     if one:
         agg = c.aggregates[-1]
-        agg.shared_file_bytes = c.ranks.step(lambda: os.stat(shared_path).st_size if r == 0 else None)[0]
         agg.shared_file_expected = shared_file_size(layout, _writer_bytes(wrote), c.per_client, bs)
+        expected = agg.shared_file_expected
+        agg.shared_file_bytes = c.ranks.step(lambda: settled_size(shared_path, expected) if r == 0 else None)[0]
     size = _min_thread_bytes(wrote[nb], bs)
     if one:
         rg = suites._g("read", **one, segment=nb * t, threads=t, size=size, bs=bs, direct=c.opts.direct)
