@@ -18,7 +18,7 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 # adaptive runs (compare --runs auto): until staged vs the mount is decided, at a 10% margin, or the budget is spent
-if [ "$mode" = short ]; then pairs=20000; passes=3; runs=(--max-runs 20 --max-time 100s)
+if [ "$mode" = short ]; then pairs=20000; passes=3; runs=(--max-runs 20 --max-time 60s)
 else pairs=300000; passes=3; runs=(--max-runs 12 --max-time 15m); fi
 export passes
 here=$(cd "$(dirname "$0")" && pwd)

@@ -18,7 +18,7 @@ need_root
 need_tool minimap2 minimap2
 need_tool samtools samtools
 disk=${DISK:-magnetic}
-if [ "$mode" = short ]; then pairs=20000; ref=1000000; runs=(--max-runs 25 --max-time 75s)
+if [ "$mode" = short ]; then pairs=20000; ref=1000000; runs=(--max-runs 25 --max-time 45s)
 else pairs=200000; ref=5000000; runs=(--max-runs 20 --max-time 15m); fi
 threads=$(nproc)
 

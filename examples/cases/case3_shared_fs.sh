@@ -54,7 +54,7 @@ mkdir -p "$work/out"
   --config "localize-netfs:d=lab:netfs/$key,out=lab:netfs,strategy=stage" \
   --config "shared-moosefs:d=lab:moosefs/$key,out=lab:moosefs,strategy=direct" \
   --config "shared-gluster:d=lab:gluster/$key,out=lab:gluster,strategy=direct" \
-  --scratch "$work" --cache cold --runs auto --max-runs 15 --max-time "$([ "$mode" = short ] && echo 75s || echo 10m)" \
+  --scratch "$work" --cache cold --runs auto --max-runs 15 --max-time "$([ "$mode" = short ] && echo 45s || echo 10m)" \
   --db "$db" -q \
   --json "$report/step-three-ways.json" --html "$report/step-three-ways.html"
 "${iolens[@]}" cost --last --db "$db" --runs-per-month 30 --held-for always --no-store \

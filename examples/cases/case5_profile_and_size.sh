@@ -19,8 +19,8 @@ need_root
 need_tool minimap2 minimap2
 need_tool samtools samtools
 # the survey and the overhead run adaptively (compare --runs auto) until decided or the budget is spent
-if [ "$mode" = short ]; then pairs=20000; ref=4000000; regions=400; runs=(--max-runs 8 --max-time 150s)
-  oruns=(--max-runs 30 --max-time 120s)
+if [ "$mode" = short ]; then pairs=20000; ref=4000000; regions=400; runs=(--max-runs 8 --max-time 90s)
+  oruns=(--max-runs 30 --max-time 70s)
 else pairs=100000; ref=10000000; regions=2000; runs=(--max-runs 8 --max-time 15m); oruns=(--max-runs 30 --max-time 10m); fi
 here=$(cd "$(dirname "$0")" && pwd)
 # all about 100 GiB (st1: its minimum), so time x cost compares like with like; nvme is the instance's own NVMe
