@@ -97,3 +97,25 @@ def test_a_compact_part_is_completed_by_the_merge_and_read_by_a_pipeline_scan(tm
         "TIMELINE", {"t0_mono": 5, "shift": F.TIMELINE_SHIFT0, "nbins": F.TIMELINE_BINS})))
     older = W.file_header() + W.record("PROC", W.pack_fixed("PROC", {"pid": 7}), version=F.KINDS["PROC"][1] + 1)
     assert part_records(older, "7-6.part", problems) == b"" and "another iolens version" in problems[0]
+
+
+def test_the_executable_of_an_image_without_file_io_is_its_real_path(tmp_path):
+    """An image with no part names its executable from the path exec was given (no /proc/self/exe): resolved
+    through links (absolute and relative, with . and ..), and for a script the interpreter the kernel ran."""
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "abs").symlink_to("/bin/true")
+    (tmp_path / "rel").symlink_to("bin/abs")
+    script = tmp_path / "script"
+    script.write_text("#!/bin/true\n")
+    script.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IOLENS_") and k != "LD_PRELOAD"}
+    env.update(LD_PRELOAD=str(preload_library()), IOLENS_DIR=str(stage), IOLENS_PARENT_PID=str(os.getpid()))
+    runs = [str(tmp_path / "bin" / "abs"), str(tmp_path / "rel"), f"{tmp_path}/bin/../././rel", str(script)]
+    for argv0 in runs:
+        assert subprocess.run([argv0], env=env, timeout=60).returncode == 0
+    merge_parts(stage, tmp_path / "t.iolens", {})
+    procs = read_capture(tmp_path / "t.iolens").processes
+    assert len(procs) == len(runs)
+    assert {p.exe for p in procs} == {os.path.realpath("/bin/true")}, [(p.argv, p.exe) for p in procs]

@@ -7,7 +7,10 @@
  */
 #include "internal.h"
 
+#include <elf.h>
 #include <limits.h>
+#include <link.h>
+#include <sys/auxv.h>
 #include <sys/uio.h>
 #include <sys/utsname.h>
 
@@ -137,10 +140,80 @@ IOLENS_COLD void iolens_note_strings(int argc, char **argv, char **envp)
     built_strings_end = at;
 }
 
-/* The executable and the host are the image's for its whole life: read when its part is made. */
-IOLENS_COLD static uint64_t built_late_strings(uint64_t at)
+extern const ElfW(Ehdr) __ehdr_start; /* this library's own ELF header, placed by the linker */
+
+/* The absolute path p (len bytes, in a buffer of PATH_MAX) with its symbolic links resolved and "." and ".."
+ * taken out, into out (PATH_MAX); its length, or -1 (a component missing, a loop, too long). */
+IOLENS_COLD static long resolve_path(char *p, size_t len, char *out)
 {
-    long n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", built_text(at), PATH_MAX - 1);
+    size_t o = 0, links = 0;
+    char target[PATH_MAX];
+    out[0] = 0;
+    for (size_t i = 0; i < len;) {
+        while (i < len && p[i] == '/') i++;
+        size_t c = i;
+        while (i < len && p[i] != '/') i++;
+        size_t cl = i - c;
+        if (cl == 0 || (cl == 1 && p[c] == '.')) continue;
+        if (cl == 2 && p[c] == '.' && p[c + 1] == '.') {
+            while (o > 0 && out[--o] != '/') {
+            }
+            out[o] = 0;
+            continue;
+        }
+        if (o + 1 + cl >= PATH_MAX) return -1;
+        size_t back = o;
+        out[o++] = '/';
+        iolens_memcpy(out + o, p + c, cl);
+        o += cl;
+        out[o] = 0;
+        long n = syscall(SYS_readlinkat, AT_FDCWD, out, target, sizeof target - 1);
+        if (n < 0 && errno == EINVAL) continue; /* not a link */
+        if (n <= 0 || ++links > 40 || (size_t)n + 1 + (len - i) >= PATH_MAX) return -1;
+        /* the link's target, then what was left of p, is the path now */
+        size_t rest = len - i;
+        char *tail = target + n;
+        iolens_memcpy(tail, p + i, rest);
+        len = (size_t)n + rest;
+        iolens_memcpy(p, target, len);
+        i = 0;
+        o = target[0] == '/' ? 0 : back;
+        out[o] = 0;
+    }
+    if (o == 0) out[o++] = '/';
+    out[o] = 0;
+    return (long)o;
+}
+
+/* The executable without /proc/self/exe, whose lookup of /proc/PID costs a new process 15-20 us: the path the
+ * kernel was given (AT_EXECFN), when absolute and an ELF of this machine (so the kernel ran it itself, not as a
+ * script's or binfmt_misc's interpreter), with its links resolved.  Its length, or -1. */
+IOLENS_COLD static long exe_from_execfn(char *out)
+{
+    const char *fn = (const char *)getauxval(AT_EXECFN);
+    char path[PATH_MAX];
+    size_t len = fn ? iolens_strlen(fn) : 0;
+    if (!len || fn[0] != '/' || len >= sizeof path) return -1;
+    iolens_memcpy(path, fn, len);
+    int fd = sys_open(fn, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    ElfW(Ehdr) h;
+    long r = syscall(SYS_pread64, fd, &h, sizeof h, 0L);
+    sys_close(fd);
+    const ElfW(Ehdr) *me = &__ehdr_start;
+    if (r != (long)sizeof h || !iolens_memeq(h.e_ident, me->e_ident, EI_DATA + 1) || h.e_machine != me->e_machine)
+        return -1;
+    return resolve_path(path, len, out);
+}
+
+/* The executable and the host are the image's for its whole life: read when its part is made, or at its end
+ * (compact: the executable found without /proc when it can be). */
+IOLENS_COLD static uint64_t built_late_strings(uint64_t at, int compact)
+{
+    int e = errno;
+    long n = compact ? exe_from_execfn(built_text(at)) : -1;
+    errno = e;
+    if (n < 0) n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", built_text(at), PATH_MAX - 1);
     if (n > 0) at = built_string(at, IOLENS_STR_EXE, (uint32_t)n);
     struct utsname u;
     if (syscall(SYS_uname, &u) == 0) {
@@ -154,7 +227,7 @@ IOLENS_COLD static uint64_t built_late_strings(uint64_t at)
 /* The image's strings, into a part made before its end. */
 IOLENS_COLD void iolens_add_start_strings(void)
 {
-    uint64_t end = built_late_strings(built_strings_end);
+    uint64_t end = built_late_strings(built_strings_end, 0);
     for (uint64_t off = built_strings; off < end;) {
         struct iolens_rec_hdr *h = (struct iolens_rec_hdr *)(built + off);
         struct iolens_string *s = (struct iolens_string *)(h + 1);
@@ -210,7 +283,7 @@ IOLENS_COLD int iolens_write_built(uint64_t flags, uint64_t status)
     p->flags = IOLENS_PF_FINALIZED | flags;
     iolens_fill_end(p, 0);
     p->exit_status = status;
-    uint64_t at = built_late_strings(built_strings_end);
+    uint64_t at = built_late_strings(built_strings_end, 1);
     struct iolens_file_hdr h;
     iolens_memcpy(h.magic, IOLENS_MAGIC, IOLENS_MAGIC_LEN);
     h.major = IOLENS_CONTAINER_MAJOR;
