@@ -9,6 +9,8 @@ import re
 import subprocess
 from pathlib import Path
 
+from iolens import _format as F
+from iolens.capture.container import FILE_HDR
 from iolens.capture.merge import merge_parts
 from iolens.capture.reader import read_capture
 from iolens.native import preload_library
@@ -37,17 +39,22 @@ def test_true_binds_no_libc_string_function(tmp_path):
 
 
 def test_true_is_recorded_whole(tmp_path):
-    """The part a process with no file I/O writes at its end: exe, cwd, kept environment (redacted), exit status,
-    and its kernel counters read at start and end."""
+    """The part a process with no file I/O writes at its end: exe, cwd, kept environment (redacted), exit status.
+    It is compact (its PROC and STRING records, one page of the staging tmpfs: the merge adds the SCHEMA and the
+    empty TIMELINE), and it did not read the kernel's I/O counters (/proc/self/io), which would be the loader's."""
     stage = tmp_path / "stage"
     stage.mkdir()
     assert run_true(stage, TMPDIR="/scratch/x", AWS_SECRET_ACCESS_KEY="hunter2").returncode == 0
+    (part,) = stage.glob("*.part")
+    raw = part.read_bytes()
+    assert len(raw) < 4096 and raw[FILE_HDR.size] == F.KINDS["PROC"][0], raw[:40]
     merge_parts(stage, tmp_path / "t.iolens", {})
     (p,) = read_capture(tmp_path / "t.iolens").processes
     assert p.finalized and p.exit_status == 0 and not p.files
     assert p.exe.endswith("/true") and p.cwd == os.getcwd() and p.host
     assert p.env["TMPDIR"] == "/scratch/x" and p.env["AWS_SECRET_ACCESS_KEY"] == "***"
-    assert p.k_rchar >= p.k_rchar_start > 0  # the loader's reads, before the constructor
+    assert p.fields["flags"] & F.PROC_FLAGS["NO_KERNEL_IO"][0] and p.k_rchar == p.k_rchar_start == 0
+    assert p.timeline is not None and p.timeline["t0_mono"] == p.start_mono and not any(p.timeline["count"])
 
 
 def test_a_users_own_iolens_variable_is_left_alone(tmp_path):
@@ -64,3 +71,51 @@ def test_a_users_own_iolens_variable_is_left_alone(tmp_path):
     assert res.stdout == ".venv/bin/iolens --quiet|unset"  # the recorder's own variable is still hidden
     assert len(list(stage.glob("*.part"))) >= 1
     assert not Path("/bin/iolens").exists()
+
+
+def test_a_compact_part_is_completed_by_the_merge_and_read_by_a_pipeline_scan(tmp_path):
+    """The merge adds a compact part's SCHEMA and empty TIMELINE (the capture is as a mapped part would make it);
+    the pipeline scan reads its head with this build's layouts; a compact part in another version's layouts
+    is skipped with a note, not decoded with the wrong ones."""
+    from iolens.capture import writer as W
+    from iolens.capture.merge import part_records
+    from iolens.pipeline.scan import read_head
+
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    assert run_true(stage).returncode == 0
+    (part,) = stage.glob("*.part")
+    head = read_head(str(part))
+    assert head is not None and head.argv == ["/bin/true"] and head.pid and head.start_mono
+    problems: list[str] = []
+    body = part_records(part.read_bytes(), part.name, problems)
+    assert not problems and body.startswith(W.record("SCHEMA", W.schema_payload()))
+    proc = W.record("PROC", W.pack_fixed("PROC", {"pid": 7, "start_mono": 5}))
+    compact = W.file_header() + proc + W.string_record("ARGV", "x\0")
+    body = part_records(compact, "7-5.part", problems)
+    assert not problems and body.endswith(W.record("TIMELINE", W.pack_fixed(
+        "TIMELINE", {"t0_mono": 5, "shift": F.TIMELINE_SHIFT0, "nbins": F.TIMELINE_BINS})))
+    older = W.file_header() + W.record("PROC", W.pack_fixed("PROC", {"pid": 7}), version=F.KINDS["PROC"][1] + 1)
+    assert part_records(older, "7-6.part", problems) == b"" and "another iolens version" in problems[0]
+
+
+def test_the_executable_of_an_image_without_file_io_is_its_real_path(tmp_path):
+    """An image with no part names its executable from the path exec was given (no /proc/self/exe): resolved
+    through links (absolute and relative, with . and ..), and for a script the interpreter the kernel ran."""
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "abs").symlink_to("/bin/true")
+    (tmp_path / "rel").symlink_to("bin/abs")
+    script = tmp_path / "script"
+    script.write_text("#!/bin/true\n")
+    script.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IOLENS_") and k != "LD_PRELOAD"}
+    env.update(LD_PRELOAD=str(preload_library()), IOLENS_DIR=str(stage), IOLENS_PARENT_PID=str(os.getpid()))
+    runs = [str(tmp_path / "bin" / "abs"), str(tmp_path / "rel"), f"{tmp_path}/bin/../././rel", str(script)]
+    for argv0 in runs:
+        assert subprocess.run([argv0], env=env, timeout=60).returncode == 0
+    merge_parts(stage, tmp_path / "t.iolens", {})
+    procs = read_capture(tmp_path / "t.iolens").processes
+    assert len(procs) == len(runs)
+    assert {p.exe for p in procs} == {os.path.realpath("/bin/true")}, [(p.argv, p.exe) for p in procs]

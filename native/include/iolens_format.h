@@ -136,7 +136,8 @@ enum iolens_op {
     X(FORKED, 4, "started by fork in a profiled parent") \
     X(OVERFLOW, 5, "file records past the limit were aggregated per directory") \
     X(TRACE_LOST, 6, "some trace events could not be written") \
-    X(MULTITHREADED, 7, "created threads")
+    X(MULTITHREADED, 7, "created threads") \
+    X(NO_KERNEL_IO, 8, "made no recorded call: the kernel I/O counters (k_*) were not read and are 0")
 
 #define IOLENS_FILE_FLAGS(X) \
     X(CREATED, 0, "created by this process (O_CREAT of a new file, mkdir, mkstemp)") \

@@ -7,12 +7,13 @@
  */
 #include "internal.h"
 
+#include <elf.h>
 #include <limits.h>
-#include <stddef.h>
+#include <link.h>
+#include <sys/auxv.h>
 #include <sys/uio.h>
 #include <sys/utsname.h>
 
-#include "iolens_schema.h"
 #include "nolibc.h"
 #include "redact.h"
 
@@ -88,6 +89,14 @@ IOLENS_COLD void iolens_take_start(struct iolens_proc *p)
         p->utime_start_ns = tv_ns(ru.ru_utime);
         p->stime_start_ns = tv_ns(ru.ru_stime);
     }
+}
+
+/* The kernel's I/O counters at the start of p: read when the image makes its part (its first recorded call),
+ * not in the constructor.  An image that never makes one reads none (iolens_write_built): /proc/self/io is the
+ * costliest thing a process with no file I/O did (a lookup of /proc/PID, 20-30 us), and such an image's kernel
+ * counts would be the loader's reads. */
+IOLENS_COLD void iolens_take_kernel_start(struct iolens_proc *p)
+{
     uint64_t io[7];
     read_proc_io(io);
     p->k_rchar_start = io[0];
@@ -131,10 +140,80 @@ IOLENS_COLD void iolens_note_strings(int argc, char **argv, char **envp)
     built_strings_end = at;
 }
 
-/* The executable and the host are the image's for its whole life: read when its part is made. */
-IOLENS_COLD static uint64_t built_late_strings(uint64_t at)
+extern const ElfW(Ehdr) __ehdr_start; /* this library's own ELF header, placed by the linker */
+
+/* The absolute path p (len bytes, in a buffer of PATH_MAX) with its symbolic links resolved and "." and ".."
+ * taken out, into out (PATH_MAX); its length, or -1 (a component missing, a loop, too long). */
+IOLENS_COLD static long resolve_path(char *p, size_t len, char *out)
 {
-    long n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", built_text(at), PATH_MAX - 1);
+    size_t o = 0, links = 0;
+    char target[PATH_MAX];
+    out[0] = 0;
+    for (size_t i = 0; i < len;) {
+        while (i < len && p[i] == '/') i++;
+        size_t c = i;
+        while (i < len && p[i] != '/') i++;
+        size_t cl = i - c;
+        if (cl == 0 || (cl == 1 && p[c] == '.')) continue;
+        if (cl == 2 && p[c] == '.' && p[c + 1] == '.') {
+            while (o > 0 && out[--o] != '/') {
+            }
+            out[o] = 0;
+            continue;
+        }
+        if (o + 1 + cl >= PATH_MAX) return -1;
+        size_t back = o;
+        out[o++] = '/';
+        iolens_memcpy(out + o, p + c, cl);
+        o += cl;
+        out[o] = 0;
+        long n = syscall(SYS_readlinkat, AT_FDCWD, out, target, sizeof target - 1);
+        if (n < 0 && errno == EINVAL) continue; /* not a link */
+        if (n <= 0 || ++links > 40 || (size_t)n + 1 + (len - i) >= PATH_MAX) return -1;
+        /* the link's target, then what was left of p, is the path now */
+        size_t rest = len - i;
+        char *tail = target + n;
+        iolens_memcpy(tail, p + i, rest);
+        len = (size_t)n + rest;
+        iolens_memcpy(p, target, len);
+        i = 0;
+        o = target[0] == '/' ? 0 : back;
+        out[o] = 0;
+    }
+    if (o == 0) out[o++] = '/';
+    out[o] = 0;
+    return (long)o;
+}
+
+/* The executable without /proc/self/exe, whose lookup of /proc/PID costs a new process 15-20 us: the path the
+ * kernel was given (AT_EXECFN), when absolute and an ELF of this machine (so the kernel ran it itself, not as a
+ * script's or binfmt_misc's interpreter), with its links resolved.  Its length, or -1. */
+IOLENS_COLD static long exe_from_execfn(char *out)
+{
+    const char *fn = (const char *)getauxval(AT_EXECFN);
+    char path[PATH_MAX];
+    size_t len = fn ? iolens_strlen(fn) : 0;
+    if (!len || fn[0] != '/' || len >= sizeof path) return -1;
+    iolens_memcpy(path, fn, len);
+    int fd = sys_open(fn, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    ElfW(Ehdr) h;
+    long r = syscall(SYS_pread64, fd, &h, sizeof h, 0L);
+    sys_close(fd);
+    const ElfW(Ehdr) *me = &__ehdr_start;
+    if (r != (long)sizeof h || !iolens_memeq(h.e_ident, me->e_ident, EI_DATA + 1) || h.e_machine != me->e_machine)
+        return -1;
+    return resolve_path(path, len, out);
+}
+
+/* The executable and the host are the image's for its whole life: read when its part is made, or at its end
+ * (compact: the executable found without /proc when it can be). */
+IOLENS_COLD static uint64_t built_late_strings(uint64_t at, int compact)
+{
+    int e = errno;
+    long n = compact ? exe_from_execfn(built_text(at)) : -1;
+    errno = e;
+    if (n < 0) n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", built_text(at), PATH_MAX - 1);
     if (n > 0) at = built_string(at, IOLENS_STR_EXE, (uint32_t)n);
     struct utsname u;
     if (syscall(SYS_uname, &u) == 0) {
@@ -148,7 +227,7 @@ IOLENS_COLD static uint64_t built_late_strings(uint64_t at)
 /* The image's strings, into a part made before its end. */
 IOLENS_COLD void iolens_add_start_strings(void)
 {
-    uint64_t end = built_late_strings(built_strings_end);
+    uint64_t end = built_late_strings(built_strings_end, 0);
     for (uint64_t off = built_strings; off < end;) {
         struct iolens_rec_hdr *h = (struct iolens_rec_hdr *)(built + off);
         struct iolens_string *s = (struct iolens_string *)(h + 1);
@@ -157,7 +236,7 @@ IOLENS_COLD void iolens_add_start_strings(void)
     }
 }
 
-IOLENS_COLD void iolens_fill_end(struct iolens_proc *p)
+IOLENS_COLD void iolens_fill_end(struct iolens_proc *p, int kernel_io)
 {
     p->end_mono = iolens_mono(); /* on the same clock as start_mono */
     struct rusage ru;
@@ -170,6 +249,10 @@ IOLENS_COLD void iolens_fill_end(struct iolens_proc *p)
         p->nvcsw = (uint64_t)ru.ru_nvcsw;
         p->nivcsw = (uint64_t)ru.ru_nivcsw;
     }
+    if (!kernel_io) {
+        p->flags |= IOLENS_PF_NO_KERNEL_IO;
+        return;
+    }
     uint64_t io[7];
     read_proc_io(io);
     p->k_rchar = io[0];
@@ -181,47 +264,13 @@ IOLENS_COLD void iolens_fill_end(struct iolens_proc *p)
     p->k_cancelled_write_bytes = io[6];
 }
 
-/* The SCHEMA payload as a constant: the bytes iolens_schema_write makes (a
- * test compares them), with no code run and no page written at the end of
- * an image that writes its part whole. */
-#define SCHEMA_FS(type, name) {#name, IOLENS_T_##type, 1, (uint32_t)offsetof(SCHEMA_CUR, name), 0},
-#define SCHEMA_FA(type, name, n) {#name, IOLENS_T_##type, n, (uint32_t)offsetof(SCHEMA_CUR, name), 0},
-#define SCHEMA_N(name) (uint32_t)(sizeof iolens_fields_##name / sizeof iolens_fields_##name[0])
-#define SCHEMA_MEMBER(name, layout) \
-    struct iolens_schema_kind k_##name; \
-    struct iolens_schema_field f_##name[SCHEMA_N(name)];
-#define SCHEMA_INIT(name, layout) \
-    {IOLENS_KIND_##name, IOLENS_VER_##name, sizeof(SCHEMA_CUR), SCHEMA_N(name)}, {layout(SCHEMA_FS, SCHEMA_FA)},
-static const struct {
-    IOLENS_LAYOUTS(SCHEMA_MEMBER)
-} schema_blob = {
-#define SCHEMA_CUR struct iolens_proc
-    SCHEMA_INIT(PROC, IOLENS_LAYOUT_PROC)
-#undef SCHEMA_CUR
-#define SCHEMA_CUR struct iolens_string
-    SCHEMA_INIT(STRING, IOLENS_LAYOUT_STRING)
-#undef SCHEMA_CUR
-#define SCHEMA_CUR struct iolens_file
-    SCHEMA_INIT(FILE, IOLENS_LAYOUT_FILE)
-#undef SCHEMA_CUR
-#define SCHEMA_CUR struct iolens_timeline
-    SCHEMA_INIT(TIMELINE, IOLENS_LAYOUT_TIMELINE)
-#undef SCHEMA_CUR
-#define SCHEMA_CUR struct iolens_child
-    SCHEMA_INIT(CHILD, IOLENS_LAYOUT_CHILD)
-#undef SCHEMA_CUR
-#define SCHEMA_CUR struct iolens_event
-    SCHEMA_INIT(EVENT, IOLENS_LAYOUT_EVENT)
-#undef SCHEMA_CUR
-};
-#define SCHEMA_KIND_NAME(name, layout) IOLENS_KIND_##name,
-static const uint32_t schema_kinds[] = {IOLENS_LAYOUTS(SCHEMA_KIND_NAME)};
-_Static_assert(sizeof schema_kinds / sizeof schema_kinds[0] == 6, "a new layout is added to schema_blob too");
-
 /* The end of an image that never made its part: the part is written with one
- * write (file header and SCHEMA, then the records in built), then extended
- * over the timeline's empty bins, which stay a hole.  Raw system calls and
- * no formatting by libc: it runs on fatal signals too. */
+ * write, compact: the file header, PROC and the STRING records, nothing else.
+ * The SCHEMA of this build and the empty TIMELINE a mapped part carries are
+ * the merge's to add (capture/merge.py, `part_records`): written here they were
+ * 20 KiB, two pages of the staging tmpfs and a truncate in every process with
+ * no file I/O.  Raw system calls and no formatting by libc: it runs on fatal
+ * signals too. */
 IOLENS_COLD int iolens_write_built(uint64_t flags, uint64_t status)
 {
     struct iolens_state *g = &iolens_g;
@@ -232,36 +281,18 @@ IOLENS_COLD int iolens_write_built(uint64_t flags, uint64_t status)
     r->version = IOLENS_VER_PROC;
     r->kind = IOLENS_KIND_PROC;
     p->flags = IOLENS_PF_FINALIZED | flags;
-    iolens_fill_end(p);
+    iolens_fill_end(p, 0);
     p->exit_status = status;
-    uint64_t at = built_late_strings(built_strings_end);
-    r = (struct iolens_rec_hdr *)(built + at);
-    r->size = sizeof(struct iolens_timeline);
-    r->version = IOLENS_VER_TIMELINE;
-    r->kind = IOLENS_KIND_TIMELINE;
-    struct iolens_timeline *tl = (struct iolens_timeline *)(r + 1);
-    tl->t0_mono = p->start_mono;
-    tl->shift = IOLENS_TIMELINE_SHIFT0;
-    tl->nbins = IOLENS_TIMELINE_BINS;
-    at += sizeof *r;
-    struct {
-        struct iolens_file_hdr h;
-        struct iolens_rec_hdr schema;
-    } head;
-    iolens_memcpy(head.h.magic, IOLENS_MAGIC, IOLENS_MAGIC_LEN);
-    head.h.major = IOLENS_CONTAINER_MAJOR;
-    head.h.minor = IOLENS_CONTAINER_MINOR;
-    head.h.hdr_size = sizeof head.h;
-    head.schema.kind = IOLENS_KIND_SCHEMA;
-    head.schema.version = IOLENS_VER_SCHEMA;
-    head.schema.size = sizeof schema_blob;
-    struct iovec iov[3] = {{&head, sizeof head},
-                           {(void *)&schema_blob, sizeof schema_blob},
-                           {built, at + offsetof(struct iolens_timeline, count)}};
-    uint64_t len = iov[0].iov_len + iov[1].iov_len + iov[2].iov_len;
-    uint64_t total = sizeof head + sizeof schema_blob + at + sizeof *tl;
+    uint64_t at = built_late_strings(built_strings_end, 1);
+    struct iolens_file_hdr h;
+    iolens_memcpy(h.magic, IOLENS_MAGIC, IOLENS_MAGIC_LEN);
+    h.major = IOLENS_CONTAINER_MAJOR;
+    h.minor = IOLENS_CONTAINER_MINOR;
+    h.hdr_size = sizeof h;
+    struct iovec iov[2] = {{&h, sizeof h}, {built, at}};
+    uint64_t len = sizeof h + at;
     uint64_t lim = iolens_fsize_limit();
-    if (total > lim) {
+    if (len > lim) {
         iolens_fsize_short = 1;
         return -1;
     }
@@ -270,12 +301,11 @@ IOLENS_COLD int iolens_write_built(uint64_t flags, uint64_t status)
     struct iolens_xfsz x;
     if (lim != UINT64_MAX) iolens_xfsz_hold(&x);
     long w;
-    do w = syscall(SYS_writev, fd, iov, 3);
+    do w = syscall(SYS_writev, fd, iov, 2);
     while (w < 0 && errno == EINTR);
-    int ok = w == (long)len && syscall(SYS_ftruncate, fd, (long)total) == 0;
     if (lim != UINT64_MAX) iolens_xfsz_release(&x);
     sys_close(fd);
-    if (!ok) {
+    if (w != (long)len) {
         syscall(SYS_unlinkat, AT_FDCWD, g->part_path, 0);
         return -1;
     }

@@ -145,7 +145,7 @@ IOLENS_COLD static void finalize(uint64_t flags, uint64_t status, int at_exit)
     iolens_guard = 1;
     iolens_srun_end_all();
     iolens_clock_refine();
-    iolens_fill_end(g->proc);
+    iolens_fill_end(g->proc, !(g->proc->flags & IOLENS_PF_NO_KERNEL_IO));
     g->proc->exit_status = status;
     iolens_trace_flush_all();
     __atomic_fetch_or(&g->proc->flags, IOLENS_PF_FINALIZED | flags, __ATOMIC_RELEASE);
@@ -246,7 +246,10 @@ void iolens_materialize(void)
         memset(&now, 0, sizeof now);
         g->pid = (int)syscall(SYS_getpid);
         iolens_take_start(&now);
+        iolens_take_kernel_start(&now);
         now.flags = IOLENS_PF_FORKED;
+    } else if (kind == IOLENS_PENDING_START) {
+        iolens_take_kernel_start(iolens_built_proc());
     }
     /* an image's: its start as noted, or, once written, its end as written
      * too (the calls after it are then recorded as a mapped part records them) */

@@ -158,14 +158,16 @@ extern int iolens_fd_high;
 /* ---- built.c ---- */
 /* The PROC record noted at start: its start fields from the constructor on, its end fields once written. */
 struct iolens_proc *iolens_built_proc(void);
-/* What a part says of the moment its image (or fork child) started. */
+/* What a part says of the moment its image (or fork child) started; the kernel's I/O counters apart, read
+ * when the part is made. */
 IOLENS_COLD void iolens_take_start(struct iolens_proc *p);
+IOLENS_COLD void iolens_take_kernel_start(struct iolens_proc *p);
 /* At start: the working directory, the redacted argv and the environment worth keeping. */
 IOLENS_COLD void iolens_note_strings(int argc, char **argv, char **envp);
 /* The image's strings, into a part made before its end. */
 IOLENS_COLD void iolens_add_start_strings(void);
-/* The end fields of p: time, rusage, the kernel's I/O counters. */
-IOLENS_COLD void iolens_fill_end(struct iolens_proc *p);
+/* The end fields of p: time, rusage and (kernel_io) the kernel's I/O counters, else flag NO_KERNEL_IO. */
+IOLENS_COLD void iolens_fill_end(struct iolens_proc *p, int kernel_io);
 /* The part of an image that never made one, written whole at its end.  0 on success. */
 IOLENS_COLD int iolens_write_built(uint64_t flags, uint64_t status);
 

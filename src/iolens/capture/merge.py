@@ -7,13 +7,14 @@ each part's records (and its trace) form blocks closed by CHECK records, and a t
 from __future__ import annotations
 
 import os
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
 from iolens import _format as F
 from iolens.capture.container import FILE_HDR, REC_HDR
-from iolens.capture.writer import Sealer, meta_record, record
+from iolens.capture.writer import Sealer, meta_record, pack_fixed, record, schema_payload
 from iolens.output import _claim
 
 TRACE_CHUNK = F.TRACE_RECORD_MAX  # raw event bytes per TRACE record (a reader decompresses no more)
@@ -27,6 +28,8 @@ class MergeResult:
 
 
 _PART_KINDS = {kid for name, (kid, _v, _d) in F.KINDS.items() if name != "CHECK"}  # what the interposer writes
+_PROC_ID = F.KINDS["PROC"][0]
+_COMPACT_KINDS = {F.KINDS[k][0]: k for k in ("PROC", "STRING")}  # what a compact part holds
 
 
 def _part_key(p: Path) -> tuple[int, int]:
@@ -38,7 +41,8 @@ def _part_key(p: Path) -> tuple[int, int]:
 
 
 def part_records(data: bytes, name: str, problems: list[str]) -> bytes:
-    """The records of one part, up to its end marker; damage is reported and the rest dropped."""
+    """The records of one part, up to its end marker; damage is reported and the rest dropped.  A compact part
+    (one written whole at its image's end) comes back with what it leaves out (`complete_compact`)."""
     if len(data) < FILE_HDR.size or data[: len(F.MAGIC)] != F.MAGIC:
         problems.append(f"{name}: not an iolens part (skipped)")
         return b""
@@ -52,7 +56,32 @@ def part_records(data: bytes, name: str, problems: list[str]) -> bytes:
             problems.append(f"{name}: damaged record at byte {pos} (rest of this process dropped)")
             break
         pos += REC_HDR.size + size
+    if pos > start and REC_HDR.unpack_from(data, start)[0] == _PROC_ID:
+        return complete_compact(data[start:pos], name, problems)
     return data[start:pos]
+
+
+def complete_compact(body: bytes, name: str, problems: list[str]) -> bytes:
+    """A compact part: PROC first, no SCHEMA.  An image that recorded no call writes only its PROC and STRING
+    records when it ends (preload/built.c, iolens_write_built), in the layouts of the build that wrote it; the
+    SCHEMA of those layouts and the empty TIMELINE a mapped part carries are added here, so the capture holds what
+    it would hold had the interposer written them.  A compact part of another build's layouts is skipped."""
+    pos = 0
+    while pos < len(body):
+        kid, ver, size = REC_HDR.unpack_from(body, pos)
+        kind = _COMPACT_KINDS.get(kid)
+        if kind is None or ver != F.KINDS[kind][1]:
+            problems.append(f"{name}: a compact part of another iolens version's layouts (skipped)")
+            return b""
+        pos += REC_HDR.size + size
+    _kid, _ver, size, fields = F.LAYOUTS["PROC"]
+    off = next(o for fname, _t, _n, o in fields if fname == "start_mono")
+    if REC_HDR.unpack_from(body, 0)[2] < size:
+        problems.append(f"{name}: damaged record at byte {FILE_HDR.size} (rest of this process dropped)")
+        return b""
+    (start_mono,) = struct.unpack_from("<Q", body, REC_HDR.size + off)
+    timeline = pack_fixed("TIMELINE", {"t0_mono": start_mono, "shift": F.TIMELINE_SHIFT0, "nbins": F.TIMELINE_BINS})
+    return record("SCHEMA", schema_payload()) + body + record("TIMELINE", timeline)
 
 
 def trace_records(path: Path) -> Iterator[bytes]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from iolens.capture.layout import parse_schema
+from iolens.capture.layout import current_layouts, parse_schema
 from iolens.capture.reader import argv_of, env_of
 from iolens.capture.walk import iter_records
 from iolens.pipeline.naming import workflow_names
@@ -65,7 +65,7 @@ def read_head(path: str) -> PartHead | None:
         return None
     problems: list[str] = []
     head = PartHead(path, 0, 0, 0, 0, "", [], "", {})
-    layouts: dict[str, Any] = {}
+    layouts: dict[str, Any] = current_layouts()  # a compact part has no SCHEMA: this build's (capture/merge.py)
     try:
         for rec in iter_records(data, path, problems):
             if rec.kind == "SCHEMA":
