@@ -63,7 +63,7 @@ class _ByPath:
 
     def __init__(self, recs: Records):
         path_id: dict[str, int] = {}
-        self.of_record = np.fromiter((path_id.setdefault(f["path"], len(path_id)) for f in recs.records),
+        self.of_record = np.fromiter((path_id.setdefault(path, len(path_id)) for path in recs.paths),
                                      dtype=np.int64, count=len(recs))
         self.names = list(path_id)
         self.order = np.argsort(self.of_record, kind="stable")
