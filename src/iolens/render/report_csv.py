@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from dataclasses import fields
 from operator import attrgetter
-from typing import Any
+from typing import Any, Iterator
 
 from iolens.analysis.breakdown import CLASSES
 from iolens.analysis.model import FileRow, Report
-from iolens.render.csvsafe import csv_bytes
+from iolens.render.csvsafe import csv_parts
 
 _LISTS = {"read_hist", "write_hist", "flags", "tools"}
 
@@ -50,5 +50,9 @@ def _row_maker() -> Any:
 
 
 def render_csv(report: Report) -> bytes:
-    row = _row_maker()
-    return csv_bytes(columns(), map(row, report.files))
+    return b"".join(iter_csv(report))
+
+
+def iter_csv(report: Report) -> Iterator[bytes]:
+    """The table in parts of a few thousand rows (the bytes of render_csv)."""
+    return csv_parts(columns(), map(_row_maker(), report.files))

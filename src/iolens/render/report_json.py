@@ -11,7 +11,7 @@ import json
 import math
 from dataclasses import asdict, fields, is_dataclass
 from operator import attrgetter
-from typing import Any
+from typing import Any, Iterator
 
 from iolens.analysis.model import Report
 from iolens.names import json_safe
@@ -74,15 +74,42 @@ def report_dict(report: Report | dict[str, Any]) -> dict[str, Any]:
     return _clean({"tag": TAG, "schema_version": SCHEMA_VERSION, **d})
 
 
+LARGE = 2000  # files in a report written compactly, in parts
+_PART = 2000  # files in each part
+
+
 def render_json(report: Report, *, indent: int | None = 1) -> bytes:
-    """Small reports are indented; large ones (over 2,000 files) are written compactly, which is much faster."""
-    if is_dataclass(report) and len(getattr(report, "files", ())) > 2000:
-        head = {"tag": TAG, "schema_version": SCHEMA_VERSION}
-        text = json.dumps({**head, **{f.name: getattr(report, f.name) for f in fields(report)}}, default=_plain,
-                          ensure_ascii=False, allow_nan=False)
-    else:
-        text = json.dumps(report_dict(report), indent=indent, ensure_ascii=False, allow_nan=False)
-    text += "\n"  # in place: the text of a large report is held once, then its bytes once
+    """The whole document at once (see iter_json)."""
+    return b"".join(iter_json(report, indent=indent))
+
+
+def iter_json(report: Report, *, indent: int | None = 1) -> Iterator[bytes]:
+    """The document in parts. Small reports are indented, in one part; large ones (over LARGE files) are written
+    compactly, which is much faster, and their file list a few thousand rows at a time, so that neither the whole
+    text nor its bytes are ever held (the same bytes as one compact `json.dumps`)."""
+    if not (is_dataclass(report) and len(getattr(report, "files", ())) > LARGE):
+        yield _utf8(json.dumps(report_dict(report), indent=indent, ensure_ascii=False, allow_nan=False) + "\n")
+        return
+    doc = {"tag": TAG, "schema_version": SCHEMA_VERSION, **{f.name: getattr(report, f.name) for f in fields(report)}}
+    sep = "{"
+    for key, value in doc.items():
+        head = f"{sep}{json.dumps(key, ensure_ascii=False)}: "
+        sep = ", "
+        if key != "files":
+            yield _utf8(head + _dumps(value))
+            continue
+        yield _utf8(head + "[")
+        for i in range(0, len(value), _PART):
+            yield _utf8((", " if i else "") + _dumps(value[i : i + _PART])[1:-1])
+        yield b"]"
+    yield b"}\n"
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, default=_plain, ensure_ascii=False, allow_nan=False)
+
+
+def _utf8(text: str) -> bytes:
     try:
         return text.encode()
     except UnicodeEncodeError:  # a name's byte that is not UTF-8: escaped, as JSON allows
