@@ -20,11 +20,18 @@ TAG = "iolens-report"
 SCHEMA_VERSION = [1, 2]
 
 
+def _num(v: float) -> float | None:
+    """A float rounded to nanoseconds / 9 significant places (None when not finite)."""
+    if v == 0.0:  # most of a large report's floats: as round() gives it
+        return v
+    if not math.isfinite(v):
+        return None
+    return float(f"{v:.9g}") if abs(v) >= 1 else round(v, 9)
+
+
 def _clean(v: Any) -> Any:
     if isinstance(v, float):
-        if not math.isfinite(v):
-            return None
-        return float(f"{v:.9g}") if abs(v) >= 1 else round(v, 9)
+        return _num(v)
     if isinstance(v, dict):
         return {str(k): _clean(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
@@ -63,9 +70,9 @@ def _plain(o: Any) -> Any:
 
 def _round(v: Any) -> Any:
     if isinstance(v, float):
-        return _clean(v)
+        return _num(v)
     if isinstance(v, dict) and v and isinstance(next(iter(v.values())), float):
-        return {k: _clean(x) for k, x in v.items()}
+        return {k: _num(x) if isinstance(x, float) else _clean(x) for k, x in v.items()}
     return v
 
 
