@@ -113,7 +113,8 @@ def iter_json(report: Report, *, indent: int | None = 1) -> Iterator[bytes]:
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, default=_plain, ensure_ascii=False, allow_nan=False)
+    # a report is a tree of plain data (no object holds itself): the encoder's cycle check only costs time
+    return json.dumps(value, default=_plain, ensure_ascii=False, allow_nan=False, check_circular=False)
 
 
 def _utf8(text: str) -> bytes:
