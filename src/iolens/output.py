@@ -14,7 +14,7 @@ import errno
 import os
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import click
@@ -64,10 +64,14 @@ def check_outputs(outputs: Mapping[str, str | os.PathLike[str] | None], *, force
             raise UsageError(f"{opt} {p}: directory {parent} does not exist or is not writable")
 
 
-def write_output(path: str | os.PathLike[str], data: bytes, *, force: bool = False, opt: str = "output") -> None:
-    """Write `data` whole to `path` (`-` for stdout): temporary file, then an atomic move into place."""
+def write_output(path: str | os.PathLike[str], data: bytes | Iterable[bytes], *, force: bool = False,
+                 opt: str = "output") -> None:
+    """Write `data` whole to `path` (`-` for stdout): temporary file, then an atomic move into place. `data` may
+    come in parts (an iterable of bytes), each written as it comes."""
+    parts = (data,) if isinstance(data, (bytes, bytearray, memoryview)) else data
     if str(path) == "-":
-        sys.stdout.buffer.write(data)
+        for part in parts:
+            sys.stdout.buffer.write(part)
         sys.stdout.flush()
         return
     target = Path(path)
@@ -78,7 +82,8 @@ def write_output(path: str | os.PathLike[str], data: bytes, *, force: bool = Fal
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=parent)
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            for part in parts:
+                f.write(part)
         os.chmod(tmp, 0o666 & ~_umask())
         if force:
             os.replace(tmp, target)

@@ -5,6 +5,7 @@ analysis/advice.py's RULES."""
 from __future__ import annotations
 
 import os
+from operator import itemgetter
 
 from iolens.analysis import tool_options as T
 from iolens.analysis.advice_kit import (SMALL, _device, _local_used, _make, _mount, _other_storage, _own, _real_files,
@@ -17,18 +18,17 @@ from iolens.units import human_bytes, human_seconds
 
 def _data_devices(r: Report) -> dict[str, set[str]]:
     """The devices the run's inputs were read from and its outputs written to (temporary files aside)."""
-    out: dict[str, set[str]] = {"inputs": set(), "outputs": set()}
-    for f in _real_files(r):
+    inputs: set[str] = set()
+    outputs: set[str] = set()
+    for f in _real_files(r):  # their mounts first, then each mount's device once
         if f.temporary:
             continue
-        m = _mount(r, f.mount)
-        if m is None:
-            continue
         if f.bytes_read and not f.created:
-            out["inputs"].add(_device(m))
+            inputs.add(f.mount)
         if f.bytes_written:
-            out["outputs"].add(_device(m))
-    return out
+            outputs.add(f.mount)
+    return {k: {_device(m) for mp in mps if (m := _mount(r, mp)) is not None}
+            for k, mps in (("inputs", inputs), ("outputs", outputs))}
 
 
 def _temp_mounts(r: Report, th: dict[str, float], temps: list[FileRow],
@@ -186,7 +186,7 @@ def output_placement(r: Report, th: dict[str, float]) -> Advice | None:
         if m is None or m.storage == "memory":
             continue
         # small calls are small_requests' business: a file written mostly in them says nothing of the storage
-        timed = [(f, w) for f in fs if sum(f.breakdown[c] for c in SMALL) <= 0.5 * (w := _write_time(f))]
+        timed = [(f, w) for f in fs if sum(_small(f.breakdown)) <= 0.5 * (w := _write_time(f))]
         big = [f for f, _w in timed]
         t = sum(w for _f, w in timed)
         nbytes = sum(f.bytes_written for f in big)
@@ -223,8 +223,13 @@ def output_placement(r: Report, th: dict[str, float]) -> Advice | None:
 
 
 _WRITES = [c for c in CLASSES if c.endswith("_write")]
+_writes = itemgetter(*_WRITES)
+_small = itemgetter(*SMALL)
 
 
 def _write_time(f: FileRow) -> float:
     bd = f.breakdown
-    return sum(bd[k] for k in _WRITES if k in bd) + bd["sync"]
+    try:
+        return sum(_writes(bd)) + bd["sync"]  # a row has every class: one look-up for them all
+    except KeyError:
+        return sum(bd[k] for k in _WRITES if k in bd) + bd["sync"]

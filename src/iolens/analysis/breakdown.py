@@ -195,6 +195,11 @@ def record_arrays(records: Sequence[dict[str, Any]]) -> dict[str, np.ndarray]:
     return out
 
 
+def table_arrays(table: np.ndarray) -> dict[str, np.ndarray]:
+    """FILE records as a table (the reader's FILE_DTYPE) -> the arrays split_records takes."""
+    return {k: table[k].astype(np.float64) for k in (*RECORD_FIELDS, "read_hist", "write_hist", "cat_time_ns")}
+
+
 def split_one(record: dict[str, Any], th: dict[str, float]) -> dict[str, float]:
     """One FILE record's summed call time split into CLASSES, in seconds."""
     row = split_records(record_arrays([record]), th)[0]

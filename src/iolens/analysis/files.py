@@ -63,7 +63,7 @@ class _ByPath:
 
     def __init__(self, recs: Records):
         path_id: dict[str, int] = {}
-        self.of_record = np.fromiter((path_id.setdefault(f["path"], len(path_id)) for f in recs.records),
+        self.of_record = np.fromiter((path_id.setdefault(path, len(path_id)) for path in recs.paths),
                                      dtype=np.int64, count=len(recs))
         self.names = list(path_id)
         self.order = np.argsort(self.of_record, kind="stable")
@@ -148,76 +148,101 @@ def fold_paths(cap: Capture, recs: Records, resolve: MountResolver) -> tuple[Pat
 
 def fold_files(cap: Capture, recs: Records, names: list[str], th: dict[str, float], resolve: MountResolver,
                span: tuple[int, int]) -> tuple[Paths, list[FileRow]]:
-    """One FileRow per path, in the order paths first appear; span is the run's (start, end) monotonic ns."""
+    """One FileRow per path, in the order paths first appear; span is the run's (start, end) monotonic ns.
+
+    Every column is computed for all paths at once; only what depends on a name (temporary, text format, program)
+    is looked at path by path, and only for the paths it can apply to."""
     paths, cols = fold_paths(cap, recs, resolve)
+    t0, t_end = span
     agg = paths.sums
+    n = len(paths)
+    kinds = paths.kinds
     both = agg["read_hist"] + agg["write_hist"]
-    rpat = B.patterns(cols["pairs_r"] + 1, cols["pairs_r"] - cols["rnd_r"], th)
-    wpat = B.patterns(cols["pairs_w"] + 1, cols["pairs_w"] - cols["rnd_w"], th)
+    reads_a, writes_a = agg["reads"], agg["writes"]
+    rp = np.where(reads_a > 0, np.asarray(B.patterns(cols["pairs_r"] + 1, cols["pairs_r"] - cols["rnd_r"], th)
+                                          if n else np.zeros(0, str), dtype=object), "-")
+    wp = np.where(writes_a > 0, np.asarray(B.patterns(cols["pairs_w"] + 1, cols["pairs_w"] - cols["rnd_w"], th)
+                                           if n else np.zeros(0, str), dtype=object), "-")
+    pat = np.where(writes_a == 0, rp, np.where(reads_a == 0, wp, np.where(rp == wp, rp, "mixed")))
     col: dict[str, list[Any]] = {k: v.astype(np.int64).tolist() for k, v in agg.items()}
-    for k in ("first", "last", "size", "created", "deleted", "flags", "readers", "writers", "users", "mode"):
-        col[k] = cols[k].tolist()
     for k in ("opens", "metas", "syncs", "rnd_r", "rnd_w"):
         col[k] = cols[k].astype(np.int64).tolist()
-    col["dom"] = np.where(both.any(axis=1), both.argmax(axis=1), -1).tolist()
-    col["rpat"], col["wpat"] = rpat, wpat
-    col["tools"] = _tools(recs, names, paths.of_record, len(paths))
-    col["breakdown"] = (paths.breakdown * NS).tolist()
-    row = _RowMaker(col, resolve, span, {p.exe for p in cap.processes if p.exe})
-    files = [row(k, path, paths.kinds[k], paths.mounts[k]) for k, path in enumerate(paths.names)]
+    created_a, fl_a = cols["created"], cols["flags"]
+    was_created = (created_a != BIG).tolist()
+    was_deleted = ((fl_a & FF["DELETED"]) != 0).tolist()
+    reads, writes, size, bytes_read = col["reads"], col["writes"], cols["size"].tolist(), col["bytes_read"]
+    first, last, created = cols["first"].tolist(), cols["last"].tolist(), created_a.tolist()
+    temp, program = [False] * n, [False] * n
+    life: list[float | None] = [None] * n
+    text: list[str | None] = [None] * n
+    exes = {p.exe for p in cap.processes if p.exe}
+    deleted, mode = cols["deleted"].tolist(), cols["mode"].tolist()
+    for k in np.flatnonzero(np.asarray([kd == "file" for kd in kinds], dtype=bool)).tolist():
+        path = paths.names[k]
+        if was_created[k] and looks_temporary(path, True, was_deleted[k]):
+            temp[k] = True
+            end = deleted[k] if was_deleted[k] and deleted[k] else (last[k] or t_end)
+            life[k] = max(0.0, (end - created[k]) * NS)
+        if path.rsplit(".", 1)[-1].lower() in TEXT_EXTS:
+            text[k] = text_format(path)
+        if not reads[k] and not writes[k] and not was_created[k]:
+            program[k] = is_program(path, mode[k], exes)
+    where = _Where(resolve)
+    mount, fstype, storage = zip(*map(where, kinds, paths.mounts)) if n else ((), (), ())
+    flag_names = _FlagNames()
+    labels = [B.size_label(i) for i in range(len(B.BIN_LABELS))] + [B.size_label(None)]  # index -1: none
+    dom = np.where(both.any(axis=1), both.argmax(axis=1), -1).tolist()
+    bd = (paths.breakdown * NS).tolist()
+    tools = _tools(recs, names, paths.of_record, n)
+    files = [
+        FileRow(path=path, kind=kind, mount=mp, fstype=fst, storage=sto, bytes_read=br, bytes_written=bw, reads=r,
+                writes=w, opens=op, metadata_ops=me, syncs=sy, time_s=sum(bd_row),
+                breakdown=dict(zip(B.CLASSES, bd_row)), read_hist=rh, write_hist=wh, dominant_size=labels[dm],
+                read_pattern=rp_, write_pattern=wp_, pattern=pt, size=sz,
+                times_read=(br / sz) if sz and br else None, readers=rd, writers=wr, processes=us,
+                created=cr, deleted=de, temporary=tp, lifetime_s=lf,
+                first_s=(fi - t0) * NS if fi != BIG else None, last_s=(la - t0) * NS if la else None,
+                flags=flag_names(fl), text_format=tx, random_reads=rr, random_writes=rw, tools=tl, program=pg)
+        for (path, kind, mp, fst, sto, br, bw, r, w, op, me, sy, bd_row, rh, wh, dm, rp_, wp_, pt, sz, rd, wr, us,
+             cr, de, tp, lf, fi, la, fl, tx, rr, rw, tl, pg)
+        in zip(paths.names, kinds, mount, fstype, storage, bytes_read, col["bytes_written"], reads, writes,
+               col["opens"], col["metas"], col["syncs"], bd, col["read_hist"], col["write_hist"], dom, rp.tolist(),
+               wp.tolist(), pat.tolist(), size, cols["readers"].tolist(), cols["writers"].tolist(),
+               cols["users"].tolist(), was_created, was_deleted, temp, life, first, last, fl_a.tolist(), text,
+               col["rnd_r"], col["rnd_w"], tools, program)
+    ]
     return paths, files
 
 
-class _RowMaker:
-    def __init__(self, col: dict[str, list[Any]], resolve: MountResolver, span: tuple[int, int], exes: set[str]):
-        self.col, self.resolve, (self.t0, self.t_end), self.exes = col, resolve, span, exes
-        self.flag_names = list(F.FILE_FLAGS.items())
-        self.flag_cache: dict[int, list[str]] = {}
+class _Where:
+    """A path's (mount point, filesystem type, storage kind), worked out once per mount-table entry."""
 
-    def flags(self, fl: int) -> list[str]:
-        if fl not in self.flag_cache:
-            self.flag_cache[fl] = [n for n, (bit, _d) in self.flag_names if fl & bit]
-        return self.flag_cache[fl]
+    def __init__(self, resolve: MountResolver):
+        self.resolve = resolve
+        self.seen: dict[int, tuple[str, str, str]] = {}
 
-    def where(self, kind: str, m: dict[str, Any] | None) -> tuple[str, str, str]:
+    def __call__(self, kind: str, m: dict[str, Any] | None) -> tuple[str, str, str]:
         if kind == "stream":
             return PIPES, "", "pipe"
-        mp, fst = (m["mountpoint"], m["fstype"]) if m else (UNKNOWN, "")
-        return mp, fst, self.resolve.kind(m)
+        got = self.seen.get(id(m))
+        if got is None:
+            mp, fst = (m["mountpoint"], m["fstype"]) if m else (UNKNOWN, "")
+            got = self.seen[id(m)] = (mp, fst, self.resolve.kind(m))
+        return got
 
-    def __call__(self, k: int, path: str, kind: str, m: dict[str, Any] | None) -> FileRow:
-        c, t0 = self.col, self.t0
-        mp, fst, storage = self.where(kind, m)
-        reads, writes = c["reads"][k], c["writes"][k]
-        rp_, wp_ = (c["rpat"][k] if reads else "-"), (c["wpat"][k] if writes else "-")
-        pat = rp_ if writes == 0 else wp_ if reads == 0 else (rp_ if rp_ == wp_ else "mixed")
-        fl = c["flags"][k]
-        was_created = c["created"][k] != BIG
-        was_deleted = bool(fl & FF["DELETED"])
-        temp = was_created and kind == "file" and looks_temporary(path, was_created, was_deleted)
-        first_k, last_k = c["first"][k], c["last"][k]
-        life = None
-        if temp:
-            end = c["deleted"][k] if was_deleted and c["deleted"][k] else (last_k or self.t_end)
-            life = max(0.0, (end - c["created"][k]) * NS)
-        br, sz, dom = c["bytes_read"][k], c["size"][k], c["dom"][k]
-        bd_row = c["breakdown"][k]
-        return FileRow(
-            path=path, kind=kind, mount=mp, fstype=fst, storage=storage,
-            bytes_read=br, bytes_written=c["bytes_written"][k], reads=reads, writes=writes,
-            opens=c["opens"][k], metadata_ops=c["metas"][k], syncs=c["syncs"][k],
-            time_s=sum(bd_row), breakdown=dict(zip(B.CLASSES, bd_row)), read_hist=c["read_hist"][k],
-            write_hist=c["write_hist"][k], dominant_size=B.size_label(dom if dom >= 0 else None),
-            read_pattern=rp_, write_pattern=wp_, pattern=pat, size=sz, times_read=(br / sz) if sz and br else None,
-            readers=c["readers"][k], writers=c["writers"][k], processes=c["users"][k],
-            created=was_created, deleted=was_deleted, temporary=temp, lifetime_s=life,
-            first_s=(first_k - t0) * NS if first_k != BIG else None,
-            last_s=(last_k - t0) * NS if last_k else None, flags=self.flags(fl),
-            text_format=text_format(path) if kind == "file" and path.rsplit(".", 1)[-1].lower() in TEXT_EXTS else None,
-            random_reads=c["rnd_r"][k], random_writes=c["rnd_w"][k], tools=c["tools"][k],
-            program=(kind == "file" and not reads and not writes and not was_created
-                     and is_program(path, c["mode"][k], self.exes)),
-        )
+
+class _FlagNames:
+    """The FILE_FLAGS names of a flags value (a new list for each row, from one worked out per value)."""
+
+    def __init__(self) -> None:
+        self.items = list(F.FILE_FLAGS.items())
+        self.cache: dict[int, list[str]] = {}
+
+    def __call__(self, fl: int) -> list[str]:
+        names = self.cache.get(fl)
+        if names is None:
+            names = self.cache[fl] = [n for n, (bit, _d) in self.items if fl & bit]
+        return list(names)
 
 
 def ranked(files: list[FileRow]) -> list[FileRow]:

@@ -94,7 +94,7 @@ def images(cap: Capture) -> list[ProcSummary]:
             cat_wall_s={c: p.cat_wall_ns[i] * NS for i, c in enumerate(CATS)},
             cat_time_s={c: p.cat_time_ns[i] * NS for i, c in enumerate(CATS)},
             bytes_read=p.bytes_read, bytes_written=p.bytes_written, kernel_read=k_r, kernel_written=k_w,
-            exit_status=status, ended=_ended(p), files=len(p.files),
+            exit_status=status, ended=_ended(p), files=len(p.paths),
         ))
     return out
 

@@ -8,15 +8,13 @@ can hold 100,000 file records.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from operator import itemgetter
-from typing import Any
 
 import numpy as np
 
 from iolens.analysis import breakdown as B
 from iolens.analysis.model import ProcSummary
 from iolens.analysis.processes import stream_s
-from iolens.capture.reader import Process
+from iolens.capture.reader import FILE_DTYPE, Process
 
 EXTRA_FIELDS = ("first_mono", "last_mono", "max_read_end", "max_write_end", "created_mono", "deleted_mono", "flags",
                 "opens", "stats", "seeks", "metas", "syncs", "mmap_bytes", "dev", "mode")
@@ -24,7 +22,8 @@ EXTRA_FIELDS = ("first_mono", "last_mono", "max_read_end", "max_write_end", "cre
 
 @dataclass
 class Records:
-    records: list[dict[str, Any]]  # FILE records, image by image
+    table: np.ndarray  # FILE records (the reader's FILE_DTYPE), image by image
+    paths: list[str]  # each record's path
     proc: np.ndarray  # (N,) the index of each record's process image
     offsets: np.ndarray  # (nproc + 1,) image i's records are records[offsets[i]:offsets[i + 1]]
     arrays: dict[str, np.ndarray]  # the fields breakdown.split_records takes
@@ -34,13 +33,11 @@ class Records:
     unattributed: np.ndarray  # (nproc, CLASSES) the part of proc_break with no file record
 
     def __len__(self) -> int:
-        return len(self.records)
+        return len(self.paths)
 
 
-def _extra_arrays(records: list[dict[str, Any]]) -> dict[str, np.ndarray]:
-    table = np.array(list(map(itemgetter(*EXTRA_FIELDS), records)), dtype=np.uint64).astype(np.int64)
-    table = table.reshape(len(records), len(EXTRA_FIELDS))
-    return {k: table[:, i] for i, k in enumerate(EXTRA_FIELDS)}
+def _extra_arrays(table: np.ndarray) -> dict[str, np.ndarray]:
+    return {k: table[k].astype(np.uint64).astype(np.int64) for k in EXTRA_FIELDS}
 
 
 def _factors(procs: list[Process], imgs: list[ProcSummary]) -> np.ndarray:
@@ -70,23 +67,25 @@ def _unattributed(procs: list[Process], attributed: np.ndarray, factors: np.ndar
 
 
 def fold_records(procs: list[Process], imgs: list[ProcSummary], th: dict[str, float]) -> Records:
-    records: list[dict[str, Any]] = [f for p in procs for f in p.files]
-    per_proc = np.asarray([len(p.files) for p in procs], dtype=np.int64)
+    table = np.concatenate([p.file_table for p in procs]) if procs else np.zeros(0, dtype=FILE_DTYPE)
+    paths = [path for p in procs for path in p.paths]
+    per_proc = np.asarray([len(p.paths) for p in procs], dtype=np.int64)
     nproc = len(procs)
     rp = np.repeat(np.arange(nproc), per_proc)
-    arrays = B.record_arrays(records)
+    arrays = B.table_arrays(table)
     raw = B.split_records(arrays, th)  # summed call time, ns
     factors = _factors(procs, imgs)
-    scaled = raw * factors[rp][:, np.asarray(B.CLASS_CAT)] if len(records) else raw
+    scaled = raw * factors[rp][:, np.asarray(B.CLASS_CAT)] if len(paths) else raw
     proc_break = np.zeros((nproc, len(B.CLASSES)))
     attributed = np.zeros((nproc, B.NCAT))
-    if len(records):
+    if len(paths):
         np.add.at(proc_break, rp, scaled)
         np.add.at(attributed, rp, arrays["cat_time_ns"])
     unattributed = _unattributed(procs, attributed, factors, proc_break)
     proc_break += unattributed
-    return Records(records=records, proc=rp, offsets=np.concatenate([[0], np.cumsum(per_proc)]), arrays=arrays,
-                   extra=_extra_arrays(records), scaled=scaled, proc_break=proc_break, unattributed=unattributed)
+    return Records(table=table, paths=paths, proc=rp, offsets=np.concatenate([[0], np.cumsum(per_proc)]),
+                   arrays=arrays, extra=_extra_arrays(table), scaled=scaled, proc_break=proc_break,
+                   unattributed=unattributed)
 
 
 def per_proc_sum(recs: Records, values: np.ndarray, nproc: int) -> np.ndarray:

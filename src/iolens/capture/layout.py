@@ -6,6 +6,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 
 from iolens import _format as F
 from iolens.capture.container import SCHEMA_FIELD, SCHEMA_KIND
@@ -94,6 +95,23 @@ def current_layouts() -> dict[str, Layout]:
 
 
 _CURRENT = current_layouts()
+NUMPY_TYPE = {"u8": "u1", "u32": "<u4", "u64": "<u8"}  # a SCHEMA field type as numpy's
+
+
+def layout_dtype(layout: Layout) -> np.dtype:
+    """A layout as a numpy structured dtype: each field at its offset, arrays as sub-arrays, records of its size."""
+    names, formats, offsets = [], [], []
+    for name, typ, count, off in layout.fields:
+        names.append(name)
+        formats.append(NUMPY_TYPE[typ] if count == 1 else (NUMPY_TYPE[typ], (count,)))
+        offsets.append(off)
+    return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": layout.size})
+
+
+def packed_dtype(layout: Layout) -> np.dtype:
+    """The fields of a layout packed in their order: what a table of records is held in once read."""
+    return np.dtype([(name, NUMPY_TYPE[typ]) if count == 1 else (name, NUMPY_TYPE[typ], (count,))
+                     for name, typ, count, _off in layout.fields])
 
 
 def parse_schema(payload: bytes | memoryview, where: str) -> dict[int, Layout]:

@@ -27,8 +27,12 @@ from iolens.errors import CaptureError, CaptureTruncated
 from iolens.redact import capture_env, redact_argv
 from iolens.sysinfo import cpu_probe_ok, cpu_record_ok
 
-from iolens.capture.layout import KNOWN_VERSION, Layout, MAX_VALUE, _CURRENT, parse_schema
+from iolens.capture.layout import (IDENTITY_FIELDS, KNOWN_VERSION, Layout, MAX_VALUE, NUMPY_TYPE, _CURRENT,
+                                   _TYPESIZE, layout_dtype, packed_dtype, parse_schema)
 from iolens.capture.walk import Damage, RawRecord, _Walk
+
+FILE_DTYPE = packed_dtype(_CURRENT["FILE"])  # FILE records as held once read: the current layout's fields
+
 
 @dataclass
 class Process:
@@ -40,7 +44,9 @@ class Process:
     cwd: str = ""
     host: str = ""
     env: dict[str, str] = field(default_factory=dict)
-    files: list[dict[str, Any]] = field(default_factory=list)
+    # FILE records: their fixed fields as one row each of a table (FILE_DTYPE, the current layout) and their paths
+    file_table: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=FILE_DTYPE))
+    paths: list[str] = field(default_factory=list)
     timeline: dict[str, Any] | None = None
     children: list[dict[str, Any]] = field(default_factory=list)
     events: np.ndarray | None = None
@@ -51,6 +57,21 @@ class Process:
             return self.__dict__["fields"][name]
         except KeyError:
             raise AttributeError(name) from None
+
+    @functools.cached_property
+    def files(self) -> list[dict[str, Any]]:
+        """The FILE records one dict each (field -> int, arrays as tuples, and "path"), made when first asked for:
+        the report reads `file_table` and never needs them."""
+        names = FILE_DTYPE.names or ()
+        arrays = [n for n in names if FILE_DTYPE[n].shape]
+        out = []
+        for row, path in zip(self.file_table.tolist(), self.paths):
+            f = dict(zip(names, row))
+            for n in arrays:
+                f[n] = tuple(f[n])
+            f["path"] = path
+            out.append(f)
+        return out
 
     @property
     def finalized(self) -> bool:
@@ -86,21 +107,11 @@ class Capture:
 
 
 _BUFFER = 1 << 20  # a capture file is read through a buffer this large
-_NUMPY_TYPE = {"u8": "u1", "u32": "<u4", "u64": "<u8"}  # a SCHEMA field type as numpy's
-
-
-def _event_dtype(layout: Layout) -> np.dtype:
-    names, formats, offsets = [], [], []
-    for name, typ, count, off in layout.fields:
-        names.append(name)
-        formats.append(_NUMPY_TYPE[typ])
-        offsets.append(off)
-    return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": layout.size})
 
 
 DUR_TOP = 0xFFFFFFFF  # an EVENT dur_ns that did not fit (EVENT version 4: dur_ms holds it)
 # Events as read: the current EVENT layout's fields, packed, with dur_ns widened to hold every call's duration
-_EVENT_DTYPE = np.dtype([(name, "<u8" if name == "dur_ns" else _NUMPY_TYPE[typ])
+_EVENT_DTYPE = np.dtype([(name, "<u8" if name == "dur_ns" else NUMPY_TYPE[typ])
                          for name, typ, _count, _off in _CURRENT["EVENT"].fields])
 
 
@@ -116,6 +127,102 @@ def _upgrade_events(ev: np.ndarray) -> np.ndarray:
     return out
 
 
+class _BadFile(Exception):
+    """A FILE record found damaged when its process's records were made a table: where, and why."""
+
+    def __init__(self, offset: int, reason: str):
+        super().__init__(reason)
+        self.offset = offset
+
+
+def _file_plan(lay: Layout) -> tuple[np.dtype, np.ndarray | list[str] | None, bool]:
+    """How a FILE layout is read: its dtype; the 8-byte words (or else the fields) whose value must be below
+    MAX_VALUE (None: no range check, for a layout with text, as Layout.decode); whether it is the current layout,
+    so its records are the table as they are."""
+    dtype = layout_dtype(lay)
+    checked: np.ndarray | list[str] | None = None
+    if all(typ != "u8" for _name, typ, _count, _off in lay.fields):
+        names = [name for name, _typ, count, _off in lay.fields if not (name in IDENTITY_FIELDS and count == 1)]
+        checked = names
+        if not lay.size % 8 and all(typ == "u64" and not off % 8 for _name, typ, _count, off in lay.fields):
+            checked = np.asarray([off // 8 + i for name, _typ, count, off in lay.fields if name in names
+                                  for i in range(count)], dtype=np.intp)
+    same = dtype == layout_dtype(_CURRENT["FILE"]) and dtype.itemsize == FILE_DTYPE.itemsize
+    return dtype, checked, same
+
+
+class _FileTable:
+    """FILE records gathered as they come (their fixed part as bytes, their path decoded) and made one table per
+    run of records with one layout: numpy reads the capture's own layout (from its SCHEMA), checks the range of
+    every value at once and upgrades the table to the current layout (the fields an older one lacks are zero)."""
+
+    def __init__(self, walk: _Walk):
+        self.walk = walk
+        self.proc: Process | None = None
+        self.lay: Layout | None = None
+        self.fixed = bytearray()
+        self.paths: list[str] = []
+        self.offsets: list[int] = []
+        self.mark = (0, 0)  # the walk's damage and problems when the last record came
+        self.path_at: tuple[int, int] | None = None  # offset and size of path_len in self.lay
+        self.plan: tuple[np.dtype, np.ndarray | list[str] | None, bool] = (FILE_DTYPE, None, True)  # of self.lay
+
+    def add(self, proc: Process, lay: Layout, rec: RawRecord) -> None:
+        if proc is not self.proc or lay is not self.lay:
+            self.flush()
+            if lay is not self.lay:
+                self.plan = _file_plan(lay)
+            self.proc, self.lay = proc, lay
+            self.path_at = next(((off, _TYPESIZE[typ]) for name, typ, count, off in lay.fields
+                                 if name == "path_len" and count == 1 and typ != "u8"), None)
+        payload = rec.payload
+        self.fixed += payload[: lay.size]
+        n = 0
+        if self.path_at is not None:
+            off, size = self.path_at
+            n = int.from_bytes(payload[off : off + size], "little")
+        self.paths.append(bytes(payload[lay.size : lay.size + n]).decode("utf-8", "surrogateescape"))
+        self.offsets.append(rec.offset)
+        self.mark = (len(self.walk.damage), len(self.walk.problems))
+
+    def flush(self) -> None:
+        """The records gathered, made a table appended to their process's; raises _BadFile at the first record
+        with a value out of range (the records before it are kept; the walk's damage met after it is dropped, as
+        the walk would have stopped there)."""
+        proc, lay, paths, offsets = self.proc, self.lay, self.paths, self.offsets
+        if proc is None or lay is None or not paths:
+            return
+        dtype, checked, same = self.plan
+        buf, self.fixed, self.paths, self.offsets = self.fixed, bytearray(), [], []
+        raw = np.frombuffer(buf, dtype=dtype)
+        n = len(raw)
+        bad = np.zeros(n, dtype=bool)
+        if isinstance(checked, np.ndarray):  # 8-byte words: one comparison for them all
+            np.any(np.frombuffer(buf, dtype="<u8").reshape(n, -1)[:, checked] >= MAX_VALUE, axis=1, out=bad)
+        elif checked is not None:
+            for name in checked:
+                bad |= (raw[name] >= MAX_VALUE).reshape(n, -1).any(axis=1)
+        first_bad = int(np.argmax(bad)) if bad.any() else n
+        if same:  # the current layout: the records are the table
+            table = raw[:first_bad]
+        else:
+            table = np.zeros(first_bad, dtype=FILE_DTYPE)
+            have = set(raw.dtype.names or ())
+            for name in FILE_DTYPE.names or ():
+                if name in have:
+                    src = raw[name][:first_bad]
+                    if src.ndim == 1:
+                        table[name] = src
+                    else:
+                        table[name][:, : src.shape[1]] = src
+        proc.file_table = table if not len(proc.file_table) else np.concatenate([proc.file_table, table])
+        proc.paths.extend(paths[:first_bad])
+        if first_bad < n:
+            damage, problems = self.mark
+            del self.walk.damage[damage:], self.walk.problems[problems:]
+            raise _BadFile(offsets[first_bad], f"a {lay.kind} value is out of range")
+
+
 class _Decoder:
     """Decodes records in order; SCHEMA changes the layouts for the records after it."""
 
@@ -127,6 +234,7 @@ class _Decoder:
         self.procs: list[Process] = []
         self.byname: dict[str, Layout] = {}
         self.cur: Process | None = None
+        self.files = _FileTable(walk)
 
     def layout(self, kind: str, rec: RawRecord) -> Layout:
         lay = self.byname.get(kind)
@@ -138,6 +246,8 @@ class _Decoder:
 
     def record(self, rec: RawRecord) -> None:
         kind, payload = rec.kind, rec.payload
+        if kind != "FILE":
+            self.files.flush()
         if kind == "SCHEMA":
             layouts = parse_schema(payload, self.path)
             for lay in layouts.values():
@@ -158,10 +268,7 @@ class _Decoder:
         elif kind == "STRING":
             self._string(self.cur, self.layout("STRING", rec), payload)
         elif kind == "FILE":
-            lay = self.layout("FILE", rec)
-            f = lay.decode(payload)
-            f["path"] = bytes(payload[lay.size : lay.size + f["path_len"]]).decode("utf-8", "surrogateescape")
-            self.cur.files.append(f)
+            self.files.add(self.cur, self.layout("FILE", rec), rec)
         elif kind == "TIMELINE":
             t = self.layout("TIMELINE", rec).decode(payload)
             if not (t["nbins"] <= len(t["bytes_read"]) and t["nbins"] * len(F.CATEGORIES) <= len(t["count"])
@@ -227,7 +334,7 @@ class _Decoder:
             self.walk.bad(rec.offset, f"TRACE record decompresses to {len(raw)} of its {size} bytes")
             return
         usable = len(raw) - len(raw) % lay.size
-        ev = _upgrade_events(np.frombuffer(raw[:usable], dtype=_event_dtype(lay)))
+        ev = _upgrade_events(np.frombuffer(raw[:usable], dtype=layout_dtype(lay)))
         for name in ev.dtype.names or ():
             if len(ev) and int(ev[name].max()) >= MAX_VALUE:
                 raise ValueError(f"an EVENT {name} is out of range")
@@ -306,12 +413,17 @@ def _meta_ok(key: str, value: Any) -> bool:
 
 def _decode(walk: _Walk, path: str) -> Capture:
     d = _Decoder(path, walk)
-    for rec in walk.records():  # the header first: a file that is not a capture is refused before anything else
-        try:
-            d.record(rec)
-        except (struct.error, ValueError, OverflowError, MemoryError) as err:
-            walk.bad(rec.offset, f"{rec.kind} record is damaged ({err})")
-            break
+    try:
+        for rec in walk.records():  # the header first: a file that is not a capture is refused before anything else
+            try:
+                d.record(rec)
+            except (struct.error, ValueError, OverflowError, MemoryError) as err:
+                d.files.flush()  # the FILE records before this one may hold the first damage
+                walk.bad(rec.offset, f"{rec.kind} record is damaged ({err})")
+                break
+        d.files.flush()
+    except _BadFile as err:
+        walk.bad(err.offset, f"FILE record is damaged ({err})")
     major, minor = walk.version
     cap = Capture(path=path, meta=d.meta, processes=d.procs, problems=walk.problems, version=(major, minor),
                   damage=walk.damage, sealed=walk.sealed)
@@ -326,7 +438,7 @@ def _short_of_recorded(cap: Capture, walk: _Walk) -> None:
     dropped a damaged part)."""
     procs = cap.processes
     for i, p in enumerate(procs):
-        short = int(p.fields.get("nfiles", 0)) - len(p.files)
+        short = int(p.fields.get("nfiles", 0)) - len(p.paths)
         if short > 0:
             at, where = (walk.n, "capture ends") if i == len(procs) - 1 else (p.offset, "process image was cut")
             walk.bad(at, f"{where} before {short:,} of the file records of {os.path.basename(p.exe) or '?'} "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from iolens.names import csv_text, utf8
 
@@ -23,10 +23,19 @@ def _cell(v: Any) -> Any:
 
 def csv_bytes(header: list[str], rows: Iterable[Iterable[Any]]) -> bytes:
     """The table as CSV: the header row, then one line per row (None is an empty field)."""
+    return b"".join(csv_parts(header, rows))
+
+
+def csv_parts(header: list[str], rows: Iterable[Iterable[Any]], part: int = 5000) -> Iterator[bytes]:
+    """csv_bytes in parts of `part` rows, so that a large table is never held whole."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
     w.writerow([_cell(h) for h in header])
-    for row in rows:  # most cells are numbers and printable names: those are written as they are
+    for i, row in enumerate(rows, 1):  # most cells are numbers and printable names: those are written as they are
         w.writerow(["" if v is None else v if v.__class__ is not str or v.isprintable() else csv_text(v)
                     for v in row])
-    return utf8(buf.getvalue())
+        if not i % part:
+            yield utf8(buf.getvalue())
+            buf.seek(0)
+            buf.truncate()
+    yield utf8(buf.getvalue())

@@ -9,12 +9,12 @@ with a comma or quote quoted (RFC 4180), so every name stays in its one field.
 from __future__ import annotations
 
 from dataclasses import fields
-from operator import attrgetter
-from typing import Any
+from operator import attrgetter, itemgetter
+from typing import Any, Iterator
 
 from iolens.analysis.breakdown import CLASSES
 from iolens.analysis.model import FileRow, Report
-from iolens.render.csvsafe import csv_bytes
+from iolens.render.csvsafe import csv_parts
 
 _LISTS = {"read_hist", "write_hist", "flags", "tools"}
 
@@ -36,6 +36,8 @@ def _row_maker() -> Any:
     get = attrgetter(*names)
     bd = names.index("breakdown")
     lists = [i for i, n in enumerate(names) if n in _LISTS]
+    classes = itemgetter(*CLASSES)
+    seconds = "{:.9f}".format
 
     def row(r: FileRow) -> list[Any]:
         vals = list(get(r))
@@ -43,12 +45,16 @@ def _row_maker() -> Any:
             vals[i] = ";".join(map(str, vals[i]))
         v = vals[bd]
         out = [f"{x:.9g}" if x.__class__ is float else x for x in vals]
-        out[bd:bd + 1] = [f"{v[c]:.9f}" for c in CLASSES]
+        out[bd:bd + 1] = map(seconds, classes(v))
         return out
 
     return row
 
 
 def render_csv(report: Report) -> bytes:
-    row = _row_maker()
-    return csv_bytes(columns(), map(row, report.files))
+    return b"".join(iter_csv(report))
+
+
+def iter_csv(report: Report) -> Iterator[bytes]:
+    """The table in parts of a few thousand rows (the bytes of render_csv)."""
+    return csv_parts(columns(), map(_row_maker(), report.files))

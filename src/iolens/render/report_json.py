@@ -11,7 +11,7 @@ import json
 import math
 from dataclasses import asdict, fields, is_dataclass
 from operator import attrgetter
-from typing import Any
+from typing import Any, Iterator
 
 from iolens.analysis.model import Report
 from iolens.names import json_safe
@@ -20,11 +20,18 @@ TAG = "iolens-report"
 SCHEMA_VERSION = [1, 2]
 
 
+def _num(v: float) -> float | None:
+    """A float rounded to nanoseconds / 9 significant places (None when not finite)."""
+    if v == 0.0:  # most of a large report's floats: as round() gives it
+        return v
+    if not math.isfinite(v):
+        return None
+    return float(f"{v:.9g}") if abs(v) >= 1 else round(v, 9)
+
+
 def _clean(v: Any) -> Any:
     if isinstance(v, float):
-        if not math.isfinite(v):
-            return None
-        return float(f"{v:.9g}") if abs(v) >= 1 else round(v, 9)
+        return _num(v)
     if isinstance(v, dict):
         return {str(k): _clean(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
@@ -63,9 +70,9 @@ def _plain(o: Any) -> Any:
 
 def _round(v: Any) -> Any:
     if isinstance(v, float):
-        return _clean(v)
+        return _num(v)
     if isinstance(v, dict) and v and isinstance(next(iter(v.values())), float):
-        return {k: _clean(x) for k, x in v.items()}
+        return {k: _num(x) if isinstance(x, float) else _clean(x) for k, x in v.items()}
     return v
 
 
@@ -74,15 +81,43 @@ def report_dict(report: Report | dict[str, Any]) -> dict[str, Any]:
     return _clean({"tag": TAG, "schema_version": SCHEMA_VERSION, **d})
 
 
+LARGE = 2000  # files in a report written compactly, in parts
+_PART = 2000  # files in each part
+
+
 def render_json(report: Report, *, indent: int | None = 1) -> bytes:
-    """Small reports are indented; large ones (over 2,000 files) are written compactly, which is much faster."""
-    if is_dataclass(report) and len(getattr(report, "files", ())) > 2000:
-        head = {"tag": TAG, "schema_version": SCHEMA_VERSION}
-        text = json.dumps({**head, **{f.name: getattr(report, f.name) for f in fields(report)}}, default=_plain,
-                          ensure_ascii=False, allow_nan=False)
-    else:
-        text = json.dumps(report_dict(report), indent=indent, ensure_ascii=False, allow_nan=False)
-    text += "\n"  # in place: the text of a large report is held once, then its bytes once
+    """The whole document at once (see iter_json)."""
+    return b"".join(iter_json(report, indent=indent))
+
+
+def iter_json(report: Report, *, indent: int | None = 1) -> Iterator[bytes]:
+    """The document in parts. Small reports are indented, in one part; large ones (over LARGE files) are written
+    compactly, which is much faster, and their file list a few thousand rows at a time, so that neither the whole
+    text nor its bytes are ever held (the same bytes as one compact `json.dumps`)."""
+    if not (is_dataclass(report) and len(getattr(report, "files", ())) > LARGE):
+        yield _utf8(json.dumps(report_dict(report), indent=indent, ensure_ascii=False, allow_nan=False) + "\n")
+        return
+    doc = {"tag": TAG, "schema_version": SCHEMA_VERSION, **{f.name: getattr(report, f.name) for f in fields(report)}}
+    sep = "{"
+    for key, value in doc.items():
+        head = f"{sep}{json.dumps(key, ensure_ascii=False)}: "
+        sep = ", "
+        if key != "files":
+            yield _utf8(head + _dumps(value))
+            continue
+        yield _utf8(head + "[")
+        for i in range(0, len(value), _PART):
+            yield _utf8((", " if i else "") + _dumps(value[i : i + _PART])[1:-1])
+        yield b"]"
+    yield b"}\n"
+
+
+def _dumps(value: Any) -> str:
+    # a report is a tree of plain data (no object holds itself): the encoder's cycle check only costs time
+    return json.dumps(value, default=_plain, ensure_ascii=False, allow_nan=False, check_circular=False)
+
+
+def _utf8(text: str) -> bytes:
     try:
         return text.encode()
     except UnicodeEncodeError:  # a name's byte that is not UTF-8: escaped, as JSON allows

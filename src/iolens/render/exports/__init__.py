@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import functools
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +33,9 @@ import click
 
 from iolens.errors import UsageError
 
-Render = Callable[[Any], "bytes | dict[str, bytes]"]  # bytes, or {suffix added to the path: bytes} for more files
+# bytes, or parts of them (written one after the other, never held together), or {suffix added to the path: bytes}
+# for more files
+Render = Callable[[Any], "bytes | Iterator[bytes] | dict[str, bytes]"]
 
 KINDS = ("report", "pipeline", "diff", "pipeline-diff", "replay", "predict", "compare", "cost", "compress",
          "compress-fs", "bench")
@@ -131,7 +133,8 @@ def to_stdout(outputs: Mapping[str, str | None]) -> bool:
 def render(kind: str, name: str, subject: Any) -> bytes | dict[str, bytes]:
     """One format of one kind, rendered (for commands and tests that want the bytes)."""
     fmt = next(f for f in FORMATS if f.name == name)
-    return fmt.renders[kind](subject)
+    data = fmt.renders[kind](subject)
+    return data if isinstance(data, (bytes, dict)) else b"".join(data)
 
 
 def write(kind: str, outputs: Mapping[str, str | None], subject: Any, *, force: bool,

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from iolens.render.exports import Exported, Format
 
 
-def _report(s: Exported) -> bytes:
-    from iolens.render.report_csv import render_csv
+def _report(s: Exported) -> Iterator[bytes]:
+    from iolens.render.report_csv import iter_csv
 
-    return render_csv(s.report)
+    return iter_csv(s.report)
 
 
 FORMAT = Format("csv", "--csv", ".csv", "Write the per-file table as CSV (RFC 4180, UTF-8; a name that is not UTF-8 "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json as _json
-from typing import Any
+from typing import Any, Iterator
 
 from iolens.render.exports import Exported, Format
 
@@ -12,10 +12,10 @@ def _dumps(doc: dict[str, Any], indent: int = 1) -> bytes:
     return (_json.dumps(doc, indent=indent) + "\n").encode()
 
 
-def _report(s: Exported) -> bytes:
-    from iolens.render.report_json import render_json
+def _report(s: Exported) -> Iterator[bytes]:
+    from iolens.render.report_json import iter_json
 
-    return render_json(s.report)
+    return iter_json(s.report)
 
 
 def _pipeline(rep: dict[str, Any]) -> bytes:
