@@ -2,9 +2,11 @@
 
 Each step of one half of the corpus (--half, default the evaluation half: accuracy is reported on it only; the
 tuning half is for tuning) is profiled (--trace) on the home storage (a directory on the root disk), warm, with
-its inputs made there synthetically.  Then, on every target (the home storage and, with --lab, lab targets this
-script brings up in a temporary directory and takes down at the end: default a throttled and bursting gp2, a
-throttled magnetic disk and a remote sshfs share, `netfs`) and in each cache state (--caches: warm, the inputs
+its inputs made there synthetically (each step's at its own multiple of --scale, the corpus file's `scale`, so
+that it takes about 0.3-3 s; steps of one multiple share a work directory).  Then, on every target (the home
+storage and, with --lab, lab targets this script brings up in a temporary directory and takes down at the end:
+default a throttled and bursting gp2, a throttled magnetic disk and a remote sshfs share, `netfs`) and in each
+cache state (--caches: warm, the inputs
 and programs read back before each run; cold, the page cache dropped), it runs the step for real and replays its
 capture, --runs times each, interleaved (the order rotated by one each round), and predicts it from the target's
 calibration in that cache state against the home storage's.  Per cell it prints the real runs' median and range,
@@ -151,20 +153,23 @@ def report(cells: list[Cell], out: Any = sys.stdout) -> dict[str, Any]:
           f"{summary['predict_worst_abs_error']:.1%}); {len(rows)} cells", file=out)
     print(f"cells of steps with a caution: {summary['cautioned_cells']}; replay's median absolute error without "
           f"them {summary['replay_median_abs_error_uncautioned']:.1%}", file=out)
+    lo, hi = band_for(rows)
     print(f"coverage: the {INTERVAL_LEVEL:.0%} intervals held the real median in {coverage:.0%} of the cells "
-          f"({sum(r['inside'] for r in rows)} of {len(rows)}); to hold {INTERVAL_LEVEL:.0%} of these, each interval "
-          f"would need {floor_for(rows):.1%} of its predicted time more on each side (fit it on the tuning half only)",
-          file=out)
+          f"({sum(r['inside'] for r in rows)} of {len(rows)}); the band of real / predicted that holds "
+          f"{INTERVAL_LEVEL:.0%} of these cells: ({lo:.2f}, {hi:.2f}) (predict.INTERVAL_RATIO; fit it on the tuning "
+          "half only)", file=out)
+    summary["band"] = [lo, hi]
     return {"cells": rows, "summary": summary}
 
 
 def run_cells(corpus: whatif_steps.Corpus, names: list[str], labels: list[str], targets: list[Any],
-              works: list[Path], keep: set[str], caches: list[str], runs: int, plans: dict[str, Any],
+              works: dict[tuple[str, int], Path], keep: set[str], caches: list[str], runs: int, plans: dict[str, Any],
               models: dict[str, Any], t0: float) -> tuple[list[Cell], dict[tuple[int, str], dict[str, float]]]:
     """Every cell (step, target, cache state): its prediction from the target's calibration in that cache state
     against the home storage's (targets[0]) warm, the state the captures were taken in (against the home storage
     cold, a cold cell on the home storage was predicted as the warm capture itself), then `runs` real runs and
-    replays, interleaved round by round (a cell's two in an order rotated each round)."""
+    replays, interleaved round by round (a cell's two in an order rotated each round), each step in its work
+    directory on that target (works[(step, target index)])."""
     cals = {(i, c): calibrate(t, cache=c, refresh=True) for i, t in enumerate(targets) for c in caches}
     grid = {(n, i, c): Cell(n, labels[i], c) for n in names for i in range(len(targets)) for c in caches}
     for (n, i, c), cell in grid.items():  # predicted before the runs: the calibrations are all it needs
@@ -173,7 +178,7 @@ def run_cells(corpus: whatif_steps.Corpus, names: list[str], labels: list[str], 
     for k in range(runs):
         print(f"round {k + 1} of {runs} ({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
         for (n, i, c), cell in grid.items():
-            s, w = corpus.steps[n], works[i]
+            s, w = corpus.steps[n], works[(n, i)]
 
             def real(cell: Cell = cell, s: Any = s, w: Path = w, c: str = c) -> None:
                 cell.real_s.append(real_run(w, s.argv, keep, c))
@@ -217,15 +222,16 @@ def rescore(path: str) -> dict[str, Any]:
     return out
 
 
-def floor_for(rows: list[dict[str, Any]], level: float = INTERVAL_LEVEL) -> float:
-    """The relative half-width to add to each cell's interval (as predict.INTERVAL_FLOOR, a share of the predicted
-    time) so that `level` of these cells' intervals hold their real median: the `level` quantile of what each cell
-    lacked, (|real - predicted| - half-width) / predicted, at least 0.  Fitted on the tuning half only."""
+def band_for(rows: list[dict[str, Any]], level: float = INTERVAL_LEVEL) -> tuple[float, float]:
+    """The band of real median over predicted time (as predict.INTERVAL_RATIO) that holds `level` of these cells: the
+    (1 - level) / 2 and (1 + level) / 2 quantiles of each cell's ratio.  Fitted on the tuning half only."""
     import numpy as np
 
-    lack = [max(0.0, abs(r["real_median_s"] - r["predict_s"]) - (r["high_s"] - r["predict_s"])) / r["predict_s"]
-            for r in rows if r["predict_s"] > 0 and r["real_median_s"] == r["real_median_s"]]
-    return float(np.quantile(lack, level)) if lack else 0.0
+    ratio = [r["real_median_s"] / r["predict_s"] for r in rows
+             if r["predict_s"] > 0 and r["real_median_s"] == r["real_median_s"]]
+    if not ratio:
+        return float("nan"), float("nan")
+    return float(np.quantile(ratio, (1 - level) / 2)), float(np.quantile(ratio, (1 + level) / 2))
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -257,14 +263,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         ap.error(f"not in the {a.half} half: {', '.join(bad)} (the {a.half} half: {', '.join(half)})")
     names = [n for n in names if all(shutil.which(w) for w in corpus.steps[n].argv[:1])]
     scale = a.scale if a.scale is not None else 0.05 if a.short else 0.25
+    # each step's inputs at its own multiple of the scale (the file's `scale`: so that it lands in 0.3-3 s); the
+    # short form, a check that the path runs, makes every step's at the one small scale
+    factor = {n: 1.0 if a.short else corpus.steps[n].scale for n in names}
     runs = a.runs if a.runs is not None else 1 if a.short else 3
     nprof = a.profiles if a.profiles is not None else 1 if a.short else 3
     caches = a.caches.split(",")
     if a.short and a.lab:
         ap.error("--short runs on the home storage only")
     load0, t0 = os.getloadavg(), time.time()
-    print(f"corpus split of {corpus.date}: the {a.half} half, steps {', '.join(names)}; scale {scale}, {runs} runs "
-          f"per cell, caches {', '.join(caches)}")
+    print(f"corpus split of {corpus.date}: the {a.half} half, steps {', '.join(names)}; scale {scale} (times "
+          f"{', '.join(f'{f:g} for {n}' for n, f in factor.items() if f != 1) or 'nothing'}), {runs} runs per cell, "
+          f"caches {', '.join(caches)}")
     print(f"load average at start {load0[0]:.1f} {load0[1]:.1f} {load0[2]:.1f} on {os.cpu_count()} CPUs")
     # SIGTERM between replays (a real run, a calibration) ends the run through the finally below, which takes the lab
     # down: by default it killed the interpreter and left the lab's disks and mounts up
@@ -272,7 +282,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     stack = contextlib.ExitStack()
     base = Path(tempfile.mkdtemp(prefix="whatif-corpus-", dir=a.home))
     labels, specs, lab_dir = ["home"], [str(base)], None
-    works: list[Path] = []
+    works: dict[tuple[str, int], Path] = {}
     cells: list[Cell] = []
     try:
         hold_warm(stack)
@@ -282,18 +292,26 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             specs += [f"lab:{n}" for n in up]
         targets = [resolve(s) for s in specs]
         inputs = sorted({i for n in names for i in corpus.steps[n].inputs})
-        keep = whatif_steps.kept(corpus, inputs)  # every step's inputs stay: the steps share a work directory
-        for t in targets:
+        keep = whatif_steps.kept(corpus, inputs)  # every step's inputs stay: steps of one scale share a directory
+        for i, t in enumerate(targets):
             assert t.path is not None
-            w = Path(tempfile.mkdtemp(prefix="whatif-work-", dir=t.path))
-            works.append(w)
-            whatif_steps.prepare(corpus, w, inputs, scale)
+            for f in sorted(set(factor.values())):
+                w = Path(tempfile.mkdtemp(prefix="whatif-work-", dir=t.path))
+                works |= {(n, i): w for n in names if factor[n] == f}
+                whatif_steps.prepare(corpus, w, sorted({x for n in names if factor[n] == f
+                                                        for x in corpus.steps[n].inputs}), scale * f)
+        # one untimed run of every step on every target first, as whatif_accuracy.py's --warmup: the first run after
+        # the inputs were made can pay what no later one does, and the capture, taken first, paid it: find-xargs
+        # captured in 4.4 s against real runs warm of 0.4-1.2 s (tuning half, load 4-8)
+        if not a.short:
+            for (n, i), w in works.items():
+                real_run(w, corpus.steps[n].argv, keep, "warm")
         cost = profiler_cost(pairs=3 if a.short else 9)
         print(f"profiler cost: {cost.event_ns:.0f} ns an event, {cost.path_ns:.0f} ns one naming a path")
         plans, models = {}, {}
         for n in names:
             s = corpus.steps[n]
-            cap = profile(works[0], s.argv, keep, nprof)
+            cap = profile(works[(n, 0)], s.argv, keep, nprof)
             plans[n] = build_plan(cap, event_overhead_ns=int(cost.event_ns), path_overhead_ns=int(cost.path_ns))
             models[n] = step_model(cap, int(cost.event_ns), int(cost.path_ns))
             models[n].cpu_ratio = cpu_ratio_now(cap) or 1.0
@@ -304,10 +322,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         doc = report(cells)
         doc["models"] = {n: asdict(m) for n, m in models.items()}
         doc["calibrations"] = {f"{i}|{c}": v for (i, c), v in cals.items()}
-        doc["meta"] = {"half": a.half, "split_date": corpus.date, "steps": names, "scale": scale, "runs": runs,
+        doc["meta"] = {"half": a.half, "split_date": corpus.date, "steps": names, "scale": scale,
+                       "step_scales": factor, "runs": runs,
                        "caches": caches, "targets": labels, "load_start": list(load0)}
     finally:
-        for w in works:
+        for w in set(works.values()):
             shutil.rmtree(w, ignore_errors=True)
         shutil.rmtree(base, ignore_errors=True)
         if lab_dir is not None:

@@ -32,6 +32,7 @@ class Step:
     outputs: list[str]
     shape: str
     accuracy: bool  # one of benchmarks/whatif_accuracy.py's six
+    scale: float = 1.0  # its inputs at this many times a run's --scale (the file's `scale`)
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,8 @@ class Corpus:
 def load(path: Path = CORPUS_FILE) -> Corpus:
     """The corpus, checked: every step in exactly one half, every input it names defined."""
     doc = tomllib.loads(path.read_text())
-    steps = {n: Step(n, list(s["argv"]), list(s["inputs"]), list(s["outputs"]), s["shape"], bool(s.get("accuracy")))
+    steps = {n: Step(n, list(s["argv"]), list(s["inputs"]), list(s["outputs"]), s["shape"],
+                     bool(s.get("accuracy")), float(s.get("scale", 1.0)))
              for n, s in doc["step"].items()}
     split = doc["split"]
     tuning, evaluation = list(split["tuning"]), list(split["evaluation"])

@@ -238,7 +238,7 @@ def build_plan(cap: Capture, *, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS
                 cpu_share=shares, wait_share=waits, unreplayed_cpu_s=cpu.unreplayed_s, recorded=recorded,
                 cwd=cwd.strip("/") if _is_data(cwd + "/") else "",
                 read_only=read_only(a, ops.handle_of, made, code, HANDLE_OPS),
-                cpu_ns_per_block=per_block, cautions=shape_cautions(cap, cpu.unreplayed_s))
+                cpu_ns_per_block=per_block, cautions=shape_cautions(cap, cpu.unreplayed_s, overhead_ns / 1e9))
 
 
 # what a process's file index stands for in the replay: a data file (by its index in the plan's files) or a pipe
