@@ -101,6 +101,14 @@ def test_cost_explains_front_words_and_intervals(runs):
     assert "best value: the cheapest option" in term and "dominated: another option" in term, runs["cost.txt"]
 
 
+def test_cost_says_once_what_it_left_unpriced(runs):
+    """The input every option reads has no price: one note says so for all four options, on the page and in the
+    terminal (it was repeated once per option)."""
+    said = "is in every configuration and has no price"
+    assert _visible(runs["cost"]).count(said) == 1
+    assert " ".join(runs["cost.txt"].split()).count(said) == 1, runs["cost.txt"]
+
+
 def test_compress_explains_ratio_and_level(runs):
     page, text = runs["compress"], _visible(runs["compress"])
     assert "codec:level: the codec and its level: higher levels usually give smaller files" in text

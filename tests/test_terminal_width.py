@@ -4,7 +4,7 @@ At 80 columns no line is longer than 80 characters and no table row wraps: a tab
 80 columns as at 200 (where nothing needs to wrap), and the report's tables have one line per row.  At
 200 columns the wider layout (more columns) is used.  Every command's output also fits 60, 80 and 120 columns
 with its answer there and the columns it left out named, and nothing is left out or cut on a pipe (no COLUMNS),
-where no escape is written either.
+where no escape is written either and prose (every line outside a table) is wrapped at 80 columns.
 """
 
 from __future__ import annotations
@@ -156,9 +156,9 @@ def test_predict_at_80_and_200_columns(traced_step):
     assert "I/O share" in header(wide, "target") and "I/O share" not in header(narrow, "target")
     # a column left out says so (it was silent: a user could not tell a figure was missing)
     assert "not shown at 80 columns: I/O share" in narrow and "not shown at" not in wide
-    for text in (narrow, wide):  # the largest classes of each target, each with its figure
-        line = next(ln for ln in text.splitlines() if "largest classes:" in ln)
-        assert re.search(r"largest classes: \w+ \d+\.\d{3} s", line), line
+    for text in (narrow, wide):  # the largest classes of each target, each with its figure (the line may fold
+        # after "classes:", by the length of the target's path)
+        assert re.search(r"largest classes: \w+ \d+\.\d{3} s", " ".join(text.split())), text
     assert "the model cannot see:" in narrow
 
 
@@ -200,6 +200,24 @@ def fits_cells(text: str, width: int) -> None:
     assert long == [], f"lines over {width} columns:\n" + "\n".join(long)
 
 
+TABLE = re.compile(r"[│┃━─╇╋┼]")
+
+
+def _in_table(line: str) -> bool:
+    """A line of a table: drawn with its rules, padded to its width (a title), or cells apart by wide gaps."""
+    return bool(TABLE.search(line)) or line != line.rstrip() or len(re.findall(r"\S {2,}\S", line)) >= 2
+
+
+def prose_fits(text: str, width: int = 80) -> None:
+    """Every line outside a table (`_in_table`, or the title above its header) fits `width`, or is one word too
+    long for any line (a path) on a line of its own."""
+    lines = text.splitlines()
+    long = [line for i, line in enumerate(lines)
+            if len(line) > width and not _in_table(line) and not (i + 1 < len(lines) and _in_table(lines[i + 1]))
+            and len(line.split()) > 1]
+    assert long == [], f"prose over {width} columns on a pipe:\n" + "\n".join(long)
+
+
 def at_widths(args: list, answers: list[str], *, count: tuple[str, int] | None = None,
               widths: tuple[int, ...] = WIDTHS, **kw) -> dict[int | None, str]:
     """The command at each width and on a pipe without COLUMNS: no line over the width, the answers there, no
@@ -229,6 +247,7 @@ def at_widths(args: list, answers: list[str], *, count: tuple[str, int] | None =
     for text in out.values():
         assert "\x1b" not in text, "an escape on a pipe"
     assert "not shown at" not in full.stdout  # on a pipe nothing is left out
+    prose_fits(full.stdout)
     return out
 
 

@@ -134,6 +134,7 @@ def from_compare(run: dict[str, Any], maps: dict[str, str], snap: Snapshot, *, s
             for r in results}
     everywhere = set.intersection(*(set(v) for v in used.values())) if used else set()
     items = []
+    unpriced: dict[str, None] = {}  # locations in every configuration without a price, in order, said once
     for r in results:
         m = r["metrics"]
         storages: list[Storage] = []
@@ -147,8 +148,7 @@ def from_compare(run: dict[str, Any], maps: dict[str, str], snap: Snapshot, *, s
                 if info.get("kind") == "device":
                     continue
                 if loc in everywhere:
-                    notes.append(f"{loc} is in every configuration and has no price: left out (it costs each "
-                                 f"the same); --map {loc}=PROVIDER:OPTION to include it")
+                    unpriced[loc] = None
                     continue
                 raise UsageError(f"configuration {r['name']!r}: location {loc} has no priced option; map it, e.g. "
                                  f"--map {loc}=aws:ebs-gp3 (`iolens cost --list` shows the options)")
@@ -161,6 +161,13 @@ def from_compare(run: dict[str, Any], maps: dict[str, str], snap: Snapshot, *, s
                     written_bytes=float(io.get("wchar") or 0), basis="bytes read/written by the command",
                     times=[float(t) for t in m.get("times") or []] or None)
         items.append(Item(r["name"], storages, use, placements))
+    if len(unpriced) == 1:
+        loc = next(iter(unpriced))
+        notes.append(f"{loc} is in every configuration and has no price: left out (it costs each the same); "
+                     f"--map {loc}=PROVIDER:OPTION to include it")
+    elif unpriced:
+        notes.append(f"{', '.join(unpriced)} are in every configuration and have no price: left out (they cost each "
+                     "the same); --map LOCATION=PROVIDER:OPTION to include one")
     if not any(i.storages for i in items):
         raise UsageError(f"compare run {rid}: no location maps to a priced option; give --map LOCATION=OPTION")
     return items

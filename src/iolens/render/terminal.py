@@ -2,10 +2,11 @@
 
 `console()` is the one console a command prints its terminal output to.  Its width: $COLUMNS when set (a
 terminal or not), else the terminal's; output that is not a terminal (a pipe, a file) and no $COLUMNS has no
-width limit, so a saved table loses nothing (`UNBOUNDED`).  Escapes (colour, bold) only go to a terminal, and
-never with $NO_COLOR; a launcher's ranks (mpirun gives them a pseudo-terminal even when its own output is a
-file) learn what the launcher's output is from `child_env()`.  Printed strings are never read as markup or
-emoji codes: file names and commands are printed as they are (control characters spelled out,
+width limit, so a saved table loses nothing (`UNBOUNDED`), while its prose (a line printed on its own, and
+`fold()`) is wrapped at PIPE_PROSE columns (`prose_width`), as on a terminal.  Escapes (colour, bold) only go
+to a terminal, and never with $NO_COLOR; a launcher's ranks (mpirun gives them a pseudo-terminal even when its
+own output is a file) learn what the launcher's output is from `child_env()`.  Printed strings are never read
+as markup or emoji codes: file names and commands are printed as they are (control characters spelled out,
 `iolens.names.shown`).
 
 `FitTable` is the one table of the terminal.  Each column says how it gives way when the table is too wide
@@ -30,6 +31,7 @@ from typing import Any, Literal
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.measure import Measurement
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -40,6 +42,7 @@ MIN_WIDTH = 20    # a $COLUMNS below this is taken as this
 FLEX_MIN = 24  # a path column narrower than this says too little: drop other columns first
 WRAP_MIN = 10  # a folding column is never made narrower than this, nor than its header or longest word up
                # to FLEX_MIN
+PIPE_PROSE = 80  # where prose is wrapped in output that is not a terminal, without $COLUMNS
 TERMINAL_ENV = "IOLENS_TERMINAL"  # set by a launcher for its ranks: "no", or the launcher's terminal width
 
 
@@ -76,6 +79,66 @@ def width(*, stderr: bool = False) -> int:
         return 80
 
 
+def prose_width(at: int) -> int:
+    """The width prose is wrapped at in output laid out at `at` columns: `at`, or PIPE_PROSE when `at` is (about)
+    UNBOUNDED, a pipe's or a file's (callers may have left a column or two of it for an indent)."""
+    return PIPE_PROSE if at > UNBOUNDED // 2 else at
+
+
+def _breaks(line: str, at: int) -> list[int]:
+    """Where to divide a line at its spaces so that each part fits `at` cells; a word longer than that stays whole
+    (its part is longer)."""
+    out: list[int] = []
+    col = cell_len(line) - cell_len(line.lstrip())  # the indent
+    for k, m in enumerate(re.finditer(r"\S+\s*", line)):
+        if k and col + cell_len(m.group().rstrip()) > at:  # never before the first word: no line of indent only
+            out.append(m.start())
+            col = 0
+        col += cell_len(m.group())
+    return out
+
+
+class _Prose:
+    """Text wrapped at its spaces to the width it is given, a word longer than a line (a path) whole on a line of
+    its own: what a reader of a file or a pipe can search and copy."""
+
+    def __init__(self, text: Text) -> None:
+        self.text = text
+
+    def __rich_console__(self, con: Console, options: ConsoleOptions) -> RenderResult:
+        at = options.max_width
+        lines: list[Text] = []
+        for line in self.text.split(allow_blank=True):
+            parts = line.divide(_breaks(line.plain, at))
+            for part in parts:
+                part.rstrip()
+            lines.extend(parts)
+        out = Text("\n").join(lines)
+        out.end, out.no_wrap, out.overflow = self.text.end, True, "ignore"
+        yield out
+
+
+class _Console(Console):
+    """rich's Console, which wraps the prose it prints at `prose_width` (a table keeps the console's width): a
+    print of strings and Text, or of one Padding of them (an indented line)."""
+
+    def print(self, *objects: Any, **kw: Any) -> None:
+        at = prose_width(self.width)
+        if at < self.width and kw.get("width") is None and objects:
+            inner = objects[0].renderable if len(objects) == 1 and isinstance(objects[0], Padding) else None
+            parts = [inner] if inner is not None else list(objects)
+            if all(isinstance(o, (str, Text)) for o in parts):
+                text = Text(kw.get("sep", " ")).join(self.render_str(o) if isinstance(o, str) else o
+                                                     for o in parts if isinstance(o, (str, Text)))
+                text.end = kw.get("end", "\n")
+                prose: Any = _Prose(text)
+                if inner is not None:
+                    p = objects[0]
+                    prose = Padding(prose, (p.top, p.right, p.bottom, p.left), style=p.style, expand=p.expand)
+                objects, kw["width"] = (prose,), at
+        super().print(*objects, **kw)
+
+
 def child_env() -> dict[str, str]:
     """The environment a command re-run by a launcher (mpirun, srun) needs to print as this process would: its
     ranks' output reaches ours through the launcher, on a pseudo-terminal or a pipe whatever ours is."""
@@ -98,7 +161,7 @@ def console(*, stderr: bool = False, **kw: Any) -> Console:
     if os.environ.get("NO_COLOR"):  # no colour, and no other escape either (bold, dim)
         kw.setdefault("color_system", None)
     kw.setdefault("width", width(stderr=stderr))
-    return Console(stderr=stderr, **kw)
+    return _Console(stderr=stderr, **kw)
 
 
 def text_of(renderable: RenderableType, at: int) -> str:
@@ -133,9 +196,10 @@ _LABEL = re.compile(r"(?<![^ (])([A-Za-z_/]+) (?=[+-]?[\d.,]+\x00)")  # a one-wo
 
 
 def fold(text: str, width: int, indent: str = "  ") -> list[str]:
-    """A line of prose folded at `width`, each continuation under `indent` and two more spaces (the text's own
-    leading spaces stay on its first line); a figure is never parted from its unit nor from a one-word label
-    before it ("profiler 0.018 s"), a word never at a hyphen."""
+    """A line of prose folded at `width` (`prose_width(width)`: PIPE_PROSE on a pipe), each continuation under
+    `indent` and two more spaces (the text's own leading spaces stay on its first line); a figure is never parted
+    from its unit nor from a one-word label before it ("profiler 0.018 s"), a word never at a hyphen."""
+    width = prose_width(width)
     kept = _LABEL.sub(lambda m: m[1] + _GLUE, _UNIT.sub(lambda m: m[0].replace(" ", _GLUE), text))
     lines = textwrap.wrap(kept, width, subsequent_indent=indent + "  ", break_on_hyphens=False) or [""]
     return [line.replace(_GLUE, " ") for line in lines]
