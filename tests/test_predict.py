@@ -68,7 +68,8 @@ def test_the_compute_follows_the_cpus_speed_now_against_while_recording(tmp_path
     base, later = predict(model(), slow, home, "slow"), predict(model(cpu_ratio=1.5), slow, home, "slow")
     assert later.wall_s == pytest.approx(base.wall_s + 3.0) and later.io_delta_s == pytest.approx(3.0)
     assert later.high_s - later.wall_s > base.high_s - base.wall_s
-    assert later.low_s >= 9.0  # never below the compute as it runs now
+    floored = predict(model(cpu_ratio=1.5, cpu_floor_s=6.0), slow, home, "slow")
+    assert floored.low_s >= 9.0  # never below the step's own CPU as it runs now
     none = dict(ZERO, read_small=0.0, write_large=-1.0)
     assert predict(model(cpu_ratio=0.5), none, home, "x").wall_s == pytest.approx(3.0)  # its compute alone
     caps = traced_and_counted(tmp_path)
@@ -79,6 +80,24 @@ def test_the_compute_follows_the_cpus_speed_now_against_while_recording(tmp_path
     traced = caps[True]
     del traced.meta["cpu_probe"]  # an earlier iolens's traced capture
     assert cpu_ratio_now(traced) is None and any("no CPU probe" in n for n in step_model(traced).unseen)
+
+
+def test_a_correction_larger_than_the_recorded_io_is_clamped():
+    """A capture whose ops cost more than the home storage's calibration says (cp -r's creates on a slow root disk)
+    and a target far cheaper: the difference of calibrations takes more than the whole recorded I/O away.  The I/O
+    is then the recorded I/O times the ratio of the calibrated costs, the step never below its own CPU, and the
+    interval's upper side wider by what the clamp added."""
+    from iolens.whatif.predict import predict
+
+    home = dict(ZERO, read_small=0.01, write_large=0.3)  # 13 s of the step's ops at home; 4 s recorded
+    cheap = dict(ZERO, read_small=0.001, write_large=0.03)  # a tenth of home's
+    p = predict(model(), cheap, home, "cheap")
+    assert p.io_delta_s < -4.0  # the correction alone: below 0 s of I/O
+    assert p.wall_s == pytest.approx(6.0 + 4.0 * 0.1)
+    assert p.high_s - p.wall_s > 0.5 * p.wall_s  # the clamp's width on top of the band
+    assert predict(model(cpu_floor_s=8.0), cheap, home, "cheap").wall_s == pytest.approx(8.0)
+    dear = dict(ZERO, read_small=0.1, write_large=3.0)  # no clamp where the target is dearer than home
+    assert predict(model(), dear, home, "dear").wall_s == pytest.approx(10.0 + 130.0 - 13.0)
 
 
 def test_prediction_from_a_capture_with_known_operations(tmp_path):

@@ -195,9 +195,10 @@ def record_arrays(records: Sequence[dict[str, Any]]) -> dict[str, np.ndarray]:
     return out
 
 
-def table_arrays(table: np.ndarray) -> dict[str, np.ndarray]:
-    """FILE records as a table (the reader's FILE_DTYPE) -> the arrays split_records takes."""
-    return {k: table[k].astype(np.float64) for k in (*RECORD_FIELDS, "read_hist", "write_hist", "cat_time_ns")}
+def table_arrays(tables: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+    """FILE records as tables (the reader's FILE_DTYPE), one after the other -> the arrays split_records takes."""
+    return {k: np.concatenate([t[k] for t in tables], dtype=np.float64)
+            for k in (*RECORD_FIELDS, "read_hist", "write_hist", "cat_time_ns")}
 
 
 def split_one(record: dict[str, Any], th: dict[str, float]) -> dict[str, float]:

@@ -22,8 +22,7 @@ EXTRA_FIELDS = ("first_mono", "last_mono", "max_read_end", "max_write_end", "cre
 
 @dataclass
 class Records:
-    table: np.ndarray  # FILE records (the reader's FILE_DTYPE), image by image
-    paths: list[str]  # each record's path
+    paths: list[str]  # each FILE record's path, image by image
     proc: np.ndarray  # (N,) the index of each record's process image
     offsets: np.ndarray  # (nproc + 1,) image i's records are records[offsets[i]:offsets[i + 1]]
     arrays: dict[str, np.ndarray]  # the fields breakdown.split_records takes
@@ -36,8 +35,9 @@ class Records:
         return len(self.paths)
 
 
-def _extra_arrays(table: np.ndarray) -> dict[str, np.ndarray]:
-    return {k: table[k].astype(np.uint64).astype(np.int64) for k in EXTRA_FIELDS}
+def _extra_arrays(tables: list[np.ndarray]) -> dict[str, np.ndarray]:
+    # as int64: identities (dev) may use all 64 bits and wrap, as astype wraps them; every quantity is below 2^62
+    return {k: np.concatenate([t[k] for t in tables], dtype=np.int64, casting="unsafe") for k in EXTRA_FIELDS}
 
 
 def _factors(procs: list[Process], imgs: list[ProcSummary]) -> np.ndarray:
@@ -67,12 +67,13 @@ def _unattributed(procs: list[Process], attributed: np.ndarray, factors: np.ndar
 
 
 def fold_records(procs: list[Process], imgs: list[ProcSummary], th: dict[str, float]) -> Records:
-    table = np.concatenate([p.file_table for p in procs]) if procs else np.zeros(0, dtype=FILE_DTYPE)
+    # each field gathered from the images' tables: the records are never copied whole
+    tables = [p.file_table for p in procs] or [np.zeros(0, dtype=FILE_DTYPE)]
     paths = [path for p in procs for path in p.paths]
     per_proc = np.asarray([len(p.paths) for p in procs], dtype=np.int64)
     nproc = len(procs)
     rp = np.repeat(np.arange(nproc), per_proc)
-    arrays = B.table_arrays(table)
+    arrays = B.table_arrays(tables)
     raw = B.split_records(arrays, th)  # summed call time, ns
     factors = _factors(procs, imgs)
     scaled = raw * factors[rp][:, np.asarray(B.CLASS_CAT)] if len(paths) else raw
@@ -83,8 +84,8 @@ def fold_records(procs: list[Process], imgs: list[ProcSummary], th: dict[str, fl
         np.add.at(attributed, rp, arrays["cat_time_ns"])
     unattributed = _unattributed(procs, attributed, factors, proc_break)
     proc_break += unattributed
-    return Records(table=table, paths=paths, proc=rp, offsets=np.concatenate([[0], np.cumsum(per_proc)]),
-                   arrays=arrays, extra=_extra_arrays(table), scaled=scaled, proc_break=proc_break,
+    return Records(paths=paths, proc=rp, offsets=np.concatenate([[0], np.cumsum(per_proc)]),
+                   arrays=arrays, extra=_extra_arrays(tables), scaled=scaled, proc_break=proc_break,
                    unattributed=unattributed)
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
+from collections.abc import Iterator
 
 import click
 
@@ -82,14 +85,30 @@ def report(capture: str | None, outputs: dict[str, str | None], sample: str | No
     from iolens.capture.load import exit_if_partial, load_capture
 
     th = with_overrides(list(overrides))
-    cap = load_capture(capture)
-    rep = build_report(cap, th)
-    name = sample or os.path.basename(capture).rsplit(".iolens", 1)[0]
-    exports.write("report", outputs, exports.Exported(rep, capture=cap, sample=name), force=force)
-    if not quiet and not exports.to_stdout(outputs):
-        from iolens.render.report_text import render_report_text
-        from iolens.render.terminal import console as terminal
+    with _no_cycle_collection():
+        cap = load_capture(capture)
+        rep = build_report(cap, th)
+        name = sample or os.path.basename(capture).rsplit(".iolens", 1)[0]
+        exports.write("report", outputs, exports.Exported(rep, capture=cap, sample=name), force=force)
+        if not quiet and not exports.to_stdout(outputs):
+            from iolens.render.report_text import render_report_text
+            from iolens.render.terminal import console as terminal
 
-        console = terminal()
-        render_report_text(rep, console, top=top)
+            console = terminal()
+            render_report_text(rep, console, top=top)
     exit_if_partial(cap)
+
+
+@contextlib.contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Python's cycle collector paused while a report is read, built and written. A large capture's report is
+    about a million small objects (a row per file, its lists and dicts), all plain data that never refers back to
+    itself, so a full collection finds nothing, yet each walks them all: a quarter of the time of building the
+    report of 100,000 files. Reference counting still frees everything as before."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
