@@ -3,6 +3,10 @@ Chromium: nothing clipped or overlapping (helpers/browser.py's LAYOUT_JS: the pa
 element inside the window or inside a box that scrolls, and in each chart no title, tick label, legend, point
 label or toolbar cut or on top of another), no console message, nothing fetched; and every page under 1.5 MB.
 
+At 390 px a wide table either fits or scrolls in a box that shows a shadow where columns are hidden;
+compress's recommendations (sentences) become one card per row, the table it is at 1,280 px; compare's verdicts
+are short lines.  A chart's height follows the window's.
+
 The pages come from real runs: the golden capture's report, a capture directory of three tasks, a compare run,
 its cost, and compress on a small VCF. Screenshots (the chart toolbar shown) are kept in the test's directory
 and copied to $IOLENS_ARTIFACTS when that is set.
@@ -10,6 +14,7 @@ and copied to $IOLENS_ARTIFACTS when that is set.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -85,6 +90,21 @@ CHART_FACTS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).
     yticks: Array.from(g.querySelectorAll('.ytick text')).map(t => t.textContent),
     labels: Array.from(g.querySelectorAll('.textpoint text')).map(t => t.textContent)}))"""
 
+# every box that scrolls a table sideways: whether it has more than it shows, and its shadows (the cue)
+SCROLLERS = """() => Array.from(document.querySelectorAll('.scrollx, .tablewrap')).map(b => ({
+    what: (b.closest('section') || b).querySelector('h2')?.textContent || b.previousElementSibling?.textContent,
+    hidden: b.scrollWidth > b.clientWidth + 1, image: getComputedStyle(b).backgroundImage,
+    attach: getComputedStyle(b).backgroundAttachment}))"""
+
+# compress's recommendations: each cell's box and how the table is shown
+CARDS = """() => { const t = document.querySelector('table.cards'); return {
+    display: getComputedStyle(t.rows[1]).display, head: t.tHead.getBoundingClientRect().height,
+    box: t.parentElement.scrollWidth - t.parentElement.clientWidth,
+    cells: Array.from(t.tBodies[0].querySelectorAll('td')).map(td => {
+        const r = td.getBoundingClientRect();
+        return {label: td.dataset.label, left: r.left, right: r.right, text: td.textContent,
+                cut: td.scrollWidth > td.clientWidth + 1}; })}; }"""
+
 
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("kind", KINDS)
@@ -96,7 +116,25 @@ def test_page_is_laid_out_cleanly(pages, kind, width, tmp_path):
         assert problems == [], f"{kind} at {width} px:\n" + "\n".join(problems)
         charts = page.evaluate(CHART_FACTS)
         bars = page.evaluate("() => Array.from(document.querySelectorAll('.gantt .bar')).map(b => b.title)")
+        scrollers = page.evaluate(SCROLLERS)
+        cards = page.evaluate(CARDS) if kind == "compress" else None
+        verdicts = page.evaluate("() => Array.from(document.querySelectorAll('p.verdict')).map(p => ({text: "
+                                 "p.textContent, right: p.getBoundingClientRect().right, cut: p.scrollWidth > "
+                                 "p.clientWidth + 1}))")
     _keep(shot)
+    for b in scrollers:  # a table with columns out of sight says so with a shadow at the edge
+        if b["hidden"]:
+            assert "radial-gradient" in b["image"] and "local" in b["attach"], b
+    if kind == "compress":  # the recommendations: cards on a phone, every cell whole in the window; a table wide
+        assert cards["cells"] and all(c["text"] for c in cards["cells"])
+        if width == 390:
+            assert cards["display"] == "block" and cards["head"] == 0 and cards["box"] <= 1, cards
+            assert all(0 <= c["left"] and c["right"] <= width and not c["cut"] for c in cards["cells"]), cards
+        else:
+            assert cards["display"] == "table-row" and cards["head"] > 0, cards
+    if kind == "compare":  # one short plain line per comparison, whole in the window, the baseline named above
+        assert verdicts and all(v["right"] <= width and not v["cut"] for v in verdicts), verdicts
+        assert all(len(v["text"]) < 110 and " vs " not in v["text"] for v in verdicts), verdicts
     for c in charts:  # each chart follows the window
         assert 0 < c["w"] <= width, c
     if kind == "report":
@@ -111,3 +149,33 @@ def test_page_is_laid_out_cleanly(pages, kind, width, tmp_path):
     if kind == "pipeline":  # tasks on a time axis, named by their rule, with their exit status
         assert sorted(b.split(":")[0] for b in bars) == ["rule align", "rule index", "rule sort"]
         assert all("exit status 0" in b for b in bars), bars
+
+
+# each chart's height and the height plotly drew it at
+HEIGHTS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(g => [
+    Math.round(g.getBoundingClientRect().height),
+    Math.round(g.querySelector('.main-svg').getBoundingClientRect().height)])"""
+
+
+@pytest.mark.parametrize("kind", ("report", "compare", "cost", "compress"))
+def test_charts_follow_the_window(pages, kind):
+    """From a laptop's window to a phone held sideways (390 x 420 px): every chart taller than 85% of the window
+    becomes that tall (never under 300 px) and is drawn again at its new size, still laid out cleanly; back at
+    the laptop's size it is as tall as before."""
+    low = 420
+    with load_page(pages[kind], width=1280, height=900) as page:
+        tall = page.evaluate(HEIGHTS)
+        page.raw.set_viewport_size({"width": 390, "height": low})
+        before = json.dumps(tall, separators=(",", ":"))
+        drawn = f"(now => now.every(h => h[0] === h[1]) && JSON.stringify(now) %s '{before}')"
+        page.raw.wait_for_function(f"() => {drawn % '!=='}(({HEIGHTS})())", timeout=30_000)
+        short = page.evaluate(HEIGHTS)
+        problems = page.layout_problems()
+        page.raw.set_viewport_size({"width": 1280, "height": 900})
+        page.raw.wait_for_function(f"() => {drawn % '==='}(({HEIGHTS})())", timeout=30_000)
+    assert tall and all(h == svg for h, svg in tall), tall
+    assert any(h > 0.85 * low for h, _svg in tall), tall  # the window made some chart shorter
+    for (before, _), (after, svg) in zip(tall, short):
+        assert after == svg, short  # drawn again at the new height
+        assert after <= max(0.85 * low + 1, 300) and (after >= 300 or after == before), (tall, short)
+    assert problems == [], "\n".join(problems)

@@ -187,6 +187,28 @@ def test_fold_keeps_a_figure_with_its_unit_and_label_and_hangs_its_continuations
     assert fold("", 80) == [""]
 
 
+def test_prose_on_a_pipe_wraps_at_80_and_tables_keep_their_width(monkeypatch):
+    import io
+
+    from iolens.render.terminal import Col, FitTable, console
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("IOLENS_TERMINAL", raising=False)
+    buf = io.StringIO()
+    con = console(file=buf)  # not a terminal: a pipe's width
+    path = "/scratch" * 12
+    con.print("  " + "some words " * 6 + "took 1.5 s " + "then more " * 3 + path + " and the end" + " x" * 30)
+    t = FitTable([Col("name", "left"), Col("note", "left", wrap=True)])
+    t.add_row("a", "a long note " * 12)
+    con.print(t)
+    lines = buf.getvalue().splitlines()
+    prose, table = lines[:lines.index(next(ln for ln in lines if "┃" in ln)) - 1], lines[-3:]
+    assert prose[0].startswith("  some") and all(ln.startswith("    ") for ln in prose[1:]), prose
+    assert all(len(ln) <= 80 or ln.strip() == path for ln in prose) and f"    {path}" in prose, prose
+    assert any("took 1.5 s" in ln for ln in prose), prose  # a figure kept with its unit
+    assert any(("a long note " * 12).strip() in ln for ln in table), table  # one line per row: not wrapped
+
+
 # ---- every command at 60, 80 and 120 columns, and on a pipe ------------------------------------------------------
 
 WIDTHS = (60, 80, 120)

@@ -13,7 +13,8 @@ import plotly.graph_objects as go
 from iolens.render.compare_text import column_key, decided, key_line, runs_phrase, verdict_key
 from iolens.render.htmlsafe import esc
 from iolens.render.plotting import CSS as CHART_CSS
-from iolens.render.plotting import elided, category_axis, chart, label, labels, script_tag, time_unit
+from iolens.render.plotting import elided, category_axis, chart, label, labels, script_tag, shortened, time_unit
+from iolens.stats.sequential import MORE_RUNS, pct, signed_pct
 from iolens.units import human_bytes, human_seconds
 
 EMULATED = ("a lab target that imitates this storage on this machine (its speed limits shaped to match): "
@@ -143,9 +144,11 @@ def io_figure(rep: dict[str, Any]) -> go.Figure | None:
     return fig
 
 
-def _unbroken(v: Any) -> str:
-    """A value never breaks between its number and unit; a range or ± breaks only before its … or ±."""
-    return str(v).replace(" ", "\u00a0").replace("\u00a0…\u00a0", " …\u00a0").replace("\u00a0±\u00a0", " ±\u00a0")
+def unbroken(v: Any) -> str:
+    """A value never breaks between its number and unit; a range, ± or [interval] breaks only before its …, ± or
+    [."""
+    return (str(v).replace(" ", "\u00a0").replace("\u00a0…\u00a0", " …\u00a0").replace("\u00a0±\u00a0", " ±\u00a0")
+            .replace("\u00a0[", " ["))
 
 
 def _table(rep: dict[str, Any]) -> str:
@@ -179,10 +182,53 @@ def _table(rep: dict[str, Any]) -> str:
                f'<th title="{esc(tips[h])}">{esc(h)}</th>' if tips[h] else f"<th>{esc(h)}</th>" for h in head)
            + "</tr></thead><tbody>"]
     for row in rows:
-        out.append("<tr>" + f"<td>{esc(row[0])}</td>" + "".join(f"<td>{esc(_unbroken(v))}</td>" for v in row[1:])
+        out.append("<tr>" + f"<td>{esc(row[0])}</td>" + "".join(f"<td>{esc(unbroken(v))}</td>" for v in row[1:])
                    + "</tr>")
     out.append("</tbody></table>")
     out.append(f'<p class="meta">{esc(key_line(keys))}</p>')
+    return "\n".join(out)
+
+
+def _short_verdict(c: dict[str, Any], name: str, runs: bool) -> str:
+    """A comparison's verdict in a few words, the configuration named `name`: what it found and the interval
+    (the full sentence is the verdict's tooltip); `runs`: say how many runs it had."""
+    d = c.get("decision") or {}
+    kind, ratio, low, high = d.get("kind"), d.get("ratio"), d.get("low"), d.get("high")
+    rest = c["verdict"][len(d["sentence"]):] if d.get("sentence") and c["verdict"].startswith(d["sentence"]) else ""
+    if ratio is None or low is None or high is None:
+        found = f"undecided: {d['reason']}" if d.get("reason") else c["verdict"]
+        return f"{name}: {found}"
+    if kind in ("faster", "slower"):
+        a, b = sorted((abs(low - 1), abs(high - 1)))
+        found = f"{kind} by {pct(ratio - 1)} [{pct(a)}, {pct(b)}]"
+    else:
+        words = "undecided" if kind == "undecided" else f"no difference larger than {100 * d['margin']:g}%"
+        found = f"{words} ({signed_pct(ratio - 1)} [{signed_pct(low - 1)}, {signed_pct(high - 1)}])"
+    many = f" ({d['n']} vs {d['n_baseline']} runs)" if runs else ""
+    return f"{name}: {found}{many}{rest}"
+
+
+def _verdicts(rep: dict[str, Any]) -> str:
+    """One short line per comparison under one line naming the baseline; what an undecided one needs, once."""
+    comps = rep["comparisons"]
+    if not comps:
+        return ""
+    names = [rep["baseline"]] + [c["name"] for c in comps]
+    short = dict(zip(names, shortened(names)))
+    counts = {((c.get("decision") or {}).get("n"), (c.get("decision") or {}).get("n_baseline")) for c in comps}
+    n, nb = next(iter(counts))
+    same = len(counts) == 1 and n is not None and n == nb
+    out = [f'<p class="meta">against the baseline, <b>{esc(short[rep["baseline"]])}</b>'
+           f'{f", {n} runs each" if same else ""}:</p>']
+    out += [f'<p class="verdict{" sig" if decided(c) else ""}" title="{esc(c["verdict"])}">'
+            f"{esc(_short_verdict(c, short[c['name']], not same))}</p>" for c in comps]
+    notes = []
+    if any((c.get("decision") or {}).get("kind") == "undecided" for c in comps):
+        notes.append(f"to decide the undecided: {MORE_RUNS[bool(rep['settings'].get('auto'))]}")
+    if elided(names):
+        notes.append(elided(names).removeprefix("; "))
+    if notes:
+        out.append(f'<p class="meta">{esc("; ".join(notes))}</p>')
     return "\n".join(out)
 
 
@@ -202,8 +248,7 @@ def render_html(rep: dict[str, Any]) -> bytes:
     divs = [chart(f, title=t, how=how, height=h) for f, t, how, h in figs if f is not None]
     s = rep["settings"]
     prov = rep["provenance"]
-    verdicts = "\n".join(
-        f'<p class="verdict{" sig" if decided(c) else ""}">{esc(c["verdict"])}</p>' for c in rep["comparisons"])
+    verdicts = _verdicts(rep)
     warnings = "\n".join(f'<p class="warn">warning: {esc(w)}</p>' for w in rep["warnings"])
     failures = []
     for r in rep["results"]:

@@ -25,6 +25,14 @@ table { border-collapse: collapse; font-size: 0.9em; }
 th, td { padding: 0.25em 0.7em; white-space: nowrap; border-bottom: 1px solid #ddd; text-align: right; }
 th:first-child, td:first-child { text-align: left; } td:last-child { white-space: normal; min-width: 16em; }
 .warn { color: #9a5b00; } .meta { color: #666; font-size: 0.9em; }
+@media (max-width: 600px) {  /* a table of sentences: each row a card, each cell a line led by its header */
+  table.cards, table.cards tbody, table.cards tr, table.cards td { display: block; }
+  table.cards thead { display: none; }
+  table.cards tr { border: 1px solid #ddd; border-radius: 6px; margin: 0.6em 0; padding: 0.3em 0.6em; }
+  table.cards td { white-space: normal; text-align: left; border: 0; padding: 0.1em 0; min-width: 0;
+                   overflow-wrap: anywhere; }
+  table.cards td::before { content: attr(data-label) ": "; color: #666; }
+}
 """
 
 
@@ -73,10 +81,14 @@ def _point(r: dict[str, Any]) -> str:
     return f"{r['codec']}:{r['level']}" + ("" if r["threads"] == 1 else f" ×{r['threads']}")
 
 
-def _table(head: list[str], rows: list[list[Any]]) -> str:
+def _table(head: list[str], rows: list[list[Any]], *, cards: bool = False) -> str:
+    """A table in a box that scrolls sideways; with `cards`, on a narrow screen each row is a card instead, its
+    cells one under the other, each led by its header."""
     h = "".join(f'<th title="{esc(TERMS[c])}">{esc(c)}</th>' if c in TERMS else f"<th>{esc(c)}</th>" for c in head)
-    body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in rows)
-    return f'<div class="scrollx"><table><tr>{h}</tr>{body}</table></div>'
+    body = "".join("<tr>" + "".join(f'<td data-label="{esc(k)}">{esc(c)}</td>' if cards else f"<td>{esc(c)}</td>"
+                                    for k, c in zip(head, r)) + "</tr>" for r in rows)
+    return (f'<div class="scrollx"><table{" class=cards" if cards else ""}><thead><tr>{h}</tr></thead>'
+            f"<tbody>{body}</tbody></table></div>")
 
 
 def _f(v: float | None, fmt: str) -> str:
@@ -94,14 +106,15 @@ def render_html(doc: dict[str, Any]) -> bytes:
         for key, title in (("compress_Bps", "Compression: ratio vs speed"),
                            ("decompress_Bps", "Decompression: ratio vs speed")):
             parts.append(chart(scatter(inp, key), title=title, height=460, how=HOW))
+        errors = any(r["error"] for r in inp["rows"])  # the error column only when a row has one
         parts.append(_table(
             ["codec:level", "threads", "ratio", "compress MiB/s", "decompress MiB/s", "compress CPU s/GB",
-             "decompress CPU s/GB", "round trip verified", "error"],
+             "decompress CPU s/GB", "round trip verified"] + ["error"] * errors,
             [[f"{r['codec']}:{r['level']}", r["threads"], _f(r["ratio"], "{:.3f}"),
               _f(r["compress_Bps"] and r["compress_Bps"] / MIB, "{:.1f}"),
               _f(r["decompress_Bps"] and r["decompress_Bps"] / MIB, "{:.1f}"),
               _f(r["compress_cpu_s_per_GB"], "{:.1f}"), _f(r["decompress_cpu_s_per_GB"], "{:.1f}"),
-              "yes" if r["verified"] else "no", r["error"] or ""] for r in inp["rows"]]))
+              "yes" if r["verified"] else "no"] + [r["error"] or ""] * errors for r in inp["rows"]]))
         parts.append(f"<p class='meta'>{esc(terms('codec:level', 'threads', 'ratio'))}; MiB/s: of uncompressed "
                      "data; CPU s/GB: CPU seconds spent per GB (10<sup>9</sup> bytes) of uncompressed data; round "
                      "trip verified: the decompressed bytes equal the original</p>")
@@ -118,7 +131,7 @@ def render_html(doc: dict[str, Any]) -> bytes:
         parts.append(_table(["input", "goal", "target", "choice", "ratio", "numbers"],
                             [[r["input"], r["goal"], r["target"] or "-", r["choice"] or "-",
                               "-" if r["ratio"] is None else f"{r['ratio']:.2f}", recommendation_line(r)]
-                             for r in doc["recommendations"]]))
+                             for r in doc["recommendations"]], cards=True))
         parts.append(f"<p class='meta'>{esc(terms('goal'))}</p>")
     libs = "; ".join(f"{k}: {v}" for k, v in doc["libraries"].items() if v)
     meta = (f"<p class='meta'>{esc(h.get('cpu_model'))}, {esc(h.get('cpus'))} CPUs; iolens "

@@ -10,7 +10,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from iolens.render.compare_html import CSS
+from iolens.render.compare_html import CSS, unbroken
 from iolens.render.cost_text import PART_LABELS, front_key, front_label, money, rel, with_ci
 from iolens.render.htmlsafe import esc
 from iolens.render.plotting import CSS as CHART_CSS
@@ -88,7 +88,7 @@ def _table(rep: dict[str, Any]) -> str:
                                    "with 95% confidence",
             "front": "best value, tied, on the Pareto front or dominated: see below the table"}
     tips.update({PART_LABELS[p]: "share of the cost per run" for p in PART_LABELS})
-    out = ['<div style="overflow-x: auto"><table><tr>' + "".join(
+    out = ['<div class="scrollx"><table><tr>' + "".join(
         f'<th title="{esc(tips[h])}">{esc(h)}</th>' if h in tips else f"<th>{esc(h)}</th>" for h in head) + "</tr>"]
     for o in rep["options"]:
         priced = " + ".join(st["spec"] for st in o["storages"]) or "-"
@@ -101,7 +101,8 @@ def _table(rep: dict[str, Any]) -> str:
                  with_ci(money(o["per_month"]), o["per_month_ci"], money),
                  rel(o["time_rel"]), rel(o["cost_rel"]), front]
         cells += [("-" if o["shares"][p] is None else f"{100 * o['shares'][p]:.0f}%") for p in PART_LABELS]
-        out.append(f'<tr class="{cls}">' + "".join(f"<td>{esc(v)}</td>" for v in cells) + "</tr>")
+        out.append(f'<tr class="{cls}">' + f"<td>{esc(cells[0])}</td><td>{esc(cells[1])}</td>"
+                   + "".join(f"<td>{esc(unbroken(v))}</td>" for v in cells[2:]) + "</tr>")
     out.append("</table></div>")
     parts = ", ".join(PART_LABELS.values())
     out.append(f'<p class="meta">{esc(front_key())}; {esc(parts)}: each part\'s share of the cost per run</p>')

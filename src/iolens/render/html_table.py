@@ -27,7 +27,27 @@ def table(tid: str, headers: list[tuple[str, str]], rows: list[str]) -> str:
             + "</tbody></table>")
 
 
-PAGE_CSS = """
+MIN_CHART_PX = 300  # a chart is never shorter than this, however short the screen
+SCREEN_SHARE = 85  # a chart takes at most this share (%) of the window's height
+
+
+def chart_height(px: int) -> str:
+    """The CSS height of a chart usually `px` tall: at most SCREEN_SHARE% of the window's height (a phone held
+    sideways), at least MIN_CHART_PX; plotly's `responsive` redraws the chart when the window changes."""
+    return f"clamp({MIN_CHART_PX}px, {SCREEN_SHARE}vh, {px}px)"
+
+
+# A box that scrolls a wide table sideways shows a shadow at each edge that has more table beyond it: the white
+# covers scroll with the table (background-attachment: local) and uncover the shadows, fixed to the box's edges,
+# only where columns are hidden; a table that fits shows none.
+SCROLL_CUE_CSS = """
+.scrollx,.tablewrap{background:linear-gradient(to right,#fff 40%,rgba(255,255,255,0)) left/36px 100% no-repeat local,
+  linear-gradient(to left,#fff 40%,rgba(255,255,255,0)) right/36px 100% no-repeat local,
+  radial-gradient(farthest-side at 0 50%,rgba(0,0,0,.28),rgba(0,0,0,0)) left/14px 100% no-repeat scroll,
+  radial-gradient(farthest-side at 100% 50%,rgba(0,0,0,.28),rgba(0,0,0,0)) right/14px 100% no-repeat scroll}
+"""
+
+PAGE_CSS = SCROLL_CUE_CSS + """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
 header{background:#1d2330;color:#fff;padding:18px 28px}
 header h1{margin:0;font-size:20px}
@@ -41,8 +61,8 @@ h2{font-size:17px;margin:6px 0 10px}
 .card{background:#fff;border:1px solid #e1e4ea;border-radius:8px;padding:8px 14px;min-width:130px}
 .card .k{font-size:11px;color:#667;text-transform:uppercase;letter-spacing:.04em}
 .card .v{font-size:17px;font-weight:600;margin-top:2px}
-.chart{width:100%;height:360px}
-.chart.tall{height:520px}
+.chart{width:100%;height:""" + chart_height(360) + """}
+.chart.tall{height:""" + chart_height(520) + """}
 .chart.auto{height:auto}
 .cards .cardnote{flex-basis:100%;margin:2px 0 0}
 .grad{display:inline-block;width:80px;height:10px;vertical-align:-1px;border-radius:2px;

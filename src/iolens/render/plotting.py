@@ -6,6 +6,8 @@ chart readable from a 360 px phone to a wide screen.
 - A chart's title is HTML above it (it wraps on a narrow screen; a title drawn by plotly is cut), its legend is
   a row below the plot, its axes make room for their tick labels (`automargin`), and the toolbar sits in the
   top margin, where nothing else is drawn.
+- A chart's height is CSS (html_table's `chart_height`): its usual height, less on a screen too short for it;
+  plotly's `responsive` redraws it when the window changes.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import os
 from importlib import resources
 from typing import Any
 
+from iolens.render.html_table import SCROLL_CUE_CSS, chart_height
 from iolens.render.htmlsafe import esc_line
 
 CONFIG: dict[str, Any] = {"displaylogo": False, "responsive": True}
@@ -40,7 +43,7 @@ CSS = """
 .scrollx{overflow-x:auto;max-width:100%}
 p,li,h1,h2,summary,code{overflow-wrap:anywhere}
 @media(max-width:600px){body{margin-left:.7em!important;margin-right:.7em!important}}
-"""
+""" + SCROLL_CUE_CSS
 
 
 @functools.cache
@@ -169,11 +172,12 @@ def js_layout() -> dict[str, Any]:
 
 def chart(fig: Any, *, title: str, how: str = "", height: int = 420) -> str:
     """A plotly figure as a titled block of the page: `title` and `how` (how to read it: symbols, units) are HTML
-    text above the plot, so they wrap; the figure takes the width it is given and follows the window."""
-    own = {k: v for k, v in fig.layout.to_plotly_json().items() if k != "template"}  # the default, set by Figure()
-    fig.layout = layout(**own, height=height)
+    text above the plot, so they wrap; the figure takes the width it is given and `chart_height(height)`, and
+    follows the window."""
+    own = {k: v for k, v in fig.layout.to_plotly_json().items() if k not in ("template", "height")}
+    fig.layout = layout(**own)  # no height of its own: plotly takes the box's, and follows it
     div = fig.to_html(full_html=False, include_plotlyjs=False, include_mathjax=False, config=CONFIG,
-                      default_width="100%", default_height=f"{height}px")
+                      default_width="100%", default_height=chart_height(height))
     note = f'<p class="how">{how}</p>' if how else ""
     return f'<div class="chartbox"><h3>{esc_line(title)}</h3>{note}<div class="plot">{div}</div></div>'
 
@@ -210,14 +214,19 @@ def category_axis(names: list[str], **extra: Any) -> dict[str, Any]:
     return {"tickangle": 0 if upright else -90, **extra}
 
 
-def labels(names: list[str], width: int = 18) -> list[str]:
-    """`label` for each of several names, the directories they all start with shown as "…" (a placement's long
-    common path would take the whole chart): "out=/scratch/run1/a strategy=stage" -> "out=…/a strategy=stage"."""
+def shortened(names: list[str]) -> list[str]:
+    """Several names with the directories they all start with shown as "…" (a placement's long common path would
+    take the whole chart or sentence): "out=/scratch/run1/a strategy=stage" -> "out=…/a strategy=stage"."""
     pre = os.path.commonprefix(names) if len(names) > 1 else ""
     first, last = pre.find("/"), pre.rfind("/")
     if first < 0 or last <= first:
-        return [label(n, width) for n in names]
-    return [label(n[:first] + "…" + n[last:], width) for n in names]
+        return list(names)
+    return [n[:first] + "…" + n[last:] for n in names]
+
+
+def labels(names: list[str], width: int = 18) -> list[str]:
+    """`label` for each of several names, `shortened`."""
+    return [label(n, width) for n in shortened(names)]
 
 
 def elided(names: list[str]) -> str:

@@ -3,7 +3,7 @@
 `console()` is the one console a command prints its terminal output to.  Its width: $COLUMNS when set (a
 terminal or not), else the terminal's; output that is not a terminal (a pipe, a file) and no $COLUMNS has no
 width limit, so a saved table loses nothing (`UNBOUNDED`), while its prose (a line printed on its own, and
-`fold()`) is wrapped at PIPE_PROSE columns (`prose_width`), as on a terminal.  Escapes (colour, bold) only go
+`fold()`) is wrapped at PIPE_PROSE columns (`prose_width`) under a hanging indent.  Escapes (colour, bold) only go
 to a terminal, and never with $NO_COLOR; a launcher's ranks (mpirun gives them a pseudo-terminal even when its
 own output is a file) learn what the launcher's output is from `child_env()`.  Printed strings are never read
 as markup or emoji codes: file names and commands are printed as they are (control characters spelled out,
@@ -85,22 +85,24 @@ def prose_width(at: int) -> int:
     return PIPE_PROSE if at > UNBOUNDED // 2 else at
 
 
-def _breaks(line: str, at: int) -> list[int]:
-    """Where to divide a line at its spaces so that each part fits `at` cells; a word longer than that stays whole
-    (its part is longer)."""
+def _breaks(line: str, at: int, hang: int) -> list[int]:
+    """Where to divide a line at its spaces so that each part fits `at` cells, the parts after the first indented
+    by `hang`; a figure stays with its unit (`_glued`), a word longer than the line whole (its part is longer)."""
     out: list[int] = []
     col = cell_len(line) - cell_len(line.lstrip())  # the indent
-    for k, m in enumerate(re.finditer(r"\S+\s*", line)):
-        if k and col + cell_len(m.group().rstrip()) > at:  # never before the first word: no line of indent only
+    for k, m in enumerate(re.finditer(r"\S+\s*", _glued(line))):
+        word = line[m.start():m.end()]
+        if k and col + cell_len(word.rstrip()) > at:  # never before the first word: no line of indent only
             out.append(m.start())
-            col = 0
-        col += cell_len(m.group())
+            col = hang
+        col += cell_len(word)
     return out
 
 
 class _Prose:
-    """Text wrapped at its spaces to the width it is given, a word longer than a line (a path) whole on a line of
-    its own: what a reader of a file or a pipe can search and copy."""
+    """Text wrapped at its spaces to the width it is given, each continuation under the line's own indent and two
+    more spaces (as `fold()`), a word longer than a line (a path) whole on a line of its own: what a reader of a
+    file or a pipe can search and copy."""
 
     def __init__(self, text: Text) -> None:
         self.text = text
@@ -109,10 +111,10 @@ class _Prose:
         at = options.max_width
         lines: list[Text] = []
         for line in self.text.split(allow_blank=True):
-            parts = line.divide(_breaks(line.plain, at))
-            for part in parts:
+            hang = min(at // 2, cell_len(line.plain) - cell_len(line.plain.lstrip()) + 2)
+            for k, part in enumerate(line.divide(_breaks(line.plain, at, hang))):
                 part.rstrip()
-            lines.extend(parts)
+                lines.append(Text(" " * hang) + part if k else part)
         out = Text("\n").join(lines)
         out.end, out.no_wrap, out.overflow = self.text.end, True, "ignore"
         yield out
@@ -195,12 +197,18 @@ _GLUE = "\x00"  # holds a figure and its unit together while folding (shown() sp
 _LABEL = re.compile(r"(?<![^ (])([A-Za-z_/]+) (?=[+-]?[\d.,]+\x00)")  # a one-word label before a glued figure
 
 
+def _glued(text: str) -> str:
+    """`text` with the space between a figure and its unit, and before it a one-word label, made _GLUE (the same
+    length, so offsets in it are offsets in `text`)."""
+    return _LABEL.sub(lambda m: m[1] + _GLUE, _UNIT.sub(lambda m: m[0].replace(" ", _GLUE), text))
+
+
 def fold(text: str, width: int, indent: str = "  ") -> list[str]:
     """A line of prose folded at `width` (`prose_width(width)`: PIPE_PROSE on a pipe), each continuation under
     `indent` and two more spaces (the text's own leading spaces stay on its first line); a figure is never parted
     from its unit nor from a one-word label before it ("profiler 0.018 s"), a word never at a hyphen."""
     width = prose_width(width)
-    kept = _LABEL.sub(lambda m: m[1] + _GLUE, _UNIT.sub(lambda m: m[0].replace(" ", _GLUE), text))
+    kept = _glued(text)
     lines = textwrap.wrap(kept, width, subsequent_indent=indent + "  ", break_on_hyphens=False) or [""]
     return [line.replace(_GLUE, " ") for line in lines]
 

@@ -33,6 +33,8 @@ MARGIN = 0.05  # equivalence margin: no difference larger than 5%
 FIRST_LOOK = 5  # rounds before the first look of --runs auto
 GROWTH = 1.5  # each look after ~1.5 times as many rounds as the one before
 KINDS = ("faster", "slower", "equivalent", "undecided")
+MORE_RUNS = {False: "use --runs auto, or more runs, or a quieter machine",  # what an undecided verdict asks for,
+             True: "run longer or quieter"}  # with a fixed number of runs and with --runs auto
 
 
 @dataclass
@@ -73,13 +75,15 @@ def schedule(max_runs: int, first: int = FIRST_LOOK, growth: float = GROWTH) -> 
     return [*out, max_runs]
 
 
-def _pct(v: float) -> str:
+def pct(v: float) -> str:
+    """A relative difference's size as a percentage: "5.2%", "116%"."""
     v = abs(v) * 100
     return f"{v:.1f}%" if v < 100 else f"{v:.0f}%"
 
 
-def _spct(v: float) -> str:
-    text = _pct(v)
+def signed_pct(v: float) -> str:
+    """A relative difference as a signed percentage: "+5.2%", "-0.4%"."""
+    text = pct(v)
     return ("-" if v < 0 and text.strip("0.%") else "+") + text
 
 
@@ -124,7 +128,7 @@ def decide(name: str, times: Sequence[float], baseline: str, base_times: Sequenc
         lo_pct, hi_pct = sorted((abs(low - 1), abs(high - 1)))
         within = (f", within the {100 * margin:g}% margin" if -bound < two[0] and two[1] < bound else "")
         reason = f"the {100 * (1 - alpha):.4g}% interval of the ratio excludes 1"
-        sentence = (f"{name} is {kind} than {baseline} by {_pct(ratio - 1)} [{_pct(lo_pct)}, {_pct(hi_pct)}]"
+        sentence = (f"{name} is {kind} than {baseline} by {pct(ratio - 1)} [{pct(lo_pct)}, {pct(hi_pct)}]"
                     f"{within} ({runs})")
         return Decision(name, baseline, kind, ratio, low, high, 1 - alpha, n, nb, alpha, margin, spread, reason,
                         sentence)
@@ -134,15 +138,15 @@ def decide(name: str, times: Sequence[float], baseline: str, base_times: Sequenc
         reason = (f"both one-sided tests at the {100 * margin:g}% margin reject (the {100 * (1 - 2 * alpha):.4g}% "
                   "interval lies inside it)")
         sentence = (f"{name} vs {baseline}: no difference larger than {100 * margin:g}% ({runs}; "
-                    f"{_spct(ratio - 1)} [{_spct(low - 1)}, {_spct(high - 1)}])")
+                    f"{signed_pct(ratio - 1)} [{signed_pct(low - 1)}, {signed_pct(high - 1)}])")
         return Decision(name, baseline, "equivalent", ratio, low, high, 1 - 2 * alpha, n, nb, alpha, margin,
                         spread, reason, sentence)
     low, high = math.exp(two[0]), math.exp(two[1])
-    todo = "run longer or quieter" if adaptive else "use --runs auto, or more runs, or a quieter machine"
-    reason = (f"the interval [{_spct(low - 1)}, {_spct(high - 1)}] neither excludes 0 nor fits inside "
+    todo = MORE_RUNS[adaptive]
+    reason = (f"the interval [{signed_pct(low - 1)}, {signed_pct(high - 1)}] neither excludes 0 nor fits inside "
               f"±{100 * margin:g}%")
-    sentence = (f"{name} vs {baseline}: undecided after {runs}: the spread is ±{_pct(spread)}; {todo} "
-                f"({_spct(ratio - 1)} [{_spct(low - 1)}, {_spct(high - 1)}])")
+    sentence = (f"{name} vs {baseline}: undecided after {runs}: the spread is ±{pct(spread)}; {todo} "
+                f"({signed_pct(ratio - 1)} [{signed_pct(low - 1)}, {signed_pct(high - 1)}])")
     return Decision(name, baseline, "undecided", ratio, low, high, 1 - alpha, n, nb, alpha, margin, spread, reason,
                     sentence)
 
