@@ -8,6 +8,7 @@ import json
 import pytest
 
 from conftest import iolens
+from iolens.render.cost_html import short_verdict
 from iolens.store import ResultsStore
 
 OPTION_KEYS = {"name", "storages", "placements", "instance", "time_s", "time_rel", "per_run", "per_month", "cost_rel",
@@ -99,7 +100,9 @@ def test_html_in_headless_chromium(compared, tmp_path):
         assert page.evaluate("document.querySelectorAll('.js-plotly-plot').length") == 2
         names = page.evaluate("Array.from(document.querySelectorAll('.js-plotly-plot')[0].data).map(t => t.name)")
         assert "Pareto front" in names and "best value" in names
-        assert page.evaluate("document.querySelector('.verdict').textContent") == rep["verdict"]
+        # the verdict, its names shortened as on the charts; in full in its tooltip
+        assert page.evaluate("document.querySelector('.verdict').textContent") == short_verdict(rep)
+        assert page.evaluate("document.querySelector('.verdict').title").startswith(rep["verdict"] + "; ")
         rows = page.evaluate("Array.from(document.querySelectorAll('table')[0].rows).map(r => r.cells[0].textContent)")
         assert rows[1:] == [o["name"] for o in rep["options"]]
     assert shot.stat().st_size > 10_000

@@ -14,7 +14,8 @@ from iolens.render.compare_html import CSS, unbroken
 from iolens.render.cost_text import PART_LABELS, front_key, front_label, money, rel, with_ci
 from iolens.render.htmlsafe import esc
 from iolens.render.plotting import CSS as CHART_CSS
-from iolens.render.plotting import elided, category_axis, chart, labels, money_axis, script_tag, time_unit
+from iolens.render.plotting import (elided, category_axis, chart, labels, money_axis, script_tag, shortened,
+                                    time_unit)
 from iolens.units import human_seconds
 
 EXTRA_CSS = """
@@ -123,6 +124,16 @@ def _charges(rep: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def short_verdict(rep: dict[str, Any]) -> str:
+    """The verdict with the options' names shortened as on the charts (a long common path made it a dozen lines
+    on a phone)."""
+    text = rep["verdict"]
+    full = [o["name"] for o in rep["options"]]
+    for name, short in sorted(zip(full, shortened(full)), key=lambda p: -len(p[0])):
+        text = text.replace(name, short)
+    return text
+
+
 def render_html(rep: dict[str, Any]) -> bytes:
     names = elided([o["name"] for o in rep["options"]])
     divs = [chart(front_figure(rep), title="Time vs cost per run (down and left is better)", height=480,
@@ -147,7 +158,7 @@ def render_html(rep: dict[str, Any]) -> bytes:
 <body>
 <h1>iolens cost: {what}</h1>
 <p class="meta">{meta}</p>
-<p class="verdict sig" title="{esc(front_key())}">{esc(rep['verdict'])}</p>
+<p class="verdict sig" title="{esc(rep['verdict'])}; {esc(front_key())}">{esc(short_verdict(rep))}</p>
 {warnings}
 {''.join(divs)}
 <h2>Options</h2>
