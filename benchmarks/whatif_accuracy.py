@@ -63,7 +63,8 @@ from iolens.whatif.overhead import measure as profiler_cost
 from iolens.native import probe_cpu
 from iolens.whatif.engine import recorded_block_ns
 from iolens.whatif.plan import build_plan
-from iolens.whatif.predict import calibrate, predict, step_model
+from iolens.whatif.calibration import calibrate
+from iolens.whatif.predict import predict, step_model
 from iolens.whatif.replay import replay_on
 from iolens.sysinfo import cpu_delta, cpu_seconds, device_io, steal_share
 from iolens.whatif.timeline import PREEMPT_S, breakdown

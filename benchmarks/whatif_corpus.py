@@ -45,7 +45,8 @@ from iolens.capture.record import Recording
 from iolens.pagecache import drop_caches
 from iolens.whatif.overhead import measure as profiler_cost
 from iolens.whatif.plan import build_plan
-from iolens.whatif.predict import INTERVAL_LEVEL, StepModel, calibrate, cpu_ratio_now, predict, step_model
+from iolens.whatif.calibration import calibrate
+from iolens.whatif.predict import INTERVAL_LEVEL, StepModel, cpu_ratio_now, predict, step_model
 from iolens.whatif.replay import replay_on
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -220,7 +220,7 @@ def test_write_calibration_pays_the_upload_at_close(labdir, monkeypatch):
 
     from iolens.workspace.target import resolve
     from iolens.whatif.engine import op_codes
-    from iolens.whatif.predict import _cal_plan
+    from iolens.whatif.calibration import _cal_plan
     from iolens.whatif.replay import replay_on
 
     monkeypatch.setenv("IOLENS_LAB_DIR", str(labdir))

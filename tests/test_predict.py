@@ -13,7 +13,7 @@ from conftest import iolens
 pytestmark = pytest.mark.timeout(300)
 
 def _zero():
-    from iolens.whatif.predict import CLASSES
+    from iolens.whatif.calibration import CLASSES
     return dict.fromkeys(CLASSES, 0.0)
 
 
@@ -156,8 +156,8 @@ def test_writes_are_priced_buffered_unless_the_step_syncs():
 def test_write_calibration_syncs_only_in_its_synced_classes(tmp_path):
     from iolens.workspace.target import resolve
     from iolens.whatif.engine import op_codes
-    from iolens.whatif.predict import (CAL_CLASSES, CAL_RUNS, CLASSES, META_FILE_BYTES, META_KINDS, _cal_plan,
-                                       calibrate)
+    from iolens.whatif.calibration import (CAL_CLASSES, CAL_RUNS, CLASSES, META_FILE_BYTES, META_KINDS, _cal_plan,
+                                           calibrate)
 
     c = op_codes()
     syncs = {c["FSYNC"], c["FDATASYNC"], c["SYNCFS"]}
@@ -262,7 +262,8 @@ def test_small_copies_have_their_own_class(tmp_path):
 def test_large_calls_are_priced_by_the_bytes_they_move():
     """Ten 512 KiB writes are five calibration calls' worth (1 MiB each): a large call is bandwidth-bound, so a
     target 200 ms slower per MiB makes them 1 s slower, not 2 s."""
-    from iolens.whatif.predict import LARGE_CALL, predict
+    from iolens.whatif.calibration import LARGE_CALL
+    from iolens.whatif.predict import predict
 
     home = dict(ZERO, read_small=0.002, write_large=0.1)
     slow = dict(ZERO, read_small=0.002, write_large=0.3)
@@ -278,7 +279,8 @@ def test_small_calls_cost_their_own_and_their_bytes(tmp_path):
     calibration calls: where a 4 KiB write costs 0.1 ms and a 1 MiB one 25.6 ms (a FUSE client of an object
     store that uploads at the close), a hundred 32 KiB writes cost what their 3.2 MiB cost, not a hundred 4 KiB
     writes' worth.  Without bytes they are priced per call; at the calibration sizes the line meets both points."""
-    from iolens.whatif.predict import LARGE_CALL, SMALL_CALL, class_cost, predict
+    from iolens.whatif.calibration import LARGE_CALL, SMALL_CALL
+    from iolens.whatif.predict import class_cost, predict
 
     s3 = dict(ZERO, write_small=1e-4, write_large=0.0256)
     per_byte = (0.0256 - 1e-4) / (LARGE_CALL - SMALL_CALL)
@@ -306,7 +308,7 @@ def test_a_calibration_is_stored_and_reused(tmp_path):
     calibration version); --recalibrate (refresh) measures it again; another cache state is another calibration."""
     from iolens.workspace.target import resolve
     from iolens.store import ResultsStore
-    from iolens.whatif.predict import CAL_KIND, calibrate
+    from iolens.whatif.calibration import CAL_KIND, calibrate
 
     target = tmp_path / "t"
     target.mkdir()

@@ -143,7 +143,9 @@ def test_the_plan_does_not_wait_out_the_recordings_steal(computing_capture):
     assert py, "the step's own thread is in the plan"
     # the same CPU burnt; of the 0.3 s off the CPU, what the step's >= 0.1 s of CPU waited for steal is not waited
     assert [stolen.cpu_share[t] for t in py] == pytest.approx([calm.cpu_share[t] for t in py])
-    assert all(stolen.wait_share[t] < calm.wait_share[t] - 0.2 for t in py), (calm.wait_share, stolen.wait_share)
+    # (on a loaded machine the calm plan already takes most of that time as preemption, and so waits little)
+    assert all(stolen.wait_share[t] <= max(0.0, calm.wait_share[t] - 0.2) + 1e-9 for t in py), \
+        (calm.wait_share, stolen.wait_share)
     assert any("hypervisor took 50%" in n for n in stolen.notes)
     assert not any("hypervisor" in n for n in calm.notes)
     # waiting every gap out ("sleep") keeps the recording as it was
@@ -152,7 +154,8 @@ def test_the_plan_does_not_wait_out_the_recordings_steal(computing_capture):
 
 
 def test_the_prediction_takes_the_recordings_steal_out_of_the_compute(computing_capture):
-    from iolens.whatif.predict import CLASSES, predict, step_model
+    from iolens.whatif.calibration import CLASSES
+    from iolens.whatif.predict import predict, step_model
 
     calm = step_model(_with_steal(computing_capture, 0.0))
     stolen = step_model(_with_steal(computing_capture, 0.5))
@@ -174,7 +177,8 @@ def test_predict_says_where_the_recorded_wall_went_steal_included(computing_capt
     from rich.console import Console
 
     from iolens.render.whatif_text import render_predict
-    from iolens.whatif.predict import CLASSES, predict, step_model
+    from iolens.whatif.calibration import CLASSES
+    from iolens.whatif.predict import predict, step_model
 
     m = step_model(_with_steal(computing_capture, 0.5))
     same = dict.fromkeys(CLASSES, 1e-4)

@@ -47,7 +47,8 @@ def predict(capture: str, targets: tuple[str, ...], cache: str, home: str | None
     from iolens.store import ResultsStore
     from iolens.whatif.overhead import for_capture
     from iolens.whatif.plan import has_trace
-    from iolens.whatif.predict import calibrate, cpu_ratio_now, home_dir, prediction_doc, step_model
+    from iolens.whatif.calibration import calibrate
+    from iolens.whatif.predict import cpu_ratio_now, home_dir, prediction_doc, step_model
     from iolens.whatif.predict import predict as run_predict
     from iolens.whatif.replay import reap_leftovers
 

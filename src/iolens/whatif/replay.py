@@ -73,7 +73,7 @@ def reap_leftovers(targets: list[Target]) -> workdirs.Reaped:
     directories (an op list is 48 bytes an op), the profiler-cost probe's directory and its recordings' staging."""
     from iolens.capture.record import reap_staging
     from iolens.whatif.overhead import COST_PREFIX, cost_base
-    from iolens.whatif.predict import CAL_PREFIX
+    from iolens.whatif.calibration import CAL_PREFIX
 
     reaped = reap_targets(targets)
     reaped += workdirs.reap_each([(tempfile.gettempdir(), JOB_PREFIX), (tempfile.gettempdir(), CAL_PREFIX),
