@@ -146,7 +146,7 @@ def test_aggregate_is_the_ranks_work_and_the_files_written(tmp_path):
     out = tmp_path / "r.json"
     target = tmp_path / "t"
     target.mkdir()
-    p = subprocess.run(IOLENS + ["bench", str(target), "--clients", "3", "--suite", "streams", "--size", "16G",
+    p = subprocess.run(IOLENS + ["bench", str(target), "--clients", "3", "--suite", "streams", "--size", "4G",
                                  "--bs", "1M", "--runtime", "0.4", "--json", str(out), "-q"],
                        capture_output=True, text=True, env=_env(tmp_path), timeout=80)
     assert p.returncode == 0, p.stderr
@@ -155,7 +155,7 @@ def test_aggregate_is_the_ranks_work_and_the_files_written(tmp_path):
     by = {r["phase"]: r for r in doc["results"]}
     w = by["file-per-client write"]
     assert w["stonewall_s"] == 0.4
-    assert all(c["bytes"] < 16 << 30 and c["stonewalled"] for c in w["clients"])  # the stonewall stopped them
+    assert all(c["bytes"] < 4 << 30 and c["stonewalled"] for c in w["clients"])  # the stonewall stopped them
     assert [c["files_bytes"] for c in w["clients"]] == [c["bytes"] for c in w["clients"]]  # st_size of its file
     assert w["bytes"] == sum(c["files_bytes"] for c in w["clients"])
     assert w["last_done_Bps"] == pytest.approx(w["bytes"] / w["last_done_s"])
@@ -173,7 +173,7 @@ def test_each_rank_reads_its_neighbours_data(tmp_path):
     out = tmp_path / "r.json"
     target = tmp_path / "t"
     target.mkdir()
-    p = subprocess.run(IOLENS + ["bench", str(target), "--clients", "3", "--suite", "streams", "--size", "16G",
+    p = subprocess.run(IOLENS + ["bench", str(target), "--clients", "3", "--suite", "streams", "--size", "4G",
                                  "--runtime", "0.3", "--json", str(out), "-q", "--no-store"],
                        capture_output=True, text=True, env=_env(tmp_path), timeout=80)
     assert p.returncode == 0, p.stderr
