@@ -190,6 +190,8 @@ def test_fold_keeps_a_figure_with_its_unit_and_label_and_hangs_its_continuations
 def test_prose_on_a_pipe_wraps_at_80_and_tables_keep_their_width(monkeypatch):
     import io
 
+    from rich.padding import Padding
+
     from iolens.render.terminal import Col, FitTable, console
 
     monkeypatch.delenv("COLUMNS", raising=False)
@@ -207,6 +209,11 @@ def test_prose_on_a_pipe_wraps_at_80_and_tables_keep_their_width(monkeypatch):
     assert all(len(ln) <= 80 or ln.strip() == path for ln in prose) and f"    {path}" in prose, prose
     assert any("took 1.5 s" in ln for ln in prose), prose  # a figure kept with its unit
     assert any(("a long note " * 12).strip() in ln for ln in table), table  # one line per row: not wrapped
+    buf.seek(0), buf.truncate()
+    con.print(Padding("an indented line " * 8, (0, 0, 0, 2)))  # as compare prints its key
+    indented = buf.getvalue().splitlines()
+    assert len(indented) > 1 and indented[0].startswith("  an") and indented[1].startswith("    "), indented
+    assert not [ln for ln in indented if ln != ln.rstrip()], indented  # no padding out to the prose width
 
 
 # ---- every command at 60, 80 and 120 columns, and on a pipe ------------------------------------------------------

@@ -133,9 +133,13 @@ class _Console(Console):
                 text = Text(kw.get("sep", " ")).join(self.render_str(o) if isinstance(o, str) else o
                                                      for o in parts if isinstance(o, (str, Text)))
                 text.end = kw.get("end", "\n")
+                p = objects[0] if inner is not None else None
+                if p is not None and (p.top, p.right, p.bottom) == (0, 0, 0):
+                    # an indented line: the indent is the prose's own, so no line is padded out with spaces to
+                    # the prose width (a Padding pads every line to its widest)
+                    text, p = Text(" " * p.left) + text, None
                 prose: Any = _Prose(text)
-                if inner is not None:
-                    p = objects[0]
+                if p is not None:
                     prose = Padding(prose, (p.top, p.right, p.bottom, p.left), style=p.style, expand=p.expand)
                 objects, kw["width"] = (prose,), at
         super().print(*objects, **kw)
