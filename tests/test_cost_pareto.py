@@ -198,3 +198,20 @@ def test_report_carries_intervals_ties_and_assumptions(snap):
         assert o["time_ci"][0] < o["time_s"] < o["time_ci"][1]
         assert o["per_run_ci"][0] < o["per_run"] < o["per_run_ci"][1]
         assert o["tied_with_best"] == (o["name"] != rep["best_value"]) and o["faster_than_best_ci"] is None
+
+
+def test_options_tied_on_time_for_the_same_extra_cost_are_named_together():
+    """Four options a phone shows in one short sentence: the tied pair once, the two dearer ones together."""
+    for seed in range(5):
+        p = measured(a=(runs(4 * seed, 100.0), 1.0), b=(runs(4 * seed + 1, 100.0), 1.0),
+                     c=(runs(4 * seed + 2, 100.0), 10.31), d=(runs(4 * seed + 3, 100.0), 10.31))
+        order = TimeOrder.of(p)
+        v = verdict(p, order)
+        best = best_value(p, order).name
+        other = "b" if best == "a" else "a"
+        assert v == (f"{best} and {other} are tied on time and cost: either is the best value; "
+                     "c, d are tied with them on time and cost 931% more"), v
+    # a different extra cost is its own clause
+    p = measured(a=(runs(1, 100.0), 1.0), c=(runs(2, 100.0), 2.0), d=(runs(3, 100.0), 3.0))
+    v = verdict(p, TimeOrder.of(p))
+    assert v == "a is the best value; c is tied with it on time and costs 100% more, d is tied with it on time and costs 200% more", v

@@ -157,15 +157,22 @@ def verdict(points: list[Point], order: TimeOrder | None = None) -> str:
         parts.append(f"{t['name']} is {_pct(t['faster'])}{ci} faster for {more}")
     same = tied(points, order)
     both = [n for n in same if cost_cmp(by_name[n], best, order) == 0]  # tied on time and on cost: either will do
-    dearer = [n for n in same if n not in both]
-    for n in dearer:
-        extra = (by_name[n].cost - best.cost) / best.cost if best.cost else None
-        parts.append(f"{n} is tied with it on time" + (f" and costs {_pct(extra)} more" if extra else ""))
+    them = "them" if both else "it"
+    dearer: dict[str, list[str]] = {}  # options tied on time that cost the same % more are named together
+    for n in same:
+        if n not in both:
+            extra = (by_name[n].cost - best.cost) / best.cost if best.cost else None
+            dearer.setdefault(f" and cost{{s}} {_pct(extra)} more" if extra else "", []).append(n)
+    for more_text, names in dearer.items():
+        one = len(names) == 1
+        parts.append(f"{', '.join(names)} {'is' if one else 'are'} tied with {them} on time"
+                     + more_text.format(s="s" if one else ""))
     fastest = not parts and not both and all(order.cmp(best, p) < 0 for p in points if p is not best)
     if both:
         gap = max(abs(by_name[n].cost - best.cost) / best.cost if best.cost else 0.0 for n in both)
+        apart = f" (medians {_pct(gap)} apart in $)" if round(100 * gap, 1) else ""
         lead = (f"{best.name} and {', '.join(both)} are tied on time and on cost within their intervals: either is "
-                f"the best value (their medians differ by {_pct(gap)} in $, less than the runs can tell)" if gap
+                f"the best value{apart}" if gap
                 else f"{best.name} and {', '.join(both)} are tied on time and cost: either is the best value")
         return lead + ("; " + ", ".join(parts) if parts else "")
     if not parts:
