@@ -214,4 +214,5 @@ def test_options_tied_on_time_for_the_same_extra_cost_are_named_together():
     # a different extra cost is its own clause
     p = measured(a=(runs(1, 100.0), 1.0), c=(runs(2, 100.0), 2.0), d=(runs(3, 100.0), 3.0))
     v = verdict(p, TimeOrder.of(p))
-    assert v == "a is the best value; c is tied with it on time and costs 100% more, d is tied with it on time and costs 200% more", v
+    assert v == ("a is the best value; c is tied with it on time and costs 100% more, "
+                 "d is tied with it on time and costs 200% more"), v
