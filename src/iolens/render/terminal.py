@@ -3,7 +3,8 @@
 `console()` is the one console a command prints its terminal output to.  Its width: $COLUMNS when set (a
 terminal or not), else the terminal's; output that is not a terminal (a pipe, a file) and no $COLUMNS has no
 width limit, so a saved table loses nothing (`UNBOUNDED`), while its prose (a line printed on its own, and
-`fold()`) is wrapped at PIPE_PROSE columns (`prose_width`) under a hanging indent.  Escapes (colour, bold) only go
+`fold()`) is wrapped at PIPE_PROSE columns (`prose_width`) under a hanging indent (on a terminal, or with
+$COLUMNS, at that width under the same indent).  Escapes (colour, bold) only go
 to a terminal, and never with $NO_COLOR; a launcher's ranks (mpirun gives them a pseudo-terminal even when its
 own output is a file) learn what the launcher's output is from `child_env()`.  Printed strings are never read
 as markup or emoji codes: file names and commands are printed as they are (control characters spelled out,
@@ -121,12 +122,14 @@ class _Prose:
 
 
 class _Console(Console):
-    """rich's Console, which wraps the prose it prints at `prose_width` (a table keeps the console's width): a
-    print of strings and Text, or of one Padding of them (an indented line)."""
+    """rich's Console, which wraps the prose it prints at `prose_width` (a table keeps the console's width), on a
+    terminal as on a pipe, under a hanging indent: a print of strings and Text, or of one Padding of them (an
+    indented line), that asks for no layout of its own (soft_wrap, no_wrap, overflow, crop, justify)."""
 
     def print(self, *objects: Any, **kw: Any) -> None:
         at = prose_width(self.width)
-        if at < self.width and kw.get("width") is None and objects:
+        laid = not any(kw.get(k) for k in ("soft_wrap", "no_wrap", "overflow", "crop", "justify"))
+        if at <= self.width and laid and kw.get("width") is None and objects:
             inner = objects[0].renderable if len(objects) == 1 and isinstance(objects[0], Padding) else None
             parts = [inner] if inner is not None else list(objects)
             if all(isinstance(o, (str, Text)) for o in parts):
