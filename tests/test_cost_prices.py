@@ -46,6 +46,15 @@ def test_age_warning_after_six_months():
     assert s.age_warning(today=when + dt.timedelta(days=30)) is None
     w = s.age_warning(today=when + dt.timedelta(days=400))
     assert "13 months ago" in w and "transcribed" in w and "--refresh-prices" in w and "--prices" in w
+    assert "in the price list shipped with iolens date from" in w and "prices.json" not in w  # no install path
+
+
+def test_a_users_own_price_file_is_named_by_its_path_in_warnings(tmp_path):
+    f = tmp_path / "mine.json"
+    f.write_bytes(P.default_path().read_bytes())
+    s = P.load(f)
+    w = s.age_warning(today=P.parse_date(s.as_of) + dt.timedelta(days=400))
+    assert f"in {f} date from" in w
 
 
 def test_users_own_prices_in_the_same_format(tmp_path):

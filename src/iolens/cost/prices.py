@@ -142,6 +142,12 @@ class Snapshot:
             raise PriceError(f"no instance price {iid!r} in {self.source}; known: "
                              f"{', '.join(self.instances)}") from None
 
+    @property
+    def named(self) -> str:
+        """How a warning names the file: the price list shipped with iolens by that name (its installed path is
+        long and says nothing more), any other by its path."""
+        return "the price list shipped with iolens" if self.source == str(default_path()) else self.source
+
     def age_warning(self, today: dt.date | None = None, prices: list[Price] | None = None) -> str | None:
         """A warning when prices (those given, else the snapshot's own date) are over six months old or undated."""
         today = today or dt.date.today()
@@ -151,7 +157,7 @@ class Snapshot:
         else:
             dated = [(parse_date(self.retrieved) or parse_date(self.as_of), None)]
         if any(d is None for d, _p in dated):
-            return f"some prices in {self.source} are undated; check them against the providers' pages"
+            return f"some prices in {self.named} are undated; check them against the providers' pages"
         old = [(d, p) for d, p in dated if d is not None and (today - d).days > STALE_DAYS]
         if not old:
             return None
@@ -159,7 +165,7 @@ class Snapshot:
         fetched = any(p.retrieved for _d, p in old if p is not None) or (prices is None and self.retrieved)
         how = "" if fetched else " (transcribed from the pricing pages, not fetched)"
         count = f"{len(old)} of the {len(dated)} prices used" if prices else "the prices"
-        return (f"{count} in {self.source} date from {oldest.isoformat()[:7]}, "
+        return (f"{count} in {self.named} date from {oldest.isoformat()[:7]}, "
                 f"{(today - oldest).days // 30} months ago{how}: prices change; rebuild them with "
                 "`iolens cost --refresh-prices OUT` where the network reaches the official price lists, or give "
                 "your own with --prices")
