@@ -19,6 +19,7 @@ import os
 import random
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -118,6 +119,9 @@ def test_page_is_laid_out_cleanly(pages, kind, width, tmp_path):
         bars = page.evaluate("() => Array.from(document.querySelectorAll('.gantt .bar')).map(b => b.title)")
         scrollers = page.evaluate(SCROLLERS)
         cards = page.evaluate(CARDS) if kind == "compress" else None
+        rows = page.evaluate("() => Array.from(document.querySelectorAll('.tablewrap table:not(.cards) tr, "
+                             ".scrollx table:not(.cards) tr')).map(r => "
+                             "[r.textContent.slice(0, 40), Math.round(r.getBoundingClientRect().height)])")
         verdicts = page.evaluate("() => Array.from(document.querySelectorAll('p.verdict')).map(p => ({text: "
                                  "p.textContent, right: p.getBoundingClientRect().right, cut: p.scrollWidth > "
                                  "p.clientWidth + 1}))")
@@ -135,6 +139,9 @@ def test_page_is_laid_out_cleanly(pages, kind, width, tmp_path):
     if kind == "compare":  # one short plain line per comparison, whole in the window, the baseline named above
         assert verdicts and all(v["right"] <= width and not v["cut"] for v in verdicts), verdicts
         assert all(len(v["text"]) < 110 and " vs " not in v["text"] for v in verdicts), verdicts
+    # a table too wide scrolls sideways: no row squeezed into a word a line (the pipeline's rules were a screen
+    # tall each at 390 px)
+    assert rows and [r for r in rows if r[1] > 150] == [], rows
     for c in charts:  # each chart follows the window
         assert 0 < c["w"] <= width, c
     if kind == "report":
@@ -152,6 +159,7 @@ def test_page_is_laid_out_cleanly(pages, kind, width, tmp_path):
     if kind == "pipeline":  # tasks on a time axis, named by their rule, with their exit status
         assert sorted(b.split(":")[0] for b in bars) == ["rule align", "rule index", "rule sort"]
         assert all("exit status 0" in b for b in bars), bars
+        assert ">0 µs<" not in Path(pages[kind]).read_text(encoding="utf-8")  # no time in a class reads "-"
 
 
 # each chart's height and the height plotly drew it at

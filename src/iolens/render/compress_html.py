@@ -6,6 +6,8 @@ htmlsafe.esc.
 
 from __future__ import annotations
 
+import math
+
 from typing import Any
 
 import plotly.graph_objects as go
@@ -71,10 +73,29 @@ def scatter(inp: dict[str, Any], key: str) -> go.Figure:
     fig.add_trace(go.Scatter(x=[r[key] / MIB for r in front], y=[r["ratio"] for r in front], mode="lines",
                              name="Pareto front", line=dict(color="#222", dash="dot"), hoverinfo="skip"))
     fig.update_layout(xaxis_title="MiB/s of uncompressed data (log scale)", yaxis_title="ratio (original / compressed)")
-    # powers of ten only: plotly's digit labels between them ("2", "5", "9") collide at a narrow width
-    fig.update_xaxes(type="log", dtick=1 if len(rows) > 1 and max(r[key] for r in rows) >= 10 * min(
-        r[key] for r in rows) else None)
+    # ticks chosen here: plotly's own on a log axis add one-digit labels ("2", "5", "9") that collide with their
+    # neighbours at a narrow width
+    ticks = log_ticks([r[key] / MIB for r in rows])
+    fig.update_xaxes(type="log", tickmode="array", tickvals=ticks, ticktext=[f"{v:g}" for v in ticks])
     return fig
+
+
+def log_ticks(values: list[float], most: int = 5) -> list[float]:
+    """At most `most` round values (1, 2, 5 times a power of ten; powers of ten only when those are too many)
+    within the span of `values`; in a narrow span, 1–9 or 1–9.5 in halves times a power of ten."""
+    pos = [v for v in values if v > 0]
+    if not pos:
+        return []
+    lo, hi = min(pos), max(pos)
+    span = range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1)
+    for steps in ((1, 2, 5), (1, 2, 3, 4, 5, 6, 7, 8, 9), tuple(m / 2 for m in range(2, 20))):
+        ticks = [m * 10.0 ** k for k in span for m in steps if lo <= m * 10.0 ** k <= hi]
+        if len(ticks) > most:
+            powers = [t for t in ticks if math.log10(t).is_integer()]
+            ticks = powers if len(powers) >= 2 else ticks[::math.ceil(len(ticks) / most)]
+        if len(ticks) >= 2:
+            return ticks
+    return [round(lo, 3 - math.floor(math.log10(lo)))]
 
 
 def _point(r: dict[str, Any]) -> str:

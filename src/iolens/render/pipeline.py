@@ -152,6 +152,11 @@ def time_axis(span_s: float) -> list[tuple[float, str]]:
     return [(t * size, f"{t:g} {unit}") for t in _ticks(span_s / size)]
 
 
+# on a phone the rules table scrolls sideways (its box shows a shadow) rather than squeezing its sentences (where
+# each rule's data went, its advice) into a word a line, which made every row a screen tall
+NARROW_CSS = ("@media (max-width:700px){#rules td:nth-child(n+10){min-width:13em}"
+              "#rules td:nth-child(13){min-width:26em}}")
+
 GANTT_CSS = """
 .gantt{margin:4px 0 0}
 .gantt .host{font-size:12px;font-weight:600;margin:8px 0 2px;overflow-wrap:anywhere}
@@ -256,8 +261,11 @@ def _classes_table(rep: dict[str, Any]) -> str:
     from iolens.pipeline.merge import IO_CLASSES, LABELS
 
     other = sorted({k for r in rep["rules"] for k in r["breakdown"]} - set(IO_CLASSES))
-    rows = [_cells((r["rule"], None, "text"), *(_num(r["breakdown"].get(c), _hs(r["breakdown"].get(c, 0.0)))
-                                                for c in IO_CLASSES + other)) for r in rep["rules"]]
+    def cell(x: float | None) -> tuple[str, float | None, str]:  # none of that class: "-", not "0 µs"
+        return _num(x, _hs(x) if x else "-")
+
+    rows = [_cells((r["rule"], None, "text"), *(cell(r["breakdown"].get(c)) for c in IO_CLASSES + other))
+            for r in rep["rules"]]
     return table("classes", [("rule", "s")] + [(LABELS.get(c, c.replace("_", " ")), "n")
                                                 for c in IO_CLASSES + other], rows)
 
@@ -324,7 +332,7 @@ def render_html(rep: dict[str, Any]) -> bytes:
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>iolens pipeline report: {esc_line(rep['directory'])}</title>
-<style>{PAGE_CSS}{GANTT_CSS}th[data-type="s"]{{text-align:left}}</style>
+<style>{PAGE_CSS}{GANTT_CSS}th[data-type="s"]{{text-align:left}}{NARROW_CSS}</style>
 </head><body>
 <header><h1>iolens pipeline report</h1><div class="cmd">{esc_line(rep['directory'])}</div></header>
 <main>
