@@ -80,7 +80,8 @@ def test_compare_explains_verdict_words_interval_and_columns(runs):
     page, text = runs["compare"], _visible(runs["compare"])
     assert "undecided: neither, more runs needed" in text
     assert "faster / slower: the 95% interval of the time ratio" in text
-    assert "[low, high]: the range the difference lies in" in text
+    assert "[low, high]: the range that difference lies in" in text
+    assert "the difference of the runs' geometric means (the table's vs baseline compares medians" in text
     assert "standard deviation / mean (coefficient of variation)" in text
     assert "stage (inputs copied in" in text and "cache warm: inputs may already be in memory" in text
     assert "coefficient of variation" in _tip(page, "CV") and "95% confidence" in _tip(page, "95% CI of median")

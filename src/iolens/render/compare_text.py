@@ -43,8 +43,9 @@ def verdict_key(s: dict[str, Any]) -> str:
     conf = 100 * (1 - s.get("alpha", 0.05))
     return (f"faster / slower: the {conf:g}% interval of the time ratio leaves out \"no change\"; "
             f"no difference larger than {margin:g}%: equivalent within that margin (two one-sided tests); "
-            "undecided: neither, more runs needed; [low, high]: the range the difference lies in "
-            f"({conf:g}% confidence; {100 - 2 * (100 - conf):g}% for equivalence)")
+            "undecided: neither, more runs needed; the figure: the difference of the runs' geometric means (the "
+            "table's vs baseline compares medians, so the two can differ); [low, high]: the range that difference "
+            f"lies in ({conf:g}% confidence; {100 - 2 * (100 - conf):g}% for equivalence)")
 
 
 def column_key(s: dict[str, Any]) -> dict[str, str]:
