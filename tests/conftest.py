@@ -138,3 +138,50 @@ def lab_up(tmp_path_factory, label: str, *up_args: str, needed: list[str] | None
         if check_down:
             assert down.returncode == 0, down.stderr
             assert not mounts_under(d), f"left mounted under the lab: {mounts_under(d)}"
+
+
+@pytest.fixture(scope="session")
+def page_runs(tmp_path_factory) -> dict:
+    """Real runs whose pages and tables several modules read (tests/test_pages_layout.py, tests/test_page_words.py),
+    made once: a compare of `cat` on two placements and two strategies, its cost, compress on a small VCF, and a
+    capture directory of three tasks named by their Slurm job. Each `NAME` is the text it printed at 200 columns,
+    each `NAME.html` the page's path."""
+    import random
+
+    from pipeline_helpers import preload_lib
+
+    def ok(res: subprocess.CompletedProcess) -> str:
+        assert res.returncode == 0, res.stderr
+        return res.stdout
+
+    d = tmp_path_factory.mktemp("pages")
+    env = dict(os.environ, COLUMNS="200")
+    out: dict = {f"{k}.html": d / f"{k}.html" for k in ("compare", "cost", "compress", "pipeline")}
+    (d / "in.bin").write_bytes(os.urandom(1 << 20))
+    places = [d / "placement_one", d / "placement_two"]
+    for p in places:
+        p.mkdir()
+    db = d / "results.sqlite"
+    out["compare"] = ok(iolens("compare", "cat {in} > {out:copy.bin}", "--input", f"in={d / 'in.bin'}", "--place",
+                               f"out={places[0]},{places[1]}", "--strategy", "direct,stage", "--runs", "3",
+                               "--warmup", "0", "--db", db, "--seed", "5", "--html", out["compare.html"], cwd=d,
+                               env=env))
+    out["cost"] = ok(iolens("cost", "--last", "--db", db, "--no-store", "--map",
+                            f"{places[0]}=aws:ec2-instance-nvme,{places[1]}=aws:ebs-gp3:size=200",
+                            "--runs-per-month", "30", "--held-for", "2h", "--html", out["cost.html"], env=env))
+    rng = random.Random(1)
+    vcf = d / "calls.vcf"
+    vcf.write_text("##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n" + "".join(
+        f"chr1\t{i * 37}\t.\tA\tG\t{rng.randint(10, 99)}\tPASS\tDP={rng.randint(1, 80)}\n" for i in range(40000)))
+    out["compress"] = ok(iolens("compress", vcf, "--no-store", "--codecs", "zstd:1/3/19,lz4,gzip:1/6/9,bgzip:6",
+                                "--min-time", "0.05", "--html", out["compress.html"], env=env))
+    cap = d / "cap"
+    (cap / "parts").mkdir(parents=True)
+    for name, cmd in (("align", "exec dd if=/dev/zero of=a.bin bs=64k count=20 oflag=dsync status=none"),
+                      ("sort", "exec head -c 3000000 /dev/zero > b.bin"), ("index", "exec seq 1 100000 > c.txt")):
+        penv = dict(os.environ, LD_PRELOAD=preload_lib(), IOLENS_DIR=str(cap / "parts"), SLURM_JOB_ID="1",
+                    SLURM_JOB_NAME=name)
+        subprocess.run(["sh", "-c", cmd], env=penv, cwd=d, check=True)
+    out["pipeline"] = ok(iolens("report", cap, env=env))
+    ok(iolens("report", cap, "-q", "--html", out["pipeline.html"]))
+    return out

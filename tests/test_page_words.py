@@ -7,22 +7,13 @@ tables come from real runs (one compare of `cat`, its cost, compress on a small 
 from __future__ import annotations
 
 import html
-import os
-import random
 import re
-import subprocess
 
 import pytest
 
-from conftest import iolens
-from pipeline_helpers import preload_lib
-
 pytestmark = pytest.mark.timeout(600)
 
-
-def _ok(res: subprocess.CompletedProcess) -> str:
-    assert res.returncode == 0, res.stderr
-    return res.stdout
+KINDS = ("compare", "cost", "compress", "pipeline")
 
 
 def _visible(page: str) -> str:
@@ -40,40 +31,9 @@ def _tip(page: str, header: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict:
-    d = tmp_path_factory.mktemp("words")
-    out: dict = {}
-    (d / "in.bin").write_bytes(os.urandom(1 << 18))
-    places = [d / "one", d / "two"]
-    for p in places:
-        p.mkdir()
-    db = d / "results.sqlite"
-    env = dict(os.environ, COLUMNS="200")
-    out["compare.txt"] = _ok(iolens("compare", "cat {in} > {out:copy.bin}", "--input", f"in={d / 'in.bin'}",
-                                    "--place", f"out={places[0]},{places[1]}", "--strategy", "direct,stage",
-                                    "--runs", "3", "--warmup", "0", "--db", db, "--seed", "5", "--html",
-                                    d / "compare.html", cwd=d, env=env))
-    out["cost.txt"] = _ok(iolens("cost", "--last", "--db", db, "--no-store", "--map",
-                                 f"{places[0]}=aws:ec2-instance-nvme,{places[1]}=aws:ebs-gp3:size=200",
-                                 "--runs-per-month", "30", "--held-for", "2h", "--html", d / "cost.html", env=env))
-    rng = random.Random(1)
-    vcf = d / "calls.vcf"
-    vcf.write_text("##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n" + "".join(
-        f"chr1\t{i * 37}\t.\tA\tG\t{rng.randint(10, 99)}\tPASS\tDP={rng.randint(1, 80)}\n" for i in range(5000)))
-    out["compress.txt"] = _ok(iolens("compress", vcf, "--no-store", "--codecs", "zstd:1/9,bgzip:6", "--min-time",
-                                     "0.02", "--html", d / "compress.html", env=env))
-    cap = d / "cap"
-    (cap / "parts").mkdir(parents=True)
-    for name, cmd in (("align", "exec dd if=/dev/zero of=a.bin bs=64k count=20 oflag=dsync status=none"),
-                      ("index", "exec seq 1 10000 > c.txt")):
-        penv = dict(os.environ, LD_PRELOAD=preload_lib(), IOLENS_DIR=str(cap / "parts"), SLURM_JOB_ID="1",
-                    SLURM_JOB_NAME=name)
-        subprocess.run(["sh", "-c", cmd], env=penv, cwd=d, check=True)
-    out["pipeline.txt"] = _ok(iolens("report", cap, env=env))
-    _ok(iolens("report", cap, "-q", "--html", d / "pipeline.html"))
-    for k in ("compare", "cost", "compress", "pipeline"):
-        out[k] = (d / f"{k}.html").read_text()
-    return out
+def runs(page_runs) -> dict:
+    """The shared runs (conftest.py's page_runs): each kind's page text and, as `KIND.txt`, its terminal table."""
+    return {**{f"{k}.txt": page_runs[k] for k in KINDS}, **{k: page_runs[f"{k}.html"].read_text() for k in KINDS}}
 
 
 def test_compare_explains_verdict_words_interval_and_columns(runs):

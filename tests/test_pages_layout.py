@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import shutil
 import subprocess
 from pathlib import Path
@@ -25,7 +24,6 @@ import pytest
 
 from conftest import datapath, iolens
 from helpers.browser import load_page
-from pipeline_helpers import preload_lib
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -39,37 +37,11 @@ def _ok(res: subprocess.CompletedProcess) -> None:
 
 
 @pytest.fixture(scope="module")
-def pages(tmp_path_factory) -> dict:
-    d = tmp_path_factory.mktemp("pages")
-    out = {k: d / f"{k}.html" for k in KINDS}
-    _ok(iolens("report", datapath("report", "small.iolens"), "-q", "--html", out["report"]))
-    # a capture directory: three tasks given only the environment, named by their Slurm job
-    cap = d / "cap"
-    (cap / "parts").mkdir(parents=True)
-    for name, cmd in (("align", "exec dd if=/dev/zero of=a.bin bs=64k count=20 oflag=dsync status=none"),
-                      ("sort", "exec head -c 3000000 /dev/zero > b.bin"), ("index", "exec seq 1 100000 > c.txt")):
-        env = dict(os.environ, LD_PRELOAD=preload_lib(), IOLENS_DIR=str(cap / "parts"), SLURM_JOB_ID="1",
-                   SLURM_JOB_NAME=name)
-        subprocess.run(["sh", "-c", cmd], env=env, cwd=d, check=True)
-    _ok(iolens("report", cap, "-q", "--html", out["pipeline"]))
-    (d / "in.bin").write_bytes(os.urandom(1 << 20))
-    places = [d / "placement_one", d / "placement_two"]
-    for p in places:
-        p.mkdir()
-    db = d / "results.sqlite"
-    _ok(iolens("compare", "cat {in} > {out:copy.bin}", "--input", f"in={d / 'in.bin'}", "--place",
-               f"out={places[0]},{places[1]}", "--strategy", "direct,stage", "--runs", "3", "--warmup", "0",
-               "--db", db, "--seed", "5", "-q", "--html", out["compare"], cwd=d))
-    _ok(iolens("cost", "--last", "--db", db, "--no-store", "--map",
-               f"{places[0]}=aws:ec2-instance-nvme,{places[1]}=aws:ebs-gp3:size=200", "--runs-per-month", "30",
-               "--held-for", "2h", "--html", out["cost"]))
-    rng = random.Random(1)
-    vcf = d / "calls.vcf"
-    vcf.write_text("##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n" + "".join(
-        f"chr1\t{i * 37}\t.\tA\tG\t{rng.randint(10, 99)}\tPASS\tDP={rng.randint(1, 80)}\n" for i in range(40000)))
-    _ok(iolens("compress", vcf, "--no-store", "-q", "--codecs", "zstd:1/3/19,lz4,gzip:1/6/9,bgzip:6",
-               "--min-time", "0.05", "--html", out["compress"]))
-    return out
+def pages(tmp_path_factory, page_runs) -> dict:
+    """The golden capture's report, and the pages of the shared runs (conftest.py's page_runs)."""
+    report = tmp_path_factory.mktemp("pages") / "report.html"
+    _ok(iolens("report", datapath("report", "small.iolens"), "-q", "--html", report))
+    return {"report": report, **{k: page_runs[f"{k}.html"] for k in KINDS if k != "report"}}
 
 
 @pytest.mark.parametrize("kind", KINDS)

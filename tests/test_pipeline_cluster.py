@@ -160,6 +160,7 @@ def test_snakemake_through_slurm(slurm, tmp_path):
     export = f"--export=ALL,LD_PRELOAD={preload_lib()},IOLENS_DIR={cap}/parts"
     log = _snakemake(tmp_path, cap, slurm, "--executor", "cluster-generic", "--cluster-generic-submit-cmd",
                      f"sbatch --parsable -p debug -o /dev/null {export}", "--jobs", "4", "--latency-wait", "5",
-                     on_engine=False)
+                     # a look at the jobs each second, not Snakemake's 10: each of the four rules waits for one
+                     "--seconds-between-status-checks", "1", on_engine=False)
     rep = _check_snakemake(tmp_path, cap, log)
     assert_rules_equal_sums(rep, independent_sums(cap, log))
