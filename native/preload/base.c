@@ -153,6 +153,37 @@ __asm__(".text\n"
         "1:  mov %rax, %rdi\n"
         "    jmp iolens_syscall_error\n"
         ".size iolens_syscall, .-iolens_syscall\n");
+/* The same without the error branch: the kernel's result as it is. */
+__asm__(".text\n"
+        ".globl iolens_sysraw\n"
+        ".hidden iolens_sysraw\n"
+        ".type iolens_sysraw, @function\n"
+        "iolens_sysraw:\n"
+        "    mov %rdi, %rax\n"
+        "    mov %rsi, %rdi\n"
+        "    mov %rdx, %rsi\n"
+        "    mov %rcx, %rdx\n"
+        "    mov %r8, %r10\n"
+        "    mov %r9, %r8\n"
+        "    mov 8(%rsp), %r9\n"
+        "    syscall\n"
+        "    ret\n"
+        ".size iolens_sysraw, .-iolens_sysraw\n");
+#else
+/* Elsewhere libc's syscall, errno kept as it was. */
+long iolens_sysraw(long n, ...)
+{
+    va_list ap;
+    long a[6];
+    va_start(ap, n);
+    for (int i = 0; i < 6; i++) a[i] = va_arg(ap, long);
+    va_end(ap);
+    int e = errno;
+    long r = syscall(n, a[0], a[1], a[2], a[3], a[4], a[5]);
+    if (r == -1) r = -errno;
+    errno = e;
+    return r;
+}
 #endif
 
 long iolens_sys_write(int fd, const void *buf, unsigned long n)

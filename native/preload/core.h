@@ -547,6 +547,10 @@ long iolens_sys_write(int fd, const void *buf, unsigned long n);
 long iolens_syscall(long n, ...);
 #define syscall iolens_syscall
 #endif
+/* A system call with the kernel's own result, -errno on failure, and errno untouched: the end of an image with
+ * no part (built.c) so reads and writes no errno, whose first use costs a lazy binding of libc's
+ * __errno_location in every such process. */
+long iolens_sysraw(long n, ...);
 
 /* Around the recorder's own calls that may grow a file (fallocate, write):
  * SIGXFSZ from RLIMIT_FSIZE is held back and, if the call raised it, taken

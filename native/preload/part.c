@@ -23,7 +23,7 @@ int iolens_fsize_short;
 IOLENS_COLD uint64_t iolens_fsize_limit(void)
 {
     struct rlimit rl;
-    if (syscall(SYS_prlimit64, 0, RLIMIT_FSIZE, NULL, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return UINT64_MAX;
+    if (iolens_sysraw(SYS_prlimit64, 0, RLIMIT_FSIZE, NULL, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return UINT64_MAX;
     return (uint64_t)rl.rlim_cur;
 }
 
