@@ -84,7 +84,6 @@ struct iolens_state {
     uint64_t wall_start[IOLENS_NCAT + 1];
     char dir[512];
     char part_path[600];
-    char trace_path[620]; /* empty when not tracing */
 };
 
 /* Why an active image has no part mapped (iolens_state.pending). */

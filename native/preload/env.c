@@ -32,6 +32,9 @@ static const char *const env_keys[] = {"IOLENS",           "IOLENS_DIR",        
  * (only the array shrinks); so the start copies little and touches few pages. */
 IOLENS_START_DATA static const char *env_saved[NKEYS]; /* "KEY=value", 0 when unset */
 IOLENS_START_DATA static char *preload_full;           /* "LD_PRELOAD=..." as the launcher set it */
+/* Where the two LD_PRELOAD strings are made: a value of usual length in .data (the page the loader writes
+ * anyway), a long one in .bss (a page more to fault in). */
+IOLENS_START_DATA static char preload_small[480];
 static char preload_pool[1100 + 4096];
 static char nothing[1];
 static char *preload_own = nothing;  /* "LD_PRELOAD=<this library>"; empty: not found */
@@ -114,7 +117,8 @@ IOLENS_COLD void iolens_env_take(void)
         if (!drop && e[0] == 'L' && starts(e, "LD_PRELOAD", 10) && iolens_strlen(e) < sizeof preload_pool - 1100 &&
             (at = find_own(e + 11, &at_len)) != 0 && at_len + 12 < 1100) {
             preload_full = e;
-            char *own = preload_pool, *rest = own + 11 + at_len + 1;
+            char *own = 12 + at_len + iolens_strlen(e) + 1 <= sizeof preload_small ? preload_small : preload_pool;
+            char *rest = own + 11 + at_len + 1;
             iolens_memcpy(own, "LD_PRELOAD=", 11);
             iolens_memcpy(own + 11, at, at_len);
             own[11 + at_len] = 0;

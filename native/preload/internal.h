@@ -103,6 +103,9 @@ extern int iolens_nlayers;
 /* ---- part.c ---- */
 /* Set when RLIMIT_FSIZE, the program's own limit, kept the part from growing. */
 extern int iolens_fsize_short;
+/* The --trace file beside the part; empty when not tracing.  In .bss, not in iolens_g: only a traced image
+ * touches it, and .data has to stay on the pages the loader writes anyway (IOLENS_START_DATA). */
+extern char iolens_trace_path[620];
 /* RLIMIT_FSIZE now, in bytes (UINT64_MAX: none). */
 IOLENS_COLD uint64_t iolens_fsize_limit(void);
 /* Reserve a record of size bytes; the caller fills it and publishes it.  Lock held.  0: the part is full. */
