@@ -169,21 +169,6 @@ __asm__(".text\n"
         "    syscall\n"
         "    ret\n"
         ".size iolens_sysraw, .-iolens_sysraw\n");
-#else
-/* Elsewhere libc's syscall, errno kept as it was. */
-long iolens_sysraw(long n, ...)
-{
-    va_list ap;
-    long a[6];
-    va_start(ap, n);
-    for (int i = 0; i < 6; i++) a[i] = va_arg(ap, long);
-    va_end(ap);
-    int e = errno;
-    long r = syscall(n, a[0], a[1], a[2], a[3], a[4], a[5]);
-    if (r == -1) r = -errno;
-    errno = e;
-    return r;
-}
 #endif
 
 long iolens_sys_write(int fd, const void *buf, unsigned long n)
