@@ -334,6 +334,31 @@ def test_static_program_sees_the_environment_unprofiled(tmp_path, static_envdump
         assert cap.processes and {os.path.basename(p.exe) for p in cap.processes} <= dynamic
 
 
+# a program that starts ./prog three times with posix_spawn, rewriting it in place (same inode) before each start
+# from the file named; each start's output goes to ./prog.N, and the lines of it that name the recorder are counted
+RESPAWN = """
+import os, shutil, sys
+for i, src in enumerate(sys.argv[1:]):
+    shutil.copyfile(src, "./prog")
+    os.chmod("./prog", 0o755)
+    out = f"./prog.{i}"
+    pid = os.posix_spawn("./prog", ["./prog"], os.environ,
+                         file_actions=[(os.POSIX_SPAWN_OPEN, 1, out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)])
+    os.waitpid(pid, 0)
+    print(sum("IOLENS" in line or "iolens_preload" in line for line in open(out)))
+"""
+
+
+def test_a_program_rewritten_between_two_starts_is_looked_at_again(tmp_path, static_envdump):
+    """Whether the interposer loads in a program is kept for the last one started by path, with the file's
+    identity: the same path rewritten in place (the same inode) with a static program is read again, and that one
+    is given its environment unprofiled; a dynamic one written back is profiled again."""
+    env = shutil.which("env")
+    res, cap = both(tmp_path, [sys.executable, "-c", RESPAWN, env, static_envdump, env])
+    assert res.stdout == b"0\n0\n0\n"
+    assert len(images(cap, "prog")) == 2
+
+
 # A preload of the user's that defines read and write: every byte read and written is upper-cased.
 SHOUT = r"""
 #define _GNU_SOURCE

@@ -10,8 +10,10 @@
 #include <string.h>
 #include "iolens_format.h"
 
+/* The name in place, not a pointer: the tables are then read-only data, not ~120 relocations the loader makes
+ * in every process that loads the interposer, on a page of .data.rel.ro it copies to make them. */
 struct iolens_field_desc {
-    const char *name;
+    char name[IOLENS_SCHEMA_NAME_LEN];
     uint32_t type, count, offset;
 };
 struct iolens_layout_desc {

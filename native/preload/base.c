@@ -153,6 +153,22 @@ __asm__(".text\n"
         "1:  mov %rax, %rdi\n"
         "    jmp iolens_syscall_error\n"
         ".size iolens_syscall, .-iolens_syscall\n");
+/* The same without the error branch: the kernel's result as it is. */
+__asm__(".text\n"
+        ".globl iolens_sysraw\n"
+        ".hidden iolens_sysraw\n"
+        ".type iolens_sysraw, @function\n"
+        "iolens_sysraw:\n"
+        "    mov %rdi, %rax\n"
+        "    mov %rsi, %rdi\n"
+        "    mov %rdx, %rsi\n"
+        "    mov %rcx, %rdx\n"
+        "    mov %r8, %r10\n"
+        "    mov %r9, %r8\n"
+        "    mov 8(%rsp), %r9\n"
+        "    syscall\n"
+        "    ret\n"
+        ".size iolens_sysraw, .-iolens_sysraw\n");
 #endif
 
 long iolens_sys_write(int fd, const void *buf, unsigned long n)

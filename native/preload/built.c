@@ -10,7 +10,6 @@
 #include <elf.h>
 #include <limits.h>
 #include <link.h>
-#include <sys/auxv.h>
 #include <sys/uio.h>
 #include <sys/utsname.h>
 
@@ -78,11 +77,9 @@ struct iolens_proc *iolens_built_proc(void)
 /* What a part says of the moment its image (or fork child) started. */
 IOLENS_COLD void iolens_take_start(struct iolens_proc *p)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
     p->pid = (uint64_t)iolens_g.pid;
-    p->start_real = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-    p->start_mono = iolens_mono();
+    p->start_real = iolens_sys_clock(CLOCK_REALTIME);
+    p->start_mono = iolens_sys_clock(CLOCK_MONOTONIC);
     p->ppid = (uint64_t)syscall(SYS_getppid);
     struct rusage ru;
     if (syscall(SYS_getrusage, RUSAGE_SELF, &ru) == 0) {
@@ -140,7 +137,37 @@ IOLENS_COLD void iolens_note_strings(int argc, char **argv, char **envp)
     built_strings_end = at;
 }
 
-extern const ElfW(Ehdr) __ehdr_start; /* this library's own ELF header, placed by the linker */
+/* The path exec was given (AT_EXECFN) when it names the image's own executable: the kernel ran that file itself,
+ * not as the script or binfmt_misc file of an interpreter; else 0 (/proc/self/exe is read at the end). */
+IOLENS_START_DATA static const char *execfn;
+
+/* At start, with the argv and envp the kernel laid out (before anything drops entries from envp).  AT_EXECFN is
+ * read from the auxiliary vector after envp: libc's getauxval would cost every image a lazy binding at its end.
+ * An interpreter the kernel started for a script (#!) or a binfmt_misc file gets that file's path, the same
+ * string as AT_EXECFN, as one of its first arguments (after its own and at most one option, nested up to 4 deep;
+ * binfmt_misc's P flag puts argv[0] before it): so the path is taken as the executable only when no such argument
+ * is that path, and when no AT_EXECFD (binfmt_misc's O flag) says an interpreter was given the file.  An ELF run
+ * with its own path as an argument (`file /usr/bin/file`) is only looked up by /proc/self/exe, as before.  This
+ * replaces an open and a read of the file's ELF header at the end of every image with no part. */
+IOLENS_COLD void iolens_note_exec(int argc, char **argv, char **envp)
+{
+    if (!envp) return;
+    char **e = envp;
+    while (*e) e++;
+    const ElfW(auxv_t) *a = (const ElfW(auxv_t) *)(e + 1);
+    const char *fn = 0;
+    int pagesz = 0, execfd = 0;
+    for (int i = 0; i < 64 && a[i].a_type != AT_NULL; i++) {
+        if (a[i].a_type == AT_EXECFN) fn = (const char *)a[i].a_un.a_val;
+        if (a[i].a_type == AT_PAGESZ) pagesz = a[i].a_un.a_val != 0;
+        if (a[i].a_type == AT_EXECFD) execfd = 1;
+    }
+    /* every Linux kernel gives AT_PAGESZ: without it this was not the vector */
+    if (!pagesz || !fn || fn[0] != '/' || execfd) return;
+    for (int i = 1; i < argc && i <= 10 && argv[i]; i++)
+        if (iolens_streq(argv[i], fn)) return;
+    execfn = fn;
+}
 
 /* The absolute path p (len bytes, in a buffer of PATH_MAX) with its symbolic links resolved and "." and ".."
  * taken out, into out (PATH_MAX); its length, or -1 (a component missing, a loop, too long). */
@@ -167,8 +194,8 @@ IOLENS_COLD static long resolve_path(char *p, size_t len, char *out)
         iolens_memcpy(out + o, p + c, cl);
         o += cl;
         out[o] = 0;
-        long n = syscall(SYS_readlinkat, AT_FDCWD, out, target, sizeof target - 1);
-        if (n < 0 && errno == EINVAL) continue; /* not a link */
+        long n = iolens_sysraw(SYS_readlinkat, AT_FDCWD, out, target, sizeof target - 1);
+        if (n == -EINVAL) continue; /* not a link */
         if (n <= 0 || ++links > 40 || (size_t)n + 1 + (len - i) >= PATH_MAX) return -1;
         /* the link's target, then what was left of p, is the path now */
         size_t rest = len - i;
@@ -186,23 +213,13 @@ IOLENS_COLD static long resolve_path(char *p, size_t len, char *out)
 }
 
 /* The executable without /proc/self/exe, whose lookup of /proc/PID costs a new process 15-20 us: the path the
- * kernel was given (AT_EXECFN), when absolute and an ELF of this machine (so the kernel ran it itself, not as a
- * script's or binfmt_misc's interpreter), with its links resolved.  Its length, or -1. */
+ * kernel was given, when it ran that file itself (iolens_note_exec), with its links resolved.  Its length, or -1. */
 IOLENS_COLD static long exe_from_execfn(char *out)
 {
-    const char *fn = (const char *)getauxval(AT_EXECFN);
     char path[PATH_MAX];
-    size_t len = fn ? iolens_strlen(fn) : 0;
-    if (!len || fn[0] != '/' || len >= sizeof path) return -1;
-    iolens_memcpy(path, fn, len);
-    int fd = sys_open(fn, O_RDONLY | O_CLOEXEC, 0);
-    if (fd < 0) return -1;
-    ElfW(Ehdr) h;
-    long r = syscall(SYS_pread64, fd, &h, sizeof h, 0L);
-    sys_close(fd);
-    const ElfW(Ehdr) *me = &__ehdr_start;
-    if (r != (long)sizeof h || !iolens_memeq(h.e_ident, me->e_ident, EI_DATA + 1) || h.e_machine != me->e_machine)
-        return -1;
+    size_t len = execfn ? iolens_strlen(execfn) : 0;
+    if (!len || len >= sizeof path) return -1;
+    iolens_memcpy(path, execfn, len);
     return resolve_path(path, len, out);
 }
 
@@ -210,13 +227,11 @@ IOLENS_COLD static long exe_from_execfn(char *out)
  * (compact: the executable found without /proc when it can be). */
 IOLENS_COLD static uint64_t built_late_strings(uint64_t at, int compact)
 {
-    int e = errno;
     long n = compact ? exe_from_execfn(built_text(at)) : -1;
-    errno = e;
-    if (n < 0) n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", built_text(at), PATH_MAX - 1);
+    if (n < 0) n = iolens_sysraw(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", built_text(at), PATH_MAX - 1);
     if (n > 0) at = built_string(at, IOLENS_STR_EXE, (uint32_t)n);
     struct utsname u;
-    if (syscall(SYS_uname, &u) == 0) {
+    if (iolens_sysraw(SYS_uname, &u) == 0) {
         size_t l = iolens_strlen(u.nodename);
         iolens_memcpy(built_text(at), u.nodename, l);
         at = built_string(at, IOLENS_STR_HOST, (uint32_t)l);
@@ -238,9 +253,9 @@ IOLENS_COLD void iolens_add_start_strings(void)
 
 IOLENS_COLD void iolens_fill_end(struct iolens_proc *p, int kernel_io)
 {
-    p->end_mono = iolens_mono(); /* on the same clock as start_mono */
+    p->end_mono = iolens_sys_clock(CLOCK_MONOTONIC); /* on the same clock as start_mono */
     struct rusage ru;
-    if (syscall(SYS_getrusage, RUSAGE_SELF, &ru) == 0) {
+    if (iolens_sysraw(SYS_getrusage, RUSAGE_SELF, &ru) == 0) {
         p->utime_ns = tv_ns(ru.ru_utime);
         p->stime_ns = tv_ns(ru.ru_stime);
         p->maxrss_kb = (uint64_t)ru.ru_maxrss;
@@ -270,12 +285,12 @@ IOLENS_COLD void iolens_fill_end(struct iolens_proc *p, int kernel_io)
  * the merge's to add (capture/merge.py, `part_records`): written here they were
  * 20 KiB, two pages of the staging tmpfs and a truncate in every process with
  * no file I/O.  Raw system calls and no formatting by libc: it runs on fatal
- * signals too. */
+ * signals too.  errno is untouched (iolens_sysraw); 0, or -errno on failure. */
 IOLENS_COLD int iolens_write_built(uint64_t flags, uint64_t status)
 {
     struct iolens_state *g = &iolens_g;
     struct iolens_proc *p = iolens_built_proc();
-    if (iolens_part_name(p->start_mono) < 0) return -1;
+    if (iolens_part_name(p->start_mono) < 0) return -ENAMETOOLONG;
     struct iolens_rec_hdr *r = (struct iolens_rec_hdr *)built;
     r->size = sizeof *p;
     r->version = IOLENS_VER_PROC;
@@ -294,20 +309,20 @@ IOLENS_COLD int iolens_write_built(uint64_t flags, uint64_t status)
     uint64_t lim = iolens_fsize_limit();
     if (len > lim) {
         iolens_fsize_short = 1;
-        return -1;
+        return -EFBIG;
     }
-    int fd = sys_open(g->part_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) return -1;
+    int fd = (int)iolens_sysraw(SYS_openat, AT_FDCWD, g->part_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return fd;
     struct iolens_xfsz x;
     if (lim != UINT64_MAX) iolens_xfsz_hold(&x);
     long w;
-    do w = syscall(SYS_writev, fd, iov, 2);
-    while (w < 0 && errno == EINTR);
+    do w = iolens_sysraw(SYS_writev, fd, iov, 2);
+    while (w == -EINTR);
     if (lim != UINT64_MAX) iolens_xfsz_release(&x);
-    sys_close(fd);
+    iolens_sysraw(SYS_close, fd);
     if (w != (long)len) {
-        syscall(SYS_unlinkat, AT_FDCWD, g->part_path, 0);
-        return -1;
+        iolens_sysraw(SYS_unlinkat, AT_FDCWD, g->part_path, 0);
+        return w < 0 ? (int)w : -ENOSPC;
     }
     return 0;
 }

@@ -89,6 +89,7 @@ IOLENS_COLD __attribute__((constructor(102))) static void iolens_init(int argc, 
     if (!dir || !*dir || iolens_strlen(dir) >= sizeof g->dir) return;
     iolens_guard = 1;
     iolens_memcpy(g->dir, dir, iolens_strlen(dir) + 1);
+    iolens_note_exec(argc, argv, envp);
     iolens_env_take(); /* the program sees the environment it would see unprofiled */
     if (!packed) {
         const char *t = iolens_env("IOLENS_TRACE"), *mf = iolens_env("IOLENS_MAX_FILES");
@@ -123,18 +124,20 @@ IOLENS_COLD static void finalize(uint64_t flags, uint64_t status, int at_exit)
             iolens_materialize();
             if (!g->active) return;
         } else {
-            int saved = errno;
             int guard = iolens_guard;
             iolens_guard = 1;
-            if (iolens_write_built(flags, status) == 0) {
+            int r = iolens_write_built(flags, status); /* errno untouched */
+            if (r == 0) {
                 g->pending = IOLENS_PENDING_DONE;
             } else {
+                int saved = errno;
+                errno = -r;
                 warn_once("cannot write the capture");
+                errno = saved;
                 g->active = 0;
                 g->pending = 0;
             }
             iolens_guard = guard;
-            errno = saved;
             return;
         }
     }

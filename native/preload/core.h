@@ -84,7 +84,6 @@ struct iolens_state {
     uint64_t wall_start[IOLENS_NCAT + 1];
     char dir[512];
     char part_path[600];
-    char trace_path[620]; /* empty when not tracing */
 };
 
 /* Why an active image has no part mapped (iolens_state.pending). */
@@ -546,6 +545,20 @@ long iolens_sys_write(int fd, const void *buf, unsigned long n);
  * binding there.  Same contract: -1 with errno set on failure. */
 long iolens_syscall(long n, ...);
 #define syscall iolens_syscall
+/* A system call with the kernel's own result, -errno on failure, and errno untouched: the end of an image with
+ * no part (built.c) so reads and writes no errno, whose first use costs a lazy binding of libc's
+ * __errno_location in every such process. */
+long iolens_sysraw(long n, ...);
+#else
+/* Elsewhere libc's syscall, errno kept as it was (the same contract, not the same cost). */
+#define iolens_sysraw(...) \
+    ({ \
+        int e_ = errno; \
+        long r_ = syscall(__VA_ARGS__); \
+        if (r_ == -1) r_ = -errno; \
+        errno = e_; \
+        r_; \
+    })
 #endif
 
 /* Around the recorder's own calls that may grow a file (fallocate, write):

@@ -16,6 +16,7 @@
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -32,6 +33,9 @@ static const char *const env_keys[] = {"IOLENS",           "IOLENS_DIR",        
  * (only the array shrinks); so the start copies little and touches few pages. */
 IOLENS_START_DATA static const char *env_saved[NKEYS]; /* "KEY=value", 0 when unset */
 IOLENS_START_DATA static char *preload_full;           /* "LD_PRELOAD=..." as the launcher set it */
+/* Where the two LD_PRELOAD strings are made: a value of usual length in .data (the page the loader writes
+ * anyway), a long one in .bss (a page more to fault in). */
+IOLENS_START_DATA static char preload_small[480];
 static char preload_pool[1100 + 4096];
 static char nothing[1];
 static char *preload_own = nothing;  /* "LD_PRELOAD=<this library>"; empty: not found */
@@ -114,7 +118,8 @@ IOLENS_COLD void iolens_env_take(void)
         if (!drop && e[0] == 'L' && starts(e, "LD_PRELOAD", 10) && iolens_strlen(e) < sizeof preload_pool - 1100 &&
             (at = find_own(e + 11, &at_len)) != 0 && at_len + 12 < 1100) {
             preload_full = e;
-            char *own = preload_pool, *rest = own + 11 + at_len + 1;
+            char *own = 12 + at_len + iolens_strlen(e) + 1 <= sizeof preload_small ? preload_small : preload_pool;
+            char *rest = own + 11 + at_len + 1;
             iolens_memcpy(own, "LD_PRELOAD=", 11);
             iolens_memcpy(own + 11, at, at_len);
             own[11 + at_len] = 0;
@@ -167,6 +172,25 @@ IOLENS_COLD static int elf_loads(int fd, unsigned char *b, long n, size_t cap)
     return 0;
 }
 
+/* The last program asked about by path (not a #! script), with its answer and the file's identity when it
+ * was read: a shell that starts the same program in a loop (each a vfork child on the shell's memory, or
+ * posix_spawn in the caller) then checks it with one stat instead of an open, a read and a close.  A file
+ * changed since (written, replaced, moved) has another identity; a #! script is not kept (its interpreter could
+ * change alone).  The lock is only tried: a thread that finds it taken asks the file. */
+static struct {
+    int lock, answer;
+    uint64_t dev, ino, size, mtime_s, mtime_ns, ctime_s, ctime_ns;
+    char path[256];
+} last_prog;
+
+IOLENS_COLD static int same_file(const struct stat *st)
+{
+    return last_prog.dev == (uint64_t)st->st_dev && last_prog.ino == (uint64_t)st->st_ino &&
+           last_prog.size == (uint64_t)st->st_size && last_prog.mtime_s == (uint64_t)st->st_mtim.tv_sec &&
+           last_prog.mtime_ns == (uint64_t)st->st_mtim.tv_nsec && last_prog.ctime_s == (uint64_t)st->st_ctim.tv_sec &&
+           last_prog.ctime_ns == (uint64_t)st->st_ctim.tv_nsec;
+}
+
 /* Whether the interposer loads in the program at path (or, path 0, open at
  * fd), following "#!" lines as the kernel does (capture/record.py's
  * `interposer_loads` makes the same test for the command itself).  A static
@@ -174,7 +198,42 @@ IOLENS_COLD static int elf_loads(int fd, unsigned char *b, long n, size_t cap)
  * loader's complaint on its stderr: either is given its environment as the
  * caller passed it, as unprofiled, and its children are not followed.  Read
  * only at exec or spawn, with raw system calls; errno is kept. */
+IOLENS_COLD static int loads_in_read(const char *path, int fd, int *elf);
+
 IOLENS_COLD static int loads_in(const char *path, int fd)
+{
+    struct stat st;
+    size_t pl = path ? iolens_strlen(path) : sizeof last_prog.path;
+    int e = errno, elf = 0, r;
+    if (pl >= sizeof last_prog.path || syscall(SYS_newfstatat, AT_FDCWD, path, &st, 0) != 0 ||
+        __atomic_exchange_n(&last_prog.lock, 1, __ATOMIC_ACQUIRE)) {
+        errno = e;
+        return loads_in_read(path, fd, &elf);
+    }
+    if (iolens_streq(last_prog.path, path) && same_file(&st)) {
+        r = last_prog.answer;
+    } else {
+        r = loads_in_read(path, fd, &elf);
+        last_prog.path[0] = 0;
+        if (elf) { /* the file itself was read (no #! line): kept */
+            last_prog.dev = (uint64_t)st.st_dev;
+            last_prog.ino = (uint64_t)st.st_ino;
+            last_prog.size = (uint64_t)st.st_size;
+            last_prog.mtime_s = (uint64_t)st.st_mtim.tv_sec;
+            last_prog.mtime_ns = (uint64_t)st.st_mtim.tv_nsec;
+            last_prog.ctime_s = (uint64_t)st.st_ctim.tv_sec;
+            last_prog.ctime_ns = (uint64_t)st.st_ctim.tv_nsec;
+            last_prog.answer = r;
+            iolens_memcpy(last_prog.path, path, pl + 1);
+        }
+    }
+    __atomic_store_n(&last_prog.lock, 0, __ATOMIC_RELEASE);
+    errno = e;
+    return r;
+}
+
+/* The check itself; *elf is set when the file itself was read (no #! line). */
+IOLENS_COLD static int loads_in_read(const char *path, int fd, int *elf)
 {
     union {
         unsigned char b[1024];
@@ -195,6 +254,7 @@ IOLENS_COLD static int loads_in(const char *path, int fd)
             path = interp;
         } else {
             r = elf_loads(path ? opened : fd, u.b, n, sizeof u.b);
+            *elf = depth == 0 && n > 0;
             path = 0;
         }
         if (opened >= 0) syscall(SYS_close, opened);

@@ -78,6 +78,16 @@ static inline void unlock_guarded(int guard)
     iolens_guard = guard;
 }
 
+/* CLOCK_REALTIME or CLOCK_MONOTONIC in ns, by the system call: for an image's start and end only.  The vDSO's
+ * first read faults in its data page and libc's clock_gettime, 5-10 us in a process that reads no clock itself
+ * (a /bin/true); the system call is under 1 us, and the same clock as the hot path's (iolens_now). */
+static inline uint64_t iolens_sys_clock(int clk)
+{
+    struct timespec ts = {0, 0};
+    iolens_sysraw(SYS_clock_gettime, clk, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static inline uint64_t tv_ns(struct timeval tv)
 {
     return (uint64_t)tv.tv_sec * 1000000000ull + (uint64_t)tv.tv_usec * 1000ull;
@@ -93,6 +103,9 @@ extern int iolens_nlayers;
 /* ---- part.c ---- */
 /* Set when RLIMIT_FSIZE, the program's own limit, kept the part from growing. */
 extern int iolens_fsize_short;
+/* The --trace file beside the part; empty when not tracing.  In .bss, not in iolens_g: only a traced image
+ * touches it, and .data has to stay on the pages the loader writes anyway (IOLENS_START_DATA). */
+extern char iolens_trace_path[620];
 /* RLIMIT_FSIZE now, in bytes (UINT64_MAX: none). */
 IOLENS_COLD uint64_t iolens_fsize_limit(void);
 /* Reserve a record of size bytes; the caller fills it and publishes it.  Lock held.  0: the part is full. */
@@ -162,13 +175,17 @@ struct iolens_proc *iolens_built_proc(void);
  * when the part is made. */
 IOLENS_COLD void iolens_take_start(struct iolens_proc *p);
 IOLENS_COLD void iolens_take_kernel_start(struct iolens_proc *p);
+/* At start, before the environment is taken: whether the path exec was given (AT_EXECFN, in the auxiliary vector
+ * after envp) names the executable. */
+IOLENS_COLD void iolens_note_exec(int argc, char **argv, char **envp);
 /* At start: the working directory, the redacted argv and the environment worth keeping. */
 IOLENS_COLD void iolens_note_strings(int argc, char **argv, char **envp);
 /* The image's strings, into a part made before its end. */
 IOLENS_COLD void iolens_add_start_strings(void);
 /* The end fields of p: time, rusage and (kernel_io) the kernel's I/O counters, else flag NO_KERNEL_IO. */
 IOLENS_COLD void iolens_fill_end(struct iolens_proc *p, int kernel_io);
-/* The part of an image that never made one, written whole at its end.  0 on success. */
+/* The part of an image that never made one, written whole at its end.  0 on success, else -errno (errno
+ * itself untouched). */
 IOLENS_COLD int iolens_write_built(uint64_t flags, uint64_t status);
 
 #pragma GCC visibility pop

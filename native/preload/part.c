@@ -15,6 +15,7 @@
 #define RESERVE_DEFAULT (1ull << 30)
 
 int iolens_fsize_short;
+char iolens_trace_path[620];
 
 /* RLIMIT_FSIZE now, in bytes; the recorder sizes its files under it.  The
  * start-up and exit paths ask the kernel directly (here, getrusage, uname and
@@ -23,7 +24,7 @@ int iolens_fsize_short;
 IOLENS_COLD uint64_t iolens_fsize_limit(void)
 {
     struct rlimit rl;
-    if (syscall(SYS_prlimit64, 0, RLIMIT_FSIZE, NULL, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return UINT64_MAX;
+    if (iolens_sysraw(SYS_prlimit64, 0, RLIMIT_FSIZE, NULL, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return UINT64_MAX;
     return (uint64_t)rl.rlim_cur;
 }
 
@@ -139,7 +140,7 @@ int iolens_start_part(const struct iolens_proc *init)
     struct iolens_state *g = &iolens_g;
     int pl = iolens_part_name(init->start_mono);
     if (pl < 0) return -1;
-    g->trace_path[0] = 0;
+    iolens_trace_path[0] = 0;
     if (!g->base) {
         g->reserve = RESERVE_DEFAULT;
         g->base = sys_mmap(0, g->reserve, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -193,8 +194,8 @@ int iolens_start_part(const struct iolens_proc *init)
 
     if (g->trace) {
         /* the trace file is made by its first flush: an image with no events has none */
-        int tn = snprintf(g->trace_path, sizeof g->trace_path, "%.*s.trace", pl - 5, g->part_path);
-        if (tn <= 0 || (size_t)tn >= sizeof g->trace_path) g->trace_path[0] = 0; /* flushes count events lost */
+        int tn = snprintf(iolens_trace_path, sizeof iolens_trace_path, "%.*s.trace", pl - 5, g->part_path);
+        if (tn <= 0 || (size_t)tn >= sizeof iolens_trace_path) iolens_trace_path[0] = 0; /* flushes count events lost */
     }
     return 0;
 }

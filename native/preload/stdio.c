@@ -461,13 +461,15 @@ IOLENS_API int fflush(FILE *fp)
     return r;
 }
 
-/* Does any stream hold bytes waiting to be written? */
+/* Does any stream hold bytes waiting to be written?  Asked at exit by an image with no part yet, which so
+ * created no thread (pthread_create makes the part): no other thread changes the list, and libc's lock is
+ * left alone (its lock and unlock were two lazy bindings at the end of every such image). */
 IOLENS_COLD static int stdio_waiting(void)
 {
-    int any = 0;
-    _IO_list_lock();
+    int any = 0, mt = iolens_g.mt;
+    if (mt) _IO_list_lock();
     for (FILE *fp = (FILE *)_IO_list_all; fp && !any; fp = fp->_chain) any = pending_out(fp) != 0;
-    _IO_list_unlock();
+    if (mt) _IO_list_unlock();
     return any;
 }
 

@@ -24,7 +24,7 @@ static void tbuf_flush(struct tbuf *b)
     /* Opened for each flush of 64 KiB, and written in whole events that fit
      * under RLIMIT_FSIZE (async-signal-safe: it runs at exit and on fatal signals). */
     uint64_t fit = 0;
-    int fd = iolens_g.trace_path[0] ? sys_open(iolens_g.trace_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600)
+    int fd = iolens_trace_path[0] ? sys_open(iolens_trace_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600)
                                     : -1;
     if (fd >= 0) {
         uint64_t lim = iolens_fsize_limit();
