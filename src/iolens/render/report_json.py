@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, fields, is_dataclass
-from operator import attrgetter
-from typing import Any, Iterator
+from json.encoder import encode_basestring as _str  # the encoder's own quoting of a str (ensure_ascii=False)
+from operator import attrgetter, itemgetter
+from typing import Any, Callable, Iterator
 
-from iolens.analysis.model import Report
+from iolens.analysis.model import FileRow, Report
 from iolens.names import json_safe
 
 TAG = "iolens-report"
@@ -107,7 +108,7 @@ def iter_json(report: Report, *, indent: int | None = 1) -> Iterator[bytes]:
             continue
         yield _utf8(head + "[")
         for i in range(0, len(value), _PART):
-            yield _utf8((", " if i else "") + _dumps(value[i : i + _PART])[1:-1])
+            yield _utf8((", " if i else "") + _rows(value[i : i + _PART]))
         yield b"]"
     yield b"}\n"
 
@@ -115,6 +116,84 @@ def iter_json(report: Report, *, indent: int | None = 1) -> Iterator[bytes]:
 def _dumps(value: Any) -> str:
     # a report is a tree of plain data (no object holds itself): the encoder's cycle check only costs time
     return json.dumps(value, default=_plain, ensure_ascii=False, allow_nan=False, check_circular=False)
+
+
+def _rows(rows: list[Any]) -> str:
+    """The rows as `_dumps(rows)[1:-1]` gives them, FileRows encoded a column at a time: each field's values by a
+    converter for its type (a breakdown as a column per class), then each row's texts put in one template: the
+    per-value work of the encoder's default and of the rounding, done in bulk."""
+    if not rows or not all(r.__class__ is FileRow for r in rows):
+        return _dumps(rows)[1:-1]
+    get, names, rounded = _FIELDS.get(FileRow) or _FIELDS.setdefault(FileRow, _plan(FileRow))
+    kinds = {f.name: str(f.type).replace(" | None", "") for f in fields(FileRow)}
+    cols: list[list[str]] = []
+    parts = []
+    for name, values in zip(names, zip(*map(get, rows))):
+        keys = _same_keys(values) if kinds[name] == "dict[str, float]" else None
+        if keys is not None:  # a dict of floats per row, each with the same keys: a column per key
+            cols += [_column(tuple(map(itemgetter(k), values)), "float", True) for k in keys]
+            parts.append(f"{_str(name)}: {{" + ", ".join(f"{_str(k)}: %s" for k in keys) + "}")
+        else:
+            cols.append(_column(values, kinds[name], name in rounded))
+            parts.append(f"{_str(name)}: %s")
+    template = "{" + ", ".join(parts) + "}"
+    return ", ".join([template % t for t in zip(*cols)])
+
+
+def _same_keys(values: tuple[Any, ...]) -> tuple[str, ...] | None:
+    """The keys of every dict in values, when all are dicts of floats with the same str keys in the same order."""
+    if set(map(type, values)) != {dict}:
+        return None
+    keys = set(map(tuple, values))
+    if len(keys) != 1:
+        return None
+    (ks,) = keys
+    if not all(k.__class__ is str for k in ks) or {type(x) for v in values for x in v.values()} - {float}:
+        return None
+    return ks
+
+
+def _column(values: tuple[Any, ...], kind: str, rounded: bool) -> list[str]:
+    """One field's values as the encoder writes them (after _round when rounded): by one conversion for the whole
+    column where every value has the field's type (or is None), else each by the encoder."""
+    classes = set(map(type, values)) - {type(None)}
+    try:
+        if kind == "float" and classes <= {float} and all(map(math.isfinite, filter(None, values))):
+            r = float.__repr__  # zero (most of a breakdown) as it is, -0.0 included
+            return ["null" if v is None else r(v) if v == 0.0 else _finite(v) for v in values]
+        if not rounded and kind in _BY_KIND and classes <= {_BY_KIND[kind][0]}:
+            conv = _BY_KIND[kind][1]
+            return ["null" if v is None else conv(v) for v in values]
+    except TypeError:  # a list of another type than its field's
+        pass
+    return [_dumps(_round(v) if rounded else v) for v in values]
+
+
+def _finite(v: float) -> str:
+    """float.__repr__(_num(v)) of a finite v, without the round trip through a float where the rounded text is
+    already the shortest one (at most 9 significant digits, so no shorter text gives the same float)."""
+    a = abs(v)
+    if a >= 1.0:
+        s = f"{v:.9g}"
+        if "e" not in s:  # below 1e9: written as repr writes it, with ".0" for a whole number
+            return s if "." in s else s + ".0"
+        return float.__repr__(float(s))
+    if a >= 1e-4:  # repr writes 1e-4 and above without an exponent
+        s = f"{v:.9f}".rstrip("0")
+        return s + "0" if s[-1] == "." else s
+    return float.__repr__(round(v, 9))
+
+
+def _strs(v: list[str]) -> str:
+    return "[" + ", ".join(map(_str, v)) + "]"
+
+
+# field type: (the class of every value, its JSON text); a list of ints as Python writes it is its JSON text (the
+# ints of a FileRow's lists come from numpy's tolist(), plain ints)
+_BY_KIND: dict[str, tuple[type, Callable[[Any], str]]] = {
+    "int": (int, int.__repr__), "str": (str, _str), "bool": (bool, lambda v: "true" if v else "false"),
+    "list[int]": (list, list.__repr__), "list[str]": (list, _strs),
+}
 
 
 def _utf8(text: str) -> bytes:
