@@ -66,3 +66,14 @@ def test_large_report_rows_carry_their_values(big):
     assert doc["files"][3]["time_s"] is None and doc["files"][4]["last_s"] is None
     assert doc["files"][6]["reads"] is True and doc["files"][7]["time_s"] == 3
     assert doc["files"][22]["time_s"] == round(big.files[22].time_s, 9)
+
+
+def test_a_large_report_rounds_everything_as_a_small_one_does(big):
+    """Only the layout differs between the two ways of writing: every value outside the file list (totals, the
+    timeline) is rounded the same (a large report wrote totals such as 90.99900000000001)."""
+    rep = dataclasses.replace(big, totals={**big.totals, "wall_s": 90.99900000000001})  # an unrounded sum
+    large = json.loads(b"".join(RJ.iter_json(rep)))
+    small = json.loads(json.dumps(RJ.report_dict(rep), default=RJ._plain, allow_nan=False))
+    assert len(large["files"]) > RJ.LARGE
+    assert {k: v for k, v in large.items() if k != "files"} == {k: v for k, v in small.items() if k != "files"}
+    assert "90.99900000000001" not in b"".join(RJ.iter_json(rep)).decode()

@@ -103,14 +103,25 @@ def iter_json(report: Report, *, indent: int | None = 1) -> Iterator[bytes]:
     for key, value in doc.items():
         head = f"{sep}{json.dumps(key, ensure_ascii=False)}: "
         sep = ", "
-        if key != "files":
-            yield _utf8(head + _dumps(value))
+        if key != "files":  # plain data rounded as a small report's are (report_dict)
+            yield _utf8(head + _dumps(_clean(_tree(value))))
             continue
         yield _utf8(head + "[")
         for i in range(0, len(value), _PART):
             yield _utf8((", " if i else "") + _rows(value[i : i + _PART]))
         yield b"]"
     yield b"}\n"
+
+
+def _tree(v: Any) -> Any:
+    """`v` as plain data, as asdict makes a report's fields."""
+    if is_dataclass(v) and not isinstance(v, type):
+        return asdict(v)
+    if isinstance(v, (list, tuple)):
+        return [_tree(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _tree(x) for k, x in v.items()}
+    return v
 
 
 def _dumps(value: Any) -> str:
