@@ -14,6 +14,7 @@ import numpy as np
 
 from iolens import __version__, workdirs
 from iolens.workspace.target import Target
+from iolens.whatif.coldtree import calibrate_cold_tree
 from iolens.whatif.engine import log_dtype, op_codes, op_dtype
 from iolens.whatif.plan import Plan, ReplayFile
 
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from iolens.store import ResultsStore
 
 CAL_KIND = "whatif-calibration"
-CAL_VERSION = 8
+CAL_VERSION = 9  # 9: a cold calibration adds the cold-metadata premiums (whatif/coldtree.py)
 # The classes calibrated warm whatever the cache state asked for: a buffered write into a new file reads nothing
 # through the page cache.  Calibrated cold (right after the drop), the home storage's small writes cost 60 us against
 # 14 us warm, and every cold prediction of a step with many small writes grew by that (sort --parallel's 10,777 temp
@@ -160,7 +161,8 @@ _FROM_LOG = {"meta": _meta_kinds, "copy_small": _copy_cost}
 
 def calibrate(t: Target, *, cache: str = "warm", store: ResultsStore | None = None,
               refresh: bool = False) -> dict[str, float]:
-    """Seconds per op of each class on t; stored in the results store and reused (same target, host, cache)."""
+    """Seconds per op of each class on t; stored in the results store and reused (same target, host, cache).  Cold,
+    also the premiums of a first touch of an existing file or directory (whatif/coldtree.py, COLD_KINDS)."""
     from iolens.whatif.replay import replay_on
 
     host = socket.gethostname()
@@ -182,6 +184,8 @@ def calibrate(t: Target, *, cache: str = "warm", store: ResultsStore | None = No
         out[cls] = float(np.median(samples))
         for k in (kinds[0] if kinds else ()):
             out[k] = float(np.median([x[k] for x in kinds]))
+    if cache == "cold":  # what an existing tree's first touch costs from the storage (COLD_KINDS)
+        out |= calibrate_cold_tree(t)
     if store is not None:
         rid = store.add_run(CAL_KIND, {"target": str(t.path), "spec": t.spec, "cache": cache, "version": CAL_VERSION},
                             {"iolens_version": __version__, "host": host, "time": time.time()})

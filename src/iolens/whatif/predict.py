@@ -38,6 +38,7 @@ from iolens.sysinfo import steal_notes, steal_share, stolen_wait
 from iolens.whatif.calibration import (CLASSES, LARGE, LARGE_CALL, LINEAR, SMALL, SMALL_CALL,
                                       SYNCED)
 from iolens.whatif.caveats import model_notes, shape_cautions
+from iolens.whatif.coldtree import COLD_KINDS
 from iolens.native import probe_cpu
 from iolens.whatif.engine import describe, recorded_block_ns
 from iolens.whatif.plan import (STDIO_OPS, TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS, _is_data, has_trace)
@@ -65,6 +66,8 @@ _META_KIND = {"CLOSE": "meta_close", "FCLOSE": "meta_close", "CLOSEDIR": "meta_c
               "FSTAT": "meta_fstat", "ACCESS": "meta_stat", "UNLINK": "meta_unlink", "RMDIR": "meta_unlink",
               "READDIR": "meta_list", "GETDENTS": "meta_list"}
 _METAS = _OPENS | set(_META_KIND) | {"RENAME", "MKDIR"}
+_FIRST_READS = _READS | {"COPY_SOURCE", "MMAP"}  # what reads an existing file's first block
+_LISTS = {"READDIR", "GETDENTS"}
 
 
 @dataclass
@@ -72,7 +75,7 @@ class StepModel:
     wall_s: float
     io_wall_s: float
     class_s: dict[str, float]       # recorded time per class
-    class_n: dict[str, int]         # op count per class
+    class_n: dict[str, int]         # op count per class, and the first touches of existing files (COLD_KINDS)
     traced: bool
     overlap: float                  # sum of storage-op time / storage I/O wall (>1: threads overlapped)
     unseen: list[str] = field(default_factory=list)
@@ -171,6 +174,7 @@ def step_model(cap: Capture, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS,
             starts.append(st)
             ends.append(st + ev["dur_ns"][keep].astype(np.int64))
         io_wall = _union(np.concatenate(starts), np.concatenate(ends)) if starts else 0.0
+        class_n |= cold_touches(cap)
     else:
         io_wall = 0.0
         for p in cap.processes:
@@ -215,6 +219,43 @@ def step_model(cap: Capture, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS,
     return StepModel(wall, io_wall, class_s, class_n, traced, overlap, unseen, recording, class_b, stolen,
                      cautions=shape_cautions(cap, recording_s=recording) if traced else [],
                      cpu_floor_s=cpu_floor(cap, event_costs(event_overhead_ns, path_overhead_ns) if traced else 0))
+
+
+def cold_touches(cap: Capture) -> dict[str, int]:
+    """What a cold cache makes the step read back from the storage beyond its calls' own costs (COLD_KINDS): the
+    existing files and directories it touched (none of its processes created them), each once, whichever process
+    came first; those of them it read from; and the entries of each existing directory as its first lister listed
+    them.  A file the step created is in the cache however cold the cell started."""
+    names = [n for n, _c in F.OPS]
+    made_flag, pipe_flag = F.FILE_FLAGS["CREATED"][0], F.FILE_FLAGS["NOT_A_FILE"][0]
+    made = {f["path"] for p in cap.processes for f in p.files if f["flags"] & made_flag}
+    reads = [names.index(n) for n in _FIRST_READS if n in names]
+    lists = [names.index(n) for n in _LISTS if n in names]
+    opens = [names.index(n) for n in _OPENS if n in names]
+    touched: set[str] = set()
+    read: set[str] = set()
+    listed: dict[str, tuple[int, int]] = {}  # directory: (its first listing's start, the entries its process listed)
+    for p in cap.processes:
+        ev = p.events
+        if ev is None or not len(ev):
+            continue
+        for f in p.files:
+            path = f["path"]
+            if f["flags"] & pipe_flag or path in made or not _is_data(path):
+                continue
+            mine = ev["file"] == f["index"]
+            if not mine.any():
+                continue
+            touched.add(path)
+            if np.isin(ev["op"][mine], reads).any() and not f["flags"] & F.FILE_FLAGS["DIRECTORY"][0]:
+                read.add(path)
+            on_list = mine & np.isin(ev["op"], lists)
+            if on_list.any():  # one listing's entries: a shell that globs a directory twice lists it twice
+                first = int(ev["start_mono"][on_list].min())
+                times = max(1, int((mine & np.isin(ev["op"], opens)).sum()))
+                if path not in listed or first < listed[path][0]:
+                    listed[path] = (first, -(-int(on_list.sum()) // times))
+    return {"cold_list": sum(n for _t, n in listed.values()), "cold_inode": len(touched), "cold_read": len(read)}
 
 
 def cpu_floor(cap: Capture, costs: np.ndarray | int, cpus: int | None = None) -> float:
@@ -297,6 +338,10 @@ def predict(model: StepModel, cal: dict[str, float], home: dict[str, float] | No
             continue
         at_home = class_cost(model, c, home) if home and home.get(cost_key(model, c, home)) else model.class_s[c]
         delta[c] = class_cost(model, c, cal) - at_home
+    # a cold cell's first touches of existing files: the calibration's premium there (a cold calibration's only)
+    # less the home calibration's (none when home is calibrated warm, the captures' state)
+    for c in COLD_KINDS:
+        delta[c] = model.class_n.get(c, 0) * (cal.get(c, 0.0) - (home or {}).get(c, 0.0))
     d_io = sum(delta.values()) / max(1.0, model.overlap)
     d_cpu = model.compute_s * (model.cpu_ratio - 1.0)  # the compute on this CPU as it runs now
     compute = model.compute_s + d_cpu
@@ -322,14 +367,14 @@ def predict(model: StepModel, cal: dict[str, float], home: dict[str, float] | No
     # tuning half ran on the home storage, where it is near 0), the CPU's change, and what a clamp added
     spread = 0.5 * rel * abs(d_io) + 0.25 * abs(d_cpu)
     lo, hi = INTERVAL_RATIO
-    pred_class = {c: model.class_s[c] + delta[c] for c in CLASSES}
+    pred_class = {c: model.class_s.get(c, 0.0) + delta[c] for c in CLASSES + COLD_KINDS}
     dominant = max(pred_class, key=lambda c: pred_class[c]) if any(model.class_n.values()) else "none"
     # the lower side is bounded by the CPU floor, not by C: C is the capture's wall time less its I/O, taken in its
     # own minute, and real runs in a quieter one beat it (bounded by C, 9 of the tuning half's 22 cells held)
     return Prediction(target, wall, max(floor, min(wall, wall * lo - spread)), wall * hi + spread + clamped,
                       io / wall if wall else 0.0,
                       dominant, "home storage calibration" if home else "recorded per-op times", d_io,
-                      {c: s for c, s in pred_class.items() if model.class_n[c]})
+                      {c: s for c, s in pred_class.items() if model.class_n.get(c) and (s or c in CLASSES)})
 
 
 def home_dir(cap: Capture, plan_files: list[str] | None = None) -> str | None:
