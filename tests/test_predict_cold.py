@@ -3,6 +3,9 @@ calibration's premiums (whatif/coldtree.py), and left out where the step created
 
 from __future__ import annotations
 
+import os
+import sys
+
 import pytest
 
 from conftest import iolens
@@ -80,3 +83,27 @@ def test_a_cold_calibration_prices_the_first_touches_and_a_warm_one_does_not(tmp
     assert all(got[k] >= 0 for k in COLD_KINDS), got
     assert list(target.iterdir()) == []
     assert not set(COLD_KINDS) & set(calibrate(resolve(str(target)), cache="warm"))
+
+
+def test_random_small_reads_are_their_own_class(tmp_path):
+    """200 preads at shuffled 4 KiB blocks, then 100 in sequence: the first are read_random (cold, each a request
+    to the disk), the others read_small (readahead serves them); the calibration's random reads are no sequence."""
+    from iolens.capture.reader import read_capture
+    from iolens.whatif.calibration import _cal_plan
+    from iolens.whatif.engine import op_codes
+    from iolens.whatif.predict import step_model
+
+    (tmp_path / "data.bin").write_bytes(os.urandom(8 << 20))
+    (tmp_path / "rr.py").write_text(
+        "import os, random\nfd = os.open('data.bin', os.O_RDONLY)\nblocks = list(range(1, 2048))\n"
+        "random.Random(1).shuffle(blocks)\nfor b in blocks[:200]:\n    os.pread(fd, 4096, b * 4096 + 1)\n"
+        "for i in range(100):\n    os.pread(fd, 4096, i * 4096)\n")
+    cap_path = tmp_path / "rr.iolens"
+    r = iolens("profile", "--trace", "-o", cap_path, "--", sys.executable, "rr.py", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    m = step_model(read_capture(cap_path))
+    assert 200 <= m.class_n["read_random"] <= 210, m.class_n  # and the script's own reads, if not from 0
+    assert m.class_n["read_small"] >= 99, m.class_n
+    ops = _cal_plan("read_random").ops
+    reads = ops[ops["op"] == op_codes()["READ"]]
+    assert len(reads) == 4096 and not (reads["offset"][1:] == reads["offset"][:-1] + 4096).all()

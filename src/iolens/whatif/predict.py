@@ -123,6 +123,7 @@ def _event_classes(p: Process, ev: np.ndarray) -> np.ndarray:
     isc = np.isin(op, [names.index(n) for n in _COPIES if n in names])
     k = cls_of[np.minimum(op, len(names))].copy()
     k[isr] = np.where(size[isr] <= SMALL, 0, 1)
+    k[isr & (size <= SMALL) & ~_in_sequence(ev, isr)] = CLASSES.index("read_random")
     k[isw] = np.where(size[isw] <= SMALL, 2, 3)
     k[isc] = np.where(size[isc] <= SMALL, CLASSES.index("copy_small"), 3)
     # the first open of each file the process created is its create
@@ -135,6 +136,22 @@ def _event_classes(p: Process, ev: np.ndarray) -> np.ndarray:
     # a stdio call its buffer served (no time: no clock was read) is no request to storage anywhere
     k[np.isin(op, [names.index(n) for n in STDIO_OPS if n in names]) & (ev["dur_ns"] == 0)] = -1
     return k
+
+
+def _in_sequence(ev: np.ndarray, reads: np.ndarray) -> np.ndarray:
+    """Per event: a read (of `reads`) that starts where the previous read of its file by this process ended, or at
+    0 as the file's first; others are random reads (read_random)."""
+    out = np.zeros(len(ev), dtype=bool)
+    idx = np.nonzero(reads)[0]
+    if not len(idx):
+        return out
+    idx = idx[np.lexsort((ev["start_mono"][idx], ev["file"][idx]))]
+    f, off = ev["file"][idx], ev["offset"][idx].astype(np.int64)
+    end = off + ev["size"][idx].astype(np.int64)
+    first = np.r_[True, f[1:] != f[:-1]]
+    prev_end = np.r_[0, end[:-1]]
+    out[idx] = np.where(first, off == 0, off == prev_end)
+    return out
 
 
 def step_model(cap: Capture, event_overhead_ns: int = TRACE_EVENT_OVERHEAD_NS,
