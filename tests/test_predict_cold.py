@@ -107,3 +107,16 @@ def test_random_small_reads_are_their_own_class(tmp_path):
     ops = _cal_plan("read_random").ops
     reads = ops[ops["op"] == op_codes()["READ"]]
     assert len(reads) == 4096 and not (reads["offset"][1:] == reads["offset"][:-1] + 4096).all()
+
+
+def test_a_model_stored_before_a_class_was_added_still_predicts():
+    """A model from an earlier run's JSON (benchmarks/whatif_corpus.py --rescore) has no count for a class added
+    since (read_random, the cold kinds): it predicts as that class's ops were none."""
+    from iolens.whatif.calibration import CLASSES
+    from iolens.whatif.predict import StepModel, predict
+
+    old = [c for c in CLASSES if c != "read_random"]
+    m = StepModel(wall_s=1.0, io_wall_s=0.5, class_s=dict.fromkeys(old, 0.0) | {"read_small": 0.5},
+                  class_n=dict.fromkeys(old, 0) | {"read_small": 100}, traced=True, overlap=1.0)
+    cal = dict.fromkeys(CLASSES, 1e-3)
+    assert predict(m, dict(cal, read_small=2e-3), cal, "t").io_delta_s == pytest.approx(0.1)
