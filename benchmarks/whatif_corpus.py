@@ -141,19 +141,28 @@ def report(cells: list[Cell], out: Any = sys.stdout) -> dict[str, Any]:
     prd = [abs(r["predict_error"]) for r in rows if r["predict_error"] == r["predict_error"]]
     coverage = sum(r["inside"] for r in rows) / len(rows) if rows else float("nan")
     plain = [r for r in rows if not r["caution"]]
+    marked = [r for r in rows if r["caution"]]
+
+    def med(rs: list[dict[str, Any]], key: str) -> float:
+        return statistics.median(abs(r[key]) for r in rs) if rs else float("nan")
     summary = {"cells": len(rows),
                "replay_median_abs_error": statistics.median(rep) if rep else float("nan"),
                "replay_worst_abs_error": max(rep, default=float("nan")),
                "predict_median_abs_error": statistics.median(prd) if prd else float("nan"),
                "predict_worst_abs_error": max(prd, default=float("nan")),
                "interval_level": INTERVAL_LEVEL, "interval_coverage": coverage,
-               "replay_median_abs_error_uncautioned": statistics.median(abs(r["replay_error"]) for r in plain)
-               if plain else float("nan"), "cautioned_cells": len(rows) - len(plain)}
+               "replay_median_abs_error_uncautioned": med(plain, "replay_error"),
+               "predict_median_abs_error_uncautioned": med(plain, "predict_error"),
+               "replay_median_abs_error_cautioned": med(marked, "replay_error"),
+               "predict_median_abs_error_cautioned": med(marked, "predict_error"), "cautioned_cells": len(marked)}
     print(f"replay: median absolute error {summary['replay_median_abs_error']:.1%} (worst "
           f"{summary['replay_worst_abs_error']:.1%}); predict: {summary['predict_median_abs_error']:.1%} (worst "
           f"{summary['predict_worst_abs_error']:.1%}); {len(rows)} cells", file=out)
-    print(f"cells of steps with a caution: {summary['cautioned_cells']}; replay's median absolute error without "
-          f"them {summary['replay_median_abs_error_uncautioned']:.1%}", file=out)
+    print(f"cells of steps with a caution: {summary['cautioned_cells']}, median absolute error replay "
+          f"{summary['replay_median_abs_error_cautioned']:.1%}, predict "
+          f"{summary['predict_median_abs_error_cautioned']:.1%}"
+          f"; without a caution: replay {summary['replay_median_abs_error_uncautioned']:.1%}, predict "
+          f"{summary['predict_median_abs_error_uncautioned']:.1%}", file=out)
     lo, hi = band_for(rows)
     print(f"coverage: the {INTERVAL_LEVEL:.0%} intervals held the real median in {coverage:.0%} of the cells "
           f"({sum(r['inside'] for r in rows)} of {len(rows)}); the band of real / predicted that holds "

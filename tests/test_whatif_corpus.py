@@ -109,18 +109,43 @@ def test_threads_side_by_side_get_a_caution_and_one_thread_none(cprog, tmp_path)
     # one thread of few large calls: no caution; the same capture with the profiler's cost at 5% of its wall time
     # or more: the caution for that share, and none below it
     from iolens.capture.reader import read_capture
-    from iolens.whatif.caveats import RECORDING_SHARE, shape_cautions
+    from iolens.whatif.caveats import RECORDING_SHARE, SHORT_STEP_S, shape_cautions
 
     (tmp_path / "in.dat").write_bytes(b"x" * 20_000_000)
     one = tmp_path / "one.iolens"
     iolens("profile", "--trace", "-q", "-o", one, "--", "dd", "if=in.dat", "of=out.dat", "bs=1M", check=True,
            cwd=tmp_path)
     r = iolens("replay", one, "--on", target, check=True)
-    assert "caution" not in r.stdout
     c = read_capture(one)
-    wall = float(c.meta["wall_s"])
+    # a step this short is cautioned for that alone (SHORT_STEP_S)
+    assert float(c.meta["wall_s"]) < SHORT_STEP_S
+    assert " ".join(r.stdout.split()).count("caution:") == 1 and "starting processes" in " ".join(r.stdout.split())
+    c.meta["wall_s"] = wall = SHORT_STEP_S * 1.01
+    assert not shape_cautions(c)
     assert any("profiler's own cost" in x for x in shape_cautions(c, recording_s=RECORDING_SHARE * wall * 1.01))
     assert not shape_cautions(c, recording_s=RECORDING_SHARE * wall * 0.99)
+    c.meta["wall_s"] = SHORT_STEP_S * 0.99
+    assert len(shape_cautions(c)) == 1
+
+
+def test_a_step_of_many_creates_gets_a_caution(tmp_path):
+    """A shell creating MANY_CREATES files gets the caution for creates (each path counted once: appending to a
+    file again is no second create); one file fewer gets none."""
+    from iolens.capture.reader import read_capture
+    from iolens.whatif.caveats import MANY_CREATES, SHORT_STEP_S, created_files, shape_cautions
+
+    cap = tmp_path / "mk.iolens"
+    n = MANY_CREATES - 1  # and the directory
+    iolens("profile", "--trace", "-q", "-o", cap, "--", "sh", "-c",
+           f"mkdir d && i=0; while [ $i -lt {n} ]; do echo $i > d/f$i; echo $i >> d/f$i; i=$((i+1)); done",
+           check=True, cwd=tmp_path)
+    c = read_capture(cap)
+    assert created_files(c) == MANY_CREATES
+    c.meta["wall_s"] = max(float(c.meta["wall_s"]), SHORT_STEP_S)  # the short step's caution apart
+    assert any(f"created {MANY_CREATES:,} files" in x for x in shape_cautions(c))
+    for p in c.processes:  # one file fewer
+        p.files = [f for f in p.files if not f["path"].endswith("/d/f0")]
+    assert created_files(c) == MANY_CREATES - 1 and not shape_cautions(c)
 
 
 def test_a_short_burn_by_work_reads_no_cpu_clock(tmp_path):

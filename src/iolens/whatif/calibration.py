@@ -14,6 +14,7 @@ import numpy as np
 
 from iolens import __version__, workdirs
 from iolens.workspace.target import Target
+from iolens.whatif.coldtree import calibrate_cold_tree
 from iolens.whatif.engine import log_dtype, op_codes, op_dtype
 from iolens.whatif.plan import Plan, ReplayFile
 
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from iolens.store import ResultsStore
 
 CAL_KIND = "whatif-calibration"
-CAL_VERSION = 8
+CAL_VERSION = 10  # 9: a cold calibration adds the cold-metadata premiums (whatif/coldtree.py); 10: read_random
 # The classes calibrated warm whatever the cache state asked for: a buffered write into a new file reads nothing
 # through the page cache.  Calibrated cold (right after the drop), the home storage's small writes cost 60 us against
 # 14 us warm, and every cold prediction of a step with many small writes grew by that (sort --parallel's 10,777 temp
@@ -39,7 +40,11 @@ CAL_PREFIX = "iolens-cal-"  # a calibration replay's op log, in the temporary di
 META_KINDS = ("meta_create", "meta_open", "meta_close", "meta_stat", "meta_fstat", "meta_unlink", "meta_list")
 # A small copy_file_range or sendfile (cat, cp of small files) is one call that reads and writes: on btrfs it costs
 # ~50 us where a small read and write cost a few, so it has its own class.  A large copy is priced as a large write.
-CLASSES = ("read_small", "read_large", "write_small", "write_large", "sync", "meta") + META_KINDS + ("copy_small",)
+# A small read at an offset other than where the file's previous read ended: cold, each is a request to the disk,
+# where the sequential reads of read_small are served by readahead.  A Python script's 4,000 random 4 KiB preads of
+# a 64 MB file took 0.77 s cold against 0.13 s predicted at read_small's price (tuning half, load 10-13).
+CLASSES = ("read_small", "read_large", "write_small", "write_large", "sync", "meta") + META_KINDS + ("copy_small",
+                                                                                                  "read_random")
 # the write classes calibrated again with an fdatasync at the end: the costs a step that syncs pays per write
 SYNCED = {"write_small": "write_small_synced", "write_large": "write_large_synced"}
 CAL_CLASSES = CLASSES + tuple(SYNCED.values())
@@ -76,6 +81,9 @@ def _cal_plan(cls: str) -> Plan:
              ReplayFile("/cal/out", "cal/out", created=True)]
     if cls == "read_small":
         rows = [(c["OPEN"], 0, 0, 0)] + [(c["READ"], 0, i * 4096, 4096) for i in range(4096)]
+    elif cls == "read_random":  # 4 KiB reads at a fixed shuffle of the 4 KiB blocks of the file's 32 MiB
+        blocks = np.random.default_rng(7).permutation(8192)[:4096]
+        rows = [(c["OPEN"], 0, 0, 0)] + [(c["READ"], 0, int(b) * 4096, 4096) for b in blocks]
     elif cls == "read_large":
         rows = [(c["OPEN"], 0, 0, 0)] + [(c["READ"], 0, i * LARGE_CALL, LARGE_CALL) for i in range(32)]
     elif cls.startswith("write_small"):
@@ -123,8 +131,8 @@ def _cal_plan(cls: str) -> Plan:
 
 
 def _cal_ops(cls: str) -> int:
-    return {"read_small": 4096, "read_large": 32, "write_small": 4096, "write_large": 32, "sync": 64,
-            "meta": 8 * META_FILES + 3, "copy_small": 600}[cls.removesuffix("_synced")]
+    return {"read_small": 4096, "read_random": 4096, "read_large": 32, "write_small": 4096, "write_large": 32,
+            "sync": 64, "meta": 8 * META_FILES + 3, "copy_small": 600}[cls.removesuffix("_synced")]
 
 
 def _meta_kinds(ops: np.ndarray, log: np.ndarray) -> dict[str, float]:
@@ -160,7 +168,8 @@ _FROM_LOG = {"meta": _meta_kinds, "copy_small": _copy_cost}
 
 def calibrate(t: Target, *, cache: str = "warm", store: ResultsStore | None = None,
               refresh: bool = False) -> dict[str, float]:
-    """Seconds per op of each class on t; stored in the results store and reused (same target, host, cache)."""
+    """Seconds per op of each class on t; stored in the results store and reused (same target, host, cache).  Cold,
+    also the premiums of a first touch of an existing file or directory (whatif/coldtree.py, COLD_KINDS)."""
     from iolens.whatif.replay import replay_on
 
     host = socket.gethostname()
@@ -182,6 +191,8 @@ def calibrate(t: Target, *, cache: str = "warm", store: ResultsStore | None = No
         out[cls] = float(np.median(samples))
         for k in (kinds[0] if kinds else ()):
             out[k] = float(np.median([x[k] for x in kinds]))
+    if cache == "cold":  # what an existing tree's first touch costs from the storage (COLD_KINDS)
+        out |= calibrate_cold_tree(t)
     if store is not None:
         rid = store.add_run(CAL_KIND, {"target": str(t.path), "spec": t.spec, "cache": cache, "version": CAL_VERSION},
                             {"iolens_version": __version__, "host": host, "time": time.time()})
