@@ -76,7 +76,9 @@ def test_run_all_does_not_take_the_command_from_iolens(tmp_path):
     cmd, log = _recording_command(tmp_path)
     res = subprocess.run([str(CASES_DIR / "run_all.sh"), str(tmp_path / "work")], capture_output=True, text=True,
                          env=_env(IOLENS=str(cmd), PATH=_bare_path(tmp_path)), timeout=60)
-    assert "iolens: command not found" in res.stderr  # it ran `iolens` from PATH (none here), not $IOLENS
+    # it looked for `iolens` on PATH (none here), not $IOLENS, and said how to put it there, before making anything
+    assert res.returncode == 2 and "run_all: iolens is not on PATH: activate the environment" in res.stderr
+    assert 'sudo env PATH="$PATH"' in res.stderr and not (tmp_path / "work").exists()
     assert not log.exists()
 
 

@@ -11,11 +11,14 @@ set -euo pipefail
 full=()
 if [ "${1:-}" = "--full" ]; then full=(--full); shift; fi
 here=$(cd "$(dirname "$0")" && pwd)
+read -r -a iolens <<<"${IOLENS_CMD:-iolens}"
+command -v "${iolens[0]}" >/dev/null || {
+  echo "run_all: ${iolens[0]} is not on PATH: activate the environment (. .venv/bin/activate); through sudo, keep" \
+       "its PATH: sudo env PATH=\"\$PATH\" $0" >&2; exit 2; }
 work=${1:-$(mktemp -d "${TMPDIR:-/tmp}/iolens-cases.XXXXXX")}
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
-read -r -a iolens <<<"${IOLENS_CMD:-iolens}"
-[ "$(id -u)" = 0 ] || { echo "run_all: needs root (the lab's loop devices and mounts): run it with sudo" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || { echo "run_all: needs root (the lab's loop devices and mounts): run it as root, or with sudo env PATH=\"\$PATH\" $0 so that iolens is still found" >&2; exit 2; }
 cases=${CASES:-case1 case2 case3 case4 case5}
 targets=tmpfs,ext4,xfs,btrfs,btrfs-lzo,btrfs-zstd,btrfs-zlib,s3,s3-rclone,s3-remote,netfs,magnetic,gp2,gp3,io2-100,io2-500,st1,st1:125G,nvme
 export IOLENS_LAB_DIR=$work/lab
