@@ -357,3 +357,22 @@ def test_what_the_model_cannot_see_is_said_and_only_that(tmp_path):
     assert "never saved their end" in " ".join(res.stdout.split())
     res = iolens("replay", killed, "--on", t, cwd=tmp_path)
     assert res.returncode == 0 and "never saved their end" in " ".join((res.stdout + res.stderr).split())
+
+
+def test_an_untraced_threaded_process_may_spread_its_cpu_over_every_cpu():
+    """Without a trace the threads are not known: a process that made threads is floored at its CPU over the
+    machine's CPUs, never at its whole CPU time (minimap2 with 9 s of CPU in 4.7 s was predicted at no less than 9
+    s, the interval's low end above every real run); a single-threaded one still at its whole CPU."""
+    from iolens import _format as F
+    from iolens.capture.reader import Capture, Process
+    from iolens.whatif.predict import cpu_floor
+
+    def proc(flags: int) -> Process:
+        fields = dict(flags=flags | F.PROC_FLAGS["FINALIZED"][0], utime_ns=9_000_000_000, stime_ns=0,
+                      utime_start_ns=0, stime_start_ns=0)
+        return Process(fields=fields)
+
+    threaded = Capture("x", {}, [proc(F.PROC_FLAGS["MULTITHREADED"][0])], [], (2, 0))
+    single = Capture("x", {}, [proc(0)], [], (2, 0))
+    assert cpu_floor(threaded, 0, cpus=2) == pytest.approx(4.5, abs=0.01)
+    assert cpu_floor(single, 0, cpus=2) == pytest.approx(9.0, abs=0.01)

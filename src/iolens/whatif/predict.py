@@ -44,6 +44,8 @@ from iolens.whatif.engine import describe, recorded_block_ns
 from iolens.whatif.plan import (STDIO_OPS, TRACE_EVENT_OVERHEAD_NS, TRACE_PATH_OVERHEAD_NS, _is_data, has_trace)
 from iolens.whatif.timeline import event_costs, on_cpu_gap_s, recording_cost
 
+MULTITHREADED = F.PROC_FLAGS["MULTITHREADED"][0]
+
 # The coverage the prediction's interval is meant to have: the share of real runs' medians it should hold, on steps
 # the model was not tuned on (benchmarks/whatif_corpus.py reports the share it held on the corpus's evaluation half).
 INTERVAL_LEVEL = 0.80
@@ -287,7 +289,10 @@ def cpu_floor(cap: Capture, costs: np.ndarray | int, cpus: int | None = None) ->
     for p in cap.processes:
         g = on_cpu_gap_s(p, costs)
         ev = p.events
-        threads = len(np.unique(ev["tid"])) if ev is not None and len(ev) and "tid" in (ev.dtype.names or ()) else 1
+        if ev is not None and len(ev) and "tid" in (ev.dtype.names or ()):
+            threads = len(np.unique(ev["tid"]))
+        else:  # no trace: a process that made threads may have used every CPU (minimap2's CPU was over its wall
+            threads = ncpu if p.fields["flags"] & MULTITHREADED else 1  # time, and its floor over the capture's)
         own += g
         per = max(per, g / min(ncpu, max(1, threads)))
     return max(per, own / ncpu)
