@@ -261,6 +261,28 @@ def test_storage_not_bottleneck_says_so_plainly():
     assert "No storage upgrade will help" in a.fix and "steal" not in " ".join(a.evidence)
 
 
+def test_storage_not_bottleneck_rounds_its_share_as_the_stake_line():
+    """The title's share and the stake line's share ("4% of process time") are one figure, rounded alike: not
+    "I/O is 3.5% of process time (up to 165.0 ms at stake, 4% of process time)"."""
+    a = fire(A.storage_not_bottleneck, one(["minimap2"], [fil("/data/in.fq", reads=100, read_size=MiB, read_time=3.5)],
+                                           cpu=96.5))
+    assert a is not None and a.share == pytest.approx(0.035, abs=0.002)
+    stake_pct = f"{100 * a.share:.0f}%"  # as report_text and report_html print the stake line's share
+    assert a.title.endswith(f"I/O is {stake_pct} of process time"), a.title
+    assert f"({stake_pct})" in a.evidence[0] and "3.5%" not in " ".join([a.title] + a.evidence)
+
+
+def test_storage_not_bottleneck_on_a_tiny_step_does_not_send_to_cpu():
+    """`iolens profile -- true` (microseconds of process time): no advice to buy CPU, the step is too short."""
+    tiny = fire(A.storage_not_bottleneck, one(["true"], [fil("/etc/ld.so.cache", reads=1, read_size=4096,
+                                                             read_time=0.000002)], end=0.00005, cpu=0.00004))
+    assert tiny is not None
+    assert "Spend on CPU" not in tiny.fix and "too short" in tiny.fix, tiny.fix
+    long = fire(A.storage_not_bottleneck, one(["minimap2"], [fil("/data/in.fq", reads=100, read_size=MiB,
+                                                                 read_time=1.0)], cpu=99.0))
+    assert long is not None and "Spend on CPU" in long.fix and "too short" not in long.fix
+
+
 def test_storage_not_bottleneck_names_the_hypervisors_steal():
     """A compute-bound step on a VM whose CPUs were a fifth stolen: the advice says so, and what to do."""
     a = fire(A.storage_not_bottleneck, one(["minimap2"], [fil("/data/in.fq", reads=100, read_size=MiB, read_time=1.0)],

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import datapath, iolens
 from helpers.capture import build_capture, fil, proc, write_capture
-from iolens.analysis.diff import diff_reports, match_files
+from iolens.analysis.diff import diff_reports, match_files, mostly
 from iolens.analysis.report import build_report
 
 MiB = 1 << 20
@@ -75,6 +75,22 @@ def test_diff_of_a_capture_with_itself_changes_nothing():
     d = json.loads(res.stdout)
     assert all(c["delta"] == 0 for c in d["categories"])
     assert all(f["delta_s"] == 0 for f in d["files"])
+
+
+def test_mostly_is_the_largest_change_and_nothing_without_one():
+    """The "mostly" column: the class of a file's largest change either way, "-" with no change (a capture
+    against itself labelled every file, even one only written or stat'd, "tiny reads")."""
+    res = iolens("diff", datapath("report", "small.iolens"), datapath("report", "small.iolens"),
+                 env={**os.environ, "COLUMNS": "200"})
+    assert res.returncode == 0, res.stderr
+    rows = [line.split("│") for line in res.stdout.splitlines() if line.count("│") == 5]
+    files = [r for r in rows if r[3].strip() == "±0 µs"]
+    assert len(files) >= 10 and {r[4].strip() for r in files} == {"-"}, res.stdout
+    d = diff_reports(build_report(build_capture(*run("/mnt/nfs/run", 20.0, 8.0))),
+                     build_report(build_capture(*run("/scratch/run", 4.0, 1.0))))
+    by = {f.key: mostly(f) for f in d.files}
+    assert by["in.sam"] == "streaming_read" and by["out.bam.tmp.0000.bam"] == "streaming_write"
+    assert by["out.bam"] is None  # written only, and not changed: neither "reads" nor any class
 
 
 def test_diff_reports_bad_input_in_one_line(tmp_path):

@@ -76,6 +76,9 @@ def low_coverage(r: Report, th: dict[str, float]) -> Advice | None:
                                                     "processes": [p.pid for _g, p in gaps[:20]]}, severity="medium")
 
 
+SHORT_STEP_S = 1.0  # a step of less process time than this: too short for storage or CPU choices to matter
+
+
 def storage_not_bottleneck(r: Report, th: dict[str, float]) -> Advice | None:
     """I/O is so small a share of the time that no storage upgrade will help."""
     share = r.totals["io_share"]
@@ -83,7 +86,7 @@ def storage_not_bottleneck(r: Report, th: dict[str, float]) -> Advice | None:
         return None
     io = r.totals["io_s"]
     comp = r.breakdown["compute"]
-    ev = [f"storage I/O took {human_seconds(io)} of {human_seconds(_own(r))} process time ({100 * share:.1f}%); "
+    ev = [f"storage I/O took {human_seconds(io)} of {human_seconds(_own(r))} process time ({100 * share:.0f}%); "
           f"compute took {human_seconds(comp)} ({100 * comp / _own(r):.0f}%)" if _own(r) else "no process time"]
     if r.breakdown["pipe_wait"]:
         ev.append(f"waiting on pipes between processes: {human_seconds(r.breakdown['pipe_wait'])}")
@@ -101,6 +104,9 @@ def storage_not_bottleneck(r: Report, th: dict[str, float]) -> Advice | None:
         ev.append(f"the hypervisor took {100 * stolen:.0f}% of the CPU time the machine asked for (steal)")
         fix += ("; the virtual machine's CPUs were shared: on a burstable instance check its CPU credits, or choose "
                 "one with dedicated CPUs")
+    if _own(r) * th["scale_to"] < SHORT_STEP_S:  # (scale_to: a subsample stands for its full input)
+        fix = (f"Nothing to change: the step took {human_seconds(_own(r))} of process time, too short for the "
+               "choice of storage or CPU to matter; profile a whole run (the real input) to see where its time goes")
     return _make(r, "storage_not_bottleneck",
-                 f"storage is not the bottleneck: I/O is {100 * share:.1f}% of process time", io, ev, fix,
+                 f"storage is not the bottleneck: I/O is {100 * share:.0f}% of process time", io, ev, fix,
                  {"io_s": io, "io_share": share}, severity="info")

@@ -58,6 +58,14 @@ class Diff:
         return asdict(self)
 
 
+def mostly(f: FileChange) -> str | None:
+    """The class (BREAKDOWN) of a file's largest change in time, either way; None when nothing changed (not the
+    first class, "tiny reads", for a file that was only written or stat'd)."""
+    deltas = f.breakdown_delta
+    most = max(deltas, key=lambda k: abs(deltas[k]), default=None)
+    return most if most is not None and abs(deltas[most]) > 1e-9 else None
+
+
 def change(name: str, a: float | None, b: float | None) -> Change:
     if a is None or b is None:
         return Change(name, a, b, None, None)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.text import Text
 
-from iolens.analysis.diff import Diff
+from iolens.analysis.diff import Diff, mostly
 from iolens.analysis.breakdown import LABELS
 from iolens.names import json_safe, shown, shown_text
 from iolens.render.report_json import _clean
@@ -55,7 +55,7 @@ def render_diff_text(d: Diff, console: Console, *, top: int = 15) -> None:
                  title=f"Files with the largest change in I/O time (of {len(d.files)})", title_justify="left",
                  show_edge=False, pad_edge=False, title_style="bold")
     for f in d.files[:top]:
-        most = max(f.breakdown_delta, key=lambda k: abs(f.breakdown_delta[k])) if f.breakdown_delta else None
+        most = mostly(f)
         t.add_row(shown_text(f.key), human_seconds(f.time_a_s), human_seconds(f.time_b_s),
                   _signed(f.delta_s, human_seconds), LABELS.get(most, "-") if most else "-",
                   shown_text(f"{f.mount_a or '(absent)'} -> {f.mount_b or '(absent)'}"))

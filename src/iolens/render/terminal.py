@@ -251,7 +251,29 @@ def _ellipsize(cell: RenderableType, width: int, side: str) -> RenderableType:
 
 
 def _words(cell: RenderableType) -> int:
-    return max([cell_len(w) for w in plain(cell).split()] + [1])
+    """The widest word of a folding cell, a figure and its unit one word (`_glued`)."""
+    return max([cell_len(w) for w in _glued(plain(cell)).split()] + [1])
+
+
+class _Folded:
+    """A cell of a `wrap` column, folded at its spaces to the column's width as `_breaks` does (a figure never
+    parted from its unit: rich's own folding breaks at any space, "23.2" on one line and "µs" on the next)."""
+
+    def __init__(self, text: Text) -> None:
+        self.text = text
+
+    def __rich_measure__(self, con: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(_words(self.text), _len(self.text)).with_maximum(options.max_width)
+
+    def __rich_console__(self, con: Console, options: ConsoleOptions) -> RenderResult:
+        lines: list[Text] = []
+        for line in self.text.split(allow_blank=True):
+            for part in line.divide(_breaks(line.plain, options.max_width, 0)):
+                part.rstrip()
+                lines.append(part)
+        out = Text("\n").join(lines)
+        out.justify, out.overflow, out.end = self.text.justify, self.text.overflow, ""
+        yield out
 
 
 def _table(cols: Sequence[Col], rows: Sequence[Sequence[RenderableType]], widths: Sequence[int | None],
@@ -263,7 +285,8 @@ def _table(cols: Sequence[Col], rows: Sequence[Sequence[RenderableType]], widths
         else:
             t.add_column(c.header, justify=c.justify, no_wrap=True, overflow="ellipsis", width=w)
     for row in rows:
-        t.add_row(*row)
+        t.add_row(*[_Folded(Text(cell) if isinstance(cell, str) else cell)
+                    if c.wrap and isinstance(cell, (str, Text)) else cell for c, cell in zip(cols, row)])
     return t
 
 
