@@ -67,8 +67,8 @@ class Process:
         out = []
         for row, path in zip(self.file_table.tolist(), self.paths):
             f = dict(zip(names, row))
-            for n in arrays:
-                f[n] = tuple(f[n])
+            for n in arrays:  # a structured row's tolist() leaves a subarray field as an ndarray of numpy scalars
+                f[n] = tuple(f[n].tolist())
             f["path"] = path
             out.append(f)
         return out
