@@ -39,6 +39,17 @@ def test_command_not_found_is_one_line(tmp_path):
     assert not (tmp_path / "x.iolens").exists()
 
 
+def test_a_mistyped_option_is_named_as_one(tmp_path):
+    """`--ouput` before `--` is passed on as the command; it was reported as `command not found: --ouput`."""
+    out = tmp_path / "x.iolens"
+    res = iolens("profile", "--ouput", out, "--", "true")
+    assert res.returncode == 2 and not out.exists()
+    assert res.stderr.startswith("iolens: error: no such option: --ouput (did you mean --output?)"), res.stderr
+    assert "after --" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    res = iolens("profile", "-o", out, "--", "-no-such-tool")  # after `--` a word is the command, whatever it is
+    assert res.returncode == 127 and "command not found: -no-such-tool" in res.stderr
+
+
 def test_existing_capture_is_never_overwritten(tmp_path):
     out = tmp_path / "keep.iolens"
     out.write_bytes(b"user data")

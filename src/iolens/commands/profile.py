@@ -104,7 +104,35 @@ def run_profiled(argv: list[str], output: Path | None, *, trace: bool = False, m
     return result
 
 
-@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+class _ProfileCommand(click.Command):
+    """Keeps the raw arguments, so that a mistyped option can be told from a command given after `--`."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["iolens.profile.args"] = list(args)
+        return super().parse_args(ctx, args)
+
+
+def check_not_an_option(ctx: click.Context, command: tuple[str, ...]) -> None:
+    """A first command word that starts with `-` and was not given after `--` is a mistyped option (unknown options
+    are passed on as the command, so that `iolens profile samtools -h` works): say so, with click's own kind of
+    suggestion (difflib over this command's options), rather than `command not found: --ouput`."""
+    import difflib
+
+    raw = ctx.meta.get("iolens.profile.args", [])
+    n = len(command)
+    after_dashes = 0 < n < len(raw) and raw[-n - 1] == "--" and tuple(raw[-n:]) == command
+    if not command or not command[0].startswith("-") or command[0] == "-" or after_dashes:
+        return
+    word = command[0].split("=", 1)[0]
+    names = [o for p in ctx.command.params if isinstance(p, click.Option) for o in p.opts + p.secondary_opts]
+    close = difflib.get_close_matches(word, names)
+    hint = f" (did you mean {' or '.join(close)}?)" if close else f" (options: {', '.join(sorted(names))})"
+    raise UsageError(f"no such option: {shown(word)}{hint}; the command to profile goes after --, as in "
+                     "iolens profile -o CAPTURE -- COMMAND [ARGS...]")
+
+
+@click.command(cls=_ProfileCommand,
+               context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="Capture file to write (default: iolens-CMD-TIME.iolens here). "
                    "An existing file is replaced only with --force.")
@@ -128,6 +156,7 @@ def profile(output: Path | None, force: bool, trace: bool, max_files: int | None
     Example:
       iolens profile -o sort.iolens -- samtools sort -o out.bam in.sam
     """
+    check_not_an_option(click.get_current_context(), command)
     argv = list(command)
     if argv and argv[0] == "--":
         argv = argv[1:]
