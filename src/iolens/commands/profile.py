@@ -13,7 +13,7 @@ import click
 
 from iolens.errors import UsageError
 from iolens.names import shown
-from iolens.output import FORCE_OPTION, check_outputs
+from iolens.output import FORCE_OPTION, check_outputs, directory_problem
 
 if TYPE_CHECKING:  # rich, numpy and the analysis load when a command is profiled, not for `iolens --help`
     from rich.console import Console
@@ -37,14 +37,13 @@ def check_output(out: Path, *, force: bool = False) -> None:
     is the worse outcome: the user asked for the capture."""
     if str(out) == "-":
         raise UsageError("-o - : a capture is binary and cannot go to standard output; give a file name")
+    parent = out.parent if str(out.parent) else Path(".")
+    problem = directory_problem(parent)  # first: a directory one cannot enter also makes `out.exists()` raise
+    if problem:
+        raise UsageError(f"cannot save the capture {shown(str(out))}: directory {shown(str(parent))} {problem[0]}; "
+                         f"{problem[1]}give -o in a writable directory (the command was not run)")
     if ((out.exists() or out.is_symlink()) and not force) or (out.exists() and not out.is_file()):
         check_outputs({"-o": out})  # refuses, with the policy's message (a device or a pipe also with --force)
-    parent = out.parent if str(out.parent) else Path(".")
-    why = ("does not exist" if not parent.is_dir() else "is not writable" if not os.access(parent, os.W_OK)
-           else None)
-    if why:
-        raise UsageError(f"cannot save the capture {shown(str(out))}: directory {shown(str(parent))} {why}; create it "
-                         "or give -o in a writable directory (the command was not run)")
 
 
 def render(result: RecordingResult, console: Console) -> None:
