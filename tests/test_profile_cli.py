@@ -34,6 +34,19 @@ def test_exit_status_passes_through(tmp_path):
     assert res.returncode == 128 + signal.SIGUSR1
 
 
+def test_a_signal_death_is_named(tmp_path):
+    """`exit 138` alone did not say that the command was killed, nor by which signal."""
+    res = iolens("profile", "-o", tmp_path / "a.iolens", "--", "sh", "-c", "kill -USR1 $$")
+    assert res.returncode == 138 and "exit 138 (killed by SIGUSR1)," in res.stderr, res.stderr
+    assert "exit 138 (killed by SIGUSR1)," in iolens("report", tmp_path / "a.iolens").stdout
+    # a shell whose child was killed exits 128+N itself: only the convention says which signal
+    res = iolens("profile", "-q", "-o", tmp_path / "b.iolens", "--", "sh", "-c", 'sh -c "kill -USR1 \\$\\$"; exit $?')
+    assert res.returncode == 138, res.stderr
+    assert "exit 138 (128+10: SIGUSR1)," in iolens("report", tmp_path / "b.iolens").stdout
+    res = iolens("profile", "-o", tmp_path / "c.iolens", "--", "sh", "-c", "exit 3")
+    assert "exit 3," in res.stderr
+
+
 def test_command_not_found_is_one_line(tmp_path):
     res = iolens("profile", "-o", tmp_path / "x.iolens", "--", "no-such-tool-xyz", "--flag")
     assert res.returncode == 127

@@ -376,7 +376,8 @@ def _redacted_env(text: str) -> tuple[tuple[str, str], ...]:
 # META keys iolens writes, and the types a reader relies on (other keys are kept as they are)
 _META_TYPES: dict[str, tuple[type, ...]] = {
     "tool": (str,), "iolens_version": (str,), "command": (list,), "cwd": (str,), "parent_pid": (int,),
-    "wall_s": (int, float), "exit_status": (int,), "trace": (bool,), "mounts": (list,), "host": (str,),
+    "wall_s": (int, float), "exit_status": (int,),
+    "exit_signal": (int, type(None)), "trace": (bool,), "mounts": (list,), "host": (str,),
     "kernel": (str,), "cpus": (int,), "mem_bytes": (int,), "cpu_model": (str,), "start_real_ns": (int,),
     "start_mono": (int,), "end_mono": (int,), "children_rusage": (dict,), "parts": (int,),
     "running_at_save": (list,), "machine_cpu_s": (dict,), "cpu_probe": (dict,),
