@@ -88,3 +88,17 @@ def test_value_out_of_range_is_damage_at_its_record():
     # what came before the damaged record is kept; nothing after it is read
     assert [len(p.paths) for p in cap.processes] == [2, 1]
     assert cap.processes[1].paths == [_values(3)["path"]]
+
+
+def test_parse_text_shows_plain_numbers():
+    """`iolens parse` prints FILE arrays as plain numbers (`read_hist=(1, 2, ...)`), never numpy's reprs."""
+    from iolens.commands.parse import text_lines
+
+    f = _values(1)
+    data, _ = _capture([_proc(100, 1), W.file_record(f)])
+    cap = decode(data)
+    row = cap.processes[0].files[0]
+    assert all(type(v) is int for v in row["read_hist"]) and type(row["ino"]) is int
+    text = "\n".join(text_lines(cap))
+    assert "np." not in text
+    assert f"read_hist={tuple(f['read_hist'])}" in text

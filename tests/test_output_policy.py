@@ -50,7 +50,7 @@ def test_two_outputs_on_one_path_and_missing_directory(tmp_path, capture):
     res = iolens("report", "-q", capture, "--json", tmp_path / "x", "--csv", tmp_path / "x")
     assert res.returncode == 2 and "both write" in res.stderr
     res = iolens("report", "-q", capture, "--json", tmp_path / "no" / "such" / "r.json")
-    assert res.returncode == 2 and "does not exist or is not writable" in res.stderr
+    assert res.returncode == 2 and "does not exist; create it or give --json" in res.stderr
     res = iolens("report", "-q", capture, "--json", "-", "--csv", "-")
     assert res.returncode == 2 and "standard output" in res.stderr
     res = iolens("report", "-q", capture, "--json", tmp_path)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-from conftest import iolens
+from conftest import iolens, unavailable
 from helpers.capture import traced_calls
 from iolens import _format as F
 from iolens.capture.reader import read_capture
@@ -32,11 +34,35 @@ def test_exit_status_passes_through(tmp_path):
     assert res.returncode == 128 + signal.SIGUSR1
 
 
+def test_a_signal_death_is_named(tmp_path):
+    """`exit 138` alone did not say that the command was killed, nor by which signal."""
+    res = iolens("profile", "-o", tmp_path / "a.iolens", "--", "sh", "-c", "kill -USR1 $$")
+    assert res.returncode == 138 and "exit 138 (killed by SIGUSR1)," in res.stderr, res.stderr
+    assert "exit 138 (killed by SIGUSR1)," in iolens("report", tmp_path / "a.iolens").stdout
+    # a shell whose child was killed exits 128+N itself: only the convention says which signal
+    res = iolens("profile", "-q", "-o", tmp_path / "b.iolens", "--", "sh", "-c", 'sh -c "kill -USR1 \\$\\$"; exit $?')
+    assert res.returncode == 138, res.stderr
+    assert "exit 138 (128+10: SIGUSR1)," in iolens("report", tmp_path / "b.iolens").stdout
+    res = iolens("profile", "-o", tmp_path / "c.iolens", "--", "sh", "-c", "exit 3")
+    assert "exit 3," in res.stderr
+
+
 def test_command_not_found_is_one_line(tmp_path):
     res = iolens("profile", "-o", tmp_path / "x.iolens", "--", "no-such-tool-xyz", "--flag")
     assert res.returncode == 127
     assert res.stderr.strip() == "iolens: error: command not found: no-such-tool-xyz (not on PATH)"
     assert not (tmp_path / "x.iolens").exists()
+
+
+def test_a_mistyped_option_is_named_as_one(tmp_path):
+    """`--ouput` before `--` is passed on as the command; it was reported as `command not found: --ouput`."""
+    out = tmp_path / "x.iolens"
+    res = iolens("profile", "--ouput", out, "--", "true")
+    assert res.returncode == 2 and not out.exists()
+    assert res.stderr.startswith("iolens: error: no such option: --ouput (did you mean --output?)"), res.stderr
+    assert "after --" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    res = iolens("profile", "-o", out, "--", "-no-such-tool")  # after `--` a word is the command, whatever it is
+    assert res.returncode == 127 and "command not found: -no-such-tool" in res.stderr
 
 
 def test_existing_capture_is_never_overwritten(tmp_path):
@@ -64,6 +90,40 @@ def test_an_output_directory_that_cannot_take_the_capture_is_refused_before_the_
             assert not marker.exists() and not out.exists()
     finally:
         ro.chmod(0o700)
+
+
+def _run_as(prefix: list[str], *args: object, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([*prefix, sys.executable, "-m", "iolens", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, timeout=120)
+
+
+def test_unwritable_directory_says_why_and_create_it_only_when_missing(tmp_path):
+    """`create it` was said for every directory that could not take the capture, an existing read-only one too."""
+    res = iolens("profile", "-o", tmp_path / "missing" / "c.iolens", "--", "true")
+    assert "directory " in res.stderr and "does not exist; create it or give -o" in res.stderr, res.stderr
+    if not shutil.which("unshare"):
+        unavailable("unshare (util-linux) is needed to mount a read-only filesystem")
+    (tmp_path / "rofs").mkdir()
+    mount = ["unshare", "-rm", "--propagation", "private", "sh", "-c", 'mount -t tmpfs -o ro tmpfs rofs && exec "$@"',
+             "sh"]
+    res = _run_as(mount, "profile", "-o", "rofs/c.iolens", "--", "true", cwd=tmp_path)
+    if "mount" in res.stderr or "unshare" in res.stderr:
+        unavailable(f"cannot mount a read-only tmpfs in a private namespace: {res.stderr.strip()}")
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    assert "directory rofs is on a read-only filesystem; give -o in a writable directory" in res.stderr, res.stderr
+    assert "create it" not in res.stderr
+    top = Path(tempfile.mkdtemp(prefix="iolens-ro-"))  # outside tmp_path, which another user cannot enter
+    try:
+        top.chmod(0o755)
+        (top / "locked").mkdir(mode=0o500)
+        prefix = (["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if os.geteuid() == 0 else [])
+        if prefix and not shutil.which("setpriv"):
+            unavailable("setpriv (util-linux) is needed to run as another user")
+        res = _run_as(prefix, "profile", "-o", "locked/c.iolens", "--", "true", cwd=top)
+        assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+        assert "directory locked is not writable by you; give -o in a writable directory" in res.stderr, res.stderr
+    finally:
+        shutil.rmtree(top)
 
 
 def test_unwritable_capture_dir_in_the_interposer(tmp_path):

@@ -33,6 +33,22 @@ def _special_message(opt: str, path: str | os.PathLike[str]) -> str:
             "name, or '-' for standard output")
 
 
+def directory_problem(parent: Path) -> tuple[str, str] | None:
+    """Why files cannot be made in directory `parent`, and the advice's start, or None if they can: "create it or"
+    only for a directory that does not exist (a read-only filesystem or a missing permission is said as such)."""
+    if not parent.exists():
+        return "does not exist", "create it or "
+    if not parent.is_dir():
+        return "is not a directory", ""
+    if os.access(parent, os.W_OK):
+        return None
+    try:
+        readonly = bool(os.statvfs(parent).f_flag & os.ST_RDONLY)
+    except OSError:
+        readonly = False
+    return ("is on a read-only filesystem" if readonly else "is not writable by you"), ""
+
+
 def check_outputs(outputs: Mapping[str, str | os.PathLike[str] | None], *, force: bool = False,
                   inputs: Sequence[str | os.PathLike[str]] = ()) -> None:
     """Refuse, before any work, outputs that cannot be written: `outputs` maps an option name to its path; none may
@@ -60,8 +76,10 @@ def check_outputs(outputs: Mapping[str, str | os.PathLike[str] | None], *, force
         if path.exists() and not force:
             raise UsageError(_exists_message(opt, p))
         parent = path.parent if str(path.parent) else Path(".")
-        if not parent.is_dir() or not os.access(parent, os.W_OK):
-            raise UsageError(f"{opt} {p}: directory {parent} does not exist or is not writable")
+        problem = directory_problem(parent)
+        if problem:
+            raise UsageError(f"{opt} {p}: directory {parent} {problem[0]}; {problem[1]}give {opt} in a writable "
+                             "directory")
 
 
 def write_output(path: str | os.PathLike[str], data: bytes | Iterable[bytes], *, force: bool = False,

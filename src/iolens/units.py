@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import signal
 
 from iolens.errors import UsageError
 
@@ -28,6 +29,25 @@ def human_bytes(n: float | int | None) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} TiB"
+
+
+def exit_text(status: int | None, signal_number: int | None = None) -> str:
+    """An exit status as shown: `139 (killed by SIGSEGV)` when the wait status said the command died of a signal,
+    `139 (128+11: SIGSEGV)` when only the shell convention (a shell's child killed by signal N) says so."""
+    if status is None:
+        return "?"
+    if signal_number is not None:
+        return f"{status} (killed by {_signal_name(signal_number)})"
+    if 128 < status <= 128 + signal.NSIG and (name := _signal_name(status - 128, None)):
+        return f"{status} (128+{status - 128}: {name})"
+    return str(status)
+
+
+def _signal_name(n: int, default: str | None = "") -> str | None:
+    try:
+        return signal.Signals(n).name
+    except ValueError:
+        return f"signal {n}" if default == "" else default
 
 
 def human_seconds(s: float | None) -> str:

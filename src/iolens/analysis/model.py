@@ -253,6 +253,7 @@ class RunSummary:
     tree: list[ProcSummary] = field(default_factory=list)
     mounts: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    exit_signal: int | None = None  # the signal that killed the command, when the capture recorded it
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

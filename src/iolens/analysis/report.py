@@ -99,6 +99,7 @@ def _capture_info(cap: Capture, whole: Integrity) -> dict[str, Any]:
         "command": list(meta.get("command") or (procs[0].argv if procs else [])),
         "cwd": meta.get("cwd"),
         "exit_status": meta.get("exit_status"),
+        "exit_signal": meta.get("exit_signal"),
         "host": meta.get("host"),
         "kernel": meta.get("kernel"),
         "cpus": meta.get("cpus"),

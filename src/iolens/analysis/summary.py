@@ -45,6 +45,7 @@ def summarize(cap: Capture, top: int = 10, *, files: bool = True) -> RunSummary:
         command=cap.meta.get("command", procs[0].argv if procs else []),
         wall_s=P.wall_s(cap),
         exit_status=cap.meta.get("exit_status"),
+        exit_signal=cap.meta.get("exit_signal"),
         processes=len(procs),
         own_s=run.own_s,
         io_wall_s=run.io_wall_s,

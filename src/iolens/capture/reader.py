@@ -67,8 +67,8 @@ class Process:
         out = []
         for row, path in zip(self.file_table.tolist(), self.paths):
             f = dict(zip(names, row))
-            for n in arrays:
-                f[n] = tuple(f[n])
+            for n in arrays:  # a structured row's tolist() leaves a subarray field as an ndarray of numpy scalars
+                f[n] = tuple(f[n].tolist())
             f["path"] = path
             out.append(f)
         return out
@@ -376,7 +376,8 @@ def _redacted_env(text: str) -> tuple[tuple[str, str], ...]:
 # META keys iolens writes, and the types a reader relies on (other keys are kept as they are)
 _META_TYPES: dict[str, tuple[type, ...]] = {
     "tool": (str,), "iolens_version": (str,), "command": (list,), "cwd": (str,), "parent_pid": (int,),
-    "wall_s": (int, float), "exit_status": (int,), "trace": (bool,), "mounts": (list,), "host": (str,),
+    "wall_s": (int, float), "exit_status": (int,),
+    "exit_signal": (int, type(None)), "trace": (bool,), "mounts": (list,), "host": (str,),
     "kernel": (str,), "cpus": (int,), "mem_bytes": (int,), "cpu_model": (str,), "start_real_ns": (int,),
     "start_mono": (int,), "end_mono": (int,), "children_rusage": (dict,), "parts": (int,),
     "running_at_save": (list,), "machine_cpu_s": (dict,), "cpu_probe": (dict,),

@@ -213,6 +213,7 @@ class Recording:
         self.output = output
         self.overwrite = overwrite
         self.trace = trace
+        self.exit_signal: int | None = None  # the signal that killed the command, from its wait status
         self.max_files = max_files
         self.cwd = cwd
         self.base_env = dict(os.environ if env is None else env)
@@ -289,6 +290,7 @@ class Recording:
         timing.cpu = (timing.cpu[0], cpu_seconds())
         status = 128 + os.WTERMSIG(wstatus) if os.WIFSIGNALED(wstatus) else os.WEXITSTATUS(wstatus)
         proc.returncode = status  # reaped above; keep Popen from waiting again
+        self.exit_signal = os.WTERMSIG(wstatus) if os.WIFSIGNALED(wstatus) else None
         if self.trace:
             timing.probes.append(_probe_cpu())
         return self.finish(status, (timing.end_mono - timing.start_mono) / 1e9)
@@ -309,6 +311,7 @@ class Recording:
             "parent_pid": os.getpid(),
             "wall_s": wall_s,
             "exit_status": status,
+            "exit_signal": self.exit_signal,
             "trace": self.trace,
             "mounts": mounts(),
             **host_facts(),

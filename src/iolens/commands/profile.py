@@ -13,7 +13,7 @@ import click
 
 from iolens.errors import UsageError
 from iolens.names import shown
-from iolens.output import FORCE_OPTION, check_outputs
+from iolens.output import FORCE_OPTION, check_outputs, directory_problem
 
 if TYPE_CHECKING:  # rich, numpy and the analysis load when a command is profiled, not for `iolens --help`
     from rich.console import Console
@@ -37,14 +37,13 @@ def check_output(out: Path, *, force: bool = False) -> None:
     is the worse outcome: the user asked for the capture."""
     if str(out) == "-":
         raise UsageError("-o - : a capture is binary and cannot go to standard output; give a file name")
+    parent = out.parent if str(out.parent) else Path(".")
+    problem = directory_problem(parent)  # first: a directory one cannot enter also makes `out.exists()` raise
+    if problem:
+        raise UsageError(f"cannot save the capture {shown(str(out))}: directory {shown(str(parent))} {problem[0]}; "
+                         f"{problem[1]}give -o in a writable directory (the command was not run)")
     if ((out.exists() or out.is_symlink()) and not force) or (out.exists() and not out.is_file()):
         check_outputs({"-o": out})  # refuses, with the policy's message (a device or a pipe also with --force)
-    parent = out.parent if str(out.parent) else Path(".")
-    why = ("does not exist" if not parent.is_dir() else "is not writable" if not os.access(parent, os.W_OK)
-           else None)
-    if why:
-        raise UsageError(f"cannot save the capture {shown(str(out))}: directory {shown(str(parent))} {why}; create it "
-                         "or give -o in a writable directory (the command was not run)")
 
 
 def render(result: RecordingResult, console: Console) -> None:
@@ -104,7 +103,35 @@ def run_profiled(argv: list[str], output: Path | None, *, trace: bool = False, m
     return result
 
 
-@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+class _ProfileCommand(click.Command):
+    """Keeps the raw arguments, so that a mistyped option can be told from a command given after `--`."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["iolens.profile.args"] = list(args)
+        return super().parse_args(ctx, args)
+
+
+def check_not_an_option(ctx: click.Context, command: tuple[str, ...]) -> None:
+    """A first command word that starts with `-` and was not given after `--` is a mistyped option (unknown options
+    are passed on as the command, so that `iolens profile samtools -h` works): say so, with click's own kind of
+    suggestion (difflib over this command's options), rather than `command not found: --ouput`."""
+    import difflib
+
+    raw = ctx.meta.get("iolens.profile.args", [])
+    n = len(command)
+    after_dashes = 0 < n < len(raw) and raw[-n - 1] == "--" and tuple(raw[-n:]) == command
+    if not command or not command[0].startswith("-") or command[0] == "-" or after_dashes:
+        return
+    word = command[0].split("=", 1)[0]
+    names = [o for p in ctx.command.params if isinstance(p, click.Option) for o in p.opts + p.secondary_opts]
+    close = difflib.get_close_matches(word, names)
+    hint = f" (did you mean {' or '.join(close)}?)" if close else f" (options: {', '.join(sorted(names))})"
+    raise UsageError(f"no such option: {shown(word)}{hint}; the command to profile goes after --, as in "
+                     "iolens profile -o CAPTURE -- COMMAND [ARGS...]")
+
+
+@click.command(cls=_ProfileCommand,
+               context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="Capture file to write (default: iolens-CMD-TIME.iolens here). "
                    "An existing file is replaced only with --force.")
@@ -128,6 +155,7 @@ def profile(output: Path | None, force: bool, trace: bool, max_files: int | None
     Example:
       iolens profile -o sort.iolens -- samtools sort -o out.bam in.sam
     """
+    check_not_an_option(click.get_current_context(), command)
     argv = list(command)
     if argv and argv[0] == "--":
         argv = argv[1:]

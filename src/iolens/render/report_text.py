@@ -12,7 +12,7 @@ from iolens.analysis.processes import chain_rows
 from iolens.names import shown_text
 from iolens.render.terminal import Col, FitTable
 from iolens.sysinfo import steal_lines
-from iolens.units import human_bytes, human_seconds, pct
+from iolens.units import exit_text, human_bytes, human_seconds, pct
 
 COLORS = {
     "tiny_read": "red", "small_read": "yellow", "streaming_read": "green", "random_read": "magenta",
@@ -103,7 +103,7 @@ def stdio_note(ops: dict[str, int]) -> str | None:
 def render_report_text(r: Report, console: Console, *, top: int = 10, max_procs: int = 25) -> None:
     cap, tot = r.capture, r.totals
     console.print(shown_text(f"iolens report: {' '.join(cap['command'])}", style="bold"))
-    status = "?" if cap["exit_status"] is None else str(cap["exit_status"])
+    status = exit_text(cap["exit_status"], cap.get("exit_signal"))
     console.print(f"  wall {human_seconds(tot['wall_s'])}, exit {status}, {tot['processes']} process image(s), "
                   f"{tot['files']} file(s), {human_bytes(tot['bytes_read'])} read, "
                   f"{human_bytes(tot['bytes_written'])} written")

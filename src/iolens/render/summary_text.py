@@ -9,7 +9,7 @@ from iolens.analysis.model import ProcSummary, RunSummary
 from iolens.names import shown_text
 from iolens.render.terminal import Col, FitTable
 from iolens.render.terminal import console as terminal
-from iolens.units import human_bytes, human_seconds, pct
+from iolens.units import exit_text, human_bytes, human_seconds, pct
 
 
 STYLE = {"title_justify": "left", "show_edge": False, "pad_edge": False}
@@ -37,7 +37,7 @@ def _chain_rows(tree: list[ProcSummary]) -> list[tuple[ProcSummary, list[ProcSum
 
 def render_summary(s: RunSummary, console: Console, *, max_tree: int = 25) -> None:
     cmd = " ".join(s.command)
-    status = "?" if s.exit_status is None else str(s.exit_status)
+    status = exit_text(s.exit_status, s.exit_signal)
     console.print(shown_text(f"iolens: {cmd}", style="bold"))
     console.print(
         f"  wall {human_seconds(s.wall_s)}, exit {status}, {s.processes} process image(s), "
