@@ -18,7 +18,7 @@ from iolens.analysis.model import FileRow, Report
 from iolens.names import json_safe
 
 TAG = "iolens-report"
-SCHEMA_VERSION = [1, 2]
+SCHEMA_VERSION = [1, 3]
 
 
 def _num(v: float) -> float | None:
