@@ -134,19 +134,23 @@ __attribute__((used)) long iolens_syscall_error(long r)
     errno = (int)-r;
     return -1;
 }
+/* The call's number and six arguments moved into the kernel's registers, and
+ * the system call. */
+#define SYSCALL_SHUFFLED \
+    "    mov %rdi, %rax\n" \
+    "    mov %rsi, %rdi\n" \
+    "    mov %rdx, %rsi\n" \
+    "    mov %rcx, %rdx\n" \
+    "    mov %r8, %r10\n" \
+    "    mov %r9, %r8\n" \
+    "    mov 8(%rsp), %r9\n" \
+    "    syscall\n"
 __asm__(".text\n"
         ".globl iolens_syscall\n"
         ".hidden iolens_syscall\n"
         ".type iolens_syscall, @function\n"
         "iolens_syscall:\n"
-        "    mov %rdi, %rax\n"
-        "    mov %rsi, %rdi\n"
-        "    mov %rdx, %rsi\n"
-        "    mov %rcx, %rdx\n"
-        "    mov %r8, %r10\n"
-        "    mov %r9, %r8\n"
-        "    mov 8(%rsp), %r9\n"
-        "    syscall\n"
+        SYSCALL_SHUFFLED
         "    cmp $-4095, %rax\n"
         "    jae 1f\n"
         "    ret\n"
@@ -159,14 +163,7 @@ __asm__(".text\n"
         ".hidden iolens_sysraw\n"
         ".type iolens_sysraw, @function\n"
         "iolens_sysraw:\n"
-        "    mov %rdi, %rax\n"
-        "    mov %rsi, %rdi\n"
-        "    mov %rdx, %rsi\n"
-        "    mov %rcx, %rdx\n"
-        "    mov %r8, %r10\n"
-        "    mov %r9, %r8\n"
-        "    mov 8(%rsp), %r9\n"
-        "    syscall\n"
+        SYSCALL_SHUFFLED
         "    ret\n"
         ".size iolens_sysraw, .-iolens_sysraw\n");
 #endif
