@@ -124,3 +124,17 @@ def test_the_script_answers_help_and_version_as_click_does_without_click(args, c
 def test_the_script_hands_everything_else_to_click():
     res = _script(["profile", "--help"], 80, "iolens.entry")
     assert res.stdout.startswith("Usage: iolens profile ") and "click" in json.loads(res.stderr)
+
+
+def test_help_at_80_columns_cuts_no_command_summary():
+    """Each command's one line in `iolens --help` is whole at 80 columns: no summary cut short with "..."."""
+    import os
+
+    from iolens.commands import COMMANDS
+
+    res = subprocess.run([os.path.join(os.path.dirname(sys.executable), "iolens"), "--help"], capture_output=True,
+                         text=True, check=True, env={**os.environ, "COLUMNS": "80"})
+    listed = res.stdout.partition("Commands:\n")[2]
+    assert "..." not in listed, listed
+    assert all(f"\n  {name} " in "\n" + listed for name in COMMANDS), listed
+    assert max(len(line) for line in listed.splitlines()) <= 80, listed

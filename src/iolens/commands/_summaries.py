@@ -6,35 +6,35 @@ SUMMARIES = {
         'Run COMMAND and record the file I/O of it and all its children.'),
     'parse': (None,
         'Dump every record of CAPTURE.'),
-    'report': (None,
+    'report': ('Turn a capture into answers: time, phases, files and advice.',
         'Turn a capture into answers: time breakdown, phases, timeline, files, storage and advice.'),
-    'diff': (None,
+    'diff': ('Compare two captures of one command (two storages, or a fix).',
         'Compare two captures of the same command (two storages, or before and after a fix).'),
     'data': (None,
         'Generate test data for profiling, benchmarks and comparisons.'),
-    'compare': (None,
+    'compare': ('Run a command in every placement, interleaved; compare them.',
         ('Run TEMPLATE in every placement configuration, interleaved, and compare them with '
          'statistics.')),
-    'bench': (None,
+    'bench': ('Benchmark storage targets side by side: dirs, lab:NAME, null.',
         ('Benchmark storage targets side by side: directories, lab:NAME targets, or `null` (engine '
          'overhead).')),
     'results': (None,
         'Browse and export stored benchmark and comparison results.'),
-    'lab': (None,
+    'lab': ('Real storage targets on this machine, as lab:NAME targets.',
         'Real storage targets on this machine: `lab:NAME` for bench and compare (see docs/lab.md).'),
-    'compress': (None,
+    'compress': ('Measure codecs on FILES: ratio, speed, CPU, memory, round trip.',
         ('Measure codecs on FILES: ratio, compress/decompress speed, CPU and memory, verified round '
          'trips.')),
-    'cost': (None,
+    'cost': ('Price measured time: $ per run and month, the best value.',
         ('Join measured time with storage and instance prices: $ per run and per month, the '
          'time-vs-cost front and the best value.')),
     'replay': (None,
         "Replay a `--trace` capture's operations on storage targets."),
-    'predict': (None,
+    'predict': ("Predict a step's wall time on other storage, without running it.",
         "Predict a captured step's wall time on other storage, without running it there."),
-    'wrap': (None,
+    'wrap': ('Print the snippet that turns profiling on for ENGINE.',
         'Print the snippet that turns profiling on for ENGINE with its own mechanism.'),
-    'doctor': (None,
+    'doctor': ('Say what this machine supports: native parts, kernel, FUSE, lab.',
         ('Say what this machine supports: the native parts, the interposer profiling a real command, '
          "kernel features, FUSE, root and the lab's tools.")),
 }
@@ -51,19 +51,19 @@ HELP = (
     '  -h, --help  Show this message and exit.\n'
     '\n'
     'Commands:\n'
-    '  bench     Benchmark storage targets side by side: directories, lab:NAME...\n'
-    '  compare   Run TEMPLATE in every placement configuration, interleaved,...\n'
-    '  compress  Measure codecs on FILES: ratio, compress/decompress speed,...\n'
-    '  cost      Join measured time with storage and instance prices: $ per...\n'
+    '  bench     Benchmark storage targets side by side: dirs, lab:NAME, null.\n'
+    '  compare   Run a command in every placement, interleaved; compare them.\n'
+    '  compress  Measure codecs on FILES: ratio, speed, CPU, memory, round trip.\n'
+    '  cost      Price measured time: $ per run and month, the best value.\n'
     '  data      Generate test data for profiling, benchmarks and comparisons.\n'
-    '  diff      Compare two captures of the same command (two storages, or...\n'
-    '  doctor    Say what this machine supports: the native parts, the...\n'
-    '  lab       Real storage targets on this machine: `lab:NAME` for bench...\n'
+    '  diff      Compare two captures of one command (two storages, or a fix).\n'
+    '  doctor    Say what this machine supports: native parts, kernel, FUSE, lab.\n'
+    '  lab       Real storage targets on this machine, as lab:NAME targets.\n'
     '  parse     Dump every record of CAPTURE.\n'
-    "  predict   Predict a captured step's wall time on other storage, without...\n"
+    "  predict   Predict a step's wall time on other storage, without running it.\n"
     '  profile   Run COMMAND and record the file I/O of it and all its children.\n'
     "  replay    Replay a `--trace` capture's operations on storage targets.\n"
-    '  report    Turn a capture into answers: time breakdown, phases,...\n'
+    '  report    Turn a capture into answers: time, phases, files and advice.\n'
     '  results   Browse and export stored benchmark and comparison results.\n'
-    '  wrap      Print the snippet that turns profiling on for ENGINE with its...\n'
+    '  wrap      Print the snippet that turns profiling on for ENGINE.\n'
 )

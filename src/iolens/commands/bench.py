@@ -80,7 +80,7 @@ def _size(ctx: click.Context, param: click.Parameter, value: str | None) -> int 
         raise click.BadParameter(str(err)) from None
 
 
-@click.command()
+@click.command(short_help="Benchmark storage targets side by side: dirs, lab:NAME, null.")
 @click.argument("targets", nargs=-1, required=True)
 @click.option("--suite", "suite_names", multiple=True, default=["classic"], show_default=True,
               type=SuiteChoice(), help=suites.suites_help())

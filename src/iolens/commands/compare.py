@@ -76,7 +76,8 @@ def _raise_terminate(signum: int, _frame: object) -> None:
     raise _Terminate(signal.Signals(signum).name)
 
 
-@click.command(context_settings={"max_content_width": 110})
+@click.command(short_help="Run a command in every placement, interleaved; compare them.",
+               context_settings={"max_content_width": 110})
 @click.argument("template")
 @click.option("--input", "inputs", multiple=True, metavar="NAME=PATH[,PATH...]",
               help="An input file or directory for {NAME}; several paths = where the input may live (a dimension).")

@@ -50,7 +50,8 @@ def _list_codecs() -> None:
                "levels, with 1 and all CPUs")
 
 
-@click.command(context_settings={"max_content_width": 110})
+@click.command(short_help="Measure codecs on FILES: ratio, speed, CPU, memory, round trip.",
+               context_settings={"max_content_width": 110})
 @click.argument("files", nargs=-1, type=str)
 @click.option("--codecs", multiple=True, metavar="NAME[:L/L...],...",
               help="Codecs and levels, e.g. zstd:1/3/19,gz,bgzip:6 (levels separated by /); `all`; see --list.")

@@ -96,7 +96,8 @@ def _list(prices: Path | None) -> None:
     con.print("lab targets: " + ", ".join(f"{k}={v}" for k, v in LAB_OPTIONS.items()))
 
 
-@click.command(context_settings={"max_content_width": 110})
+@click.command(short_help="Price measured time: $ per run and month, the best value.",
+               context_settings={"max_content_width": 110})
 @click.option("--run", "run_id", type=int, default=None, help="A compare run of the results store.")
 @click.option("--last", is_flag=True, help="The newest compare run of the results store.")
 @click.option("--option", "figures", multiple=True, metavar="OPTION=SECONDS",

@@ -8,7 +8,7 @@ from iolens.output import FORCE_OPTION
 from iolens.render.exports import export_options
 
 
-@click.command()
+@click.command(short_help="Compare two captures of one command (two storages, or a fix).")
 @click.argument("capture_a", type=click.Path(path_type=str), required=False)
 @click.argument("capture_b", type=click.Path(path_type=str), required=False)
 @click.option("--set", "overrides", metavar="NAME=VALUE", multiple=True, help="Change a threshold (as in report).")

@@ -8,7 +8,7 @@ WIDTH = 80  # at most: the details fold at the terminal's width below this
 NAME_W = 14
 
 
-@click.command()
+@click.command(short_help="Say what this machine supports: native parts, kernel, FUSE, lab.")
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON (tag iolens-doctor, schema [1, 0]).")
 def doctor(as_json: bool) -> None:
     """Say what this machine supports: the native parts, the interposer profiling a real command, kernel

@@ -31,7 +31,7 @@ def _say(quiet: bool) -> Callable[[str], None]:
     return (lambda msg: None) if quiet else (lambda msg: click.echo(msg))
 
 
-@click.group()
+@click.group(short_help="Real storage targets on this machine, as lab:NAME targets.")
 def lab() -> None:
     """Real storage targets on this machine: `lab:NAME` for bench and compare (see docs/lab.md)."""
 

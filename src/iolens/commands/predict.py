@@ -8,7 +8,7 @@ from iolens.output import FORCE_OPTION
 from iolens.render.exports import export_options
 
 
-@click.command()
+@click.command(short_help="Predict a step's wall time on other storage, without running it.")
 @click.argument("capture", type=click.Path(path_type=str))  # the reader says what is wrong, in one line
 @click.option("--on", "targets", metavar="TARGET", multiple=True, required=True,
               help="A directory or lab:NAME to predict for (repeatable).")

@@ -23,7 +23,7 @@ def print_thresholds() -> None:
         click.echo(f"{name:<{w}}  {default:>12g} {unit:<9} {doc}")
 
 
-@click.command()
+@click.command(short_help="Turn a capture into answers: time, phases, files and advice.")
 @click.argument("capture", required=False, type=click.Path(dir_okay=True, path_type=str))
 @click.option("--sample", metavar="NAME", help="Sample name for --multiqc (default: the capture's file name).")
 @click.option("--set", "overrides", metavar="NAME=VALUE", multiple=True,

@@ -9,7 +9,7 @@ import click
 ENGINES = ("slurm", "snakemake", "nextflow")
 
 
-@click.command()
+@click.command(short_help="Print the snippet that turns profiling on for ENGINE.")
 @click.argument("engine", type=click.Choice(ENGINES))
 @click.option("-d", "--capture-dir", default="iolens-captures", show_default=True, metavar="DIR",
               help="The pipeline's capture directory (on storage every node sees).")
