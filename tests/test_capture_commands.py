@@ -47,16 +47,19 @@ def one_line_error(stderr: str) -> str:
     return lines[-1]
 
 
+NOT_A_CAPTURE = "not an iolens capture (it does not start as one does); give a file written by iolens profile -o"
+
+
 def test_a_large_file_that_is_not_a_capture_is_refused_at_its_header(tmp_path, readers):
     big = tmp_path / "big.bin"
     with open(big, "wb") as f:
         f.truncate(4 << 30)  # sparse: no disk space, but 4 GiB to a reader that reads it whole
     for command, (rc, err) in readers.statuses(big).items():
         assert rc == 3, (command, err)
-        assert one_line_error(err) == f"iolens: error: {big}: not an iolens capture (bad magic)", command
+        assert one_line_error(err) == f"iolens: error: {big}: {NOT_A_CAPTURE}", command
     big.write_bytes(b"\x7fELF" + bytes(4000))  # a program given by mistake
     res = iolens("report", big)
-    assert res.returncode == 3 and res.stderr == f"iolens: error: {big}: not an iolens capture (bad magic)\n"
+    assert res.returncode == 3 and res.stderr == f"iolens: error: {big}: {NOT_A_CAPTURE}\n"
 
 
 @pytest.mark.parametrize("zeros", [8, 4096, 3 << 30], ids=["end-marker", "4KiB", "3GiB-sparse"])

@@ -145,7 +145,9 @@ def test_garbled_and_truncated_captures(tmp_path):
     bad = tmp_path / "bad.iolens"
     bad.write_bytes(b"not a capture at all")
     res = iolens("report", bad)
-    assert res.returncode == 3 and res.stderr.strip() == f"iolens: error: {bad}: not an iolens capture (bad magic)"
+    assert res.returncode == 3 and res.stderr.strip() == (
+        f"iolens: error: {bad}: not an iolens capture (it does not start as one does); give a file "
+        "written by iolens profile -o")
     cut = tmp_path / "cut.iolens"
     cut.write_bytes(data[: len(data) // 2])
     res = iolens("report", cut, "--json", "-")
@@ -157,3 +159,18 @@ def test_garbled_and_truncated_captures(tmp_path):
     res = iolens("report", head)
     assert res.returncode == 3 and re.match(r"iolens: error: .* at byte \d+", res.stderr)
     assert "Traceback" not in res.stderr
+
+
+def test_a_step_without_advice_says_so_in_plain_words():
+    """With no advice, the terminal and the page say what that means, not that "no advice rule fired"."""
+    import html
+
+    from iolens.render.report_html import render_html
+
+    r = build_report(read_capture(CAPTURE), advise=False)
+    assert not r.advice
+    term = " ".join(text_of(r).split())
+    page = html.unescape(render_html(r).decode())
+    assert "no advice: nothing in this step points at storage" in term
+    assert "No advice: nothing in this step points at storage." in page
+    assert "rule fired" not in term and "rule fired" not in page

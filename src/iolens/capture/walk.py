@@ -83,7 +83,8 @@ class _Walk:
             raise CaptureError(f"{self.path}: not an iolens capture (only {len(data)} bytes)")
         magic, major, minor, hdr_size = FILE_HDR.unpack(data)
         if magic != F.MAGIC:
-            raise CaptureError(f"{self.path}: not an iolens capture (bad magic)")
+            raise CaptureError(f"{self.path}: not an iolens capture (it does not start as one does); give a file "
+                               "written by iolens profile -o")
         self.version = (major, minor)
         if major > F.CONTAINER_MAJOR:
             raise CaptureError(

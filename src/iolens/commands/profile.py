@@ -55,10 +55,12 @@ def render(result: RecordingResult, console: Console) -> None:
     if result.capture is not None:
         render_summary(summarize(result.capture), console)
         from iolens.analysis.report import top_advice
+        from iolens.render.report_text import NO_ADVICE
 
-        advice = top_advice(result.capture, n=2) or ["no advice rule fired; `iolens report` shows the full analysis"]
+        advice = [f"advice: {a}" for a in top_advice(result.capture, n=2)] or [
+            f"{NO_ADVICE}; `iolens report` shows the full analysis"]
         for line in advice:
-            console.print(Text(f"  advice: {shown(line)}"))
+            console.print(Text(f"  {shown(line)}"))
         if result.path:
             path = shown(result.path)
             console.print(Text(f"  capture: {path}  (iolens parse {path} shows every record)"))

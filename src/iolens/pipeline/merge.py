@@ -136,8 +136,8 @@ class RuleAgg:
             fix = fixes[0]["fix"]
         else:
             see = " or ".join(f"`iolens report {shlex.quote(path)}`" for _io, path in self.reports[:2])
-            fix = (f"no advice rule fired for its {self.tasks} task(s); see its tasks with most I/O: {see}" if see
-                   else f"no advice rule fired for its {self.tasks} task(s)")
+            fix = (f"no advice: nothing in its {self.tasks} task(s) has a fix iolens knows; see its tasks with most "
+                   f"I/O: {see}" if see else f"no advice: nothing in its {self.tasks} task(s) has a fix iolens knows")
         return (f"rule {self.name}: {t / total:.0%} of its time is {LABELS[cls]} {prep} {m['mount']} on "
                 f"{m['fstype']}; {fix}")
 

@@ -20,7 +20,7 @@ from iolens.render.htmlsafe import script_json
 from iolens.render.html_table import PAGE_CSS, SORTABLE_JS, td, table
 from iolens.render.multiqc import COLORS
 from iolens.render.plotting import CONFIG, js_layout, script_tag
-from iolens.render.report_text import integrity_lines, storage_mounts, unattributed_line
+from iolens.render.report_text import NO_ADVICE, integrity_lines, storage_mounts, unattributed_line
 from iolens.units import human_bytes, human_seconds, pct
 
 MAX_FILE_ROWS = 2000
@@ -100,7 +100,7 @@ def _procs_table(r: Report) -> str:
 
 def _advice(r: Report) -> str:
     if not r.advice:
-        return '<p class="note">Nothing stands out: no advice rule fired.</p>'
+        return f'<p class="note">{_h(NO_ADVICE[0].upper() + NO_ADVICE[1:])}.</p>'
     out = []
     for a in r.advice:
         stake = "" if a.time_at_stake_s is None else (

@@ -14,6 +14,8 @@ from iolens.render.terminal import Col, FitTable
 from iolens.sysinfo import steal_lines
 from iolens.units import exit_text, human_bytes, human_seconds, pct
 
+NO_ADVICE = "no advice: nothing in this step points at storage"  # said by report (terminal, page) and profile
+
 COLORS = {
     "tiny_read": "red", "small_read": "yellow", "streaming_read": "green", "random_read": "magenta",
     "tiny_write": "bright_red", "small_write": "bright_yellow", "streaming_write": "bright_green",
@@ -182,7 +184,7 @@ def render_report_text(r: Report, console: Console, *, top: int = 10, max_procs:
     console.print()
     console.print(Text("Advice", style="bold"))
     if not r.advice:
-        console.print("  nothing stands out: no rule fired (iolens report --thresholds lists them)")
+        console.print(f"  {NO_ADVICE} (iolens report --thresholds lists what iolens checks)")
     for i, a in enumerate(r.advice, 1):
         stake = "" if a.time_at_stake_s is None else f"  [up to {human_seconds(a.time_at_stake_s)} at stake" + (
             f", {100 * a.share:.0f}% of process time]" if a.share is not None else "]")
