@@ -120,3 +120,4 @@ def test_report_says_how_stdio_was_classed(cprog, tmp_path):
     flat = " ".join(out.split())
     assert flat.count("stdio calls (") == 1, out
     assert "are library calls, not requests to storage: they are classed by the buffer fills and flushes" in flat
+    assert "(captures from older iolens versions class them by the calls)" in flat and "FILE version" not in flat

@@ -98,8 +98,8 @@ def stdio_note(ops: dict[str, int]) -> str | None:
     if not n:
         return None
     return (f"stdio calls ({n:,}) are library calls, not requests to storage: they are classed by the buffer "
-            "fills and flushes they made the kernel do (in captures before FILE version 2, by the calls), "
-            "and their time is counted in full.")
+            "fills and flushes they made the kernel do (captures from older iolens versions class them by the "
+            "calls), and their time is counted in full.")
 
 
 def render_report_text(r: Report, console: Console, *, top: int = 10, max_procs: int = 25) -> None:
