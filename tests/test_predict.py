@@ -4,6 +4,7 @@ the target less the cost at home; compute unchanged."""
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 import pytest
@@ -376,3 +377,30 @@ def test_an_untraced_threaded_process_may_spread_its_cpu_over_every_cpu():
     single = Capture("x", {}, [proc(0)], [], (2, 0))
     assert cpu_floor(threaded, 0, cpus=2) == pytest.approx(4.5, abs=0.01)
     assert cpu_floor(single, 0, cpus=2) == pytest.approx(9.0, abs=0.01)
+
+
+def test_the_terminal_says_classes_in_the_reports_words_and_what_each_target_is_against():
+    """The table and the largest-classes line name a class as the report does ("small reads", not read_small),
+    and the line under them says what the comparison is, not "each target against: home storage calibration"."""
+    import io
+
+    from rich.console import Console
+
+    from iolens.analysis.breakdown import LABELS
+    from iolens.render.whatif_text import render_predict
+    from iolens.whatif.predict import predict
+
+    home = dict(ZERO, read_small=0.002, write_large=0.1)
+    slow = dict(ZERO, read_small=0.003, write_large=0.3, meta_create=0.01)
+    for ref_home, said in ((home, "each target's calibration is compared with the home storage's"),
+                           (None, "compared with the step's own recorded time per operation")):
+        buf = io.StringIO()
+        render_predict(Console(file=buf, width=200, color_system=None), "c.iolens", model(),
+                       [predict(model(), slow, ref_home, "slow")], "", "warm")
+        text = " ".join(buf.getvalue().split())
+        assert said in text and "each target against" not in text, text
+        line = text.partition("largest classes: ")[2]
+        assert line.startswith((f"{LABELS['small_read']} 3.000 s", f"{LABELS['streaming_write']} ")), text
+        assert f"{LABELS['streaming_write']} " in line and f"{LABELS['small_read']} 3.000 s" in line, text
+        assert re.search(f"│ ({LABELS['small_read']}|{LABELS['streaming_write']}) slow, largest", text), text
+        assert "read_small" not in text and "write_large" not in text and "small reads" in text, text

@@ -158,7 +158,7 @@ def test_predict_at_80_and_200_columns(traced_step):
     assert "not shown at 80 columns: I/O share" in narrow and "not shown at" not in wide
     for text in (narrow, wide):  # the largest classes of each target, each with its figure (the line may fold
         # after "classes:", by the length of the target's path)
-        assert re.search(r"largest classes: \w+ \d+\.\d{3} s", " ".join(text.split())), text
+        assert re.search(r"largest classes: [a-z ()]+ \d+\.\d{3} s", " ".join(text.split())), text
     assert "the model cannot see:" in narrow
 
 

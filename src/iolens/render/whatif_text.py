@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.text import Text
 
+from iolens.analysis.breakdown import LABELS
 from iolens.names import shown
 from iolens.render.terminal import Col, FitTable, fold
 
@@ -20,6 +21,28 @@ if TYPE_CHECKING:
 STYLE: dict[str, Any] = {"show_edge": False, "pad_edge": False, "title_justify": "left", "title_style": "bold"}
 TOP_CLASSES = 3  # the classes listed under a prediction, largest first
 CPU_RATIO_NOTE = 0.05  # a replay's CPU this much slower or faster than while recording is said
+# A model class (whatif/calibration.py) in the report's words (analysis/breakdown.py's LABELS); the metadata kinds
+# are "metadata (create)" and so on, and the classes the report has no category for are said here.
+AS_REPORT = {"read_small": "small_read", "read_large": "streaming_read", "read_random": "random_read",
+             "write_small": "small_write", "write_large": "streaming_write", "sync": "sync", "meta": "metadata"}
+OWN_LABELS = {"copy_small": "small copies", "cold_list": "cold directory listings",
+              "cold_inode": "cold file lookups", "cold_read": "cold first reads", "none": "none"}
+# What a prediction's reference (Prediction.reference) means, said under the table.
+REFERENCES = {"home storage calibration": "each target's calibration is compared with the home storage's (the same "
+                                          "operations timed on both): the difference is what the step's I/O would "
+                                          "gain or lose there",
+              "recorded per-op times": "each target's calibration is compared with the step's own recorded time per "
+                                       "operation (no calibration of the home storage): the difference is what the "
+                                       "step's I/O would gain or lose there"}
+
+
+def class_label(cls: str) -> str:
+    """A model class as the report names its I/O classes: "small writes", not write_small."""
+    if cls in AS_REPORT:
+        return LABELS[AS_REPORT[cls]]
+    if cls.startswith("meta_"):
+        return f"{LABELS['metadata']} ({cls.removeprefix('meta_')})"
+    return OWN_LABELS.get(cls, cls.replace("_", " "))
 
 
 def _s(x: float) -> str:
@@ -89,14 +112,15 @@ def render_predict(con: Console, capture: str, model: StepModel, preds: Sequence
                   Col("I/O change", drop=1), Col("dominant class", "left")], title="Predicted wall time", **STYLE)
     for p in preds:
         t.add_row(p.target, _s(p.wall_s), f"{p.low_s:.3f}-{p.high_s:.3f} s", f"{p.io_share * 100:.0f}%",
-                  f"{round(p.io_delta_s, 3) + 0.0:+.3f} s", p.dominant)  # + 0.0: never "-0.000"
+                  f"{round(p.io_delta_s, 3) + 0.0:+.3f} s", class_label(p.dominant))  # + 0.0: never "-0.000"
     con.print(t)
     for p in preds:
         top = sorted(p.class_s.items(), key=lambda kv: -kv[1])[:TOP_CLASSES]
         if top:
-            _prose(con, f"{p.target}, largest classes: " + ", ".join(f"{c} {_s(sec)}" for c, sec in top), 2)
+            _prose(con, f"{p.target}, largest classes: "
+                        + ", ".join(f"{class_label(c)} {_s(sec)}" for c, sec in top), 2)
     if preds:
-        _prose(con, f"each target against: {preds[0].reference}")
+        _prose(con, REFERENCES.get(preds[0].reference, f"each target against: {preds[0].reference}"))
     for c in model.cautions:
         _prose(con, f"caution: {c}")
     con.print("the model cannot see:")
