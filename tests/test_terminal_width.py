@@ -116,6 +116,13 @@ def test_compare_title_says_what_was_timed(compare_runs):
         assert "copy-in" not in text
 
 
+def test_compare_says_what_its_per_run_columns_mean(compare_runs):
+    for text in compare_runs.values():
+        flat = " ".join(text.split())
+        assert "inputs cached: share of the input files' bytes in memory just before a run (-: not known" in flat
+        assert "storage write / read: bytes the storage devices wrote and read" in flat, text
+
+
 def test_profile_summary_at_80_columns(tmp_path):
     deep = tmp_path / ("a_rather_long_directory_name_" * 3)
     deep.mkdir()
@@ -173,6 +180,10 @@ def test_replay_at_80_and_200_columns(traced_step):
     assert "STREAM" in header(wide, "target") and "fidelity" in header(narrow, "target")
     assert ("STREAM" in header(narrow, "target")) != ("not shown at 80 columns:" in narrow and "STREAM" in narrow)
     assert re.search(r"│ +[+-]\d+\.\d%$", rows(narrow)[1]), rows(narrow)  # the capture's own storage: fidelity
+    for text in (narrow, wide, sixty):  # the class columns are said under the table, beside fidelity
+        flat = " ".join(text.split())
+        assert "READ: time in reads; WRITE: time in writes; META: time in metadata calls" in flat, text
+        assert "STREAM: time waiting on pipes and sockets" in flat and "fidelity: the replay's wall time" in flat
 
 
 def test_fold_keeps_a_figure_with_its_unit_and_label_and_hangs_its_continuations():

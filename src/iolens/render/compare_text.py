@@ -60,6 +60,13 @@ def column_key(s: dict[str, Any]) -> dict[str, str]:
             f"cache {s.get('cache', '')}": CACHE_WORDS.get(s.get("cache", ""), "")}
 
 
+PER_RUN_KEY = {
+    "storage write / read": "bytes the storage devices wrote and read for the command (kernel counters)",
+    "bytes read / written": "bytes the command asked to read and write, whether storage or memory served them",
+    "inputs cached": "share of the input files' bytes in memory just before a run (-: not known, as when there are "
+                     "no input files or they are empty)"}
+
+
 def key_line(keys: dict[str, str]) -> str:
     """One footnote line: every term followed by its meaning."""
     return "; ".join(f"{k}: {v}" for k, v in keys.items() if v)
@@ -150,6 +157,7 @@ def render_compare(rep: dict[str, Any], console: Console) -> None:
                   human_bytes(io["max_rss_bytes"]), human_bytes(io["rchar"]), human_bytes(io["wchar"]),
                   "-" if res is None else f"{100 * res:.0f}%")
     console.print(t)
+    console.print(Text(key_line(PER_RUN_KEY), style="dim"))
 
     staged = [r for r in results if r["phases"]]
     if staged:

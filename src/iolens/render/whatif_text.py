@@ -11,6 +11,7 @@ from rich.text import Text
 
 from iolens.analysis.breakdown import LABELS
 from iolens.names import shown
+from iolens.render.compare_text import key_line
 from iolens.render.terminal import Col, FitTable, fold
 
 if TYPE_CHECKING:
@@ -27,6 +28,11 @@ AS_REPORT = {"read_small": "small_read", "read_large": "streaming_read", "read_r
              "write_small": "small_write", "write_large": "streaming_write", "sync": "sync", "meta": "metadata"}
 OWN_LABELS = {"copy_small": "small copies", "cold_list": "cold directory listings",
               "cold_inode": "cold file lookups", "cold_read": "cold first reads", "none": "none"}
+# replay's class columns (whatif/replay.py's CLASSES), said under its table
+REPLAY_KEY = {"READ": "time in reads", "WRITE": "time in writes",
+              "META": f"time in {LABELS['metadata']} calls (open, close, stat, create, remove, list)",
+              "SYNC": "time in syncs (fsync, fdatasync)",
+              "STREAM": f"time {LABELS['pipe_wait']} and sockets to or from other processes"}
 # What a prediction's reference (Prediction.reference) means, said under the table.
 REFERENCES = {"home storage calibration": "each target's calibration is compared with the home storage's (the same "
                                           "operations timed on both): the difference is what the step's I/O would "
@@ -77,6 +83,7 @@ def render_replay(con: Console, capture: str, plan: Plan, results: Sequence[Targ
         t.add_row(r.target, _s(r.wall_s), *(_s(r.class_s[c]) for c in classes),
                   f"{r.fidelity * 100:+.1f}%" if r.fidelity is not None else "-")
     con.print(t)
+    _prose(con, key_line({c: REPLAY_KEY.get(c, "") for c in classes}))
     if any(r.fidelity is not None for r in results):
         _prose(con, "fidelity: the replay's wall time against the original run's, on the storage the capture was "
                     "taken on (+3.0%: the replay took 3% longer); near 0 means the replay reproduces the step")
