@@ -8,6 +8,7 @@ choices the engine describes.
 from __future__ import annotations
 
 import json
+import shutil
 import os
 import socket
 import subprocess
@@ -16,7 +17,7 @@ import sys
 import pytest
 from rich.console import Console
 
-from conftest import iolens
+from conftest import iolens, unavailable
 from iolens import workdirs
 from iolens.bench import cache, engine, metrics, runner, suites
 from iolens.workspace import rails as safety
@@ -302,3 +303,39 @@ def test_cli_refuses_an_engine_name_the_engine_does_not_know(tmp_path):
     assert res.returncode == 2 and "'vcf' is not one of" in res.stderr and "'fastq'" in res.stderr
     res = iolens("bench", str(tmp_path), "--ioengine", "null", "-q", "--no-store")
     assert res.returncode == 2 and "io_uring" in res.stderr
+
+
+def test_a_loop_file_is_named_by_the_device_holding_it(tmp_path):
+    """A filesystem in a loop file (the lab's ext4) showed 'plausible read 16 GB/s (virtual device class)', naming
+    the class of the disk that holds the file as if it were the target's own: it says it is a loop file on it."""
+    if os.geteuid() != 0:
+        pytest.skip("a loop device and its mount need root")
+    if shutil.which("losetup") is None or shutil.which("mkfs.ext4") is None:
+        unavailable("losetup or mkfs.ext4 is not installed")
+    img, mnt = tmp_path / "fs.img", tmp_path / "mnt"
+    with open(img, "wb") as f:
+        f.truncate(32 << 20)
+    mnt.mkdir()
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(img)], check=True, capture_output=True)
+    dev = subprocess.run(["losetup", "--find", "--show", str(img)], check=True, capture_output=True,
+                         text=True).stdout.strip()
+    try:
+        subprocess.run(["mount", dev, str(mnt)], check=True, capture_output=True)
+        try:
+            t = targets.resolve(str(mnt))
+            holder = targets.resolve(str(tmp_path))
+        finally:
+            subprocess.run(["umount", str(mnt)], check=True, capture_output=True)
+    finally:
+        subprocess.run(["losetup", "-d", dev], check=True, capture_output=True)
+    assert t.device_class == "loop", t
+    if holder.device_class == "memory":  # memory speed is real: no ceiling to say
+        assert t.limit_source is None, t
+    elif holder.device_class in ("hdd", "ssd", "nvme", "virtual"):
+        assert t.limit_source == f"loop file on a {holder.device_class} device", t
+    else:
+        assert t.limit_source == "loop device, its backing unknown", t
+    c = Console(record=True, width=200)
+    render_bench({"targets": [vars(t) | {"name": str(mnt)}], "results": []}, c)
+    out = " ".join(c.export_text().split())
+    assert "device class)" not in out and "plausible read: the fastest a read" in out, out

@@ -204,6 +204,8 @@ def test_table_has_targets_side_by_side():
     for s in ("/a", "/b", "xfs", "rw,noatime", "Samsung SSD", "812 MB/s ±1.0%", "cold-evicted", "p99 2.5 ms",
               "mean ± SD of 3 runs", "warning: w1", "iolens results show 7", "cold-evicted · device 99%"):
         assert s in out, s
+    # the plausible read row's words are said under the table
+    assert "plausible read: the fastest a read from the target's kind of device can be" in " ".join(out.split())
 
 
 def test_units():

@@ -181,8 +181,16 @@ def results_table(doc: dict[str, Any]) -> FitTable:
     return tab
 
 
+PLAUSIBLE_KEY = ("plausible read: the fastest a read from the target's kind of device can be: the ceiling of its "
+                 "class (hard disk, SATA SSD, NVMe; a virtual disk or one of unknown kind is given NVMe's, a loop "
+                 "device that of the device holding its file) or a throttle's limit; a cold read faster than this "
+                 "came from a cache")
+
+
 def render_bench(doc: dict[str, Any], console: Console) -> None:
     console.print(targets_table(doc))
+    if any(t.get("plausible_read_Bps") for t in doc.get("targets") or []):
+        console.print(Text(PLAUSIBLE_KEY, style="dim"))
     console.print(results_table(doc))
     console.print(Text("cache: cold-direct = O_DIRECT; cold-evicted = flushed and evicted before reading; "
                        "warm = served from RAM; synced = fsync inside the timing; buffered = page cache only; "

@@ -233,7 +233,10 @@ def describe_path(t: Target) -> None:
         t.device_class = info.get("device_class", "unknown")
     cls_for_limit = info.get("device_class_under", t.device_class) if t.device_class == "loop" else t.device_class
     t.plausible_read_Bps, t.plausible_read_iops = DEVICE_LIMITS.get(cls_for_limit, DEVICE_LIMITS["unknown"])
-    if t.plausible_read_Bps:
+    if t.plausible_read_Bps and t.device_class == "loop":  # named by what holds the file, when that is known
+        under = info.get("device_class_under")
+        t.limit_source = f"loop file on a {under} device" if under else "loop device, its backing unknown"
+    elif t.plausible_read_Bps:
         t.limit_source = f"{cls_for_limit} device class"
     throttle = _blkio_throttle(majmin) if majmin else None
     if throttle and (t.plausible_read_Bps is None or throttle < t.plausible_read_Bps):
