@@ -234,8 +234,8 @@ def describe_path(t: Target) -> None:
     cls_for_limit = info.get("device_class_under", t.device_class) if t.device_class == "loop" else t.device_class
     t.plausible_read_Bps, t.plausible_read_iops = DEVICE_LIMITS.get(cls_for_limit, DEVICE_LIMITS["unknown"])
     if t.plausible_read_Bps and t.device_class == "loop":  # named by what holds the file, when that is known
-        under = info.get("device_class_under")
-        t.limit_source = f"loop file on a {under} device" if under else "loop device, its backing unknown"
+        holder = info.get("device_class_under")
+        t.limit_source = f"loop file on a {holder} device" if holder else "loop device, its backing unknown"
     elif t.plausible_read_Bps:
         t.limit_source = f"{cls_for_limit} device class"
     throttle = _blkio_throttle(majmin) if majmin else None
