@@ -188,7 +188,7 @@ def render_report_text(r: Report, console: Console, *, top: int = 10, max_procs:
             t.add_row(shown_text("  " * p.depth + f"{p.label} [{p.pid}]"), human_seconds(p.start_s),
                       human_seconds(p.wall_s),
                       human_seconds(p.cpu_s), human_seconds(p.io_s), human_bytes(p.bytes_read),
-                      human_bytes(p.bytes_written), "-" if p.exit_status is None else str(p.exit_status))
+                      human_bytes(p.bytes_written), exit_text(p.exit_status, p.exit_signal, short=True))
         console.print(t)
         if len(chains) > max_procs:
             console.print(f"  … and {len(chains) - max_procs} more processes (--json has all)")
