@@ -33,3 +33,38 @@ def test_wrap_columns_keep_figures_with_units() -> None:
         text = "\n".join(lines)
         for figure in ("23.2 µs", "1.21 ms", "2.63 s", "[2.54 s,", "2.67 s]", "812.4 MiB/s"):
             assert figure in text, text
+
+
+OPTIONS = "rw,nosuid,nodev,noatime,errors=remount-ro,resv_strict,resuid=0,resgid=65534"
+LOOP = "/root/.local/state/iolens/lab/images/ext4.img"
+
+
+def _cell_lines(width: int) -> list[str]:
+    """The `what` column's lines of a two-row table at `width`, one line per physical line of each cell."""
+    t = FitTable([Col("target", "left"), Col("what", "left", wrap=True)])
+    t.add_row("ext4-loop", OPTIONS)
+    t.add_row("image", LOOP)
+    buf = io.StringIO()
+    Console(file=buf, width=width, force_terminal=False, color_system=None).print(t)
+    lines = buf.getvalue().splitlines()
+    assert all(len(line) <= width for line in lines), lines
+    return [line.split("│")[2].strip() for line in lines if "│" in line]
+
+
+def test_long_words_break_after_separators() -> None:
+    parts = _cell_lines(40)
+    assert len(parts) > 3, parts  # the cells did fold
+    assert "".join(parts) == OPTIONS + LOOP  # nothing lost or added
+    ends = [p for p in parts if not (OPTIONS.endswith(p) or LOOP.endswith(p))]
+    assert ends and all(p[-1] in ",/=:" for p in ends), parts  # each line but a cell's last ends at a separator
+    assert "resv_strict," in "\n".join(parts) and "resgid=65534" in "\n".join(parts)
+
+
+def test_a_long_word_without_separators_still_fits() -> None:
+    t = FitTable([Col("k", "left"), Col("v", "left", wrap=True)])
+    t.add_row("x", "A" * 70)
+    buf = io.StringIO()
+    Console(file=buf, width=40, force_terminal=False, color_system=None).print(t)
+    lines = buf.getvalue().splitlines()
+    assert all(len(line) <= 40 for line in lines), lines
+    assert "".join(line.split("│")[2].strip() for line in lines if "│" in line) == "A" * 70

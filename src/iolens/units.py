@@ -31,9 +31,14 @@ def human_bytes(n: float | int | None) -> str:
     return f"{n:.1f} TiB"
 
 
-def exit_text(status: int | None, signal_number: int | None = None) -> str:
+def exit_text(status: int | None, signal_number: int | None = None, *, short: bool = False) -> str:
     """An exit status as shown: `139 (killed by SIGSEGV)` when the wait status said the command died of a signal,
-    `139 (128+11: SIGSEGV)` when only the shell convention (a shell's child killed by signal N) says so."""
+    `139 (128+11: SIGSEGV)` when only the shell convention (a shell's child killed by signal N) says so.
+    `short`, for a table's cell: `SIGSEGV` for a process killed by a signal, else the status (`-` unknown)."""
+    if short:
+        if signal_number is not None:
+            return _signal_name(signal_number) or str(status)
+        return "-" if status is None else str(status)
     if status is None:
         return "?"
     if signal_number is not None:

@@ -30,6 +30,14 @@ UNKNOWN = "(unknown mount)"
 # ---- the report ----------------------------------------------------------------------------------
 
 
+def killed_by(exit_status: int | None, ended: str) -> int | None:
+    """The signal that killed a process image, when its capture says it ended by one (PROC flag SIGNALED: its
+    exit_status is then 128 + the signal), else None."""
+    if ended == "signaled" and exit_status is not None and exit_status > 128:
+        return exit_status - 128
+    return None
+
+
 @dataclass
 class Timeline:
     """Rates on the common grid: ops per second per category, bytes per second, and per mount."""
@@ -80,6 +88,11 @@ class ProcRow:
     exec_from: int | None = None  # the image this one replaced by exec (same pid), or None
     chain: list[str] = field(default_factory=list)  # names of every image of this process's exec chain, in order
     chain_indices: list[int] = field(default_factory=list)  # their indices
+
+    @property
+    def exit_signal(self) -> int | None:
+        """The signal that killed this image (`killed_by`); not a field, so no export gains a key."""
+        return killed_by(self.exit_status, self.ended)
 
 
 @dataclass(slots=True)
@@ -209,6 +222,11 @@ class ProcSummary:
     index: int = 0  # the image's index in the capture
     exec_from: int | None = None  # the image this one replaced by exec
     chain: list[str] = field(default_factory=list)  # names of every image of its exec chain, in order
+
+    @property
+    def exit_signal(self) -> int | None:
+        """The signal that killed this image (`killed_by`); not a field, so no export gains a key."""
+        return killed_by(self.exit_status, self.ended)
 
 
 @dataclass

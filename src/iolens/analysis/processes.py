@@ -298,6 +298,7 @@ class ChainRow:
     subtree_processes: int
     argv: list[str]
     images: list[int]  # the images' indices
+    exit_signal: int | None = None  # the signal that killed the last image
 
     @property
     def wall_s(self) -> float:
@@ -324,6 +325,6 @@ def chain_rows(rows: list[ProcRow]) -> list[ChainRow]:
             bytes_written=sum(x.bytes_written for x in imgs), exit_status=last.exit_status,
             subtree_io_s=sum(x.subtree_io_s for x in imgs),
             subtree_processes=sum(x.subtree_processes for x in imgs),
-            argv=last.argv, images=[x.index for x in imgs],
+            argv=last.argv, images=[x.index for x in imgs], exit_signal=last.exit_signal,
         ))
     return out

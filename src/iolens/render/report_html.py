@@ -21,7 +21,7 @@ from iolens.render.html_table import PAGE_CSS, SORTABLE_JS, td, table
 from iolens.render.multiqc import COLORS
 from iolens.render.plotting import CONFIG, js_layout, script_tag
 from iolens.render.report_text import NO_ADVICE, integrity_lines, storage_mounts, unattributed_line
-from iolens.units import human_bytes, human_seconds, pct
+from iolens.units import exit_text, human_bytes, human_seconds, pct
 
 MAX_FILE_ROWS = 2000
 MAX_PHASES = 500
@@ -90,7 +90,7 @@ def _procs_table(r: Report) -> str:
             td(pct(p.io_s, p.own_s), p.io_s / p.own_s if p.own_s else 0),
             td(human_bytes(p.bytes_read), p.bytes_read), td(human_bytes(p.bytes_written), p.bytes_written),
             td(human_seconds(p.subtree_io_s), p.subtree_io_s), td(p.subtree_processes, p.subtree_processes),
-            td("-" if p.exit_status is None else p.exit_status, p.exit_status),
+            td(exit_text(p.exit_status, p.exit_signal, short=True), p.exit_status),
             td(" ".join(p.argv)[:300], cls="path"),
         ]) + "</tr>")
     return table("processes", [("process", "n"), ("start", "n"), ("wall", "n"), ("cpu", "n"), ("I/O", "n"),

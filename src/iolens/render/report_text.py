@@ -22,10 +22,23 @@ COLORS = {
     "random_write": "bright_magenta", "metadata": "cyan", "sync": "blue", "pipe_wait": "white",
     "compute": "grey50",
 }
+# each category's block where there is no colour (a file, a pipe, NO_COLOR): one character per category, so a
+# reader can match the bar's segments to the legend's rows
+GLYPHS = dict(zip(BREAKDOWN, "█▓▒░#=+*%o:."))
 
 
-def breakdown_bar(breakdown: dict[str, float], width: int = 72) -> Text:
-    """One line of coloured blocks, each category's length proportional to its time."""
+def has_colour(console: Console) -> bool:
+    """Whether `console` writes colour (a terminal, without NO_COLOR)."""
+    return console.color_system is not None and not console.no_color
+
+
+def swatch(category: str, colour: bool, n: int = 1) -> Text:
+    """`n` blocks of a category: coloured blocks, or its own character (`GLYPHS`) where there is no colour."""
+    return Text("█" * n, style=COLORS[category]) if colour else Text(GLYPHS[category] * n)
+
+
+def breakdown_bar(breakdown: dict[str, float], width: int = 72, *, colour: bool = True) -> Text:
+    """One line of blocks, each category's length proportional to its time (`swatch`)."""
     total = sum(breakdown.values())
     bar = Text()
     if total <= 0:
@@ -36,7 +49,7 @@ def breakdown_bar(breakdown: dict[str, float], width: int = 72) -> Text:
         acc += breakdown.get(c, 0.0)
         end = round(width * acc / total)
         if end > used:
-            bar.append("█" * (end - used), style=COLORS[c])
+            bar.append_text(swatch(c, colour, end - used))
             used = end
     return bar
 
@@ -121,12 +134,13 @@ def render_report_text(r: Report, console: Console, *, top: int = 10, max_procs:
     console.print()
     console.print(Text("Where the time went", style="bold"),
                   Text(f" (process time {human_seconds(own)}, summed over processes, excluding waits for children)"))
-    console.print(Text("  ") + breakdown_bar(r.breakdown))
+    colour = has_colour(console)
+    console.print(Text("  ") + breakdown_bar(r.breakdown, colour=colour))
     t = _tbl("", [("", "left"), ("category", "left"), ("time", "right"), ("share", "right")])
     for c in BREAKDOWN:
         v = r.breakdown[c]
         if v > 0:
-            t.add_row(Text("██", style=COLORS[c]), LABELS[c], human_seconds(v), pct(v, own))
+            t.add_row(swatch(c, colour, 2), LABELS[c], human_seconds(v), pct(v, own))
     t.add_row("", Text("I/O (storage)", style="bold"), human_seconds(tot["io_s"]), pct(tot["io_s"], own))
     console.print(t)
     note = stdio_note(r.ops)
@@ -176,7 +190,7 @@ def render_report_text(r: Report, console: Console, *, top: int = 10, max_procs:
             t.add_row(shown_text("  " * p.depth + f"{p.label} [{p.pid}]"), human_seconds(p.start_s),
                       human_seconds(p.wall_s),
                       human_seconds(p.cpu_s), human_seconds(p.io_s), human_bytes(p.bytes_read),
-                      human_bytes(p.bytes_written), "-" if p.exit_status is None else str(p.exit_status))
+                      human_bytes(p.bytes_written), exit_text(p.exit_status, p.exit_signal, short=True))
         console.print(t)
         if len(chains) > max_procs:
             console.print(f"  … and {len(chains) - max_procs} more processes (--json has all)")

@@ -89,7 +89,7 @@ def render_summary(s: RunSummary, console: Console, *, max_tree: int = 25) -> No
                       human_seconds(wall), human_seconds(sum(x.cpu_s for x in imgs)),
                       human_seconds(sum(x.io_wall_s for x in imgs)), human_bytes(sum(x.bytes_read for x in imgs)),
                       human_bytes(sum(x.bytes_written for x in imgs)),
-                      "-" if last.exit_status is None else str(last.exit_status))
+                      exit_text(last.exit_status, last.exit_signal, short=True))
         console.print(t)
         if len(rows) > max_tree:
             console.print(f"  … and {len(rows) - max_tree} more processes (iolens parse shows all)")

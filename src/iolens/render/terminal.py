@@ -86,9 +86,14 @@ def prose_width(at: int) -> int:
     return PIPE_PROSE if at > UNBOUNDED // 2 else at
 
 
-def _breaks(line: str, at: int, hang: int) -> list[int]:
+_SEPARATOR = re.compile(r"[,/=:;]")  # where a word too long for its line may be broken after (`_breaks`)
+
+
+def _breaks(line: str, at: int, hang: int, *, split: bool = False) -> list[int]:
     """Where to divide a line at its spaces so that each part fits `at` cells, the parts after the first indented
-    by `hang`; a figure stays with its unit (`_glued`), a word longer than the line whole (its part is longer)."""
+    by `hang`; a figure stays with its unit (`_glued`).  A word longer than the line stays whole (its part is
+    longer), or with `split` (a table cell) is broken after its last separator (`,` `/` `=` `:` `;`) that fits,
+    mid-word only where none does: `rw,noatime,` / `resgid=65534`, not `resv_str` / `ict,…`."""
     out: list[int] = []
     col = cell_len(line) - cell_len(line.lstrip())  # the indent
     for k, m in enumerate(re.finditer(r"\S+\s*", _glued(line))):
@@ -96,7 +101,17 @@ def _breaks(line: str, at: int, hang: int) -> list[int]:
         if k and col + cell_len(word.rstrip()) > at:  # never before the first word: no line of indent only
             out.append(m.start())
             col = hang
-        col += cell_len(word)
+        start, rest = m.start(), word.rstrip()
+        while split and col + cell_len(rest) > at and at - col > 1:
+            room = at - col
+            fits = 0  # how many characters of `rest` fit in `room` cells
+            while fits < len(rest) and cell_len(rest[:fits + 1]) <= room:
+                fits += 1
+            seps = [s.end() for s in _SEPARATOR.finditer(rest[:fits])]
+            cut = seps[-1] if seps and seps[-1] < len(rest) else max(1, fits)
+            out.append(start + cut)
+            start, rest, col = start + cut, rest[cut:], hang
+        col += cell_len(line[start:m.end()])
     return out
 
 
@@ -257,7 +272,8 @@ def _words(cell: RenderableType) -> int:
 
 class _Folded:
     """A cell of a `wrap` column, folded at its spaces to the column's width as `_breaks` does (a figure never
-    parted from its unit: rich's own folding breaks at any space, "23.2" on one line and "µs" on the next)."""
+    parted from its unit: rich's own folding breaks at any space, "23.2" on one line and "µs" on the next), a word
+    longer than the column after a separator (a mount's options, a path)."""
 
     def __init__(self, text: Text) -> None:
         self.text = text
@@ -268,7 +284,7 @@ class _Folded:
     def __rich_console__(self, con: Console, options: ConsoleOptions) -> RenderResult:
         lines: list[Text] = []
         for line in self.text.split(allow_blank=True):
-            for part in line.divide(_breaks(line.plain, options.max_width, 0)):
+            for part in line.divide(_breaks(line.plain, options.max_width, 0, split=True)):
                 part.rstrip()
                 lines.append(part)
         out = Text("\n").join(lines)
