@@ -237,6 +237,11 @@ class _Walk:
             if at >= self.n:
                 self.bad(at, "capture ends before its trailer (cut short?)", partial=True)
                 return
+            got = self._whole()
+            if got is not None:  # its header and payload are one run of the window
+                crc = crc32c(self.buf[at - self.buf_at : self.pos - self.buf_at], crc)
+                block.append((got.kind, got.version, at, got.payload))
+                continue
             rec = self.next_record()
             if rec is None:
                 return
