@@ -193,6 +193,17 @@ def test_rebin_keeps_totals_and_places_by_overlap():
     assert out.tolist() == pytest.approx([2.0, 2.0 + 4.0, 4.0, 0.0])
 
 
+def test_rebin_of_columns_side_by_side_is_each_column_rebinned_alone():
+    # build_timeline rebins a process's counts and bytes together: the report must not change by a bit
+    rng = np.random.default_rng(7)
+    g = Grid(start_mono=1_000, bin_ns=777, nbins=50)
+    for t0, width, n in ((0, 64, 300), (1_500, 1024, 20), (1_000, 777, 50), (40_000, 8, 10)):
+        cols = np.floor(rng.random((n, 5)) * 1e6)
+        together = rebin(cols, t0, width, g)
+        for j in range(cols.shape[1]):
+            assert together[:, j].tobytes() == rebin(cols[:, j], t0, width, g).tobytes()
+
+
 def test_common_grid_is_never_finer_than_the_process_bins():
     g = common_grid(0, 1_000_000, 8_000, 200)
     assert g.bin_ns == 8_000 and g.nbins == 125

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from operator import itemgetter
 from typing import Callable
 
 from iolens.analysis.advice_coverage import low_coverage, storage_not_bottleneck
@@ -192,6 +193,9 @@ def _stage_dir(r: Report) -> str:
     return alt["mount"].rstrip("/") if alt else "$TMPDIR"
 
 
+_random_or_small = itemgetter("random_read", "random_write", *SMALL)  # the classes in that order: one look-up
+
+
 def remote_random(r: Report, th: dict[str, float]) -> Advice | None:
     """Random or small-request access on network or FUSE storage."""
     hits = []
@@ -200,7 +204,7 @@ def remote_random(r: Report, th: dict[str, float]) -> Advice | None:
         if f.storage not in remote:
             continue
         bad = f.random_reads + f.random_writes
-        t = sum(f.breakdown[c] for c in ("random_read", "random_write", *SMALL))
+        t = sum(_random_or_small(f.breakdown))
         if bad or t:
             hits.append((t, bad, f))
     n = sum(b for _t, b, _f in hits)

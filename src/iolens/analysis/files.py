@@ -192,18 +192,22 @@ def fold_files(cap: Capture, recs: Records, names: list[str], th: dict[str, floa
     flag_names = _FlagNames()
     labels = [B.size_label(i) for i in range(len(B.BIN_LABELS))] + [B.size_label(None)]  # index -1: none
     dom = np.where(both.any(axis=1), both.argmax(axis=1), -1).tolist()
-    bd = (paths.breakdown * NS).tolist()
+    bd_a = paths.breakdown * NS
+    bd = bd_a.tolist()
+    row_time = np.zeros(n)
+    for j in range(bd_a.shape[1] if n else 0):  # left to right, as sum() of the row would: the same bits
+        row_time += bd_a[:, j]
     tools = _tools(recs, names, paths.of_record, n)
     files = [  # positional, in FileRow's field order (a third faster than by keyword, at 100,000 rows)
-        FileRow(path, kind, mp, fst, sto, br, bw, r, w, op, me, sy, sum(bd_row), dict(zip(B.CLASSES, bd_row)), rh, wh,
+        FileRow(path, kind, mp, fst, sto, br, bw, r, w, op, me, sy, rt, dict(zip(B.CLASSES, bd_row)), rh, wh,
                 labels[dm], rp_, wp_, pt, sz, (br / sz) if sz and br else None, rd, wr, us, cr, de, tp, lf,
                 (fi - t0) * NS if fi != BIG else None, (la - t0) * NS if la else None, flag_names(fl), tx, rr, rw, tl,
                 pg)
-        for (path, kind, mp, fst, sto, br, bw, r, w, op, me, sy, bd_row, rh, wh, dm, rp_, wp_, pt, sz, rd, wr, us,
+        for (path, kind, mp, fst, sto, br, bw, r, w, op, me, sy, rt, bd_row, rh, wh, dm, rp_, wp_, pt, sz, rd, wr, us,
              cr, de, tp, lf, fi, la, fl, tx, rr, rw, tl, pg)
         in zip(paths.names, kinds, mount, fstype, storage, bytes_read, col["bytes_written"], reads, writes,
-               col["opens"], col["metas"], col["syncs"], bd, col["read_hist"], col["write_hist"], dom, rp.tolist(),
-               wp.tolist(), pat.tolist(), size, cols["readers"].tolist(), cols["writers"].tolist(),
+               col["opens"], col["metas"], col["syncs"], row_time.tolist(), bd, col["read_hist"], col["write_hist"],
+               dom, rp.tolist(), wp.tolist(), pat.tolist(), size, cols["readers"].tolist(), cols["writers"].tolist(),
                cols["users"].tolist(), was_created, was_deleted, temp, life, first, last, fl_a.tolist(), text,
                col["rnd_r"], col["rnd_w"], tools, program)
     ]

@@ -104,15 +104,22 @@ def build_timeline(procs: list[Any], proc_files: list[dict[str, np.ndarray]], mo
         wr = np.asarray(tl["bytes_written"], dtype=np.float64)[:nb]
         if not (c.any() or r.any() or wr.any()):
             continue
-        counts += rebin(c, t, w, grid)
-        rbytes += rebin(r, t, w, grid)
-        wbytes += rebin(wr, t, w, grid)
+        if len(c) == len(r) == len(wr):  # one rebin of the columns side by side: each spread as it would be alone
+            both = rebin(np.column_stack([c, r, wr]), t, w, grid)
+            counts += both[:, :NCAT]
+            rbytes += both[:, NCAT]
+            wbytes += both[:, NCAT + 1]
+        else:  # a layout with fewer bins of some (an older or damaged capture)
+            counts += rebin(c, t, w, grid)
+            rbytes += rebin(r, t, w, grid)
+            wbytes += rebin(wr, t, w, grid)
         if mounts and len(pf["first"]):
             ops_here = c[:, io_cats].sum(axis=1)
             by_ops = mount_shares(nb, t, w, pf["first"], pf["last"], pf["mount"], pf["ops"], len(mounts))
             by_bytes = mount_shares(nb, t, w, pf["first"], pf["last"], pf["mount"], pf["bytes"], len(mounts))
-            m_ops += rebin((by_ops * ops_here).T, t, w, grid)
-            m_bytes += rebin((by_bytes * (r + wr)).T, t, w, grid)
+            m = rebin(np.column_stack([(by_ops * ops_here).T, (by_bytes * (r + wr)).T]), t, w, grid)
+            m_ops += m[:, : len(mounts)]
+            m_bytes += m[:, len(mounts) :]
     sec = grid.bin_ns * 1e-9
     keep = [j for j in range(len(mounts)) if m_ops[:, j].any() or m_bytes[:, j].any()]
     return Timeline(

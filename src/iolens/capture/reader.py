@@ -160,9 +160,7 @@ class _FileTable:
         self.walk = walk
         self.proc: Process | None = None
         self.lay: Layout | None = None
-        self.fixed = bytearray()
-        self.paths: list[str] = []
-        self.offsets: list[int] = []
+        self.recs: list[RawRecord] = []  # the run gathered, made a table at flush
         self.mark = (0, 0)  # the walk's damage and problems when the last record came
         self.path_at: tuple[int, int] | None = None  # offset and size of path_len in self.lay
         self.plan: tuple[np.dtype, np.ndarray | list[str] | None, bool] = (FILE_DTYPE, None, True)  # of self.lay
@@ -175,25 +173,29 @@ class _FileTable:
             self.proc, self.lay = proc, lay
             self.path_at = next(((off, _TYPESIZE[typ]) for name, typ, count, off in lay.fields
                                  if name == "path_len" and count == 1 and typ != "u8"), None)
-        payload = rec.payload
-        self.fixed += payload[: lay.size]
-        n = 0
-        if self.path_at is not None:
-            off, size = self.path_at
-            n = int.from_bytes(payload[off : off + size], "little")
-        self.paths.append(bytes(payload[lay.size : lay.size + n]).decode("utf-8", "surrogateescape"))
-        self.offsets.append(rec.offset)
+        self.recs.append(rec)
         self.mark = (len(self.walk.damage), len(self.walk.problems))
+
+    def _paths(self, recs: list[RawRecord], size: int) -> list[str]:
+        """The paths after the fixed part of each record, path_len bytes long (none without a path_len)."""
+        if self.path_at is None:
+            return [""] * len(recs)
+        off, width = self.path_at
+        lens = [int.from_bytes(r.payload[off : off + width], "little") for r in recs]
+        return [bytes(r.payload[size : size + n]).decode("utf-8", "surrogateescape") for r, n in zip(recs, lens)]
 
     def flush(self) -> None:
         """The records gathered, made a table appended to their process's; raises _BadFile at the first record
         with a value out of range (the records before it are kept; the walk's damage met after it is dropped, as
         the walk would have stopped there)."""
-        proc, lay, paths, offsets = self.proc, self.lay, self.paths, self.offsets
-        if proc is None or lay is None or not paths:
+        proc, lay, recs = self.proc, self.lay, self.recs
+        if proc is None or lay is None or not recs:
             return
         dtype, checked, same = self.plan
-        buf, self.fixed, self.paths, self.offsets = self.fixed, bytearray(), [], []
+        self.recs = []
+        size = lay.size
+        buf = b"".join([r.payload[:size] for r in recs])
+        paths = self._paths(recs, size)
         raw = np.frombuffer(buf, dtype=dtype)
         n = len(raw)
         bad = np.zeros(n, dtype=bool)
@@ -220,7 +222,7 @@ class _FileTable:
         if first_bad < n:
             damage, problems = self.mark
             del self.walk.damage[damage:], self.walk.problems[problems:]
-            raise _BadFile(offsets[first_bad], f"a {lay.kind} value is out of range")
+            raise _BadFile(recs[first_bad].offset, f"a {lay.kind} value is out of range")
 
 
 class _Decoder:
@@ -246,7 +248,12 @@ class _Decoder:
 
     def record(self, rec: RawRecord) -> None:
         kind, payload = rec.kind, rec.payload
-        if kind != "FILE":
+        if kind == "FILE":  # most records: the checks of layout() and the branches below, in short
+            lay = self.byname.get("FILE")
+            if self.cur is not None and lay is not None and len(payload) >= lay.size:
+                self.files.add(self.cur, lay, rec)
+                return
+        else:
             self.files.flush()
         if kind == "SCHEMA":
             layouts = parse_schema(payload, self.path)

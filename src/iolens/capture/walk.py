@@ -3,7 +3,8 @@ met kept with its byte offset.
 
 The walk reads in order and never holds more than it must: the header is read and checked first (a file that is
 not a capture is refused after its first 16 bytes), then record by record; a sealed block's records are held until
-its CHECK has proven them.  The source is a file (read through a buffer, never whole) or bytes in memory."""
+its CHECK has proven them.  The source is a file (read a window of _CHUNK bytes at a time, never whole) or bytes
+in memory; a record's payload is a view of that window, not a copy."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from iolens.capture.layout import KIND_BY_ID, KNOWN_VERSION, MAX_RECORD
 _CHUNK = 1 << 20  # bytes read at a time where the walk only looks (the zeros after an end marker)
 
 
-@dataclass
+@dataclass(slots=True)
 class RawRecord:
     kind: str
     version: int
@@ -56,6 +57,7 @@ class _Walk:
             source = io.BytesIO(source)
         assert size is not None, "a file source needs its size"
         self.fh, self.n, self.pos = source, size, 0
+        self.buf, self.buf_at = b"", 0  # the window read from the file, and the file offset of its first byte
         self.path, self.problems = path, problems
         self.damage: list[Damage] = []
         self.sealed = False
@@ -66,19 +68,28 @@ class _Walk:
         self.problems.append(f"{self.path}: {reason} at byte {offset}")
         self.damage.append(Damage(offset, reason, partial))
 
-    def _read(self, k: int) -> bytes | None:
-        """The next k bytes, or None (after noting it) when the file ended sooner than its size said."""
-        data = self.fh.read(k)
-        if len(data) != k:
-            self.bad(self.pos + len(data), "capture ends sooner than its size (changed while it was read?)",
-                     partial=True)
-            return None
+    def _seek(self, pos: int) -> None:
+        self.fh.seek(pos)
+        self.pos, self.buf, self.buf_at = pos, b"", pos
+
+    def _read(self, k: int) -> memoryview | None:
+        """The next k bytes (a view of the window), or None (after noting it) when the file ended sooner than its
+        size said."""
+        off = self.pos - self.buf_at
+        if off + k > len(self.buf):  # the window holds less: read on from its end, a window's worth or k
+            rest = self.buf[off:]
+            more = self.fh.read(max(_CHUNK, k - len(rest)))
+            self.buf, self.buf_at, off = rest + more if rest else more, self.pos, 0
+            if k > len(self.buf):
+                self.bad(self.pos + len(self.buf), "capture ends sooner than its size (changed while it was "
+                         "read?)", partial=True)
+                return None
         self.pos += k
-        return data
+        return memoryview(self.buf)[off : off + k]
 
     def header(self) -> tuple[int, int, int]:
         data = self.fh.read(FILE_HDR.size)
-        self.pos = len(data)
+        self.pos = self.buf_at = len(data)
         if len(data) < FILE_HDR.size:
             raise CaptureError(f"{self.path}: not an iolens capture (only {len(data)} bytes)")
         magic, major, minor, hdr_size = FILE_HDR.unpack(data)
@@ -93,7 +104,7 @@ class _Walk:
             )
         return major, minor, hdr_size
 
-    def next_record(self) -> tuple[str, int, int, bytes] | None:
+    def next_record(self) -> tuple[str, int, int, memoryview] | None:
         """(kind, version, payload size, header bytes) of the record at self.pos, its header read, or None after
         noting the damage; kind "" is the end marker."""
         at = self.pos
@@ -115,13 +126,13 @@ class _Walk:
             return None
         return kind, ver, size, head
 
-    def raw(self, kind: str, ver: int, at: int, payload: bytes) -> RawRecord:
+    def raw(self, kind: str, ver: int, at: int, payload: memoryview) -> RawRecord:
         if ver > KNOWN_VERSION[kind]:
             raise CaptureError(
                 f"{self.path}: {kind} record version {ver} at byte {at} is newer than this iolens reads "
                 f"(version {KNOWN_VERSION[kind]}); upgrade iolens to read it"
             )
-        return RawRecord(kind, ver, at, memoryview(payload))
+        return RawRecord(kind, ver, at, payload)
 
     def _zeros_ahead(self, limit: int | None = None) -> bool:
         """Whether what follows is zero, to the end or for `limit` bytes (read a chunk at a time)."""
@@ -130,7 +141,7 @@ class _Walk:
             chunk = self._read(min(_CHUNK, end - self.pos))
             if chunk is None:
                 return True
-            if chunk.strip(b"\0"):
+            if bytes(chunk).strip(b"\0"):
                 return False
         return True
 
@@ -139,11 +150,10 @@ class _Walk:
         if not FILE_HDR.size <= hdr_size <= self.n:
             self.bad(12, f"impossible header size {hdr_size}")
             return
-        self.fh.seek(hdr_size)
-        self.pos = hdr_size
+        self._seek(hdr_size)
         if hdr_size + REC_HDR.size <= self.n:
             first = self.fh.read(REC_HDR.size)
-            self.fh.seek(hdr_size)
+            self._seek(hdr_size)
             if len(first) == REC_HDR.size and REC_HDR.unpack(first)[0] == F.KINDS["CHECK"][0]:
                 if major < 2:
                     self.bad(4, f"a format {major}.x header on a capture sealed with checksums (format 2.x)")
@@ -153,8 +163,32 @@ class _Walk:
                 return
         yield from self._plain(major, hdr_size)
 
+    def _whole(self) -> RawRecord | None:
+        """The record at self.pos when the window holds all of it and it is a plain one (not an end marker or
+        CHECK, well formed, of a version this iolens reads), the walk moved past it; else None, and the walk has
+        not moved (next_record then looks at it byte by byte)."""
+        at, buf = self.pos, self.buf
+        off = at - self.buf_at
+        head = REC_HDR.size
+        if off + head > len(buf) or at + head > self.n:
+            return None
+        kid, ver, size = REC_HDR.unpack_from(buf, off)
+        kind = KIND_BY_ID.get(kid)
+        end = off + head + size
+        if (kind is None or kind == "CHECK" or size % 8 or size > MAX_RECORD or end > len(buf)
+                or at + head + size > self.n or ver > KNOWN_VERSION[kind]):
+            return None
+        self.pos = at + head + size
+        return RawRecord(kind, ver, at, memoryview(buf)[off + head : end])
+
     def _plain(self, major: int, start: int) -> Iterator[RawRecord]:
+        whole = self._whole
         while self.pos < self.n:
+            got = whole()
+            if got is not None:
+                self.records_seen += 1
+                yield got
+                continue
             at = self.pos
             rec = self.next_record()
             if rec is None:
@@ -192,19 +226,23 @@ class _Walk:
             if not chunk:
                 break
             crc, pos = crc32c(chunk, crc), pos + len(chunk)
-        self.fh.seek(end)
-        self.pos = end
+        self._seek(end)
         return crc
 
     def _sealed(self, crc: int) -> Iterator[RawRecord]:
         seq, start = 0, 0
         records = procs = 0
-        block: list[tuple[str, int, int, bytes]] = []
+        block: list[tuple[str, int, int, memoryview]] = []
         while True:
             at = self.pos
             if at >= self.n:
                 self.bad(at, "capture ends before its trailer (cut short?)", partial=True)
                 return
+            got = self._whole()
+            if got is not None:  # its header and payload are one run of the window
+                crc = crc32c(self.buf[at - self.buf_at : self.pos - self.buf_at], crc)
+                block.append((got.kind, got.version, at, got.payload))
+                continue
             rec = self.next_record()
             if rec is None:
                 return
