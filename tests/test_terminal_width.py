@@ -66,10 +66,14 @@ def test_report_at_80_and_200_columns():
         assert name in narrow  # ellipsized at the left, the file name stays
 
 
-def test_diff_at_80_columns(tmp_path):
-    narrow, wide = (run("diff", CAPTURE, CAPTURE, columns=c) for c in (80, 200))
-    check(narrow, wide)
+def test_diff_at_60_columns(tmp_path):
+    # a capture against itself: every change "-", so the whole table takes 77 columns and 60 must give way
+    narrow, wide = (run("diff", CAPTURE, CAPTURE, columns=c) for c in (60, 200))
+    fits(narrow, 60)
+    assert len(rows(narrow)) == len(rows(wide)) > 0, "a table row wrapped at 60 columns"
+    assert max(map(len, wide.splitlines())) > 60, "the 200-column run did not use the width"
     assert "storage A -> B" in header(wide, "file") and "storage A -> B" not in header(narrow, "file")
+    assert "not shown at 60 columns: storage A -> B" in " ".join(narrow.split())
 
 
 def test_results_list_and_bench_show_at_80_columns(tmp_path):
