@@ -42,17 +42,18 @@ def exit_text(status: int | None, signal_number: int | None = None, *, short: bo
     if status is None:
         return "?"
     if signal_number is not None:
-        return f"{status} (killed by {_signal_name(signal_number)})"
-    if 128 < status <= 128 + signal.NSIG and (name := _signal_name(status - 128, None)):
+        return f"{status} (killed by {_signal_name(signal_number) or f'signal {signal_number}'})"
+    if 128 < status <= 128 + signal.NSIG and (name := _signal_name(status - 128)):
         return f"{status} (128+{status - 128}: {name})"
     return str(status)
 
 
-def _signal_name(n: int, default: str | None = "") -> str | None:
+def _signal_name(n: int) -> str | None:
+    """SIGSEGV for 11; None for a number that names no signal here."""
     try:
         return signal.Signals(n).name
     except ValueError:
-        return f"signal {n}" if default == "" else default
+        return None
 
 
 def human_seconds(s: float | None) -> str:
