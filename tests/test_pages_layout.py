@@ -122,6 +122,9 @@ def test_page_is_laid_out_cleanly(pages, kind, width, tmp_path):
     if kind == "cost":  # the verdict names the options as the charts do, whole in the window
         assert len(verdicts) == 1 and "=…/placement_" in verdicts[0]["text"] and "pages" not in verdicts[0]["text"]
         assert verdicts[0]["right"] <= width and not verdicts[0]["cut"], verdicts
+    if kind == "cost":  # the shipped prices named as such, never by their installed path
+        assert "the price list shipped with iolens" in Path(pages[kind]).read_text(encoding="utf-8")
+        assert "prices.json" not in Path(pages[kind]).read_text(encoding="utf-8")
     if kind == "cost":  # dollars as people write them, never "500µ"
         ticks = [t for c in charts for t in c["yticks"]]
         assert ticks and all(t.startswith("$") and "µ" not in t for t in ticks), ticks

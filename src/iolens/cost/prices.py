@@ -144,9 +144,7 @@ class Snapshot:
 
     @property
     def named(self) -> str:
-        """How a warning names the file: the price list shipped with iolens by that name (its installed path is
-        long and says nothing more), any other by its path."""
-        return "the price list shipped with iolens" if self.source == str(default_path()) else self.source
+        return named(self.source)
 
     def age_warning(self, today: dt.date | None = None, prices: list[Price] | None = None) -> str | None:
         """A warning when prices (those given, else the snapshot's own date) are over six months old or undated."""
@@ -188,6 +186,12 @@ def parse_date(text: str | None) -> dt.date | None:
         return dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3) or 1))
     except ValueError:
         return None
+
+
+def named(source: str) -> str:
+    """How a warning or a page names a price file: the price list shipped with iolens by that name (its installed
+    path is long and says nothing more), any other by its path."""
+    return "the price list shipped with iolens" if source == str(default_path()) else source
 
 
 def default_path() -> Path:

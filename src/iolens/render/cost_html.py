@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 from iolens.render.compare_html import CSS, unbroken
 from iolens.render.cost_text import PART_LABELS, front_key, front_label, money, rel, with_ci
 from iolens.render.htmlsafe import esc
+from iolens.cost.prices import named
 from iolens.render.plotting import CSS as CHART_CSS
 from iolens.render.plotting import (elided, category_axis, chart, labels, money_axis, script_tag, shortened,
                                     time_unit)
@@ -148,7 +149,7 @@ def render_html(rep: dict[str, Any]) -> bytes:
     held = "all month" if s["always"] else ("for the run" if s["held_for_s"] is None else esc(s["held_for"]))
     dated = f"retrieved {esc(pr['retrieved'])}" if pr["retrieved"] else f"as of {esc(pr['as_of'])}"
     meta = (f"{s['runs_per_month']:g} runs per month, storage held {held}; prices {dated}"
-            f"{' (transcribed from the pricing pages)' if pr['transcribed'] else ''}, from {esc(pr['file'])}")
+            f"{' (transcribed from the pricing pages)' if pr['transcribed'] else ''}, from {esc(named(pr['file']))}")
     warnings = "\n".join(f'<p class="warn">warning: {esc(w)}</p>' for w in rep["warnings"])
     notes = "\n".join(f'<p class="meta">note: {esc(n)}</p>' for n in rep["notes"])
     page = f"""<!DOCTYPE html>
