@@ -9,6 +9,7 @@ import re
 import subprocess
 from pathlib import Path
 
+from conftest import tool, unavailable
 from iolens import _format as F
 from iolens.capture.container import FILE_HDR
 from iolens.capture.merge import merge_parts
@@ -127,3 +128,39 @@ def test_the_executable_of_an_image_without_file_io_is_its_real_path(tmp_path):
     procs = read_capture(tmp_path / "t.iolens").processes
     assert len(procs) == len(runs)
     assert {p.exe for p in procs} == {os.path.realpath("/bin/true")}, [(p.argv, p.exe) for p in procs]
+
+
+def test_a_shell_loop_resolves_its_programs_path_once(tmp_path):
+    """dash starts each command as a vfork child, on the shell's memory: the executable's path is resolved there
+    once (the links of /bin/true: /bin, /usr, /usr/bin, /usr/bin/true) and passed to each image in IOLENS_EXE,
+    which takes it and so resolves nothing itself; every image still names its real executable, and no program
+    sees the variable."""
+    dash, strace = tool("dash"), tool("strace")
+    if not os.path.islink("/bin"):
+        unavailable("/bin is not a link here: no link for the images to resolve")
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IOLENS") and k != "LD_PRELOAD"}
+    env.update(LD_PRELOAD=str(preload_library()), IOLENS_DIR=str(stage), IOLENS_PARENT_PID=str(os.getpid()))
+    log = tmp_path / "strace.txt"
+    res = subprocess.run([strace, "-f", "-e", "trace=readlinkat", "-o", str(log), dash, "-c",
+                          "for i in 1 2 3 4 5; do /bin/true; done; printenv IOLENS_EXE || echo unset"],
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "unset\n"
+    assert len(re.findall(r'readlinkat\(AT_FDCWD, "/bin"', log.read_text())) == 1, log.read_text()
+    merge_parts(stage, tmp_path / "t.iolens", {})
+    trues = [p for p in read_capture(tmp_path / "t.iolens").processes if p.argv == ["/bin/true"]]
+    assert len(trues) == 5 and {p.exe for p in trues} == {os.path.realpath("/bin/true")}
+
+
+def test_an_exe_answer_not_from_the_parent_is_not_taken(tmp_path):
+    """IOLENS_EXE is taken only from the image's own pid or its parent's, and only for its own path: another
+    process's answer, or one for another path, is ignored and the image resolves its path itself."""
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    assert run_true(stage, IOLENS_EXE="1:9:/bin/true/usr/bin/false").returncode == 0
+    assert run_true(stage, IOLENS_EXE=f"{os.getpid()}:10:/bin/false/usr/bin/false").returncode == 0
+    merge_parts(stage, tmp_path / "t.iolens", {})
+    procs = read_capture(tmp_path / "t.iolens").processes
+    assert len(procs) == 2 and {p.exe for p in procs} == {os.path.realpath("/bin/true")}

@@ -169,49 +169,6 @@ IOLENS_COLD void iolens_note_exec(int argc, char **argv, char **envp)
     execfn = fn;
 }
 
-/* The absolute path p (len bytes, in a buffer of PATH_MAX) with its symbolic links resolved and "." and ".."
- * taken out, into out (PATH_MAX); its length, or -1 (a component missing, a loop, too long). */
-IOLENS_COLD static long resolve_path(char *p, size_t len, char *out)
-{
-    size_t o = 0, links = 0;
-    char target[PATH_MAX];
-    out[0] = 0;
-    for (size_t i = 0; i < len;) {
-        while (i < len && p[i] == '/') i++;
-        size_t c = i;
-        while (i < len && p[i] != '/') i++;
-        size_t cl = i - c;
-        if (cl == 0 || (cl == 1 && p[c] == '.')) continue;
-        if (cl == 2 && p[c] == '.' && p[c + 1] == '.') {
-            while (o > 0 && out[--o] != '/') {
-            }
-            out[o] = 0;
-            continue;
-        }
-        if (o + 1 + cl >= PATH_MAX) return -1;
-        size_t back = o;
-        out[o++] = '/';
-        iolens_memcpy(out + o, p + c, cl);
-        o += cl;
-        out[o] = 0;
-        long n = iolens_sysraw(SYS_readlinkat, AT_FDCWD, out, target, sizeof target - 1);
-        if (n == -EINVAL) continue; /* not a link */
-        if (n <= 0 || ++links > 40 || (size_t)n + 1 + (len - i) >= PATH_MAX) return -1;
-        /* the link's target, then what was left of p, is the path now */
-        size_t rest = len - i;
-        char *tail = target + n;
-        iolens_memcpy(tail, p + i, rest);
-        len = (size_t)n + rest;
-        iolens_memcpy(p, target, len);
-        i = 0;
-        o = target[0] == '/' ? 0 : back;
-        out[o] = 0;
-    }
-    if (o == 0) out[o++] = '/';
-    out[o] = 0;
-    return (long)o;
-}
-
 /* The executable without /proc/self/exe, whose lookup of /proc/PID costs a new process 15-20 us: the path the
  * kernel was given, when it ran that file itself (iolens_note_exec), with its links resolved.  Its length, or -1. */
 IOLENS_COLD static long exe_from_execfn(char *out)
@@ -220,14 +177,39 @@ IOLENS_COLD static long exe_from_execfn(char *out)
     size_t len = execfn ? iolens_strlen(execfn) : 0;
     if (!len || len >= sizeof path) return -1;
     iolens_memcpy(path, execfn, len);
-    return resolve_path(path, len, out);
+    return iolens_resolve_path(path, len, out);
+}
+
+IOLENS_COLD static uint64_t number(const char **s)
+{
+    uint64_t v = 0;
+    for (; **s >= '0' && **s <= '9'; (*s)++) v = v * 10 + (uint64_t)(**s - '0');
+    return v;
+}
+
+/* The executable as the image that started this one resolved it (IOLENS_EXE=<pid>:<length>:<path><resolved>,
+ * env.c `exe_var`): taken when that image's pid is this one's (an exec in place) or its parent's (a fork, vfork
+ * or spawn child), and the path is this image's own (AT_EXECFN, iolens_note_exec).  Its length, or -1. */
+IOLENS_COLD static long exe_from_parent(char *out)
+{
+    const char *v = iolens_env("IOLENS_EXE");
+    if (!v || !execfn) return -1;
+    uint64_t pid = number(&v);
+    if (*v++ != ':' || !pid || (pid != (uint64_t)iolens_g.pid && pid != iolens_built_proc()->ppid)) return -1;
+    uint64_t pl = number(&v);
+    if (*v++ != ':' || pl != iolens_strlen(execfn) || !iolens_memeq(v, execfn, pl)) return -1;
+    size_t n = iolens_strlen(v + pl);
+    if (n == 0 || n >= PATH_MAX || v[pl] != '/') return -1;
+    iolens_memcpy(out, v + pl, n);
+    return (long)n;
 }
 
 /* The executable and the host are the image's for its whole life: read when its part is made, or at its end
- * (compact: the executable found without /proc when it can be). */
+ * (compact: the executable found without /proc when it can be; the parent's answer first, in either). */
 IOLENS_COLD static uint64_t built_late_strings(uint64_t at, int compact)
 {
-    long n = compact ? exe_from_execfn(built_text(at)) : -1;
+    long n = exe_from_parent(built_text(at));
+    if (n < 0 && compact) n = exe_from_execfn(built_text(at));
     if (n < 0) n = iolens_sysraw(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", built_text(at), PATH_MAX - 1);
     if (n > 0) at = built_string(at, IOLENS_STR_EXE, (uint32_t)n);
     struct utsname u;

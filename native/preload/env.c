@@ -7,7 +7,7 @@
  * started is one the interposer cannot load in (a static one, another
  * machine's).  Uses only the floor (base.c).
  */
-#include "core.h"
+#include "internal.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -27,8 +27,10 @@
  * program (and `env`) sees what it would see unprofiled, and put back only
  * into the environments passed on. */
 static const char *const env_keys[] = {"IOLENS",           "IOLENS_DIR",        "IOLENS_TRACE",
-                                        "IOLENS_MAX_FILES", "IOLENS_PARENT_PID", "IOLENS_CLOCK"};
+                                        "IOLENS_MAX_FILES", "IOLENS_PARENT_PID", "IOLENS_CLOCK",
+                                        "IOLENS_EXE"};
 #define NKEYS (sizeof env_keys / sizeof env_keys[0])
+#define KEY_EXE 6 /* the parent's answer for this image only (iolens_env_exe): never passed on as it came */
 /* Pointers into the environment's own strings, which stay where they are
  * (only the array shrinks); so the start copies little and touches few pages. */
 IOLENS_START_DATA static const char *env_saved[NKEYS]; /* "KEY=value", 0 when unset */
@@ -172,6 +174,49 @@ IOLENS_COLD static int elf_loads(int fd, unsigned char *b, long n, size_t cap)
     return 0;
 }
 
+/* The absolute path p (len bytes, in a buffer of PATH_MAX) with its symbolic links resolved and "." and ".."
+ * taken out, into out (PATH_MAX); its length, or -1 (a component missing, a loop, too long). */
+IOLENS_COLD long iolens_resolve_path(char *p, size_t len, char *out)
+{
+    size_t o = 0, links = 0;
+    char target[PATH_MAX];
+    out[0] = 0;
+    for (size_t i = 0; i < len;) {
+        while (i < len && p[i] == '/') i++;
+        size_t c = i;
+        while (i < len && p[i] != '/') i++;
+        size_t cl = i - c;
+        if (cl == 0 || (cl == 1 && p[c] == '.')) continue;
+        if (cl == 2 && p[c] == '.' && p[c + 1] == '.') {
+            while (o > 0 && out[--o] != '/') {
+            }
+            out[o] = 0;
+            continue;
+        }
+        if (o + 1 + cl >= PATH_MAX) return -1;
+        size_t back = o;
+        out[o++] = '/';
+        iolens_memcpy(out + o, p + c, cl);
+        o += cl;
+        out[o] = 0;
+        long n = iolens_sysraw(SYS_readlinkat, AT_FDCWD, out, target, sizeof target - 1);
+        if (n == -EINVAL) continue; /* not a link */
+        if (n <= 0 || ++links > 40 || (size_t)n + 1 + (len - i) >= PATH_MAX) return -1;
+        /* the link's target, then what was left of p, is the path now */
+        size_t rest = len - i;
+        char *tail = target + n;
+        iolens_memcpy(tail, p + i, rest);
+        len = (size_t)n + rest;
+        iolens_memcpy(p, target, len);
+        i = 0;
+        o = target[0] == '/' ? 0 : back;
+        out[o] = 0;
+    }
+    if (o == 0) out[o++] = '/';
+    out[o] = 0;
+    return (long)o;
+}
+
 /* The last program asked about by path (not a #! script), with its answer and the file's identity when it
  * was read: a shell that starts the same program in a loop (each a vfork child on the shell's memory, or
  * posix_spawn in the caller) then checks it with one stat instead of an open, a read and a close.  A file
@@ -181,6 +226,7 @@ static struct {
     int lock, answer;
     uint64_t dev, ino, size, mtime_s, mtime_ns, ctime_s, ctime_ns;
     char path[256];
+    char exe[256]; /* path with its links resolved (iolens_resolve_path); empty: not known */
 } last_prog;
 
 IOLENS_COLD static int same_file(const struct stat *st)
@@ -200,11 +246,48 @@ IOLENS_COLD static int same_file(const struct stat *st)
  * only at exec or spawn, with raw system calls; errno is kept. */
 IOLENS_COLD static int loads_in_read(const char *path, int fd, int *elf);
 
-IOLENS_COLD static int loads_in(const char *path, int fd)
+/* The variable that tells the image started at path (absolute, an ELF the interposer loads in) its executable, as
+ * resolved here: IOLENS_EXE=<this image's pid>:<length of path>:<path><its resolved path>, into var (EXE_VAR
+ * bytes; "" when not known).  It is resolved once per program and kept with last_prog, where that lasts: in a
+ * vfork child (the parent's memory), for a spawn or an exec of the image itself; not in a fork child, whose memory
+ * goes with it (the new image then resolves the path itself, as before).  So a shell that starts the same program
+ * in a loop resolves its path once, not every child (4 readlinkat for /bin/true).  The image takes the answer
+ * only when this pid is its own or its parent's (built.c, `exe_from_parent`). */
+#define EXE_VAR 600
+IOLENS_COLD static void exe_var(char *var, const char *path, size_t pl)
+{
+    var[0] = 0;
+    if (path[0] != '/') return;
+    if (!last_prog.exe[0] && (iolens_in_vfork || iolens_g.pending != IOLENS_PENDING_FORK)) {
+        char p[PATH_MAX], out[PATH_MAX];
+        iolens_memcpy(p, path, pl);
+        long n = iolens_resolve_path(p, pl, out);
+        if (n > 0 && (size_t)n < sizeof last_prog.exe) iolens_memcpy(last_prog.exe, out, (size_t)n + 1);
+    }
+    size_t el = iolens_strlen(last_prog.exe);
+    if (!el) return;
+    char num[24];
+    size_t o = 0;
+    iolens_memcpy(var, "IOLENS_EXE=", 11);
+    o = 11;
+    for (int k = 0; k < 2; k++) {
+        uint64_t v = k == 0 ? (uint64_t)iolens_g.pid : pl;
+        int d = 0;
+        do num[d++] = (char)('0' + v % 10);
+        while (v /= 10);
+        while (d) var[o++] = num[--d];
+        var[o++] = ':';
+    }
+    iolens_memcpy(var + o, path, pl);
+    iolens_memcpy(var + o + pl, last_prog.exe, el + 1);
+}
+
+IOLENS_COLD static int loads_in(const char *path, int fd, char *var)
 {
     struct stat st;
     size_t pl = path ? iolens_strlen(path) : sizeof last_prog.path;
     int e = errno, elf = 0, r;
+    var[0] = 0;
     if (pl >= sizeof last_prog.path || syscall(SYS_newfstatat, AT_FDCWD, path, &st, 0) != 0 ||
         __atomic_exchange_n(&last_prog.lock, 1, __ATOMIC_ACQUIRE)) {
         errno = e;
@@ -212,9 +295,11 @@ IOLENS_COLD static int loads_in(const char *path, int fd)
     }
     if (iolens_streq(last_prog.path, path) && same_file(&st)) {
         r = last_prog.answer;
+        if (r) exe_var(var, path, pl);
     } else {
         r = loads_in_read(path, fd, &elf);
         last_prog.path[0] = 0;
+        last_prog.exe[0] = 0;
         if (elf) { /* the file itself was read (no #! line): kept */
             last_prog.dev = (uint64_t)st.st_dev;
             last_prog.ino = (uint64_t)st.st_ino;
@@ -225,6 +310,7 @@ IOLENS_COLD static int loads_in(const char *path, int fd)
             last_prog.ctime_ns = (uint64_t)st.st_ctim.tv_nsec;
             last_prog.answer = r;
             iolens_memcpy(last_prog.path, path, pl + 1);
+            if (r) exe_var(var, path, pl);
         }
     }
     __atomic_store_n(&last_prog.lock, 0, __ATOMIC_RELEASE);
@@ -268,9 +354,9 @@ IOLENS_COLD static int loads_in_read(const char *path, int fd, int *elf)
  * '/', else the first executable one of that name on PATH (glibc's default
  * when unset).  A non-executable namesake earlier on PATH, which those would
  * skip after trying, is not one this looks at either. */
-IOLENS_COLD static int loads_in_search(const char *file)
+IOLENS_COLD static int loads_in_search(const char *file, char *var)
 {
-    if (!file || !*file || iolens_strchr(file, '/')) return loads_in(file, -1);
+    if (!file || !*file || iolens_strchr(file, '/')) return loads_in(file, -1, var);
     const char *dirs = iolens_getenv_in(environ, "PATH");
     size_t fl = iolens_strlen(file);
     char full[PATH_MAX];
@@ -287,7 +373,7 @@ IOLENS_COLD static int loads_in_search(const char *file)
             }
             iolens_memcpy(full + o, file, fl + 1);
             if (syscall(SYS_faccessat, AT_FDCWD, full, X_OK) == 0) {
-                r = loads_in(full, -1);
+                r = loads_in(full, -1, var);
                 break;
             }
         }
@@ -308,8 +394,10 @@ char *const *iolens_env_for_child(char *const envp[], char **out, int cap, char 
                             int fd, int search)
 {
     int n = 0, o = 0, seen = 0;
-    if (!env_taken || !envp || !envp[0]) return envp;
-    if (!(search ? loads_in_search(path) : loads_in(path, fd))) return envp;
+    if (!env_taken || !envp || !envp[0] || mcap <= EXE_VAR) return envp;
+    mcap -= EXE_VAR;
+    char *exe = merged + mcap; /* IOLENS_EXE for this program, or "" */
+    if (!(search ? loads_in_search(path, exe) : loads_in(path, fd, exe))) return envp;
     while (envp[n]) n++;
     if (n + (int)NKEYS + 2 > cap) return envp;
     for (int i = 0; i < n; i++) {
@@ -336,7 +424,9 @@ char *const *iolens_env_for_child(char *const envp[], char **out, int cap, char 
         size_t kl = strlen(env_keys[k]);
         int found = 0;
         for (int i = 0; i < n && !found; i++) found = starts(envp[i], env_keys[k], kl);
-        if (!found && env_saved[k]) out[o++] = (char *)env_saved[k];
+        if (found) continue;
+        if (k == KEY_EXE && exe[0]) out[o++] = exe;
+        else if (k != KEY_EXE && env_saved[k]) out[o++] = (char *)env_saved[k];
     }
     out[o] = 0;
     return out;

@@ -100,6 +100,11 @@ static inline uint64_t tv_ns(struct timeval tv)
 extern const struct iolens_layer *iolens_layers[IOLENS_MAX_LAYERS];
 extern int iolens_nlayers;
 
+/* ---- env.c ---- */
+/* The absolute path p (len bytes, in a buffer of PATH_MAX) with its links resolved and "." and ".." taken out,
+ * into out (PATH_MAX); its length, or -1. */
+IOLENS_COLD long iolens_resolve_path(char *p, size_t len, char *out);
+
 /* ---- part.c ---- */
 /* Set when RLIMIT_FSIZE, the program's own limit, kept the part from growing. */
 extern int iolens_fsize_short;
