@@ -4,12 +4,14 @@ results store, when a real command carrying it runs."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
 import shlex
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -288,6 +290,38 @@ def test_environment_rules():
     assert set(got) == set(given) | {"TMPDIR", "OMP_NUM_THREADS", "NXF_WORK", "AWS_REGION"}  # HOME, PGPASSWORD: never
     assert got["TMPDIR"] == "/scratch/tmp" and got["NXF_WORK"] == "/work" and got["AWS_REGION"] == "eu-west-1"
     assert got["AWS_CREDS"] == got["NXF_TOWER_ACCESS"] == "***"  # kept by prefix, the value masked by its name
+
+
+def test_a_plain_environment_value_is_kept_as_the_rules_would_keep_it(tmp_path):
+    """A kept variable's value that the rules cannot mark is copied in one pass, without them (redact_value.c,
+    `rd_plain_value`): the rules built without that shortcut give the same output for every value of this file's
+    forms, every word and script of them, and the edges of the shortcut (the 15-character token run, a leading
+    '-', each character a rule starts from)."""
+    src = Path(__file__).resolve().parent.parent / "native" / "preload"
+    full = tmp_path / "libfull.so"
+    subprocess.run(["cc", "-O1", "-shared", "-fPIC", "-fvisibility=hidden", "-DIOLENS_REDACT_EXPORT",
+                    "-DIOLENS_REDACT_NO_SHORTCUT", "-o", str(full), str(src / "redact.c"), str(src / "redact_value.c")],
+                   check=True, timeout=120)
+    lib = ctypes.CDLL(str(full))
+    lib.iolens_capture_env.restype = ctypes.c_size_t
+    lib.iolens_capture_env.argtypes = [ctypes.POINTER(ctypes.c_char_p), ctypes.c_char_p, ctypes.c_size_t]
+
+    def rules(value: str) -> str:
+        raw = os.fsencode(f"TMPDIR={value}")
+        arr = (ctypes.c_char_p * 2)(raw, None)
+        buf = ctypes.create_string_buffer(8 * len(raw) + 256)
+        n = lib.iolens_capture_env(arr, buf, len(buf))
+        return os.fsdecode(buf.raw[:n].rstrip(b"\0"))[len("TMPDIR="):]
+
+    values = {v for _kind, given, _s, _k in FORMS for v in (given.values() if isinstance(given, dict) else given)}
+    values |= {w for v in list(values) for w in v.split()} | {w for argv in UNCHANGED for w in argv}
+    values |= {"xoxb-123456789a", "xoxb-123456789", "/x/xoxb-123456789ab", "a.xoxb-123456789ab",
+               "eyJhbGciOi.eyJzdWIiOi.sig", "/etc/ssl/certs/ca-certificates.crt", "-pAbCdEfGh12345678", "8", "",
+               "/scratch/tmp", "ghp_" + "a1" * 12,
+               "AKIA" + "Z" * 16, "x" * 3000, "sk-" + "a" * 40} | {f"a{c}b" for c in ":= \t\r\n<>;|&()`'\"\\#@?/.%"}
+    differ = [(v, capture_env({"TMPDIR": v}).get("TMPDIR"), rules(v)) for v in sorted(values)
+              if capture_env({"TMPDIR": v}).get("TMPDIR") != rules(v)]
+    assert len(values) > 300 and not differ, differ[:5]
 
 
 def test_stored_records_are_redacted():

@@ -493,11 +493,13 @@ size_t iolens_capture_env(char **envp, char *out, size_t cap)
         const char *eq = iolens_strchr(v, '=');
         if (!eq) continue;
         o = put(out, o, cap, v, (size_t)(eq + 1 - v));
+        const char *val = eq + 1;
+        size_t n = iolens_strlen(val);
         if (rd_loose_secret_name(v, (size_t)(eq - v))) {
             o = put(out, o, cap, MASK, MASK_LEN);
+        } else if (rd_plain_value(val, n)) { /* a path, a number, a name: most kept values */
+            o = put(out, o, cap, val, n);
         } else {
-            const char *val = eq + 1;
-            size_t n = iolens_strlen(val);
             struct ranges r;
             rd_ranges_init(&r);
             text_rules(val, n, &r, 1);

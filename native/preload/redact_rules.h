@@ -52,4 +52,6 @@ IOLENS_REDACT_COLD void rd_token_rule(const char *v, size_t n, struct ranges *r)
 IOLENS_REDACT_COLD void rd_url_rule(const char *v, size_t n, struct ranges *r);
 IOLENS_REDACT_COLD void rd_header_rule(const char *v, size_t n, struct ranges *r);
 IOLENS_REDACT_COLD void rd_value_rules(const char *v, size_t n, struct ranges *r);
+/* v is a value the rules on text leave as it is (checked in one pass; 0: ask them). */
+IOLENS_REDACT_COLD int rd_plain_value(const char *v, size_t n);
 #endif

@@ -251,6 +251,43 @@ IOLENS_REDACT_COLD void rd_token_rule(const char *v, size_t n, struct ranges *r)
     }
 }
 
+/* Is v a value in which the rules on text (redact.c, `text_rules`) can mark nothing?  One pass, where the rules
+ * take a dozen: no character that a rule starts from or that splits text into words (':' of a header or URL,
+ * '=' of a connection string or NAME=V, blanks, quotes, backslashes, shell separators), no leading '-' (a flag),
+ * and, where the token rule looks (each run of token characters), no run of token characters and dots as long
+ * as the shortest vendor token (15: xoxb- and 10) that starts with a prefix's first letter.  Then the value is
+ * one word of one operand, which the word rules leave as it is.  A value that fails is given to the rules: so
+ * this must stay in step with rd_token_rule, rd_value_rules and text_rules (tests/test_redact.py compares the two
+ * over its every form). */
+IOLENS_REDACT_COLD int rd_plain_value(const char *v, size_t n)
+{
+#ifdef IOLENS_REDACT_NO_SHORTCUT
+    (void)v;
+    (void)n;
+    return 0;
+#else
+    if (n > 0 && v[0] == '-') return 0;
+    for (size_t i = 0; i < n;) {
+        int c = (unsigned char)v[i];
+        if (!tok_char(c)) {
+            switch (c) {
+            case ':': case '=': case ' ': case '\t': case '\r': case '\n': case '<': case '>': case ';': case '|':
+            case '&': case '(': case ')': case '`': case '\'': case '"': case '\\':
+                return 0;
+            default:
+                i++;
+                continue;
+            }
+        }
+        if (token_first(c))
+            for (size_t e = i; e < n && (tok_char(v[e]) || v[e] == '.'); e++)
+                if (e - i + 1 >= 15) return 0;
+        while (i < n && tok_char(v[i])) i++;
+    }
+    return 1;
+#endif
+}
+
 /* user:PASSWORD, or a userinfo that is not a plain user name (a token): masked */
 IOLENS_REDACT_COLD static void userinfo_rule(const char *v, size_t a, size_t at, struct ranges *r)
 {
