@@ -180,13 +180,6 @@ IOLENS_COLD static long exe_from_execfn(char *out)
     return iolens_resolve_path(path, len, out);
 }
 
-IOLENS_COLD static uint64_t number(const char **s)
-{
-    uint64_t v = 0;
-    for (; **s >= '0' && **s <= '9'; (*s)++) v = v * 10 + (uint64_t)(**s - '0');
-    return v;
-}
-
 /* The executable as the image that started this one resolved it (IOLENS_EXE=<pid>:<length>:<path><resolved>,
  * env.c `exe_var`): taken when that image's pid is this one's (an exec in place) or its parent's (a fork, vfork
  * or spawn child), and the path is this image's own (AT_EXECFN, iolens_note_exec).  Its length, or -1. */
@@ -194,9 +187,9 @@ IOLENS_COLD static long exe_from_parent(char *out)
 {
     const char *v = iolens_env("IOLENS_EXE");
     if (!v || !execfn) return -1;
-    uint64_t pid = number(&v);
+    uint64_t pid = iolens_digits(&v);
     if (*v++ != ':' || !pid || (pid != (uint64_t)iolens_g.pid && pid != iolens_built_proc()->ppid)) return -1;
-    uint64_t pl = number(&v);
+    uint64_t pl = iolens_digits(&v);
     if (*v++ != ':' || pl != iolens_strlen(execfn) || !iolens_memeq(v, execfn, pl)) return -1;
     size_t n = iolens_strlen(v + pl);
     if (n == 0 || n >= PATH_MAX || v[pl] != '/') return -1;

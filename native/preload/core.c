@@ -60,13 +60,6 @@ IOLENS_COLD static void warn_once(const char *what)
     if (n > 0) iolens_sys_write(2, msg, (unsigned long)n);
 }
 
-IOLENS_COLD static uint64_t digits(const char **s)
-{
-    uint64_t v = 0;
-    for (; **s >= '0' && **s <= '9'; (*s)++) v = v * 10 + (uint64_t)(**s - '0');
-    return v;
-}
-
 IOLENS_COLD __attribute__((constructor(102))) static void iolens_init(int argc, char **argv, char **envp)
 {
     struct iolens_state *g = &iolens_g;
@@ -78,10 +71,10 @@ IOLENS_COLD __attribute__((constructor(102))) static void iolens_init(int argc, 
     int trace = 0, pid = 0;
     uint64_t max_files = 0;
     if (packed) {
-        pid = (int)digits(&dir);
+        pid = (int)iolens_digits(&dir);
         while (*dir && *dir != '/') {
             if (*dir == 't') trace = 1;
-            if (*dir++ == 'm') max_files = digits(&dir);
+            if (*dir++ == 'm') max_files = iolens_digits(&dir);
         }
     } else {
         dir = iolens_getenv_in(environ, "IOLENS_DIR");
@@ -94,7 +87,7 @@ IOLENS_COLD __attribute__((constructor(102))) static void iolens_init(int argc, 
     if (!packed) {
         const char *t = iolens_env("IOLENS_TRACE"), *mf = iolens_env("IOLENS_MAX_FILES");
         trace = t && *t == '1';
-        max_files = mf ? digits(&mf) : 0;
+        max_files = mf ? iolens_digits(&mf) : 0;
     }
     launcher_pid = pid;
     g->trace = trace;

@@ -13,6 +13,7 @@
 #define IOLENS_NOLIBC_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define IOLENS_NOLIBC static inline __attribute__((unused))
 
@@ -74,6 +75,14 @@ IOLENS_NOLIBC const char *iolens_memchr(const char *s, int c, size_t n)
     for (size_t i = 0; i < n; i++)
         if (s[i] == (char)c) return s + i;
     return 0;
+}
+
+/* the decimal number at *s, and *s past it */
+IOLENS_NOLIBC uint64_t iolens_digits(const char **s)
+{
+    uint64_t v = 0;
+    for (; **s >= '0' && **s <= '9'; (*s)++) v = v * 10 + (uint64_t)(**s - '0');
+    return v;
 }
 
 /* getenv over envp (the environment as the image started with it) */
