@@ -200,6 +200,12 @@ def test_fold_keeps_a_figure_with_its_unit_and_label_and_hangs_its_continuations
                                            "    profiler 0.018 s"]
     assert fold("took (compute -1.5 s) now", 20, "") == ["took", "  (compute -1.5 s)", "  now"]
     assert fold("", 80) == [""]
+    # a word longer than a line starts a line of its own: broken after a separator at a terminal's width, whole on
+    # a pipe (UNBOUNDED: wrapped at 80 columns), never mid-word
+    path = "/data/" + "genomics-project/" * 4 + "calls.vcf"
+    assert fold(f"written to {path} today", 40, "") == ["written to", "  /data/genomics-project/", "  genomics-project/"
+                                                    "genomics-project/", "  genomics-project/calls.vcf today"]
+    assert fold(f"written to {path} today", 4096, "") == ["written to", f"  {path}", "  today"]
 
 
 def test_prose_on_a_pipe_wraps_at_80_and_tables_keep_their_width(monkeypatch):
@@ -349,6 +355,35 @@ def test_lab_status_at_every_width(tmp_path):
                               "error": "the S3 server versitygw is not installed", "hint": "run `iolens lab install`"}
     st.save(tmp_path, state)
     at_widths(["lab", "status", "--dir", tmp_path], ["lab:s3", "versitygw is not installed", "not set up:"])
+
+
+def _unfolded(text: str) -> str:
+    """`text` with a line broken after a separator (, / = : ;) joined to the next, then every space run one space:
+    a path broken anywhere else (mid-word) is not whole in it."""
+    return re.sub(r"\s+", " ", re.sub(r"(?<=[,/=:;])\n +", "", text))
+
+
+def test_lab_status_keeps_long_paths_whole_at_every_width(tmp_path):
+    """A lab in a deep directory: at 60, 80 and 120 columns every path is there, broken (if at all) only after a
+    separator, never mid-word, and no line is over the width; on a pipe each path is whole on one line."""
+    from iolens.lab import state as st
+
+    root = tmp_path / "a-rather-long-directory-for-the-lab" / "of-a-genomics-project-2026" / "iolens-lab"
+    root.mkdir(parents=True)
+    mnt = root / "mnt" / "xfs-with-a-long-mount-point-name"
+    tool = root / "cache" / "bin" / "versitygw"
+    state = st.empty_state(root)
+    state["targets"]["xfs"] = {"status": "up", "path": str(mnt)}
+    state["targets"]["s3"] = {"status": "failed", "path": None, "error": f"the S3 server is not installed at {tool}",
+                              "hint": "run `iolens lab install`"}
+    st.save(root, state)
+    out = at_widths(["lab", "status", "--dir", root], ["lab:xfs", "lab:s3", "not set up:"])
+    for w, text in out.items():
+        flat = _unfolded(text)
+        for path in (str(root), str(mnt), str(tool)):
+            assert path in flat, f"{path} cut or broken mid-word at {w or 'pipe'} columns:\n{text}"
+    assert {str(root), str(mnt), str(tool)} <= {w.strip("() ") for line in out[None].splitlines()
+                                                 for w in line.split()}, out[None]
 
 
 def test_pipeline_report_and_diff_dir_at_every_width(tmp_path):
