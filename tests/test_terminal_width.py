@@ -355,6 +355,9 @@ def test_lab_status_at_every_width(tmp_path):
                               "error": "the S3 server versitygw is not installed", "hint": "run `iolens lab install`"}
     st.save(tmp_path, state)
     at_widths(["lab", "status", "--dir", tmp_path], ["lab:s3", "versitygw is not installed", "not set up:"])
+    # no lab there: the line that says where it looked and how to point at another folds as well (it was one line
+    # of about 200 columns at every width)
+    at_widths(["lab", "status", "--dir", tmp_path / "none"], ["no lab:", "IOLENS_LAB_DIR", "iolens lab up"])
 
 
 def _unfolded(text: str) -> str:

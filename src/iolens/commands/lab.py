@@ -95,9 +95,6 @@ def status(lab_dir: Path | None, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(report, indent=1))
         return
-    if not report["lab_up"]:
-        click.echo(f"no lab: {st.not_found_hint(root, source)}; or start one with `iolens lab up`")
-        return
     from iolens.names import shown
     from iolens.render.terminal import console
 
@@ -105,6 +102,10 @@ def status(lab_dir: Path | None, as_json: bool) -> None:
 
     def echo(line: str) -> None:  # folded as every command's prose: under the line's own indent, paths whole
         con.print(shown(line))
+
+    if not report["lab_up"]:
+        echo(f"no lab: {st.not_found_hint(root, source)}; or start one with `iolens lab up`")
+        return
 
     echo(f"lab in {report['dir']}")
     for t in report["targets"]:
