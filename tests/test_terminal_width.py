@@ -190,6 +190,32 @@ def test_replay_at_80_and_200_columns(traced_step):
         assert "STREAM: time waiting on pipes and sockets" in flat and "fidelity: the replay's wall time" in flat
 
 
+@pytest.mark.parametrize("command", ["predict", "replay"])
+def test_json_says_what_the_terminal_says_beside_the_numbers(traced_step, command):
+    """The words beside the numbers (what the columns and fidelity mean, what each target was compared with,
+    notes on a target, what the model cannot see) are in the JSON too, as the terminal says them (one run writes
+    both)."""
+    import json
+
+    d, env = traced_step
+    out = d / f"{command}-words.json"
+    targets = ["--on", d / "target_directory_with_a_long_name", "--home" if command == "predict" else "--on", d]
+    text = " ".join(run(command, d / "step.iolens", *targets, "--json", out, "--force", columns=200, cwd=d,
+                        env_extra=env).split())
+    doc = json.loads(out.read_text())
+    words = [*doc["terms"].values(), *doc.get("notes", []), *doc.get("target_notes", []), *doc.get("cannot_see", [])]
+    assert words and all(" ".join(w.split()) in text for w in words), (words, text)
+    if command == "replay":
+        assert set(doc["terms"]) == {"READ", "WRITE", "META", "SYNC", "STREAM", "fidelity"} and doc["schema_version"] \
+            == [1, 7]
+        assert "time waiting on pipes and sockets" in doc["terms"]["STREAM"]
+        assert "near 0 means the replay reproduces the step" in doc["terms"]["fidelity"]
+    else:
+        assert any("compared with the home storage's" in m for m in doc["terms"].values()), doc["terms"]
+        assert "the page cache state: assumed warm for the inputs (--cache)" in doc["cannot_see"]
+        assert any(n.startswith("the profiler's cost taken out") for n in doc["notes"]), doc["notes"]
+
+
 def test_fold_keeps_a_figure_with_its_unit_and_label_and_hangs_its_continuations():
     from iolens.render.terminal import fold
 
