@@ -363,7 +363,10 @@ def test_cost_at_every_width():
             "--held-for", "always", "--no-store"]
     out = at_widths(args, ["gp2", "aws:ec2-instance-nvme", "st1", "best value", "$ per month"])
     assert "largest parts" in out[None]
-    at_widths(["cost", "--list"], ["Priced options", "lab targets:"], widths=(60,))
+    listed = at_widths(["cost", "--list"], ["Priced options", "lab targets:"], widths=(60,))
+    # the shipped price list named as the warnings and the page name it, not by its installed path
+    assert all("the price list shipped with iolens" in " ".join(t.split()) and "prices.json" not in t
+               for t in listed.values()), listed[60]
 
 
 def test_compress_at_every_width(tmp_path):
