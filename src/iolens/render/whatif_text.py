@@ -63,7 +63,7 @@ def replay_words(results: Sequence[TargetReplay], classes: Sequence[str]) -> dic
         if r.dependency_timeouts:
             notes.append(f"{r.target}: {r.dependency_timeouts} ordering dependencies could not be met from the trace "
                          "and were given up after 10 s")
-    if not any(r.same_storage for r in results):
+    if results and not any(r.same_storage for r in results):
         notes.append(NO_FIDELITY)
     return {"terms": {**{c: REPLAY_KEY.get(c, "") for c in classes}, "fidelity": FIDELITY}, "target_notes": notes}
 
