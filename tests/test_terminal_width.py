@@ -418,6 +418,16 @@ def test_lab_status_keeps_long_paths_whole_at_every_width(tmp_path):
                                                  for w in line.split()}, out[None]
 
 
+def test_data_synth_at_every_width(tmp_path):
+    """The files it wrote, each path whole (broken, if at all, after a separator), and what it made; it printed
+    66 columns and more at every width."""
+    out_dir = tmp_path / "synthetic-inputs-for-the-alignment-step" / "of-a-genomics-project"
+    out = at_widths(["data", "synth", "-o", out_dir, "--ref-size", "100000", "--pairs", "200", "--force"],
+                    ["ref.fa", "reads_1.fq.gz", "reads_2.fq.gz", "substitution error rate"])
+    for w, text in out.items():
+        assert all(str(out_dir / n) in _unfolded(text) for n in ("ref.fa", "reads_1.fq.gz")), (w, text)
+
+
 def test_pipeline_report_and_diff_dir_at_every_width(tmp_path):
     from pipeline_helpers import prolog, run_task
 
