@@ -418,6 +418,14 @@ def test_lab_status_keeps_long_paths_whole_at_every_width(tmp_path):
                                                  for w in line.split()}, out[None]
 
 
+def test_lists_of_codecs_and_thresholds_at_every_width():
+    """`compress --list` and `report --thresholds` were lines aligned by hand, 170 columns at every width."""
+    out = at_widths(["compress", "--list"], ["zlib", "bgzf", "zstd", "bzip2-cli", "what a level means", "by default:"])
+    assert "gzip, gz" in out[None] and "1/3/9/19" in out[60]  # the names users type; the levels --full measures
+    out = at_widths(["report", "--thresholds"], ["small_bytes", "65536", "coverage_bytes", "meaning"])
+    assert "16777216" in out[60] and "e+" not in out[None]  # a value as --set takes it
+
+
 def test_data_synth_at_every_width(tmp_path):
     """The files it wrote, each path whole (broken, if at all, after a separator), and what it made; it printed
     66 columns and more at every width."""
