@@ -479,5 +479,13 @@ def test_escapes_only_on_a_terminal_and_never_with_no_color():
     assert b"\x1b[" not in on_terminal({**env, "IOLENS_TERMINAL": "no"})
 
 
-def test_doctor_at_60_columns():
-    at_widths(["doctor"], ["iolens", "interposer"], widths=(60,))
+def test_doctor_at_every_width():
+    """The details fold under themselves with the native parts' directory whole, or broken after a separator
+    (textwrap broke it at its hyphen: 'site-' / 'packages')."""
+    import json
+
+    checks = json.loads(iolens("doctor", "--json").stdout)["checks"]
+    where = next(c["detail"] for c in checks if c["name"] == "native parts").split()[-1]
+    out = at_widths(["doctor"], ["iolens", "interposer", "native parts"])
+    for w, text in out.items():
+        assert where in _unfolded(text), (w, where, text)
