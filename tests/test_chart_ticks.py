@@ -21,6 +21,12 @@ def test_a_few_round_ticks_inside_the_span(span):
     assert mantissas <= {m / 2 for m in range(2, 20)}, ticks  # round values
 
 
+def test_less_than_a_decade_gets_more_than_two_ticks():
+    # the compress page's decompression speeds: 1, 2, 5 steps gave 500 and 1000 only, the left third bare
+    assert log_ticks([225.0, 600.0, 1040.0]) == [300.0, 500.0, 700.0, 900.0]
+    assert len(log_ticks([150.0, 900.0])) >= 3
+
+
 def test_over_a_decade_only_powers_of_ten_and_a_single_speed_has_one_tick():
     assert log_ticks([3.0, 40000.0]) == [10.0, 100.0, 1000.0, 10000.0]
     assert log_ticks([7.0, 7.0]) == [7.0]

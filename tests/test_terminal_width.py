@@ -190,6 +190,32 @@ def test_replay_at_80_and_200_columns(traced_step):
         assert "STREAM: time waiting on pipes and sockets" in flat and "fidelity: the replay's wall time" in flat
 
 
+@pytest.mark.parametrize("command", ["predict", "replay"])
+def test_json_says_what_the_terminal_says_beside_the_numbers(traced_step, command):
+    """The words beside the numbers (what the columns and fidelity mean, what each target was compared with,
+    notes on a target, what the model cannot see) are in the JSON too, as the terminal says them (one run writes
+    both)."""
+    import json
+
+    d, env = traced_step
+    out = d / f"{command}-words.json"
+    targets = ["--on", d / "target_directory_with_a_long_name", "--home" if command == "predict" else "--on", d]
+    text = " ".join(run(command, d / "step.iolens", *targets, "--json", out, "--force", columns=200, cwd=d,
+                        env_extra=env).split())
+    doc = json.loads(out.read_text())
+    words = [*doc["terms"].values(), *doc.get("notes", []), *doc.get("target_notes", []), *doc.get("cannot_see", [])]
+    assert words and all(" ".join(w.split()) in text for w in words), (words, text)
+    if command == "replay":
+        assert set(doc["terms"]) == {"READ", "WRITE", "META", "SYNC", "STREAM", "fidelity"} and doc["schema_version"] \
+            == [1, 7]
+        assert "time waiting on pipes and sockets" in doc["terms"]["STREAM"]
+        assert "near 0 means the replay reproduces the step" in doc["terms"]["fidelity"]
+    else:
+        assert any("compared with the home storage's" in m for m in doc["terms"].values()), doc["terms"]
+        assert "the page cache state: assumed warm for the inputs (--cache)" in doc["cannot_see"]
+        assert any(n.startswith("the profiler's cost taken out") for n in doc["notes"]), doc["notes"]
+
+
 def test_fold_keeps_a_figure_with_its_unit_and_label_and_hangs_its_continuations():
     from iolens.render.terminal import fold
 
@@ -200,6 +226,12 @@ def test_fold_keeps_a_figure_with_its_unit_and_label_and_hangs_its_continuations
                                            "    profiler 0.018 s"]
     assert fold("took (compute -1.5 s) now", 20, "") == ["took", "  (compute -1.5 s)", "  now"]
     assert fold("", 80) == [""]
+    # a word longer than a line starts a line of its own: broken after a separator at a terminal's width, whole on
+    # a pipe (UNBOUNDED: wrapped at 80 columns), never mid-word
+    path = "/data/" + "genomics-project/" * 4 + "calls.vcf"
+    assert fold(f"written to {path} today", 40, "") == ["written to", "  /data/genomics-project/", "  genomics-project/"
+                                                    "genomics-project/", "  genomics-project/calls.vcf today"]
+    assert fold(f"written to {path} today", 4096, "") == ["written to", f"  {path}", "  today"]
 
 
 def test_prose_on_a_pipe_wraps_at_80_and_tables_keep_their_width(monkeypatch):
@@ -331,7 +363,10 @@ def test_cost_at_every_width():
             "--held-for", "always", "--no-store"]
     out = at_widths(args, ["gp2", "aws:ec2-instance-nvme", "st1", "best value", "$ per month"])
     assert "largest parts" in out[None]
-    at_widths(["cost", "--list"], ["Priced options", "lab targets:"], widths=(60,))
+    listed = at_widths(["cost", "--list"], ["Priced options", "lab targets:"], widths=(60,))
+    # the shipped price list named as the warnings and the page name it, not by its installed path
+    assert all("the price list shipped with iolens" in " ".join(t.split()) and "prices.json" not in t
+               for t in listed.values()), listed[60]
 
 
 def test_compress_at_every_width(tmp_path):
@@ -349,6 +384,56 @@ def test_lab_status_at_every_width(tmp_path):
                               "error": "the S3 server versitygw is not installed", "hint": "run `iolens lab install`"}
     st.save(tmp_path, state)
     at_widths(["lab", "status", "--dir", tmp_path], ["lab:s3", "versitygw is not installed", "not set up:"])
+    # no lab there: the line that says where it looked and how to point at another folds as well (it was one line
+    # of about 200 columns at every width)
+    at_widths(["lab", "status", "--dir", tmp_path / "none"], ["no lab:", "IOLENS_LAB_DIR", "iolens lab up"])
+
+
+def _unfolded(text: str) -> str:
+    """`text` with a line broken after a separator (, / = : ;) joined to the next, then every space run one space:
+    a path broken anywhere else (mid-word) is not whole in it."""
+    return re.sub(r"\s+", " ", re.sub(r"(?<=[,/=:;])\n +", "", text))
+
+
+def test_lab_status_keeps_long_paths_whole_at_every_width(tmp_path):
+    """A lab in a deep directory: at 60, 80 and 120 columns every path is there, broken (if at all) only after a
+    separator, never mid-word, and no line is over the width; on a pipe each path is whole on one line."""
+    from iolens.lab import state as st
+
+    root = tmp_path / "a-rather-long-directory-for-the-lab" / "of-a-genomics-project-2026" / "iolens-lab"
+    root.mkdir(parents=True)
+    mnt = root / "mnt" / "xfs-with-a-long-mount-point-name"
+    tool = root / "cache" / "bin" / "versitygw"
+    state = st.empty_state(root)
+    state["targets"]["xfs"] = {"status": "up", "path": str(mnt)}
+    state["targets"]["s3"] = {"status": "failed", "path": None, "error": f"the S3 server is not installed at {tool}",
+                              "hint": "run `iolens lab install`"}
+    st.save(root, state)
+    out = at_widths(["lab", "status", "--dir", root], ["lab:xfs", "lab:s3", "not set up:"])
+    for w, text in out.items():
+        flat = _unfolded(text)
+        for path in (str(root), str(mnt), str(tool)):
+            assert path in flat, f"{path} cut or broken mid-word at {w or 'pipe'} columns:\n{text}"
+    assert {str(root), str(mnt), str(tool)} <= {w.strip("() ") for line in out[None].splitlines()
+                                                 for w in line.split()}, out[None]
+
+
+def test_lists_of_codecs_and_thresholds_at_every_width():
+    """`compress --list` and `report --thresholds` were lines aligned by hand, 170 columns at every width."""
+    out = at_widths(["compress", "--list"], ["zlib", "bgzf", "zstd", "bzip2-cli", "what a level means", "by default:"])
+    assert "gzip, gz" in out[None] and "1/3/9/19" in out[60]  # the names users type; the levels --full measures
+    out = at_widths(["report", "--thresholds"], ["small_bytes", "65536", "coverage_bytes", "meaning"])
+    assert "16777216" in out[60] and "e+" not in out[None]  # a value as --set takes it
+
+
+def test_data_synth_at_every_width(tmp_path):
+    """The files it wrote, each path whole (broken, if at all, after a separator), and what it made; it printed
+    66 columns and more at every width."""
+    out_dir = tmp_path / "synthetic-inputs-for-the-alignment-step" / "of-a-genomics-project"
+    out = at_widths(["data", "synth", "-o", out_dir, "--ref-size", "100000", "--pairs", "200", "--force"],
+                    ["ref.fa", "reads_1.fq.gz", "reads_2.fq.gz", "substitution error rate"])
+    for w, text in out.items():
+        assert all(str(out_dir / n) in _unfolded(text) for n in ("ref.fa", "reads_1.fq.gz")), (w, text)
 
 
 def test_pipeline_report_and_diff_dir_at_every_width(tmp_path):
@@ -394,5 +479,13 @@ def test_escapes_only_on_a_terminal_and_never_with_no_color():
     assert b"\x1b[" not in on_terminal({**env, "IOLENS_TERMINAL": "no"})
 
 
-def test_doctor_at_60_columns():
-    at_widths(["doctor"], ["iolens", "interposer"], widths=(60,))
+def test_doctor_at_every_width():
+    """The details fold under themselves with the native parts' directory whole, or broken after a separator
+    (textwrap broke it at its hyphen: 'site-' / 'packages')."""
+    import json
+
+    checks = json.loads(iolens("doctor", "--json").stdout)["checks"]
+    where = next(c["detail"] for c in checks if c["name"] == "native parts").split()[-1]
+    out = at_widths(["doctor"], ["iolens", "interposer", "native parts"])
+    for w, text in out.items():
+        assert where in _unfolded(text), (w, where, text)

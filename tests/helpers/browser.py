@@ -46,7 +46,8 @@ def chromium_path() -> str:
 # - in each chart: every title, tick label, legend, colour bar, point label and the toolbar lie inside the chart,
 #   and none of these pairs overlap: toolbar / legend, title, axis titles, colour bar; an axis title / its tick
 #   labels; the legend / ticks and axis titles; tick labels of one axis among themselves; point labels among
-#   themselves. The toolbar shows on hover only: its place is checked all the same.
+#   themselves; and no point label lies on a line drawn between points (a Pareto front). The toolbar shows on
+#   hover only: its place is checked all the same.
 LAYOUT_JS = r"""() => {
   const W = document.documentElement.clientWidth, out = [];
   const desc = el => (el.id ? "#" + el.id : el.tagName.toLowerCase()
@@ -105,6 +106,16 @@ LAYOUT_JS = r"""() => {
                    ["legend", "xtitle"], ["legend", "yticks"], ["legend", "title"], ["colorbar", "xtitle"],
                    ["colorbar", "xticks"], ["colorbar", "legend"], ["colorbar", "yticks"], ["labels", "labels"],
                    ["xticks", "xticks"], ["yticks", "yticks"], ["y2ticks", "y2ticks"]];
+    // the lines between points, sampled every 2 px on the screen: a point label with a sample inside it (by more
+    // than 1 px) sits on a line
+    const samples = Array.from(gd.querySelectorAll(".scatterlayer .js-line")).flatMap(path => {
+      const m = path.getScreenCTM(), n = path.getTotalLength(), out = [];
+      for (let d = 0; d <= n; d += 2) { const q = path.getPointAtLength(d);
+        out.push([m.a * q.x + m.c * q.y + m.e, m.b * q.x + m.d * q.y + m.f]); }
+      return out; });
+    for (const b of parts.labels)
+      if (samples.some(([x, y]) => x > b.r.left + 1 && x < b.r.right - 1 && y > b.r.top + 1 && y < b.r.bottom - 1))
+        out.push(gd.id + ': labels "' + (b.e.textContent || "").trim() + '" on a line');
     for (const [p, q] of pairs) parts[p].forEach((a, i) => parts[q].forEach((b, j) => {
       if ((p !== q || i < j) && hit(a, b))
         out.push(gd.id + ": " + p + ' "' + (a.e.textContent || "").trim().slice(0, 30) + '" overlaps ' + q + ' "'

@@ -38,16 +38,20 @@ FULL_MIN_TIME = 0.5
 
 def _list_codecs() -> None:
     from iolens.compress.codecs import REGISTRY
+    from iolens.render.terminal import Col, FitTable, console
 
+    t = FitTable([Col("codec", "left"), Col("by default", "left"), Col("--full", "left"), Col("levels", "left"),
+                  Col("threads", "left", drop=2), Col("also named", "left", wrap=True, drop=1),
+                  Col("library", "left", wrap=True, drop=3), Col("what a level means", "left", wrap=True),
+                  Col("unavailable", "left", wrap=True)], show_edge=False, pad_edge=False)
     for c in REGISTRY.values():
-        why = c.available()
-        mark = f"*{'/'.join(c.quick)}" if c.quick else ""
-        click.echo(f"{mark:5} {c.name:11} {c.library:36} levels {c.levels[0]}..{c.levels[-1]:<4} default "
-                   f"{'/'.join(c.default_levels):9} threads {'yes' if c.threads else 'no ':3}  {c.level_meaning}"
-                   + (f"  [also: {', '.join(c.aliases)}]" if c.aliases else "")
-                   + (f"  [unavailable: {why}]" if why else ""))
-    click.echo("*L: measured by default at level(s) L, one thread; --full measures every codec at its default "
-               "levels, with 1 and all CPUs")
+        t.add_row(c.name, "/".join(c.quick) or "-", "/".join(c.default_levels), f"{c.levels[0]}..{c.levels[-1]}",
+                  "yes" if c.threads else "no", ", ".join(c.aliases) or "-", c.library, c.level_meaning,
+                  c.available() or "-")
+    con = console()
+    con.print(t)
+    con.print("by default: the levels measured without --codecs, one thread; --full: the levels --full measures, "
+              "with 1 and all CPUs")
 
 
 @click.command(short_help="Measure codecs on FILES: ratio, speed, CPU, memory, round trip.",

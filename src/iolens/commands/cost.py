@@ -83,7 +83,7 @@ def _list(prices: Path | None) -> None:
 
     snap = P.load(prices)
     t = FitTable([Col("option", "left"), Col("what", "left", wrap=True), Col("prices", "left", wrap=True)],
-                 show_edge=False, pad_edge=False, title=f"Priced options ({snap.source}, as of {snap.as_of})",
+                 show_edge=False, pad_edge=False, title=f"Priced options ({snap.named}, as of {snap.as_of})",
                  title_justify="left")
     for o in snap.options.values():
         ps = ", ".join(f"{d} {('tiered' if p.price is None else f'{p.price:g}')}/{p.unit}" for d, p in o.prices.items())

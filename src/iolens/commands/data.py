@@ -43,7 +43,11 @@ def synth(outdir: Path, ref_bases: int, pairs: int, read_length: int, seed: int,
         res = make(outdir, ref_bases=ref_bases, pairs=pairs, read_len=read_length, seed=seed, quality=quality)
     except OSError as err:
         raise UsageError(f"cannot write to {outdir}: {err.strerror}") from None
+    from iolens.names import shown
+    from iolens.render.terminal import console
+
+    con = console()  # folded at the terminal's width as every command's prose, a path whole on a pipe
     for p in (res.reference, res.reads1, res.reads2):
-        click.echo(f"{p}  {human_bytes(p.stat().st_size)}")
-    click.echo(f"{res.ref_bases:,} reference bases, {res.pairs:,} pairs, substitution error rate "
-               f"{100 * res.error_rate:.2f}%")
+        con.print(shown(f"{p}  {human_bytes(p.stat().st_size)}"))
+    con.print(f"{res.ref_bases:,} reference bases, {res.pairs:,} pairs, substitution error rate "
+              f"{100 * res.error_rate:.2f}%")

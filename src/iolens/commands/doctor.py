@@ -22,12 +22,12 @@ def doctor(as_json: bool) -> None:
       iolens doctor --json
     """
     import json
-    import textwrap
 
     from iolens.doctor import collect
-    from iolens.render.terminal import width
+    from iolens.render.terminal import UNBOUNDED, fold, width
 
-    most = min(WIDTH, width())
+    at = width()
+    most = at if at >= UNBOUNDED else min(WIDTH, at)  # a pipe's: fold() wraps it at 80, a path whole
 
     d = collect()
     if as_json:
@@ -36,14 +36,11 @@ def doctor(as_json: bool) -> None:
         h = d["host"]
         first = (f"iolens {h['iolens_version']}, Python {h['python']}, {h['machine']}, Linux {h['kernel']}, "
                  f"{h['libc'] or 'libc unknown'}")
-        click.echo("\n".join(textwrap.wrap(first, most, subsequent_indent="  ")))
-        for c in d["checks"]:
+        click.echo("\n".join(fold(first, most, "")))
+        for c in d["checks"]:  # a detail folded under itself, a path whole (or broken after a separator)
             mark = {"ok": "ok", "no": "NO", "info": "--"}[c["state"]]
             lead = f"{mark:2}  {c['name']:{NAME_W}}"
-            lines = textwrap.wrap(c["detail"], max(20, most - len(lead) - 1)) or [""]
-            click.echo(f"{lead} {lines[0]}")
-            for more in lines[1:]:
-                click.echo(f"{'':{len(lead)}} {more}")
+            click.echo("\n".join(fold(f"{lead} {c['detail']}", most, " " * (len(lead) - 1))))
         if not d["ok"]:
             click.echo("iolens cannot profile on this machine (see the NO lines above)", err=True)
     if not d["ok"]:

@@ -95,16 +95,17 @@ def status(lab_dir: Path | None, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(report, indent=1))
         return
+    from iolens.names import shown
+    from iolens.render.terminal import console
+
+    con = console()
+
+    def echo(line: str) -> None:  # folded as every command's prose: under the line's own indent, paths whole
+        con.print(shown(line))
+
     if not report["lab_up"]:
-        click.echo(f"no lab: {st.not_found_hint(root, source)}; or start one with `iolens lab up`")
+        echo(f"no lab: {st.not_found_hint(root, source)}; or start one with `iolens lab up`")
         return
-    from iolens.render.terminal import fold, width
-
-    at = width() - 1
-
-    def echo(line: str) -> None:  # a target's lines folded at the terminal's width, under its details' indent
-        for part in fold(line, at, "      "):
-            click.echo(part)
 
     echo(f"lab in {report['dir']}")
     for t in report["targets"]:

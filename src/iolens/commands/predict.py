@@ -43,7 +43,7 @@ def predict(capture: str, targets: tuple[str, ...], cache: str, home: str | None
     from iolens.output import check_outputs
     from iolens.render import exports
     from iolens.render.terminal import console as terminal
-    from iolens.render.whatif_text import render_predict
+    from iolens.render.whatif_text import predict_words, render_predict
     from iolens.store import ResultsStore
     from iolens.whatif.overhead import for_capture
     from iolens.whatif.plan import has_trace
@@ -71,7 +71,9 @@ def predict(capture: str, targets: tuple[str, ...], cache: str, home: str | None
         ref = calibrate(home_target, cache=cache, store=store, refresh=recalibrate) if home_target else None
         preds = [run_predict(model, calibrate(t, cache=cache, store=store, refresh=recalibrate), ref, t.spec)
                  for t in resolved]
-    exports.write("predict", outputs, prediction_doc(model, preds, cache), force=force)
+    doc = prediction_doc(model, preds, cache)
+    doc.update(predict_words(model, preds, cost_note, cache))  # the words the terminal says beside the numbers
+    exports.write("predict", outputs, doc, force=force)
     if not exports.to_stdout(outputs):
         render_predict(terminal(), capture, model, preds, cost_note, cache)
     exit_if_partial(cap)

@@ -44,7 +44,7 @@ def replay(capture: str, targets: tuple[str, ...], speed: str, cache: str, outpu
     from iolens.output import check_outputs
     from iolens.render import exports
     from iolens.render.terminal import console as terminal
-    from iolens.render.whatif_text import render_replay
+    from iolens.render.whatif_text import render_replay, replay_words
     from iolens.store import ResultsStore, StoreError
     from iolens.whatif.overhead import defaults, for_capture
     from iolens.whatif.plan import build_plan, has_trace
@@ -102,7 +102,7 @@ def replay(capture: str, targets: tuple[str, ...], speed: str, cache: str, outpu
             failed.append({"target": t.spec, "error": str(err)})
     for r in results if cap.problems or speed == "max" else []:
         r.fidelity = None
-    doc = {"tag": "iolens-replay", "schema_version": [1, 6], "capture": capture, "speed": speed, "cache": cache,
+    doc = {"tag": "iolens-replay", "schema_version": [1, 7], "capture": capture, "speed": speed, "cache": cache,
            "original_wall_s": plan.wall_s, "ops": int(len(plan.ops)), "skipped_ops": plan.skipped_ops,
            "profiler_overhead_s": plan.overhead_s, "unreplayed_cpu_s": plan.unreplayed_cpu_s,
            "recorded_threads": plan.recorded,
@@ -113,7 +113,7 @@ def replay(capture: str, targets: tuple[str, ...], speed: str, cache: str, outpu
                         "same_storage": r.same_storage, "fidelity": r.fidelity, "layout_s": r.layout_s,
                         "setup_s": r.setup_s, "threads": r.threads, "thread_cpu_s": r.thread_cpu,
                         "cpu_ratio": r.cpu_ratio}
-                       for r in results], "failed": failed}
+                       for r in results], "failed": failed, **replay_words(results, CLASSES)}
     exports.write("replay", {"json": outputs["json"]}, exports.Exported(doc, plan=plan), force=force)
     if not exports.to_stdout(outputs):
         render_replay(terminal(), capture, plan, results, CLASSES)

@@ -17,10 +17,14 @@ from iolens.render.exports import export_options
 
 def print_thresholds() -> None:
     from iolens.analysis.thresholds import TABLE
+    from iolens.render.terminal import Col, FitTable, console
 
-    w = max(len(k) for k in TABLE)
+    t = FitTable([Col("threshold", "left"), Col("default"), Col("unit", "left"),
+                  Col("meaning", "left", wrap=True)], show_edge=False, pad_edge=False)
     for name, (default, unit, doc) in TABLE.items():
-        click.echo(f"{name:<{w}}  {default:>12g} {unit:<9} {doc}")
+        t.add_row(name, str(int(default)) if float(default).is_integer() else f"{default:g}", unit, doc)  # 16777216,
+        # not 1.67772e+07: a value to copy into --set
+    console().print(t)
 
 
 @click.command(short_help="Turn a capture into answers: time, phases, files and advice.")

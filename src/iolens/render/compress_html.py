@@ -82,20 +82,24 @@ def scatter(inp: dict[str, Any], key: str) -> go.Figure:
 
 def log_ticks(values: list[float], most: int = 5) -> list[float]:
     """At most `most` round values (1, 2, 5 times a power of ten; powers of ten only when those are too many)
-    within the span of `values`; in a narrow span, 1–9 or 1–9.5 in halves times a power of ten."""
+    within the span of `values`; in a narrow span, 1–9 or 1–9.5 in halves times a power of ten, where those give
+    three ticks or more and the coarser steps only two (225–1040 MiB/s: 300, 500, 700, 900, not 500 and 1000
+    with the left third of the axis bare)."""
     pos = [v for v in values if v > 0]
     if not pos:
         return []
     lo, hi = min(pos), max(pos)
     span = range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1)
+    two: list[float] = []
     for steps in ((1, 2, 5), (1, 2, 3, 4, 5, 6, 7, 8, 9), tuple(m / 2 for m in range(2, 20))):
         ticks = [m * 10.0 ** k for k in span for m in steps if lo <= m * 10.0 ** k <= hi]
         if len(ticks) > most:
             powers = [t for t in ticks if math.log10(t).is_integer()]
             ticks = powers if len(powers) >= 2 else ticks[::math.ceil(len(ticks) / most)]
-        if len(ticks) >= 2:
+        if len(ticks) >= 3:
             return ticks
-    return [round(lo, 3 - math.floor(math.log10(lo)))]
+        two = two or (ticks if len(ticks) == 2 else [])
+    return two or [round(lo, 3 - math.floor(math.log10(lo)))]
 
 
 def _point(r: dict[str, Any]) -> str:

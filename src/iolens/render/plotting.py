@@ -52,10 +52,10 @@ def plotly_js() -> str:
     return resources.files("iolens.render").joinpath("assets/plotly-basic.min.js").read_text("utf-8")
 
 
-# Point labels placed so they overlap neither each other nor the points: after every drawing (the first, and each
-# resize), each labelled point takes the first of eight positions around it that is free and inside the plot,
-# or the least covered one. When every chart's labels are placed, the page is marked rendered
-# (<body data-rendered="1">), which the browser tests wait for.
+# Point labels placed so they overlap neither each other, nor the points, nor the lines drawn between points (a
+# Pareto front): after every drawing (the first, and each resize), each labelled point takes the first of eight
+# positions around it that is free and inside the plot, or the least covered one. When every chart's labels are
+# placed, the page is marked rendered (<body data-rendered="1">), which the browser tests wait for.
 LABELS_JS = r"""
 (function(){
   "use strict";
@@ -70,18 +70,31 @@ LABELS_JS = r"""
   function cover(a, b){
     return Math.max(0, Math.min(a.r, b.r) - Math.max(a.l, b.l)) * Math.max(0, Math.min(a.b, b.b) - Math.max(a.t, b.t));
   }
+  // how long a stretch of the segment s ([[x, y], [x, y]]) lies inside the box b (Liang-Barsky clipping)
+  function crossed(b, s){
+    var x = s[0][0], y = s[0][1], dx = s[1][0] - x, dy = s[1][1] - y, t0 = 0, t1 = 1;
+    var p = [-dx, dx, -dy, dy], q = [x - b.l, b.r - x, y - b.t, b.b - y];
+    for (var k = 0; k < 4; k++) {
+      if (p[k] === 0) { if (q[k] < 0) return 0; continue; }
+      var r = q[k] / p[k];
+      if (p[k] < 0) { if (r > t1) return 0; if (r > t0) t0 = r; }
+      else { if (r < t0) return 0; if (r < t1) t1 = r; }
+    }
+    return (t1 - t0) * Math.hypot(dx, dy);
+  }
   function place(gd){
     var fl = gd._fullLayout, sz = fl._size, area = {l: sz.l, t: sz.t, r: sz.l + sz.w, b: sz.t + sz.h};
-    var labels = [], marks = [];
+    var labels = [], marks = [], lines = [];
     Array.prototype.forEach.call(gd.querySelectorAll(".scatterlayer .trace"), function(el){
       var cd = el.__data__, t = cd && cd[0] && cd[0].trace;
       if (!t || t.visible !== true) return;
       var xa = fl["xaxis" + t.xaxis.slice(1)], ya = fl["yaxis" + t.yaxis.slice(1)];
-      var size = (t.marker && typeof t.marker.size === "number") ? t.marker.size : 8;
+      var size = (t.marker && typeof t.marker.size === "number") ? t.marker.size : 8, prev = null;
       cd.forEach(function(pt){
-        if (!isFinite(pt.x) || !isFinite(pt.y)) return;
+        if (!isFinite(pt.x) || !isFinite(pt.y)) { prev = null; return; }
         var px = xa._offset + xa.c2p(pt.x), py = ya._offset + ya.c2p(pt.y), r = size / 2 + 1;
         if (/markers/.test(t.mode)) marks.push({l: px - r, t: py - r, r: px + r, b: py + r});
+        if (/lines/.test(t.mode)) { if (prev) lines.push([prev, [px, py]]); prev = [px, py]; }
       });
       Array.prototype.forEach.call(el.querySelectorAll(".textpoint"), function(g){
         var pt = g.__data__, txt = g.querySelector("text");
@@ -100,11 +113,17 @@ LABELS_JS = r"""
     // where the drawn labels still overlap (the model of plotly's offsets is approximate), the later label's
     // position is ruled out and the labels are placed again: at most a few rounds
     var bad = gd._iolensBad || (gd._iolensBad = {}), rounds = gd._iolensRounds = (gd._iolensRounds || 0) + 1;
-    labels.forEach(function(a, i){ labels.slice(i + 1).forEach(function(b){
-      var r = {l: a.real.left, t: a.real.top, r: a.real.right, b: a.real.bottom};
-      if (cover(r, {l: b.real.left, t: b.real.top, r: b.real.right, b: b.real.bottom}) > 1 && rounds < 8)
-        (bad[b.trace + ":" + b.i] = bad[b.trace + ":" + b.i] || {})[b.now] = true;
-    }); });
+    var rect = function(lb){ return {l: lb.real.left, t: lb.real.top, r: lb.real.right, b: lb.real.bottom}; };
+    var g = gd.getBoundingClientRect();  // lines are in the chart's pixels, drawn labels in the window's
+    labels.forEach(function(a, i){
+      var own = rect(a), inChart = {l: own.l - g.left, t: own.t - g.top, r: own.r - g.left, b: own.b - g.top};
+      if (lines.some(function(s){ return crossed(inChart, s) > 1; }))  // a drawn label on a line
+        (bad[a.trace + ":" + a.i] = bad[a.trace + ":" + a.i] || {})[a.now] = true;
+      labels.slice(i + 1).forEach(function(b){
+        if (cover(own, rect(b)) > 1 && rounds < 8)
+          (bad[b.trace + ":" + b.i] = bad[b.trace + ":" + b.i] || {})[b.now] = true;
+      });
+    });
     var placed = [], want = {};
     labels.forEach(function(lb){
       var best = null, bestCost = Infinity, ruled = bad[lb.trace + ":" + lb.i] || {};
@@ -113,6 +132,7 @@ LABELS_JS = r"""
         var b = box(pos, lb.px, lb.py, lb.w, lb.h, lb.d), c = 0;
         placed.forEach(function(o){ c += 4 * cover(b, o); });
         marks.forEach(function(o){ c += cover(b, o); });
+        lines.forEach(function(s){ c += lb.h * crossed(b, s); });  // a line through it: as its height's area
         c += lb.w * lb.h - cover(b, area);
         if (c < bestCost - 0.5) { bestCost = c; best = {pos: pos, b: b}; }
       });

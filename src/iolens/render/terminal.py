@@ -24,7 +24,6 @@ import io
 import os
 import re
 import sys
-import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -80,10 +79,16 @@ def width(*, stderr: bool = False) -> int:
         return 80
 
 
+def _unbounded(at: int) -> bool:
+    """Whether `at` is (about) UNBOUNDED: a pipe's or a file's width (callers may have left a column or two of it
+    for an indent)."""
+    return at > UNBOUNDED // 2
+
+
 def prose_width(at: int) -> int:
-    """The width prose is wrapped at in output laid out at `at` columns: `at`, or PIPE_PROSE when `at` is (about)
-    UNBOUNDED, a pipe's or a file's (callers may have left a column or two of it for an indent)."""
-    return PIPE_PROSE if at > UNBOUNDED // 2 else at
+    """The width prose is wrapped at in output laid out at `at` columns: `at`, or PIPE_PROSE on a pipe or in a
+    file (`_unbounded`)."""
+    return PIPE_PROSE if _unbounded(at) else at
 
 
 _SEPARATOR = re.compile(r"[,/=:;]")  # where a word too long for its line may be broken after (`_breaks`)
@@ -117,18 +122,20 @@ def _breaks(line: str, at: int, hang: int, *, split: bool = False) -> list[int]:
 
 class _Prose:
     """Text wrapped at its spaces to the width it is given, each continuation under the line's own indent and two
-    more spaces (as `fold()`), a word longer than a line (a path) whole on a line of its own: what a reader of a
-    file or a pipe can search and copy."""
+    more spaces (as `fold()`).  A word longer than a line (a path) starts a line of its own and stays whole there
+    on a pipe or in a file (what a reader can search and copy); with `split` (a terminal's width, or $COLUMNS,
+    which a terminal would otherwise break anywhere) it is broken after a separator (`_breaks`)."""
 
-    def __init__(self, text: Text) -> None:
+    def __init__(self, text: Text, *, split: bool = False) -> None:
         self.text = text
+        self.split = split
 
     def __rich_console__(self, con: Console, options: ConsoleOptions) -> RenderResult:
         at = options.max_width
         lines: list[Text] = []
         for line in self.text.split(allow_blank=True):
             hang = min(at // 2, cell_len(line.plain) - cell_len(line.plain.lstrip()) + 2)
-            for k, part in enumerate(line.divide(_breaks(line.plain, at, hang))):
+            for k, part in enumerate(line.divide(_breaks(line.plain, at, hang, split=self.split))):
                 part.rstrip()
                 lines.append(Text(" " * hang) + part if k else part)
         out = Text("\n").join(lines)
@@ -156,7 +163,7 @@ class _Console(Console):
                     # an indented line: the indent is the prose's own, so no line is padded out with spaces to
                     # the prose width (a Padding pads every line to its widest)
                     text, p = Text(" " * p.left) + text, None
-                prose: Any = _Prose(text)
+                prose: Any = _Prose(text, split=not _unbounded(self.width))
                 if p is not None:
                     prose = Padding(prose, (p.top, p.right, p.bottom, p.left), style=p.style, expand=p.expand)
                 objects, kw["width"] = (prose,), at
@@ -226,13 +233,14 @@ def _glued(text: str) -> str:
 
 
 def fold(text: str, width: int, indent: str = "  ") -> list[str]:
-    """A line of prose folded at `width` (`prose_width(width)`: PIPE_PROSE on a pipe), each continuation under
-    `indent` and two more spaces (the text's own leading spaces stay on its first line); a figure is never parted
-    from its unit nor from a one-word label before it ("profiler 0.018 s"), a word never at a hyphen."""
-    width = prose_width(width)
-    kept = _glued(text)
-    lines = textwrap.wrap(kept, width, subsequent_indent=indent + "  ", break_on_hyphens=False) or [""]
-    return [line.replace(_GLUE, " ") for line in lines]
+    """A line of prose folded at `width` (`prose_width(width)`: PIPE_PROSE on a pipe) as the console folds its
+    prose (`_Prose`), each continuation under `indent` and two more spaces (the text's own leading spaces stay on
+    its first line); a figure is never parted from its unit nor from a one-word label before it ("profiler
+    0.018 s"), a word never at a hyphen, and a word longer than a line (a path) starts a line of its own, whole on
+    a pipe, broken after a separator (, / = : ;) at a terminal's width."""
+    cuts = _breaks(text, prose_width(width), cell_len(indent) + 2, split=not _unbounded(width))
+    parts = [text[i:j] for i, j in zip([0, *cuts], [*cuts, len(text)])]
+    return [(part if k == 0 else indent + "  " + part.lstrip()).rstrip() for k, part in enumerate(parts)]
 
 
 def plain(cell: RenderableType) -> str:

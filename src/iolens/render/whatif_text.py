@@ -1,5 +1,7 @@
 """Terminal rendering of `replay` and `predict` results: fitted tables (render/terminal.py), prose folded at the
-console's width.  The numbers come from iolens.whatif; nothing here computes them."""
+console's width.  The numbers come from iolens.whatif; nothing here computes them.  What is said beside the
+numbers (what a column means, notes on a target, what the model cannot see) is made once here
+(`replay_words`, `predict_words`) for the terminal and the JSON alike."""
 
 from __future__ import annotations
 
@@ -40,6 +42,46 @@ REFERENCES = {"home storage calibration": "each target's calibration is compared
               "recorded per-op times": "each target's calibration is compared with the step's own recorded time per "
                                        "operation (no calibration of the home storage): the difference is what the "
                                        "step's I/O would gain or lose there"}
+
+
+FIDELITY = ("the replay's wall time against the original run's, on the storage the capture was taken on (+3.0%: "
+            "the replay took 3% longer); near 0 means the replay reproduces the step")
+NO_FIDELITY = ("fidelity (how close the replay's wall time comes to the original run's) needs a target on the storage "
+               "the capture was taken on")
+
+
+def replay_words(results: Sequence[TargetReplay], classes: Sequence[str]) -> dict[str, Any]:
+    """What replay says beside its numbers: `terms`, what its class columns and fidelity mean ({name: meaning}),
+    and `target_notes`, what is worth knowing about particular targets (a CPU slower or faster than while
+    recording, ordering dependencies given up, no target for a fidelity)."""
+    notes = []
+    for r in results:
+        if r.cpu_ratio is not None and abs(r.cpu_ratio - 1) >= CPU_RATIO_NOTE:
+            notes.append(f"{r.target}: the CPU ran the step's compute {abs(r.cpu_ratio - 1) * 100:.0f}% "
+                         f"{'slower' if r.cpu_ratio > 1 else 'faster'} than while it was recorded (the compute is "
+                         "replayed as work, so its time follows)")
+        if r.dependency_timeouts:
+            notes.append(f"{r.target}: {r.dependency_timeouts} ordering dependencies could not be met from the trace "
+                         "and were given up after 10 s")
+    if results and not any(r.same_storage for r in results):
+        notes.append(NO_FIDELITY)
+    return {"terms": {**{c: REPLAY_KEY.get(c, "") for c in classes}, "fidelity": FIDELITY}, "target_notes": notes}
+
+
+def predict_words(model: StepModel, preds: Sequence[Prediction], cost_note: str, cache: str) -> dict[str, Any]:
+    """What predict says beside its numbers: `terms`, what each target was compared with ({reference: meaning});
+    `notes`, this CPU against the recording's and the profiler's cost taken out; `cannot_see`, what the model
+    cannot see, the page cache state assumed last."""
+    notes = []
+    if abs(model.cpu_ratio - 1) >= CPU_RATIO_NOTE:
+        notes.append(f"this CPU runs the replayer's burn work {abs(model.cpu_ratio - 1) * 100:.0f}% "
+                     f"{'slower' if model.cpu_ratio > 1 else 'faster'} now than while the step was recorded: its "
+                     f"compute is taken as {model.compute_s * model.cpu_ratio:.3f} s")
+    if cost_note:
+        notes.append(cost_note)
+    refs = dict.fromkeys(p.reference for p in preds)
+    return {"terms": {ref: REFERENCES.get(ref, f"each target against: {ref}") for ref in refs}, "notes": notes,
+            "cannot_see": [*model.unseen, f"the page cache state: assumed {cache} for the inputs (--cache)"]}
 
 
 def class_label(cls: str) -> str:
@@ -83,21 +125,12 @@ def render_replay(con: Console, capture: str, plan: Plan, results: Sequence[Targ
         t.add_row(r.target, _s(r.wall_s), *(_s(r.class_s[c]) for c in classes),
                   f"{r.fidelity * 100:+.1f}%" if r.fidelity is not None else "-")
     con.print(t)
-    _prose(con, key_line({c: REPLAY_KEY.get(c, "") for c in classes}))
+    words = replay_words(results, classes)
+    _prose(con, key_line({c: words["terms"][c] for c in classes}))
     if any(r.fidelity is not None for r in results):
-        _prose(con, "fidelity: the replay's wall time against the original run's, on the storage the capture was "
-                    "taken on (+3.0%: the replay took 3% longer); near 0 means the replay reproduces the step")
-    for r in results:
-        if r.cpu_ratio is not None and abs(r.cpu_ratio - 1) >= CPU_RATIO_NOTE:
-            _prose(con, f"note: {r.target}: the CPU ran the step's compute {abs(r.cpu_ratio - 1) * 100:.0f}% "
-                        f"{'slower' if r.cpu_ratio > 1 else 'faster'} than while it was recorded (the compute is "
-                        "replayed as work, so its time follows)")
-        if r.dependency_timeouts:
-            _prose(con, f"note: {r.target}: {r.dependency_timeouts} ordering dependencies could not be met from the "
-                        "trace and were given up after 10 s")
-    if not any(r.same_storage for r in results):
-        _prose(con, "fidelity (how close the replay's wall time comes to the original run's) needs a target on the "
-                    "storage the capture was taken on")
+        _prose(con, f"fidelity: {words['terms']['fidelity']}")
+    for n in words["target_notes"]:
+        _prose(con, n if n == NO_FIDELITY else f"note: {n}")
 
 
 def render_predict(con: Console, capture: str, model: StepModel, preds: Sequence[Prediction], cost_note: str,
@@ -108,12 +141,9 @@ def render_predict(con: Console, capture: str, model: StepModel, preds: Sequence
                 f"{model.io_wall_s:.3f} s{rec}")
     _prose(con, f"({'from the trace' if model.traced else 'from counters, no trace'}; threads overlapped "
                 f"{model.overlap:.2f}x)", 2)
-    if abs(model.cpu_ratio - 1) >= CPU_RATIO_NOTE:
-        _prose(con, f"(this CPU runs the replayer's burn work {abs(model.cpu_ratio - 1) * 100:.0f}% "
-                    f"{'slower' if model.cpu_ratio > 1 else 'faster'} now than while the step was recorded: its "
-                    f"compute is taken as {model.compute_s * model.cpu_ratio:.3f} s)", 2)
-    if cost_note:
-        _prose(con, cost_note, 2)
+    words = predict_words(model, preds, cost_note, cache)
+    for n in words["notes"]:
+        _prose(con, f"({n})" if n != cost_note else n, 2)
     t = FitTable([Col("target", "left", flex="left"), Col("predicted"),
                   Col(f"{preds[0].level:.0%} interval" if preds else "interval"), Col("I/O share", drop=2),
                   Col("I/O change", drop=1), Col("dominant class", "left")], title="Predicted wall time", **STYLE)
@@ -126,10 +156,10 @@ def render_predict(con: Console, capture: str, model: StepModel, preds: Sequence
         if top:
             _prose(con, f"{p.target}, largest classes: "
                         + ", ".join(f"{class_label(c)} {_s(sec)}" for c, sec in top), 2)
-    if preds:
-        _prose(con, REFERENCES.get(preds[0].reference, f"each target against: {preds[0].reference}"))
+    for meaning in words["terms"].values():
+        _prose(con, meaning)
     for c in model.cautions:
         _prose(con, f"caution: {c}")
     con.print("the model cannot see:")
-    for u in [*model.unseen, f"the page cache state: assumed {cache} for the inputs (--cache)"]:
+    for u in words["cannot_see"]:
         _prose(con, f"- {u}", 2)
