@@ -82,7 +82,7 @@ def mount_shares(nbins: int, t0: int, width: int, first: np.ndarray, last: np.nd
 
     Each file's amount is spread evenly over the bins from its first to its last use.
     """
-    est = np.zeros((nmounts, nbins + 1))
+    est: np.ndarray = np.zeros((nmounts, nbins + 1))
     if len(first):
         b0 = np.clip((first - t0) // width, 0, nbins - 1).astype(np.int64)
         b1 = np.clip((np.maximum(last, first) - t0) // width, 0, nbins - 1).astype(np.int64)
