@@ -120,10 +120,12 @@ def test_cli_outputs(tmp_path):
     assert "/data/run/weird name [x].fq" in page
 
 
-def test_cli_terminal_report():
+def test_cli_terminal_report(rep):
     res = iolens("report", CAPTURE)
     assert res.returncode == 0, res.stderr
     assert "Where the time went" in res.stdout and "Advice" in res.stdout
+    # the process leaves the report to its exit (cli.leave_at_exit) once the output is flushed: it is whole
+    assert res.stdout.rstrip().endswith(rep.advice[-1].fix.split()[-1]) and res.stderr == ""
 
 
 def test_cli_thresholds_and_overrides():
