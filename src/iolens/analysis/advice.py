@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from operator import itemgetter
 from typing import Callable
 
+import numpy as np
+
 from iolens.analysis.advice_coverage import low_coverage, storage_not_bottleneck
-from iolens.analysis.advice_kit import (SMALL, _device, _local_used, _make, _other_storage, _own, _real_files, _worth,
-                                       _worth_hits)
+from iolens.analysis.advice_kit import (SMALL, _class_sum, _device, _local_used, _make, _other_storage, _own,
+                                       _real_column, _real_files, _worth, _worth_hits)
 from iolens.analysis.advice_placement import output_placement, temp_placement
 from iolens.analysis.advice_tools import compression, threads
 from iolens.analysis.classify import TEXT_FIX, is_remote
@@ -193,24 +194,22 @@ def _stage_dir(r: Report) -> str:
     return alt["mount"].rstrip("/") if alt else "$TMPDIR"
 
 
-_random_or_small = itemgetter("random_read", "random_write", *SMALL)  # the classes in that order: one look-up
+_RANDOM_OR_SMALL = ("random_read", "random_write", *SMALL)
 
 
 def remote_random(r: Report, th: dict[str, float]) -> Advice | None:
     """Random or small-request access on network or FUSE storage."""
-    hits = []
-    remote = {"network", "fuse", "object-store"}
-    for f in _real_files(r):
-        if f.storage not in remote:
-            continue
-        bad = f.random_reads + f.random_writes
-        t = sum(_random_or_small(f.breakdown))
-        if bad or t:
-            hits.append((t, bad, f))
-    n = sum(b for _t, b, _f in hits)
-    t = sum(x for x, _b, _f in hits)
+    storage = _real_column(r, "storage")
+    remote = (storage == "network") | (storage == "fuse") | (storage == "object-store")
+    jumps = _real_column(r, "random_reads") + _real_column(r, "random_writes")
+    took = _class_sum(_real_column(r, "breakdown"), _RANDOM_OR_SMALL)
+    at = np.flatnonzero(remote & ((jumps != 0) | (took != 0)))  # every file's at once, in the rows' order
+    n = sum(jumps[at].tolist())
+    t = sum(took[at].tolist())
     if n < th["remote_random_ops"] or not _worth(r, th, t):
         return None
+    rows = _real_files(r)
+    hits = [(x, b, rows[i]) for x, b, i in zip(took[at].tolist(), jumps[at].tolist(), at.tolist())]
     hits.sort(key=lambda h: -h[0])
     kinds = sorted({f.storage for _t, _b, f in hits})
     ev = [f"{n:,} non-sequential calls on {', '.join(kinds)} storage; random and small requests there took "

@@ -18,7 +18,8 @@ from iolens.analysis import breakdown as B
 from iolens.analysis import processes as P
 from iolens.analysis.advice import advise as run_rules
 from iolens.analysis.classify import tool_name
-from iolens.analysis.files import fold_files, ranked
+from iolens.analysis.advice_kit import attach_columns
+from iolens.analysis.files import fold_files, rank_order
 from iolens.analysis.integrity import Integrity, check
 from iolens.analysis.model import NO_FILE, OP_NAMES, FileRow, MountRow, ProcRow, Report  # noqa: F401 (re-exported)
 from iolens.analysis.mounts import MountResolver
@@ -46,7 +47,8 @@ def build_report(cap: Capture, thresholds: dict[str, float] | None = None, *, ad
     paths, files = fold_files(cap, recs, names, th, MountResolver(meta.get("mounts", [])), span)
     mounts, placement = fold_mounts(files, paths, recs.unattributed)
     timeline = report_timeline(procs, recs, paths.of_record, placement, mounts, span, int(th["timeline_bins"]))
-    files = ranked(files)
+    order = rank_order(paths)
+    files = [files[i] for i in order.tolist()]  # ranked(files)
     run_break = {c: sum(r.breakdown[c] for r in proc_rows) for c in B.BREAKDOWN}
     not_stream = np.asarray([k != "stream" for k in paths.kinds], dtype=bool)
     report = Report(
@@ -56,6 +58,7 @@ def build_report(cap: Capture, thresholds: dict[str, float] | None = None, *, ad
         histograms=_histograms(paths.sums, not_stream), timeline=timeline,
         ops=P.ops_total(cap, OP_NAMES), thresholds=dict(th), available_mounts=available_mounts(meta.get("mounts", [])),
     )
+    attach_columns(report, {k: v[order] for k, v in paths.rows.items()})
     if advise:
         report.advice = run_rules(report)
     return report
