@@ -253,13 +253,9 @@ class _FlagNames:
         return list(names)
 
 
-def ranked(files: list[FileRow]) -> list[FileRow]:
-    """Most time first, then most bytes, then by path."""
-    return sorted(files, key=lambda f: (-f.time_s, -(f.bytes_read + f.bytes_written), f.path))
-
-
 def rank_order(paths: Paths) -> np.ndarray:
-    """The order `ranked` puts fold_files' rows in (one per path, so no two tie), from their columns."""
+    """The order of fold_files' rows in the report, from their columns: most time first, then most bytes, then by
+    path (one row per path, so no two tie)."""
     if not len(paths):
         return np.zeros(0, dtype=np.int64)
     rows = paths.rows

@@ -48,7 +48,7 @@ def build_report(cap: Capture, thresholds: dict[str, float] | None = None, *, ad
     mounts, placement = fold_mounts(files, paths, recs.unattributed)
     timeline = report_timeline(procs, recs, paths.of_record, placement, mounts, span, int(th["timeline_bins"]))
     order = rank_order(paths)
-    files = [files[i] for i in order.tolist()]  # ranked(files)
+    files = [files[i] for i in order.tolist()]
     run_break = {c: sum(r.breakdown[c] for r in proc_rows) for c in B.BREAKDOWN}
     not_stream = np.asarray([k != "stream" for k in paths.kinds], dtype=bool)
     report = Report(
