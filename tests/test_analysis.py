@@ -290,3 +290,13 @@ def test_thresholds_move_calls_between_classes():
     cap = build_capture([proc(1, ["cat"], end=10, files=[fil("/data/x", reads=100, read_size=100_000, read_time=1.0)])])
     assert build_report(cap).breakdown["streaming_read"] == pytest.approx(1.0)
     assert build_report(cap, with_overrides(["small_bytes=131072"])).breakdown["small_read"] == pytest.approx(1.0)
+
+
+def test_distinct_is_np_unique():
+    from iolens.analysis.files import _distinct
+
+    rng = np.random.default_rng(3)
+    for a in (rng.integers(0, 50, 1_000), rng.integers(-(1 << 62), 1 << 62, 10_000), np.zeros(0, dtype=np.int64),
+              np.array([7])):
+        got = _distinct(a)
+        assert got.dtype == np.unique(a).dtype and got.tolist() == np.unique(a).tolist()

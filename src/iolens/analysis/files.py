@@ -102,6 +102,13 @@ def _columns(recs: Records, per_path: _ByPath) -> dict[str, np.ndarray]:
     }
 
 
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """np.unique(values), each value once in order, by a sort: np.unique hashes them first (numpy 2.4), which took
+    about 30 times as long on 100,000 int64 codes."""
+    s = np.sort(values)
+    return s[np.concatenate([[True], s[1:] != s[:-1]])] if len(s) else s
+
+
 def _users(cap: Capture, recs: Records, rec_path: np.ndarray, npath: int) -> dict[str, np.ndarray]:
     """Distinct processes (by pid) that read, wrote and used each path."""
     procs = cap.processes
@@ -110,7 +117,7 @@ def _users(cap: Capture, recs: Records, rec_path: np.ndarray, npath: int) -> dic
     rec_pid = pid_idx[recs.proc] if len(recs) else np.zeros(0, dtype=np.int64)
 
     def distinct(mask: np.ndarray) -> np.ndarray:
-        u = np.unique(rec_path[mask] * npid + rec_pid[mask])
+        u = _distinct(rec_path[mask] * npid + rec_pid[mask])
         return np.bincount(u // npid, minlength=npath)
 
     return {"readers": distinct(recs.arrays["reads"] > 0), "writers": distinct(recs.arrays["writes"] > 0),
@@ -125,7 +132,7 @@ def _tools(recs: Records, names: list[str], rec_path: np.ndarray, npath: int) ->
     ntool = max(1, len(tool_id))
     tools: list[list[str]] = [[] for _ in range(npath)]
     if len(recs):
-        for code in np.unique(rec_path * ntool + proc_tool[recs.proc]).tolist():
+        for code in _distinct(rec_path * ntool + proc_tool[recs.proc]).tolist():
             tools[code // ntool].append(tool_names[code % ntool])
         tools = [sorted(t) if len(t) > 1 else t for t in tools]
     return tools
