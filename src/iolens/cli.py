@@ -8,6 +8,7 @@ The installed script starts in `iolens.entry`, which answers those two without i
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 from typing import Any
@@ -83,6 +84,15 @@ def leave_at_exit(*objs: Any) -> None:
         _left.extend(objs)
 
 
+def _nothing_waits_for_exit() -> bool:
+    """Nothing that os._exit would skip: no profiler or tracer (cProfile, coverage) to write its results, nothing
+    registered to run at exit (atexit: logging, coverage), no other thread still running."""
+    callbacks = getattr(atexit, "_ncallbacks", lambda: 1)()  # CPython's count; elsewhere, take the usual exit
+    threads = sys.modules.get("threading")
+    return (sys.getprofile() is None and sys.gettrace() is None and callbacks == 0
+            and (threads is None or threads.active_count() == 1))
+
+
 def _flushed() -> bool:
     """Standard output and error written out; False when one cannot be (a closed pipe): the usual exit handles it."""
     try:
@@ -96,13 +106,14 @@ def _flushed() -> bool:
 
 def run() -> None:
     """The command line as the whole process (the `iolens` script, `python -m iolens`): click's main, then the exit.
-    When a command left its result to the exit (`leave_at_exit`), the process ends at once with the same status once
-    standard output and error are flushed (its files are written, closed and moved into place by then)."""
+    When a command left its result to the exit (`leave_at_exit`) and nothing else waits for the exit, the process ends
+    at once with the same status once standard output and error are flushed (its files are written, closed and moved
+    into place by then)."""
     global _left
     _left = []
     try:
         main()
     except SystemExit as done:
-        if _left and (done.code is None or isinstance(done.code, int)) and _flushed():
+        if _left and (done.code is None or isinstance(done.code, int)) and _nothing_waits_for_exit() and _flushed():
             os._exit(done.code or 0)
         raise
