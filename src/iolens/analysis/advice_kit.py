@@ -99,6 +99,18 @@ def _real_column(r: Report, name: str) -> np.ndarray:
     return cached[1]
 
 
+def _real_rows(r: Report, keep: np.ndarray) -> list[FileRow]:
+    """The rows of `_real_files(r)` a mask over them keeps, in order: the few a rule's own test then looks at."""
+    rows = _real_files(r)
+    return [rows[i] for i in np.flatnonzero(keep).tolist()]
+
+
+def _maybe_at_least(col: np.ndarray, threshold: float) -> np.ndarray:
+    """Rows whose integer value may be at least `threshold`: numpy compares an int64 with a float as floats, exact
+    below 2**53, so larger values are kept for the rule's own comparison (in Python, exact) to decide."""
+    return (col >= threshold) | (np.abs(col) >= 1 << 53)
+
+
 def attach_columns(r: Report, columns: dict[str, np.ndarray]) -> None:
     """Give the rules the report's file columns as they were made (files.Paths.rows, one entry per row of r.files,
     in its order, "real" naming the rows of _real_files) instead of reading them back out of the rows."""

@@ -215,6 +215,7 @@ def fold_files(cap: Capture, recs: Records, names: list[str], th: dict[str, floa
                   "temporary": np.asarray(temp, dtype=bool), "created": created_a != BIG,
                   "mount": np.asarray(mount, dtype=object), "storage": np.asarray(storage, dtype=object),
                   "random_reads": cols["rnd_r"].astype(np.int64), "random_writes": cols["rnd_w"].astype(np.int64),
+                  "size": cols["size"].astype(np.int64), "syncs": cols["syncs"].astype(np.int64),
                   "real": np.asarray([k in ("file", "aggregate") for k in kinds], dtype=bool)}
     # the per-row containers made in C loops (map), each row its own dict and list
     bds = list(map(dict, map(zip, repeat(B.CLASSES), bd)))
