@@ -9,6 +9,7 @@ The installed script starts in `iolens.entry`, which answers those two without i
 from __future__ import annotations
 
 import atexit
+import gc
 import os
 import sys
 from typing import Any
@@ -79,9 +80,12 @@ _left: list[Any] | None = None  # run() as the process: what a command leaves to
 def leave_at_exit(*objs: Any) -> None:
     """Keep `objs` (a command's finished, written result) until the process exits, and let it exit without freeing
     them: a large report is a million small objects, and freeing them one by one at exit costs more than any step
-    of writing it.  Only when the command line runs as the whole process (`run`); in-process callers free as usual."""
+    of writing it.  The objects the process holds are set aside from the cycle collector too (gc.freeze), or its
+    next collection would walk them all.  Only when the command line runs as the whole process (`run`); in-process
+    callers free and collect as usual."""
     if _left is not None:
         _left.extend(objs)
+        gc.freeze()
 
 
 def _nothing_waits_for_exit() -> bool:

@@ -96,9 +96,9 @@ def report(capture: str | None, outputs: dict[str, str | None], sample: str | No
 
             console = terminal()
             render_report_text(rep, console, top=top)
-    from iolens.cli import leave_at_exit
+        from iolens.cli import leave_at_exit
 
-    leave_at_exit(rep, cap)  # all written: the process need not free them one by one
+        leave_at_exit(rep, cap)  # all written: the process need not free them one by one
     exit_if_partial(cap)
 
 
@@ -107,13 +107,11 @@ def _no_cycle_collection() -> Iterator[None]:
     """Python's cycle collector paused while a report is read, built and written. A large capture's report is
     about a million small objects (a row per file, its lists and dicts), all plain data that never refers back to
     itself, so a full collection finds nothing, yet each walks them all: a quarter of the time of building the
-    report of 100,000 files. Reference counting still frees everything as before. They are set aside (gc.freeze)
-    before the collector restarts, or its first collection would walk them all once more."""
+    report of 100,000 files. Reference counting still frees everything as before."""
     was = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was:
-            gc.freeze()
             gc.enable()
