@@ -332,3 +332,31 @@ def test_thresholds_change_what_fires():
     th = with_overrides(["min_seconds=0.1", "min_share=0", "small_requests_share=0.001"])
     r = build_report(build_capture(procs), th)
     assert A.small_requests(r, r.thresholds) is not None
+
+
+# ---- the file columns the rules read -------------------------------------------------------------------
+
+
+def test_file_columns_made_with_the_report_are_the_rows_own_values():
+    """build_report hands the rules its file columns as it made them (advice_kit.attach_columns); each must hold
+    exactly what the rows say, as read back out of the rows, or a rule would see other files than the report."""
+    import numpy as np
+
+    from conftest import datapath
+    from iolens.analysis.advice_kit import _real_column
+    from iolens.capture.reader import read_capture
+
+    r = build_report(read_capture(datapath("report", "small.iolens")))
+    made = r.__dict__["_columns"][1]
+    assert made["real"].sum() == 12 and len(made["real"]) == len(r.files) == 13  # 12 files and a pipe
+    for name in made:
+        if name == "real":
+            continue
+        attached = _real_column(r, name)
+        r.__dict__.pop("_columns")  # the same column read out of the rows
+        r.__dict__.pop("_real_columns")
+        from_rows = _real_column(r, name)
+        attach = r.__dict__["_columns"] = (r.files, made)
+        assert attach[0] is r.files
+        assert attached.shape == from_rows.shape and attached.tolist() == from_rows.tolist(), name
+        assert np.asarray(attached).dtype == np.asarray(from_rows).dtype or name in ("mount", "storage"), name

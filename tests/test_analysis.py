@@ -204,6 +204,29 @@ def test_rebin_of_columns_side_by_side_is_each_column_rebinned_alone():
             assert together[:, j].tobytes() == rebin(cols[:, j], t0, width, g).tobytes()
 
 
+def test_rebin_interpolates_as_numpy_interp_does_bit_for_bit():
+    # rebin interpolates every column at once by np.interp's own formula: the report must not change by a bit
+    from iolens.analysis.timeline import interp_columns
+
+    rng = np.random.default_rng(11)
+    cases = ((0, 64, 300, Grid(1_000, 777, 50)), (5, 10, 1, Grid(0, 10, 4)),
+             (10**12 + 3, 1 << 20, 256, Grid(10**12, 3_000_001, 200)), (40_000, 8, 10, Grid(40_000, 8, 10)))
+    for t0, width, n, g in cases:
+        xp = t0 + width * np.arange(n + 1, dtype=np.float64)
+        x = np.clip(g.edges, xp[0], xp[-1])
+        fp = np.concatenate([[0.0], np.cumsum(np.floor(rng.random(n) * 1e6))])
+        fp2 = np.column_stack([fp, fp[::-1].copy(), np.zeros(n + 1)])
+        assert interp_columns(x, xp, fp).tobytes() == np.interp(x, xp, fp).tobytes()
+        for j in range(fp2.shape[1]):
+            assert interp_columns(x, xp, fp2)[:, j].tobytes() == np.interp(x, xp, fp2[:, j]).tobytes()
+    # uneven points, and x on some of them: any other way of writing the line differs in a few last bits
+    xp = np.cumsum(rng.random(3_001) * 7 + 0.1)
+    x = np.sort(np.concatenate([rng.uniform(xp[0], xp[-1], 5_000), xp[::7], xp[-1:]]))
+    fp = np.column_stack([np.cumsum(rng.random(3_001) * 1e3), rng.random(3_001)])
+    for j in range(2):
+        assert interp_columns(x, xp, fp)[:, j].tobytes() == np.interp(x, xp, fp[:, j]).tobytes()
+
+
 def test_common_grid_is_never_finer_than_the_process_bins():
     g = common_grid(0, 1_000_000, 8_000, 200)
     assert g.bin_ns == 8_000 and g.nbins == 125
@@ -267,3 +290,13 @@ def test_thresholds_move_calls_between_classes():
     cap = build_capture([proc(1, ["cat"], end=10, files=[fil("/data/x", reads=100, read_size=100_000, read_time=1.0)])])
     assert build_report(cap).breakdown["streaming_read"] == pytest.approx(1.0)
     assert build_report(cap, with_overrides(["small_bytes=131072"])).breakdown["small_read"] == pytest.approx(1.0)
+
+
+def test_distinct_is_np_unique():
+    from iolens.analysis.files import _distinct
+
+    rng = np.random.default_rng(3)
+    for a in (rng.integers(0, 50, 1_000), rng.integers(-(1 << 62), 1 << 62, 10_000), np.zeros(0, dtype=np.int64),
+              np.array([7])):
+        got = _distinct(a)
+        assert got.dtype == np.unique(a).dtype and got.tolist() == np.unique(a).tolist()

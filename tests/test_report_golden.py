@@ -120,10 +120,27 @@ def test_cli_outputs(tmp_path):
     assert "/data/run/weird name [x].fq" in page
 
 
-def test_cli_terminal_report():
+def test_cli_terminal_report(rep):
     res = iolens("report", CAPTURE)
     assert res.returncode == 0, res.stderr
     assert "Where the time went" in res.stdout and "Advice" in res.stdout
+    # the process leaves the report to its exit (cli.leave_at_exit) once the output is flushed: it is whole
+    assert res.stdout.rstrip().endswith(rep.advice[-1].fix.split()[-1]) and res.stderr == ""
+
+
+def test_a_profiled_report_still_ends_as_a_profiled_program_does(tmp_path):
+    """The report process exits without freeing its report (cli.leave_at_exit), but not past a profiler that has its
+    results to write at the end: `python -m cProfile -o FILE -m iolens report` still writes FILE."""
+    import pstats
+    import subprocess
+
+    from conftest import _absolute_pythonpath
+
+    out = tmp_path / "report.prof"
+    argv = [sys.executable, "-m", "cProfile", "-o", str(out), "-m", "iolens", "report", "-q", str(CAPTURE)]
+    res = subprocess.run(argv, env=_absolute_pythonpath(dict(os.environ)), capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    assert any(name == "build_report" for _file, _line, name in pstats.Stats(str(out)).stats)
 
 
 def test_cli_thresholds_and_overrides():

@@ -1,3 +1,3 @@
-from iolens.cli import main
+from iolens.cli import run
 
-main()
+run()

@@ -8,6 +8,9 @@ The installed script starts in `iolens.entry`, which answers those two without i
 
 from __future__ import annotations
 
+import atexit
+import gc
+import os
 import sys
 from typing import Any
 
@@ -69,3 +72,52 @@ class IolensGroup(click.Group):
 @click.version_option(__version__, prog_name="iolens")
 def main() -> None:
     """Profile the file I/O of genomics pipeline steps, benchmark storage, and advise where data should live."""
+
+
+_left: list[Any] | None = None  # run() as the process: what a command leaves to the operating system at exit
+
+
+def leave_at_exit(*objs: Any) -> None:
+    """Keep `objs` (a command's finished, written result) until the process exits, and let it exit without freeing
+    them: a large report is a million small objects, and freeing them one by one at exit costs more than any step
+    of writing it.  The objects the process holds are set aside from the cycle collector too (gc.freeze), or its
+    next collection would walk them all.  Only when the command line runs as the whole process (`run`); in-process
+    callers free and collect as usual."""
+    if _left is not None:
+        _left.extend(objs)
+        gc.freeze()
+
+
+def _nothing_waits_for_exit() -> bool:
+    """Nothing that os._exit would skip: no profiler or tracer (cProfile, coverage) to write its results, nothing
+    registered to run at exit (atexit: logging, coverage), no other thread still running."""
+    callbacks = getattr(atexit, "_ncallbacks", lambda: 1)()  # CPython's count; elsewhere, take the usual exit
+    threads = sys.modules.get("threading")
+    return (sys.getprofile() is None and sys.gettrace() is None and callbacks == 0
+            and (threads is None or threads.active_count() == 1))
+
+
+def _flushed() -> bool:
+    """Standard output and error written out; False when one cannot be (a closed pipe): the usual exit handles it."""
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def run() -> None:
+    """The command line as the whole process (the `iolens` script, `python -m iolens`): click's main, then the exit.
+    When a command left its result to the exit (`leave_at_exit`) and nothing else waits for the exit, the process ends
+    at once with the same status once standard output and error are flushed (its files are written, closed and moved
+    into place by then)."""
+    global _left
+    _left = []
+    try:
+        main()
+    except SystemExit as done:
+        if _left and (done.code is None or isinstance(done.code, int)) and _nothing_waits_for_exit() and _flushed():
+            os._exit(done.code or 0)
+        raise

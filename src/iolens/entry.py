@@ -39,6 +39,6 @@ def main() -> None:
 
             sys.stdout.write(HELP)
             return
-    from iolens.cli import main as cli
+    from iolens.cli import run
 
-    cli()
+    run()

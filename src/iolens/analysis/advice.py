@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from operator import itemgetter
 from typing import Callable
 
+import numpy as np
+
 from iolens.analysis.advice_coverage import low_coverage, storage_not_bottleneck
-from iolens.analysis.advice_kit import (SMALL, _device, _local_used, _make, _other_storage, _own, _real_files, _worth,
-                                       _worth_hits)
+from iolens.analysis.advice_kit import (SMALL, _class_sum, _device, _local_used, _make, _maybe_at_least, _other_storage,
+                                       _own, _real_column, _real_files, _real_rows, _worth, _worth_hits)
 from iolens.analysis.advice_placement import output_placement, temp_placement
 from iolens.analysis.advice_tools import compression, threads
 from iolens.analysis.classify import TEXT_FIX, is_remote
@@ -86,7 +87,8 @@ def metadata_storm(r: Report, th: dict[str, float]) -> Advice | None:
 
 def fsync_storm(r: Report, th: dict[str, float]) -> Advice | None:
     """Many fsync-type calls on files that outlive the run (a temp file's syncs are temp_placement's)."""
-    files = sorted((f for f in _real_files(r) if f.syncs and not f.temporary), key=lambda f: -f.breakdown["sync"])
+    synced = _real_rows(r, (_real_column(r, "syncs") != 0) & ~_real_column(r, "temporary").astype(bool))
+    files = sorted((f for f in synced if f.syncs and not f.temporary), key=lambda f: -f.breakdown["sync"])
     t = sum(f.breakdown["sync"] for f in files)
     n = sum(f.syncs for f in files)
     if not (n >= th["sync_ops"] and t >= th["sync_share"] * _own(r) and _worth(r, th, t)):
@@ -152,7 +154,8 @@ def same_device_read_write(r: Report, th: dict[str, float]) -> Advice | None:
 def reread(r: Report, th: dict[str, float]) -> Advice | None:
     """The same file read more than once."""
     hits = []
-    for f in _real_files(r):
+    size, nread = _real_column(r, "size"), _real_column(r, "bytes_read")
+    for f in _real_rows(r, (size != 0) & (nread != 0) & _maybe_at_least(nread - size, th["reread_bytes"])):
         if not f.size or f.times_read is None or f.times_read < th["reread_factor"]:
             continue
         extra = f.bytes_read - f.size
@@ -193,24 +196,22 @@ def _stage_dir(r: Report) -> str:
     return alt["mount"].rstrip("/") if alt else "$TMPDIR"
 
 
-_random_or_small = itemgetter("random_read", "random_write", *SMALL)  # the classes in that order: one look-up
+_RANDOM_OR_SMALL = ("random_read", "random_write", *SMALL)
 
 
 def remote_random(r: Report, th: dict[str, float]) -> Advice | None:
     """Random or small-request access on network or FUSE storage."""
-    hits = []
-    remote = {"network", "fuse", "object-store"}
-    for f in _real_files(r):
-        if f.storage not in remote:
-            continue
-        bad = f.random_reads + f.random_writes
-        t = sum(_random_or_small(f.breakdown))
-        if bad or t:
-            hits.append((t, bad, f))
-    n = sum(b for _t, b, _f in hits)
-    t = sum(x for x, _b, _f in hits)
+    storage = _real_column(r, "storage")
+    remote = (storage == "network") | (storage == "fuse") | (storage == "object-store")
+    jumps = _real_column(r, "random_reads") + _real_column(r, "random_writes")
+    took = _class_sum(_real_column(r, "breakdown"), _RANDOM_OR_SMALL)
+    at = np.flatnonzero(remote & ((jumps != 0) | (took != 0)))  # every file's at once, in the rows' order
+    n = sum(jumps[at].tolist())
+    t = sum(took[at].tolist())
     if n < th["remote_random_ops"] or not _worth(r, th, t):
         return None
+    rows = _real_files(r)
+    hits = [(x, b, rows[i]) for x, b, i in zip(took[at].tolist(), jumps[at].tolist(), at.tolist())]
     hits.sort(key=lambda h: -h[0])
     kinds = sorted({f.storage for _t, _b, f in hits})
     ev = [f"{n:,} non-sequential calls on {', '.join(kinds)} storage; random and small requests there took "
@@ -227,7 +228,8 @@ def remote_random(r: Report, th: dict[str, float]) -> Advice | None:
 def object_store_writes(r: Report, th: dict[str, float]) -> Advice | None:
     """Writes an object-store mount handles badly: random writes, appends, renames of large files."""
     hits = []
-    for f in _real_files(r):
+    storage = _real_column(r, "storage")
+    for f in _real_rows(r, (storage == "object-store") | (storage == "fuse")):
         if f.storage not in ("object-store", "fuse"):
             continue
         why = []
@@ -258,7 +260,8 @@ def object_store_writes(r: Report, th: dict[str, float]) -> Advice | None:
 def uncompressed_text(r: Report, th: dict[str, float]) -> Advice | None:
     """Large uncompressed text output (SAM, FASTQ, VCF...) that is read again later."""
     hits = []
-    for f in _real_files(r):
+    keep = _maybe_at_least(_real_column(r, "bytes_written"), th["text_bytes"]) & (_real_column(r, "bytes_read") != 0)
+    for f in _real_rows(r, keep):
         if not f.text_format or f.bytes_written < th["text_bytes"] or not f.bytes_read:
             continue
         t = sum(v for k, v in f.breakdown.items() if k != "pipe_wait")

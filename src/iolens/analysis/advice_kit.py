@@ -3,8 +3,12 @@ could go (the rules are in analysis/advice.py and analysis/advice_coverage.py)."
 
 from __future__ import annotations
 
+from operator import attrgetter, itemgetter
 from typing import Any
 
+import numpy as np
+
+from iolens.analysis.breakdown import CLASSES
 from iolens.analysis.model import Advice, FileRow, MountRow, Report
 from iolens.units import human_seconds
 
@@ -67,6 +71,59 @@ def _real_files(r: Report) -> list[FileRow]:
         cached = (r.files, [f for f in r.files if f.kind in ("file", "aggregate")])
         r.__dict__["_real_files"] = cached
     return cached[1]
+
+
+_classes = itemgetter(*CLASSES)
+
+
+def _real_column(r: Report, name: str) -> np.ndarray:
+    """One field of every row of `_real_files(r)` as an array (strings as objects), made once per report, for the
+    rules that look at every file: "breakdown" is (rows, CLASSES), each row's classes in CLASSES order.  The values
+    are the rows' own (the same floats), so sums over them, taken in the same order, are the same to the bit."""
+    rows = _real_files(r)
+    cached = r.__dict__.setdefault("_real_columns", {}).get(name)
+    made = r.__dict__.get("_columns")
+    if (cached is None or cached[0] is not rows) and made is not None and made[0] is r.files and name in made[1]:
+        cached = r.__dict__["_real_columns"][name] = (rows, made[1][name][made[1]["real"]])
+    if cached is None or cached[0] is not rows:
+        if name == "breakdown":
+            try:
+                classes = list(map(_classes, map(attrgetter("breakdown"), rows)))
+            except KeyError:  # a row without some class: none of that time
+                classes = [tuple(f.breakdown.get(c, 0.0) for c in CLASSES) for f in rows]
+            col = np.array(classes, dtype=np.float64).reshape(len(rows), len(CLASSES))
+        else:
+            values = list(map(attrgetter(name), rows))
+            col = np.array(values, dtype=object if values and isinstance(values[0], str) else None)
+        cached = r.__dict__["_real_columns"][name] = (rows, col)
+    return cached[1]
+
+
+def _real_rows(r: Report, keep: np.ndarray) -> list[FileRow]:
+    """The rows of `_real_files(r)` a mask over them keeps, in order: the few a rule's own test then looks at."""
+    rows = _real_files(r)
+    return [rows[i] for i in np.flatnonzero(keep).tolist()]
+
+
+def _maybe_at_least(col: np.ndarray, threshold: float) -> np.ndarray:
+    """Rows whose integer value may be at least `threshold`: numpy compares an int64 with a float as floats, exact
+    below 2**53, so larger values are kept for the rule's own comparison (in Python, exact) to decide."""
+    return (col >= threshold) | (np.abs(col) >= 1 << 53)
+
+
+def attach_columns(r: Report, columns: dict[str, np.ndarray]) -> None:
+    """Give the rules the report's file columns as they were made (files.Paths.rows, one entry per row of r.files,
+    in its order, "real" naming the rows of _real_files) instead of reading them back out of the rows."""
+    r.__dict__["_columns"] = (r.files, columns)
+
+
+def _class_sum(bd: np.ndarray, classes: tuple[str, ...] | list[str]) -> np.ndarray:
+    """Per row of a "breakdown" column, the sum of these classes added left to right, as sum() of a row's dict
+    values in this order adds them."""
+    out = bd[:, CLASSES.index(classes[0])].copy()
+    for c in classes[1:]:
+        out += bd[:, CLASSES.index(c)]
+    return out
 
 
 def _mount(r: Report, name: str) -> MountRow | None:

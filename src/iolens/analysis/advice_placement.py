@@ -5,11 +5,12 @@ analysis/advice.py's RULES."""
 from __future__ import annotations
 
 import os
-from operator import itemgetter
+
+import numpy as np
 
 from iolens.analysis import tool_options as T
-from iolens.analysis.advice_kit import (SMALL, _device, _local_used, _make, _mount, _other_storage, _own, _real_files,
-                                       _worth)
+from iolens.analysis.advice_kit import (SMALL, _class_sum, _device, _local_used, _make, _mount, _other_storage, _own,
+                                       _real_column, _real_files, _worth)
 from iolens.analysis.breakdown import CLASSES
 from iolens.analysis.classify import is_remote
 from iolens.analysis.model import Advice, FileRow, MountRow, Report
@@ -18,15 +19,10 @@ from iolens.units import human_bytes, human_seconds
 
 def _data_devices(r: Report) -> dict[str, set[str]]:
     """The devices the run's inputs were read from and its outputs written to (temporary files aside)."""
-    inputs: set[str] = set()
-    outputs: set[str] = set()
-    for f in _real_files(r):  # their mounts first, then each mount's device once
-        if f.temporary:
-            continue
-        if f.bytes_read and not f.created:
-            inputs.add(f.mount)
-        if f.bytes_written:
-            outputs.add(f.mount)
+    mount = _real_column(r, "mount")  # their mounts first, then each mount's device once
+    kept = ~_real_column(r, "temporary").astype(bool)
+    inputs = set(mount[kept & (_real_column(r, "bytes_read") != 0) & ~_real_column(r, "created").astype(bool)].tolist())
+    outputs = set(mount[kept & (_real_column(r, "bytes_written") != 0)].tolist())
     return {k: {_device(m) for mp in mps if (m := _mount(r, mp)) is not None}
             for k, mps in (("inputs", inputs), ("outputs", outputs))}
 
@@ -128,7 +124,8 @@ def _temp_fix(r: Report, fs: list[FileRow], places: list[tuple[str, str]], nbyte
 def temp_placement(r: Report, th: dict[str, float]) -> Advice | None:
     """Temp files that cost: on network/FUSE storage, on the inputs' or outputs' device, or a large share of the
     step on storage other than RAM."""
-    temps = [f for f in _real_files(r) if f.temporary]
+    rows = _real_files(r)
+    temps = [rows[i] for i in np.flatnonzero(_real_column(r, "temporary").astype(bool)).tolist()]
     if not temps:
         return None
     data_devices = _data_devices(r)
@@ -176,24 +173,27 @@ def temp_placement(r: Report, th: dict[str, float]) -> Advice | None:
 
 def output_placement(r: Report, th: dict[str, float]) -> Advice | None:
     """Outputs written to network/FUSE storage, or to storage measured slow, for a large share of the step."""
-    by_mount: dict[str, list[FileRow]] = {}
-    for f in _real_files(r):
-        if f.bytes_written and not f.temporary and f.storage != "object-store":  # object stores: their own rule
-            by_mount.setdefault(f.mount, []).append(f)
+    # every file's columns at once (advice_kit._real_column); per mount, the files in the order of the rows
+    rows = _real_files(r)
+    written = _real_column(r, "bytes_written")
+    mount = _real_column(r, "mount")
+    sel = (written != 0) & ~_real_column(r, "temporary").astype(bool) & (_real_column(r, "storage") != "object-store")
+    bd = _real_column(r, "breakdown")
+    wtime = _class_sum(bd, [*_WRITES, "sync"])
+    # small calls are small_requests' business: a file written mostly in them says nothing of the storage
+    timed = sel & (_class_sum(bd, SMALL) <= 0.5 * wtime)
     best = None
-    for mp, fs in by_mount.items():
+    for mp in dict.fromkeys(mount[sel].tolist()):  # object stores aside: their own rule
         m = _mount(r, mp)
         if m is None or m.storage == "memory":
             continue
-        # small calls are small_requests' business: a file written mostly in them says nothing of the storage
-        timed = [(f, w) for f in fs if sum(_small(f.breakdown)) <= 0.5 * (w := _write_time(f))]
-        big = [f for f, _w in timed]
-        t = sum(w for _f, w in timed)
-        nbytes = sum(f.bytes_written for f in big)
+        here = np.flatnonzero(timed & (mount == mp))
+        t = sum(wtime[here].tolist())
+        nbytes = sum(written[here].tolist())
         rate = nbytes / t if t > 0 else None
         slow = is_remote(m.storage) or (rate is not None and rate < th["slow_bps"])
         if slow and t >= th["output_share"] * _own(r) and (best is None or t > best[0]):
-            best = (t, m, big, nbytes, rate)
+            best = (t, m, [rows[i] for i in here.tolist()], nbytes, rate)
     if best is None or not _worth(r, th, best[0]):
         return None
     t, m, fs, nbytes, rate = best
@@ -223,13 +223,7 @@ def output_placement(r: Report, th: dict[str, float]) -> Advice | None:
 
 
 _WRITES = [c for c in CLASSES if c.endswith("_write")]
-_writes = itemgetter(*_WRITES)
-_small = itemgetter(*SMALL)
 
 
 def _write_time(f: FileRow) -> float:
-    bd = f.breakdown
-    try:
-        return sum(_writes(bd)) + bd["sync"]  # a row has every class: one look-up for them all
-    except KeyError:
-        return sum(bd[k] for k in _WRITES if k in bd) + bd["sync"]
+    return sum(f.breakdown.get(k, 0.0) for k in _WRITES) + f.breakdown["sync"]

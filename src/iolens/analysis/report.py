@@ -18,7 +18,8 @@ from iolens.analysis import breakdown as B
 from iolens.analysis import processes as P
 from iolens.analysis.advice import advise as run_rules
 from iolens.analysis.classify import tool_name
-from iolens.analysis.files import fold_files, ranked
+from iolens.analysis.advice_kit import attach_columns
+from iolens.analysis.files import fold_files, rank_order
 from iolens.analysis.integrity import Integrity, check
 from iolens.analysis.model import NO_FILE, OP_NAMES, FileRow, MountRow, ProcRow, Report  # noqa: F401 (re-exported)
 from iolens.analysis.mounts import MountResolver
@@ -46,16 +47,18 @@ def build_report(cap: Capture, thresholds: dict[str, float] | None = None, *, ad
     paths, files = fold_files(cap, recs, names, th, MountResolver(meta.get("mounts", [])), span)
     mounts, placement = fold_mounts(files, paths, recs.unattributed)
     timeline = report_timeline(procs, recs, paths.of_record, placement, mounts, span, int(th["timeline_bins"]))
-    files = ranked(files)
+    order = rank_order(paths)
+    files = [files[i] for i in order.tolist()]
     run_break = {c: sum(r.breakdown[c] for r in proc_rows) for c in B.BREAKDOWN}
     not_stream = np.asarray([k != "stream" for k in paths.kinds], dtype=bool)
     report = Report(
         capture=_capture_info(cap, whole),
-        totals=_totals(cap, P.run_times(imgs), proc_rows, files, run_break, recs.extra["mmap_bytes"]),
+        totals=_totals(cap, P.run_times(imgs), proc_rows, paths.rows, run_break, recs.extra["mmap_bytes"]),
         breakdown=run_break, processes=proc_rows, files=files, mounts=mounts,
         histograms=_histograms(paths.sums, not_stream), timeline=timeline,
         ops=P.ops_total(cap, OP_NAMES), thresholds=dict(th), available_mounts=available_mounts(meta.get("mounts", [])),
     )
+    attach_columns(report, {k: v[order] for k, v in paths.rows.items()})
     if advise:
         report.advice = run_rules(report)
     return report
@@ -67,8 +70,10 @@ def top_advice(capture: Capture | Report, n: int = 1, thresholds: dict[str, floa
     return [a.short() for a in report.advice[:n]]
 
 
-def _totals(cap: Capture, run: P.RunTimes, proc_rows: list[ProcRow], files: list[FileRow],
+def _totals(cap: Capture, run: P.RunTimes, proc_rows: list[ProcRow], files: dict[str, np.ndarray],
             run_break: dict[str, float], mmap_bytes: np.ndarray) -> dict[str, Any]:
+    """files: the file rows' columns (files.Paths.rows)."""
+    temp = files["temporary"]
     io_s = sum(v for k, v in run_break.items() if k not in ("compute", "pipe_wait"))
     return {
         "wall_s": P.wall_s(cap),
@@ -84,9 +89,9 @@ def _totals(cap: Capture, run: P.RunTimes, proc_rows: list[ProcRow], files: list
         "kernel_written": run.kernel_written,
         "coverage": run.coverage,
         "processes": len(cap.processes),
-        "files": sum(1 for f in files if f.kind in ("file", "aggregate")),
-        "temp_files": sum(1 for f in files if f.temporary),
-        "temp_bytes": sum(f.bytes_written for f in files if f.temporary),
+        "files": int(files["real"].sum()),  # files and aggregates
+        "temp_files": int(temp.sum()),
+        "temp_bytes": sum(files["bytes_written"][temp].tolist()),
         "mmap_bytes": int(mmap_bytes.sum()),
         "untracked_ops": int(sum(p.untracked_ops for p in cap.processes)),
     }

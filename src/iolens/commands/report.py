@@ -100,6 +100,9 @@ def report(capture: str | None, outputs: dict[str, str | None], sample: str | No
 
             console = terminal()
             render_report_text(rep, console, top=top)
+        from iolens.cli import leave_at_exit
+
+        leave_at_exit(rep, cap)  # all written: the process need not free them one by one
     exit_if_partial(cap)
 
 
