@@ -56,8 +56,8 @@ def big():
             base, path=NAMES[i % len(NAMES)] + str(i), mount=NAMES[(i // 3) % len(NAMES)], time_s=f, breakdown=bd,
             first_s=None if i % 5 else -f, last_s=floats[(i * 3) % len(floats)], times_read=None if i % 2 else abs(f),
             lifetime_s=f if i % 4 else None, tools=["samtools", "x\"y", "a,b", "\x1b]8;;", "\udcff"][: i % 6],
-            flags=["CREATED"] if i % 2 else [], text_format=None if i % 2 else "vcf", read_hist=[i, 0, 3],
-            write_hist=[], bytes_read=i * 4097, temporary=bool(i % 2), reads=-i))
+            flags=["CREATED"] if i % 2 else [], text_format=None if i % 2 else "vcf", read_hist=[i, 0, 3][: 1 + i % 3],
+            write_hist=[7, i], bytes_read=i * 4097, temporary=bool(i % 2), reads=-i))
     return dataclasses.replace(rep, files=rows)
 
 
@@ -128,3 +128,17 @@ def test_html_page_of_a_large_capture_stays_under_the_limit(tmp_path):
     assert 100 < shown_files < 4000 and 50 < shown_procs < 400
     assert f"Showing the {shown_files:,} files with the most I/O time of 4,000" in page
     assert f"Showing the first {shown_procs:,} of 400 processes" in page
+
+
+def test_the_columns_of_a_list_are_read_again_when_its_rows_change(big):
+    from iolens.render.file_columns import file_columns
+
+    rows = list(big.files[:50])
+    first = file_columns(rows)
+    assert first is file_columns(rows)  # shared by the exports of one report
+    rows[3] = dataclasses.replace(rows[3], path="/d/new")
+    again = file_columns(rows)
+    assert again is not first and again["path"].values[3] == "/d/new"
+    rows.append(rows[0])
+    assert len(file_columns(rows)["path"].values) == 51
+    assert file_columns([*rows, "not a row"]) is None
