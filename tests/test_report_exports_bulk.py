@@ -128,17 +128,3 @@ def test_html_page_of_a_large_capture_stays_under_the_limit(tmp_path):
     assert 100 < shown_files < 4000 and 50 < shown_procs < 400
     assert f"Showing the {shown_files:,} files with the most I/O time of 4,000" in page
     assert f"Showing the first {shown_procs:,} of 400 processes" in page
-
-
-def test_the_columns_of_a_list_are_read_again_when_its_rows_change(big):
-    from iolens.render.file_columns import file_columns
-
-    rows = list(big.files[:50])
-    first = file_columns(rows)
-    assert first is file_columns(rows)  # shared by the exports of one report
-    rows[3] = dataclasses.replace(rows[3], path="/d/new")
-    again = file_columns(rows)
-    assert again is not first and again["path"].values[3] == "/d/new"
-    rows.append(rows[0])
-    assert len(file_columns(rows)["path"].values) == 51
-    assert file_columns([*rows, "not a row"]) is None

@@ -11,13 +11,12 @@ from __future__ import annotations
 from dataclasses import fields
 from itertools import chain, repeat
 from operator import attrgetter, itemgetter
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 from iolens.analysis.breakdown import CLASSES
 from iolens.analysis.model import FileRow, Report
 from iolens.names import utf8
 from iolens.render.csvsafe import csv_parts, csv_table, row_parts, text_cells
-from iolens.render.file_columns import KINDS, Column, file_columns
 
 _LISTS = {"read_hist", "write_hist", "flags", "tools"}
 
@@ -66,68 +65,52 @@ def iter_csv(report: Report) -> Iterator[bytes]:
     each field has the field's type (the same bytes as row by row, which writes the others)."""
     yield from csv_parts(columns(), ())
     files = report.files
-    cols = file_columns(files)
-    convs = None if cols is None else _conversions(cols)
     row = None
     for i in range(0, len(files), _PART):
-        if convs is None:
+        part = files[i : i + _PART]
+        text = _by_column(part)
+        if text is None:
             row = row or _row_maker()
-            yield from row_parts(map(row, files[i : i + _PART]), _PART)
+            yield from row_parts(map(row, part), len(part))
         else:
-            yield utf8(csv_table([(conv, make(values[i : i + _PART])) for conv, make, values in convs]))
+            yield utf8(text)
 
 
 def _by_column(rows: list[FileRow]) -> str | None:
     """The rows' lines, made a column at a time, or None when a value is not of its field's type."""
-    cols = file_columns(rows)
-    convs = None if cols is None or not rows else _conversions(cols)
-    return None if convs is None else csv_table([(conv, make(values)) for conv, make, values in convs])
-
-
-Conversion = tuple[str, Callable[[tuple[Any, ...]], Sequence[Any]], tuple[Any, ...]]
-
-
-def _conversions(cols: dict[str, Column]) -> list[Conversion] | None:
-    """For each column of the table: its %-conversion in the row template, what makes its cells from a run of the
-    field's values, and those values; None when a value is not of its field's type (then the rows are written one
-    by one, as before)."""
-    out: list[Conversion] = []
-    for name, col in cols.items():
-        kind, present = KINDS[name], col.classes
-        if name == "breakdown":
-            per_key = col.by_key or {}
-            if not set(CLASSES) <= set(per_key) or any(per_key[c].classes != {float} for c in CLASSES):
+    if not rows or not all(r.__class__ is FileRow for r in rows):
+        return None
+    cols: list[tuple[str, Sequence[Any]]] = []
+    for f, values in zip(fields(FileRow), zip(*map(_GET, rows))):
+        kind = str(f.type)
+        present = set(map(type, values))
+        if f.name == "breakdown":
+            if present != {dict}:
                 return None
-            out += [("%.9f", _same, per_key[c].values) for c in CLASSES]
-        elif name in _LISTS:
+            per_class = list(zip(*map(itemgetter(*CLASSES), values)))
+            if any(set(map(type, c)) != {float} for c in per_class):
+                return None
+            cols += [("%.9f", c) for c in per_class]
+        elif f.name in _LISTS:
             if present != {list}:
                 return None
-            ints = kind == "list[int]" and set(map(type, chain.from_iterable(col.values))) <= {int}
-            out.append(("%s", _ints if ints else _joined, col.values))
+            if kind == "list[int]" and set(map(type, chain.from_iterable(values))) <= {int}:
+                cols.append(("%s", _ints(values)))
+            else:
+                cols.append(("%s", text_cells(list(map(";".join, map(map, repeat(str), values))))))
         elif present <= _TEXT.get(kind, set()):
-            out.append(("%s", text_cells, col.values))
+            cols.append(("%s", text_cells(values)))
         elif present == _EXACT.get(kind):
-            out.append((_EXACT_CONV.get(kind, "%s"), _same, col.values))
+            cols.append((_EXACT_CONV.get(kind, "%s"), values))
         elif present <= _EXACT.get(kind, set()) | {type(None)}:
-            out.append(("%s", _or_empty(_EXACT_CONV.get(kind, "%s")), col.values))
+            conv = _EXACT_CONV.get(kind, "%s")
+            cols.append(("%s", ["" if v is None else conv % v for v in values]))
         else:
             return None
-    return out
+    return csv_table(cols)
 
 
-def _same(values: tuple[Any, ...]) -> tuple[Any, ...]:
-    return values
-
-
-def _or_empty(conv: str) -> Callable[[tuple[Any, ...]], list[str]]:
-    return lambda values: ["" if v is None else conv % v for v in values]
-
-
-def _joined(values: tuple[Any, ...]) -> list[str]:
-    """Lists as fields: their items' text joined by ';', as text (quoted when it needs to be)."""
-    return text_cells(list(map(";".join, map(map, repeat(str), values))))
-
-
+_GET = attrgetter(*(f.name for f in fields(FileRow)))
 _TEXT: dict[str, set[type]] = {"str": {str}, "str | None": {str, type(None)}}  # field type: classes written as text
 _EXACT: dict[str, set[type]] = {"int": {int}, "bool": {bool}, "float": {float}, "float | None": {float}}  # numbers
 _EXACT_CONV = {"float": "%.9g", "float | None": "%.9g"}  # a float as the row writer writes it

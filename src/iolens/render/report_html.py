@@ -26,7 +26,8 @@ from iolens.units import exit_text, human_bytes, human_seconds, pct
 MAX_FILE_ROWS = 2000
 MAX_PHASES = 200
 MAX_PROC_BARS = 30
-PAGE_BYTES = 1_450_000  # a page stays below this (1.5 MB less a margin): its tables get the room the rest leaves
+PAGE_BYTES = 1_450_000  # the rows of the files and processes tables fill a page up to this (1.5 MB less room for
+# their headers and notes): they get the room the rest of the page leaves
 FILES_SHARE = 0.6  # of that room, the files table's; the processes table has the rest
 
 

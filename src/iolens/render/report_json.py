@@ -18,7 +18,6 @@ import numpy as np
 
 from iolens.analysis.model import FileRow, Report
 from iolens.names import json_safe
-from iolens.render.file_columns import KINDS, Column, file_columns
 
 TAG = "iolens-report"
 SCHEMA_VERSION = [1, 3]
@@ -110,10 +109,8 @@ def iter_json(report: Report, *, indent: int | None = 1) -> Iterator[bytes]:
             yield _utf8(head + _dumps(_clean(_tree(value))))
             continue
         yield _utf8(head + "[")
-        cols = file_columns(value)
         for i in range(0, len(value), _PART):
-            part = _dumps(value[i : i + _PART])[1:-1] if cols is None else _rows_of(cols, i, i + _PART)
-            yield _utf8((", " if i else "") + part)
+            yield _utf8((", " if i else "") + _rows(value[i : i + _PART]))
         yield b"]"
     yield b"}\n"
 
@@ -135,30 +132,26 @@ def _dumps(value: Any) -> str:
 
 
 def _rows(rows: list[Any]) -> str:
-    """The rows as `_dumps(rows)[1:-1]` gives them."""
-    cols = file_columns(rows)
-    return _dumps(rows)[1:-1] if cols is None or not rows else _rows_of(cols, 0, len(rows))
-
-
-def _rows_of(cols: dict[str, Column], start: int, stop: int) -> str:
-    """FileRows start to stop as `_dumps` gives them, encoded a column at a time: each field's values by a converter
-    for its type (a breakdown as a column per class), then each row's texts put in one template: the per-value work
-    of the encoder's default and of the rounding, done in bulk."""
-    _get, _names, rounded = _FIELDS.get(FileRow) or _FIELDS.setdefault(FileRow, _plan(FileRow))
-    texts: list[Sequence[Any]] = []
+    """The rows as `_dumps(rows)[1:-1]` gives them, FileRows encoded a column at a time: each field's values by a
+    converter for its type (a breakdown as a column per class), then each row's texts put in one template: the
+    per-value work of the encoder's default and of the rounding, done in bulk."""
+    if not rows or not all(r.__class__ is FileRow for r in rows):
+        return _dumps(rows)[1:-1]
+    get, names, rounded = _FIELDS.get(FileRow) or _FIELDS.setdefault(FileRow, _plan(FileRow))
+    kinds = {f.name: str(f.type).replace(" | None", "") for f in fields(FileRow)}
+    cols: list[Sequence[Any]] = []
     parts = []
-    for name, col in cols.items():
-        kind = KINDS[name].replace(" | None", "")
-        split = col.by_key if kind == "dict[str, float]" else None
-        if split is not None and all(c.classes <= {float} for c in split.values()):
-            # a dict of floats per row, each with the same keys: a column per key
-            texts += (_floats(c.values[start:stop]) for c in split.values())
-            parts.append(f"{_pct(name)}: {{" + ", ".join(f"{_pct(k)}: %s" for k in split) + "}")
+    for name, values in zip(names, zip(*map(get, rows))):
+        split = _by_key(values) if kinds[name] == "dict[str, float]" else None
+        if split is not None:  # a dict of floats per row, each with the same keys: a column per key
+            keys, per_key = split
+            cols += map(_floats, per_key)
+            parts.append(f"{_str(name)}: {{" + ", ".join(f"{_pct(k)}: %s" for k in keys) + "}")
         else:
-            texts.append(_column(col.values[start:stop], col.classes, kind, name in rounded))
+            cols.append(_column(values, kinds[name], name in rounded))
             parts.append(f"{_pct(name)}: %s")
     template = "{" + ", ".join(parts) + "}"
-    return ", ".join(map(template.__mod__, zip(*texts)))
+    return ", ".join(map(template.__mod__, zip(*cols)))
 
 
 def _pct(key: str) -> str:
@@ -166,11 +159,28 @@ def _pct(key: str) -> str:
     return _str(key).replace("%", "%%")
 
 
-def _column(values: tuple[Any, ...], present: frozenset[type], kind: str, rounded: bool) -> Sequence[Any]:
+def _by_key(values: tuple[Any, ...]) -> tuple[tuple[str, ...], list[tuple[float, ...]]] | None:
+    """The keys of every dict in values and a column of values per key, when all are dicts of floats with the same
+    str keys in the same order."""
+    if set(map(type, values)) != {dict}:
+        return None
+    keys = set(map(tuple, values))
+    if len(keys) != 1:
+        return None
+    (ks,) = keys
+    if not all(k.__class__ is str for k in ks):
+        return None
+    per_key = list(zip(*map(dict.values, values))) if ks else []
+    if any(set(map(type, col)) - {float} for col in per_key):
+        return None
+    return ks, per_key
+
+
+def _column(values: tuple[Any, ...], kind: str, rounded: bool) -> Sequence[Any]:
     """One field's values as objects whose `str` is the text the encoder writes for them (after _round when
     rounded): ints, floats and lists of ints as they are, other values by one conversion for the whole column where
-    every value has the field's type (or is None), else each by the encoder. `present`: the classes of the values
-    (of the whole column the values are a part of)."""
+    every value has the field's type (or is None), else each by the encoder."""
+    present = set(map(type, values))
     classes = present - {type(None)}
     if kind == "float" and classes <= {float}:
         return _floats(values)
