@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Sequence
 
 from iolens.names import csv_text, utf8
 
@@ -29,8 +29,15 @@ def csv_bytes(header: list[str], rows: Iterable[Iterable[Any]]) -> bytes:
 def csv_parts(header: list[str], rows: Iterable[Iterable[Any]], part: int = 5000) -> Iterator[bytes]:
     """csv_bytes in parts of `part` rows, so that a large table is never held whole."""
     buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_MINIMAL).writerow([_cell(h) for h in header])
+    yield utf8(buf.getvalue())
+    yield from row_parts(rows, part)
+
+
+def row_parts(rows: Iterable[Iterable[Any]], part: int = 5000) -> Iterator[bytes]:
+    """The lines of the rows (as csv_parts writes them, without the header), in parts of `part` rows."""
+    buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
-    w.writerow([_cell(h) for h in header])
     for i, row in enumerate(rows, 1):  # most cells are numbers and printable names: those are written as they are
         w.writerow(["" if v is None else v if v.__class__ is not str or v.isprintable() else csv_text(v)
                     for v in row])
@@ -39,3 +46,27 @@ def csv_parts(header: list[str], rows: Iterable[Iterable[Any]], part: int = 5000
             buf.seek(0)
             buf.truncate()
     yield utf8(buf.getvalue())
+
+
+def text_cells(values: Sequence[str | None]) -> list[str]:
+    """A column of text (or None) as the writer writes each of its fields (what `csv_parts` writes for it), each
+    distinct value converted once: for the columns of a large table, which `csv_table` puts together."""
+    memo = {v: _text_field(v) for v in set(values)}
+    return list(map(memo.__getitem__, values))
+
+
+def _text_field(v: str | None) -> str:
+    if v is None:
+        return ""
+    t = v if v.isprintable() else csv_text(v)
+    if '"' in t:
+        return '"' + t.replace('"', '""') + '"'
+    return f'"{t}"' if "," in t or "\n" in t or "\r" in t else t
+
+
+def csv_table(columns: Sequence[tuple[str, Sequence[Any]]]) -> str:
+    """The lines of a table of two or more columns, given a column at a time: each column a %-conversion and its
+    values, written by it into every row at once ('%s' for fields made by `text_cells`, or numbers as their own
+    text; '%.9f' for fixed decimals): a number's field never needs quoting."""
+    template = ",".join(conv for conv, _values in columns) + "\n"
+    return "".join(map(template.__mod__, zip(*(values for _conv, values in columns))))

@@ -24,11 +24,24 @@ from iolens.render.report_text import NO_ADVICE, integrity_lines, storage_mounts
 from iolens.units import exit_text, human_bytes, human_seconds, pct
 
 MAX_FILE_ROWS = 2000
-MAX_PHASES = 500
+MAX_PHASES = 200
 MAX_PROC_BARS = 30
+PAGE_BYTES = 1_450_000  # the rows of the files and processes tables fill a page up to this (1.5 MB less room for
+# their headers and notes): they get the room the rest of the page leaves
+FILES_SHARE = 0.6  # of that room, the files table's; the processes table has the rest
 
 
-def _files_table(r: Report) -> str:
+def _fit(rows: list[str], room: int) -> list[str]:
+    """The first rows whose UTF-8 bytes add up to at most `room`."""
+    used = 0
+    for i, row in enumerate(rows):
+        used += len(row.encode())
+        if used > room:
+            return rows[:i]
+    return rows
+
+
+def _files_table(r: Report, room: int) -> str:
     files = [f for f in r.files if f.kind != "stream" and not f.program][:MAX_FILE_ROWS]
     rows = []
     for f in files:
@@ -53,9 +66,10 @@ def _files_table(r: Report) -> str:
     headers = [("file", "s"), ("kind", "s"), ("storage", "s"), ("read", "n"), ("written", "n"),
                ("data calls", "n"), ("metadata calls", "n"), ("time", "n"), ("mostly", "s"), ("dominant size", "s"),
                ("pattern", "s"), ("temp lifetime", "n"), ("note", "s"), ("tools", "s")]
+    rows = _fit(rows, room)
     total = sum(1 for f in r.files if f.kind != "stream" and not f.program)
-    more = (f'<p class="note">Showing the {len(files):,} files with the most I/O time of {total:,}; '
-            "<code>iolens report --csv</code> writes them all.</p>") if total > len(files) else ""
+    more = (f'<p class="note">Showing the {len(rows):,} files with the most I/O time of {total:,}; '
+            "<code>iolens report --csv</code> writes them all.</p>") if total > len(rows) else ""
     programs = sum(1 for f in r.files if f.program)
     if programs:
         more += (f'<p class="note">{programs:,} executables and shared libraries that were only looked up or mapped '
@@ -80,9 +94,10 @@ def _mounts_table(r: Report) -> str:
         f'<p class="note">{_h(line)}</p>' if line else "")
 
 
-def _procs_table(r: Report) -> str:
+def _procs_table(r: Report, room: int) -> str:
     rows = []
-    for p in chain_rows(r.processes)[:MAX_PHASES]:
+    chains = chain_rows(r.processes)
+    for p in chains[:MAX_PHASES]:
         rows.append("<tr>" + "".join([
             td("\u00a0\u00a0" * p.depth + f"{p.label} [{p.pid}]", p.images[0], cls="path"),
             td(human_seconds(p.start_s), p.start_s), td(human_seconds(p.wall_s), p.wall_s),
@@ -93,9 +108,12 @@ def _procs_table(r: Report) -> str:
             td(exit_text(p.exit_status, p.exit_signal, short=True), p.exit_status),
             td(" ".join(p.argv)[:300], cls="path"),
         ]) + "</tr>")
+    rows = _fit(rows, room)
+    more = (f'<p class="note">Showing the first {len(rows):,} of {len(chains):,} processes (their exec chains); '
+            "<code>iolens report --json</code> lists them all.</p>") if len(chains) > len(rows) else ""
     return table("processes", [("process", "n"), ("start", "n"), ("wall", "n"), ("cpu", "n"), ("I/O", "n"),
                                 ("I/O share", "n"), ("read", "n"), ("written", "n"), ("subtree I/O", "n"),
-                                ("subtree processes", "n"), ("exit", "n"), ("command", "s")], rows)
+                                ("subtree processes", "n"), ("exit", "n"), ("command", "s")], rows) + more
 
 
 def _advice(r: Report) -> str:
@@ -189,7 +207,7 @@ def render_html(r: Report, *, plotly_js: str | None = None) -> bytes:
         if line.startswith("PARTIAL") else f'<p class="warn">{_h(line)}</p>' for line in integrity_lines(r))
     problems += "".join(f'<p class="warn">warning: {_h(p)}</p>' for p in cap["problems"])
     thresholds = "".join(f"<tr><td>{_h(k)}</td><td>{_h(v)}</td></tr>" for k, v in r.thresholds.items())
-    page = _TEMPLATE.format(
+    parts = dict(
         title=_h(f"iolens report: {cmd}"[:200]),
         cmd=_h(cmd),
         host=_h(f"{cap['host'] or '?'} · {cap['cpus'] or '?'} CPUs · {human_bytes(cap['mem_bytes'])} RAM · "
@@ -198,8 +216,6 @@ def render_html(r: Report, *, plotly_js: str | None = None) -> bytes:
         problems=problems,
         advice=_advice(r),
         mounts=_mounts_table(r),
-        files=_files_table(r),
-        procs=_procs_table(r),
         thresholds=thresholds,
         data=script_json(_clean(_chart_data(r))),
         plotly=script_tag() if plotly_js is None else f"<script>{plotly_js}</script>",
@@ -208,7 +224,11 @@ def render_html(r: Report, *, plotly_js: str | None = None) -> bytes:
         tiny=_h(human_bytes(r.thresholds["tiny_bytes"])),
         small=_h(human_bytes(r.thresholds["small_bytes"])),
     )
-    return page.encode("utf-8")
+    # the tables of files and processes (a large capture has thousands) get the room the rest of the page leaves
+    room = max(0, PAGE_BYTES - len(_TEMPLATE.format(files="", procs="", **parts).encode()))
+    files = _files_table(r, int(room * FILES_SHARE))
+    procs = _procs_table(r, room - len(files.encode()))
+    return _TEMPLATE.format(files=files, procs=procs, **parts).encode("utf-8")
 
 
 _APP_JS = r"""

@@ -11,8 +11,10 @@ import json
 import math
 from dataclasses import asdict, fields, is_dataclass
 from json.encoder import encode_basestring as _str  # the encoder's own quoting of a str (ensure_ascii=False)
-from operator import attrgetter, itemgetter
-from typing import Any, Callable, Iterator
+from operator import attrgetter
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
 
 from iolens.analysis.model import FileRow, Report
 from iolens.names import json_safe
@@ -137,47 +139,91 @@ def _rows(rows: list[Any]) -> str:
         return _dumps(rows)[1:-1]
     get, names, rounded = _FIELDS.get(FileRow) or _FIELDS.setdefault(FileRow, _plan(FileRow))
     kinds = {f.name: str(f.type).replace(" | None", "") for f in fields(FileRow)}
-    cols: list[list[str]] = []
+    cols: list[Sequence[Any]] = []
     parts = []
     for name, values in zip(names, zip(*map(get, rows))):
-        keys = _same_keys(values) if kinds[name] == "dict[str, float]" else None
-        if keys is not None:  # a dict of floats per row, each with the same keys: a column per key
-            cols += [_column(tuple(map(itemgetter(k), values)), "float", True) for k in keys]
-            parts.append(f"{_str(name)}: {{" + ", ".join(f"{_str(k)}: %s" for k in keys) + "}")
+        split = _by_key(values) if kinds[name] == "dict[str, float]" else None
+        if split is not None:  # a dict of floats per row, each with the same keys: a column per key
+            keys, per_key = split
+            cols += map(_floats, per_key)
+            parts.append(f"{_str(name)}: {{" + ", ".join(f"{_pct(k)}: %s" for k in keys) + "}")
         else:
             cols.append(_column(values, kinds[name], name in rounded))
-            parts.append(f"{_str(name)}: %s")
+            parts.append(f"{_pct(name)}: %s")
     template = "{" + ", ".join(parts) + "}"
-    return ", ".join([template % t for t in zip(*cols)])
+    return ", ".join(map(template.__mod__, zip(*cols)))
 
 
-def _same_keys(values: tuple[Any, ...]) -> tuple[str, ...] | None:
-    """The keys of every dict in values, when all are dicts of floats with the same str keys in the same order."""
+def _pct(key: str) -> str:
+    """A key's JSON text in a %-template."""
+    return _str(key).replace("%", "%%")
+
+
+def _by_key(values: tuple[Any, ...]) -> tuple[tuple[str, ...], list[tuple[float, ...]]] | None:
+    """The keys of every dict in values and a column of values per key, when all are dicts of floats with the same
+    str keys in the same order."""
     if set(map(type, values)) != {dict}:
         return None
     keys = set(map(tuple, values))
     if len(keys) != 1:
         return None
     (ks,) = keys
-    if not all(k.__class__ is str for k in ks) or {type(x) for v in values for x in v.values()} - {float}:
+    if not all(k.__class__ is str for k in ks):
         return None
-    return ks
+    per_key = list(zip(*map(dict.values, values))) if ks else []
+    if any(set(map(type, col)) - {float} for col in per_key):
+        return None
+    return ks, per_key
 
 
-def _column(values: tuple[Any, ...], kind: str, rounded: bool) -> list[str]:
-    """One field's values as the encoder writes them (after _round when rounded): by one conversion for the whole
-    column where every value has the field's type (or is None), else each by the encoder."""
-    classes = set(map(type, values)) - {type(None)}
+def _column(values: tuple[Any, ...], kind: str, rounded: bool) -> Sequence[Any]:
+    """One field's values as objects whose `str` is the text the encoder writes for them (after _round when
+    rounded): ints, floats and lists of ints as they are, other values by one conversion for the whole column where
+    every value has the field's type (or is None), else each by the encoder."""
+    present = set(map(type, values))
+    classes = present - {type(None)}
+    if kind == "float" and classes <= {float}:
+        return _floats(values)
+    if rounded or kind not in _BY_KIND or not classes <= {_BY_KIND[kind][0]}:
+        return [_dumps(_round(v) if rounded else v) for v in values]
+    if kind in ("int", "list[int]"):  # str() of an int, or of a list of ints, is its JSON text
+        return values if classes == present else ["null" if v is None else v for v in values]
+    conv = _BY_KIND[kind][1]
     try:
-        if kind == "float" and classes <= {float} and all(map(math.isfinite, filter(None, values))):
-            r = float.__repr__  # zero (most of a breakdown) as it is, -0.0 included
-            return ["null" if v is None else r(v) if v == 0.0 else _finite(v) for v in values]
-        if not rounded and kind in _BY_KIND and classes <= {_BY_KIND[kind][0]}:
-            conv = _BY_KIND[kind][1]
-            return ["null" if v is None else conv(v) for v in values]
+        if kind == "list[str]":  # a few distinct lists (flags, tools), each converted once
+            keys = list(map(tuple, values))
+            memo = {k: conv(k) for k in set(keys)}
+            return list(map(memo.__getitem__, keys))
+        memo = {v: "null" if v is None else conv(v) for v in set(values)}
+        return list(map(memo.__getitem__, values))
     except TypeError:  # a list of another type than its field's
-        pass
-    return [_dumps(_round(v) if rounded else v) for v in values]
+        return [_dumps(v) for v in values]
+
+
+_P10 = np.array([float(10**i) for i in range(10)])  # 1 to 1e9, each exact
+_TIE = 1e-6  # how near a half a scaled value may come before it is rounded one by one (its error is below 1e-7)
+
+
+def _floats(values: tuple[float | None, ...]) -> list[float | str]:
+    """`_num(v)` of each float (or None) of a column, as an object whose `str` is the encoder's text ("null" for
+    None and values that are not finite): rounded in bulk, exactly. A value is scaled by the power of ten that puts
+    its kept digits before the point (1e9 below 1, else 10 ** (9 - its integer digits)), rounded to an integer, and
+    divided back, which gives the double nearest to the rounded decimal, as `round` and `float(f"{v:.9g}")` do,
+    since both integers are exact and division is correctly rounded. The scaled product is within 1e-7 of the
+    exact one, so its rounding is the exact one's unless it lies within _TIE of a half: those, values of 1e9 and
+    above, and values that are not finite are rounded one by one."""
+    a = np.array(values, dtype=np.float64)  # None: nan
+    mag = np.abs(a)
+    digits = np.searchsorted(_P10, mag, side="right")  # integer digits (0 below 1, 10 from 1e9 and for nan)
+    scale = _P10[9 - np.minimum(digits, 9)]  # 1e9 below 1, 1e8 from 1 to 10, ..., 1 from 1e8
+    with np.errstate(invalid="ignore", over="ignore"):
+        y = mag * scale
+        one_by_one = (digits > 9) | ~np.isfinite(y) | (np.abs(y - np.floor(y) - 0.5) < _TIE)
+        out: list[float | str] = np.copysign(np.rint(y) / scale, a).tolist()
+    for i in np.flatnonzero(one_by_one).tolist():
+        v = values[i]
+        out[i] = "null" if v is None or not math.isfinite(v) else _finite(v)
+    return out
 
 
 def _finite(v: float) -> str:
