@@ -1,3 +1,3 @@
-from iolens.cli import run
+from iolens.entry import main
 
-run()
+main()

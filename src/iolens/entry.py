@@ -5,6 +5,7 @@ click group prints).  Everything else, and the help on a narrower terminal, goes
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 
@@ -26,7 +27,53 @@ def _columns() -> int:
     return cols or 80
 
 
+# what a write to standard output can meet that is the place's doing, not iolens's: said in one line
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+
+
+def _output_failed(err: OSError) -> int | None:
+    """The exit status after standard output could not be written (`err`), said to the user: a closed pipe
+    (`iolens report | head -1`) quietly, as Unix tools end (141, as a shell reports SIGPIPE); a full disk or a
+    failing device in one line.  None when `err` is not such a failure.  A failed write to a stream carries no file
+    name, where opening or writing a named file does; the files a command writes go through `output.write_output`,
+    which says their own errors, so what is left without a name is standard output's."""
+    if err.errno != errno.EPIPE and (err.errno not in _FULL or err.filename is not None):
+        return None
+    devnull = os.open(os.devnull, os.O_WRONLY)  # what is still buffered goes nowhere, so the exit cannot fail again
+    os.dup2(devnull, sys.stdout.fileno() if sys.stdout is not None else 1)
+    os.close(devnull)
+    if err.errno == errno.EPIPE:
+        return 141
+    advice = "check the device it goes to" if err.errno == errno.EIO else "free space where it goes"
+    try:
+        sys.stderr.write(f"iolens: error: cannot write the output: {err.strerror}; {advice}, or send it elsewhere\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        pass
+    return 1  # as coreutils end after a failed write
+
+
+def _flush_stdout() -> None:
+    if sys.stdout is not None and not sys.stdout.closed:
+        sys.stdout.flush()
+
+
 def main() -> None:
+    """The script: standard output is flushed here, before the interpreter's exit would, so that a failure to
+    write it (full disk, closed pipe) is said in one line, whichever command printed (`_output_failed`)."""
+    try:
+        try:
+            _main()
+        finally:
+            _flush_stdout()
+    except OSError as err:
+        code = _output_failed(err)
+        if code is None:
+            raise
+        sys.exit(code)
+
+
+def _main() -> None:
     args = sys.argv[1:]
     if os.path.basename(sys.argv[0]) == "iolens" and args in (["--version"], ["--help"], ["-h"]):
         if args == ["--version"]:

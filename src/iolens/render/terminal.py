@@ -20,6 +20,7 @@ folded: its columns go into several tables one under the other, each repeating t
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import re
@@ -147,6 +148,12 @@ class _Console(Console):
     """rich's Console, which wraps the prose it prints at `prose_width` (a table keeps the console's width), on a
     terminal as on a pipe, under a hanging indent: a print of strings and Text, or of one Padding of them (an
     indented line), that asks for no layout of its own (soft_wrap, no_wrap, overflow, crop, justify)."""
+
+    def on_broken_pipe(self) -> None:
+        """A closed pipe ends the command as any failed write of standard output does (entry.py), not by rich's own
+        exit."""
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
 
     def print(self, *objects: Any, **kw: Any) -> None:
         at = prose_width(self.width)
