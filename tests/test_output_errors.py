@@ -13,10 +13,11 @@ from conftest import _absolute_pythonpath, datapath
 
 CAPTURE = str(datapath("report", "small.iolens"))
 
-# commands that print a lot, each through a different path: rich (report, diff, cost), click.echo (--help of a
-# command), the pre-rendered group help answered without click (entry.py)
+# commands that print a lot, each through a different path: rich (report, diff, cost), output.write_output ('-'),
+# click.echo (--help of a command), the pre-rendered group help answered without click (entry.py)
 COMMANDS = [
     ["report", CAPTURE],
+    ["report", CAPTURE, "--json", "-"],
     ["diff", CAPTURE, CAPTURE],
     ["cost", "--list"],
     ["compress", "--list"],
