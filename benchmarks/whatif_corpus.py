@@ -15,7 +15,7 @@ and whether the interval holds the real median; then the median absolute errors,
 coverage against their stated level.  The load average at the start and the end is printed: figures taken on a
 loaded machine are not a quiet machine's.
 
-    python benchmarks/whatif_corpus.py [--half evaluation|tuning] [--steps a,b] [--scale 0.25] [--runs 3]
+    python benchmarks/whatif_corpus.py [--half evaluation|tuning] [--steps a,b] [--scale 0.5] [--runs 3]
                                        [--caches warm,cold] [--lab [--lab-targets gp2,magnetic,netfs]]
                                        [--short] [--json FILE] [--rescore FILE]
 
@@ -55,6 +55,10 @@ from whatif_accuracy import cell_order, hold_warm, lab_down, lab_up, median_inde
 
 LAB_TARGETS = "gp2,magnetic,netfs"  # throttled and bursting (credits), throttled, remote
 SHORT_STEPS = 3
+# The default --scale.  0.25 left many cells at 0.1-0.4 s (process starts and the machine's noise); 0.75 made the
+# tuning half's inputs and captures alone take 8 minutes and its rounds over 6 minutes each at load 5 (a cold find
+# over 36,000 files: 13 s), past the 20-minute budget; at 0.5 the tuning half took 13 minutes at load 2-4.
+DEFAULT_SCALE = 0.5
 
 
 @dataclass
@@ -68,6 +72,7 @@ class Cell:
     low_s: float = float("nan")
     high_s: float = float("nan")
     caution: bool = False  # replay or predict cautioned that the step's shape is one the corpus covered poorly
+    load: list[float] = field(default_factory=list)  # the 1-minute load average after each round's runs
 
     def summary(self) -> dict[str, Any]:
         real = statistics.median(self.real_s) if self.real_s else float("nan")
@@ -78,7 +83,7 @@ class Cell:
                 "replay_error": pct(rep, real) / 100, "predict_s": self.predict_s, "low_s": self.low_s,
                 "high_s": self.high_s, "predict_error": pct(self.predict_s, real) / 100,
                 "inside": bool(self.low_s <= real <= self.high_s), "caution": self.caution, "real_runs": self.real_s,
-                "replays": self.replay_s}
+                "replays": self.replay_s, "load": statistics.median(self.load) if self.load else float("nan")}
 
 
 def clean(work: Path, keep: set[str]) -> None:
@@ -200,6 +205,7 @@ def run_cells(corpus: whatif_steps.Corpus, names: list[str], labels: list[str], 
 
             for run in cell_order([real, rep], k):
                 run()
+            cell.load.append(os.getloadavg()[0])
             print(f"  {n} on {labels[i]}, {c}: real {cell.real_s[-1]:.3f} s, replay {cell.replay_s[-1]:.3f} s, "
                   f"predicted {cell.predict_s:.3f} s [{cell.low_s:.3f}, {cell.high_s:.3f}]", file=sys.stderr,
                   flush=True)
@@ -249,7 +255,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--half", choices=["evaluation", "tuning"], default="evaluation")
     ap.add_argument("--steps", default=None, help="comma-separated steps of the half (default: all of it)")
     ap.add_argument("--scale", type=float, default=None, help="input sizes against the corpus file's (default "
-                    "0.25; --short 0.05)")
+                    f"{DEFAULT_SCALE}; --short 0.05)")
     ap.add_argument("--runs", type=int, default=None, help="real runs and replays per cell (default 3; --short 1)")
     ap.add_argument("--profiles", type=int, default=None, help="captures per step, the median kept (default 3; "
                     "--short 1)")
@@ -272,7 +278,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if bad := [n for n in names if n not in half]:
         ap.error(f"not in the {a.half} half: {', '.join(bad)} (the {a.half} half: {', '.join(half)})")
     names = [n for n in names if all(shutil.which(w) for w in corpus.steps[n].argv[:1])]
-    scale = a.scale if a.scale is not None else 0.05 if a.short else 0.25
+    scale = a.scale if a.scale is not None else 0.05 if a.short else DEFAULT_SCALE
     # each step's inputs at its own multiple of the scale (the file's `scale`: so that it lands in 0.3-3 s); the
     # short form, a check that the path runs, makes every step's at the one small scale
     factor = {n: 1.0 if a.short else corpus.steps[n].scale for n in names}
@@ -318,10 +324,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 real_run(w, corpus.steps[n].argv, keep, "warm")
         cost = profiler_cost(pairs=3 if a.short else 9)
         print(f"profiler cost: {cost.event_ns:.0f} ns an event, {cost.path_ns:.0f} ns one naming a path")
-        plans, models = {}, {}
+        plans, models, capture_load = {}, {}, {}
         for n in names:
             s = corpus.steps[n]
-            cap = profile(works[(n, 0)], s.argv, keep, nprof)
+            # and the machine's minute while it was captured: replays and real runs come in later ones
+            cap, capture_load[n] = profile(works[(n, 0)], s.argv, keep, nprof), os.getloadavg()[0]
             plans[n] = build_plan(cap, event_overhead_ns=int(cost.event_ns), path_overhead_ns=int(cost.path_ns))
             models[n] = step_model(cap, int(cost.event_ns), int(cost.path_ns))
             models[n].cpu_ratio = cpu_ratio_now(cap) or 1.0
@@ -334,7 +341,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         doc["calibrations"] = {f"{i}|{c}": v for (i, c), v in cals.items()}
         doc["meta"] = {"half": a.half, "split_date": corpus.date, "steps": names, "scale": scale,
                        "step_scales": factor, "runs": runs,
-                       "caches": caches, "targets": labels, "load_start": list(load0)}
+                       "caches": caches, "targets": labels, "load_start": list(load0), "capture_load": capture_load}
     finally:
         for w in set(works.values()):
             shutil.rmtree(w, ignore_errors=True)

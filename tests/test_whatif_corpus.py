@@ -75,6 +75,9 @@ def test_the_short_form_runs_evaluation_steps_on_the_home_storage(tmp_path, caps
         assert math.isfinite(c["replay_error"]) and c["real_median_s"] > 0
         assert c["low_s"] <= c["predict_s"] <= c["high_s"]
         assert c["inside"] == (c["low_s"] <= c["real_median_s"] <= c["high_s"])
+    # the machine's minute when each step was captured and when each cell ran: the drift a replay cannot follow
+    assert sorted(doc["meta"]["capture_load"]) == sorted(picked)
+    assert all(v >= 0 for v in doc["meta"]["capture_load"].values()) and all(c["load"] >= 0 for c in cells)
     s = doc["summary"]
     assert s["interval_level"] == pytest.approx(0.8) and 0 <= s["interval_coverage"] <= 1
     assert "coverage: the 80% intervals held the real median" in text

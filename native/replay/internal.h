@@ -125,6 +125,7 @@ struct job_args {
     const char *cwd;     /* the step's working directory below the root, or "" */
     const char *logpath; /* where to write the per-op log, or NULL */
     int cold;            /* lay the files out evicted from the page cache */
+    int hold;            /* after the layout, a newline on stdout, then wait for a byte on stdin (hold_layout) */
 };
 
 /* ---- plan.c ---------------------------------------------------------------------------------------------- */
@@ -186,6 +187,9 @@ int layout(int cold, char *err, size_t errlen);
 int mirror_cwd(const char *cwd, char *err, size_t errlen);
 /* Grows the descriptor table for n descriptors while the replayer has one thread. */
 void presize_fdtable(size_t n);
+/* The job's hold: tells the caller the layout is done (a newline on stdout, before the result) and waits for its
+ * byte on stdin, so that it can put the page cache in a state between the layout and the timed part. */
+void hold_layout(void);
 
 /* ---- schedule.c ------------------------------------------------------------------------------------------ */
 

@@ -52,6 +52,7 @@ int main(int argc, char **argv)
         status = stop_signal ? 130 : 1;
         message = stop_signal ? "interrupted" : err;
     } else {
+        if (job.hold) hold_layout();
         presize_fdtable(R.nhandles);
         message = run_threads();
         if (message) status = 1;

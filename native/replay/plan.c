@@ -198,6 +198,7 @@ int read_plan(const char *path, struct job_args *args)
     if (*args->cwd && !safe_rel(args->cwd)) return bad_job("unsafe working directory", args->cwd);
     R.speed_max = !strcmp(json_str(job, "speed", "recorded", &bad), "max");
     args->cold = !strcmp(json_str(job, "cache", "warm", &bad), "cold");
+    args->hold = json_bool(job, "hold_after_layout", 0, &bad);
     R.ns_per_block = json_num(job, "cpu_ns_per_block", 0, &bad);
     if (!(R.ns_per_block > 0 && R.ns_per_block < 1e6)) R.ns_per_block = 0;
     int rc = read_objects(job, &bad);

@@ -18,7 +18,8 @@ LOUD_LAYOUT = 1 << 30  # a layout this large is announced before it is written
 @click.option("--speed", type=click.Choice(["recorded", "max"]), default="recorded", show_default=True,
               help="Keep the recorded compute gaps between operations, or drop them (I/O only).")
 @click.option("--cache", type=click.Choice(["warm", "cold"]), default="warm", show_default=True,
-              help="Page cache state of the laid-out input files when the replay starts.")
+              help="Page cache state when the replay starts; cold drops the whole page cache after the layout "
+              "(root; else only the laid-out files' pages).")
 @FORCE_OPTION
 @export_options("replay")
 def replay(capture: str, targets: tuple[str, ...], speed: str, cache: str, outputs: dict[str, str | None],
@@ -102,6 +103,10 @@ def replay(capture: str, targets: tuple[str, ...], speed: str, cache: str, outpu
             failed.append({"target": t.spec, "error": str(err)})
     for r in results if cap.problems or speed == "max" else []:
         r.fidelity = None
+    if any(r.cold == "fadvise" for r in results):
+        plan.notes.append("--cache cold without root dropped the laid-out files' pages only: their inodes and "
+                          "directories stayed cached, so a step that walks many files replays faster than its cold "
+                          "runs; replay as root to drop the whole page cache")
     doc = {"tag": "iolens-replay", "schema_version": [1, 7], "capture": capture, "speed": speed, "cache": cache,
            "original_wall_s": plan.wall_s, "ops": int(len(plan.ops)), "skipped_ops": plan.skipped_ops,
            "profiler_overhead_s": plan.overhead_s, "unreplayed_cpu_s": plan.unreplayed_cpu_s,
@@ -112,7 +117,7 @@ def replay(capture: str, targets: tuple[str, ...], speed: str, cache: str, outpu
                         "dependency_timeouts": r.dependency_timeouts,
                         "same_storage": r.same_storage, "fidelity": r.fidelity, "layout_s": r.layout_s,
                         "setup_s": r.setup_s, "threads": r.threads, "thread_cpu_s": r.thread_cpu,
-                        "cpu_ratio": r.cpu_ratio}
+                        "cpu_ratio": r.cpu_ratio, "cold": r.cold}
                        for r in results], "failed": failed, **replay_words(results, CLASSES)}
     exports.write("replay", {"json": outputs["json"]}, exports.Exported(doc, plan=plan), force=force)
     if not exports.to_stdout(outputs):

@@ -184,7 +184,9 @@ def calibrate(t: Target, *, cache: str = "warm", store: ResultsStore | None = No
         for _ in range(3):
             with workdirs.temporary(None, CAL_PREFIX) as tmp:
                 log = os.path.join(tmp, "ops.log") if cls in _FROM_LOG else None
-                r = replay_on(plan, t, speed="max", cache="warm" if cls in WARM_ONLY else cache, log=log)
+                # cold: the files' pages only; what a first touch of existing metadata costs is COLD_KINDS' price
+                r = replay_on(plan, t, speed="max", cache="warm" if cls in WARM_ONLY else cache, log=log,
+                              evict="fadvise")
                 if log:
                     kinds.append(_FROM_LOG[cls](plan.ops, np.fromfile(log, dtype=log_dtype())))
             samples.append(r.wall_s / _cal_ops(cls))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 from functools import lru_cache
@@ -58,12 +59,26 @@ def recorded_block_ns(meta: dict[str, Any]) -> float | None:
     return cpu_probe_ns(meta, describe().get("burn_loop", 0))
 
 
-def run(job_path: str, *, preexec: Callable[[], None] | None = None) -> dict[str, Any]:
-    """Runs the replayer on a job file; the engine is stopped (then re-raised) on Ctrl-C or any error."""
+def run(job_path: str, *, preexec: Callable[[], None] | None = None,
+        after_layout: Callable[[], None] | None = None) -> dict[str, Any]:
+    """Runs the replayer on a job file; the engine is stopped (then re-raised) on Ctrl-C or any error.
+
+    `after_layout`: called once the files are laid out and before the timed part, for a job that holds there
+    (`hold_after_layout`: the replayer writes a newline on stdout and waits for a byte on stdin)."""
     proc = subprocess.Popen([replay_path(), job_path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            preexec_fn=preexec)
+                            stdin=subprocess.PIPE if after_layout else None, preexec_fn=preexec)
     try:
+        first = b""
+        if after_layout is not None:
+            assert proc.stdout is not None and proc.stdin is not None
+            first = proc.stdout.read(1)  # the hold's newline, or the result's start when the layout failed
+            if first == b"\n":
+                after_layout()
+                with contextlib.suppress(BrokenPipeError):  # it ended meanwhile (a signal): its result says why
+                    proc.stdin.write(b"\n")
+                    proc.stdin.flush()
         out, err = proc.communicate()
+        out = first + out
     except BaseException:
         if proc.poll() is None:
             proc.terminate()

@@ -412,7 +412,7 @@ def home_dir(cap: Capture, plan_files: list[str] | None = None) -> str | None:
 
 def prediction_doc(model: StepModel, preds: list[Prediction], cache: str) -> dict[str, Any]:
     """The prediction as its JSON document (tag iolens-predict; docs/whatif.md)."""
-    return {"tag": "iolens-predict", "schema_version": [1, 4], "cache": cache,
+    return {"tag": "iolens-predict", "schema_version": [1, 5], "cache": cache,
             "model": {"wall_s": model.wall_s, "recording_s": model.recording_s,
                       "io_wall_s": model.io_wall_s, "compute_s": model.compute_s,
                       "stolen_s": model.stolen_s, "cpu_ratio": model.cpu_ratio, "cpu_floor_s": model.cpu_floor_s,
