@@ -81,7 +81,11 @@ class Tree:
         would return it at once.  After each such read, its thread waits for the image whose end came last while
         the read was blocked, not one of the reader's ancestors: one that used the pipe where any did.  That image
         ended before the read did in the recording (within the clocks' error) and started before it ended, so the
-        wait can close no cycle."""
+        wait can close no cycle, but for one: the slack lets in an image that ended just after the read, and one
+        downstream of the reader (fed by it through pipes) may have needed what the reader wrote after the read.
+        In `gzip -dc | awk | cut | sort`, awk's end-of-file read returned at once (gzip had long ended) and cut
+        ended 0.7 ms later: awk waited for cut and cut for awk's last writes, a replay stuck for 10 s.  Such an
+        image is never waited for: it reads the reader's output, it does not hold the reader's input open."""
         if not self.ops.pipe_rows:
             return []
         pr = np.concatenate(self.ops.pipe_rows)
@@ -89,6 +93,7 @@ class Tree:
         users: dict[int, set[int]] = {}
         for pipe, th in zip(pr[:, OBJ].tolist(), pr[:, THREAD].tolist()):
             users.setdefault(pipe, set()).add(int(owner[th]))
+        feeds = _feeds(pr, owner, code["PIPE_READ"])
         ends = np.asarray(self.ends, dtype=np.int64)
         starts = np.asarray(self.starts, dtype=np.int64)
         out: list[_Pseudo] = []
@@ -100,7 +105,7 @@ class Tree:
             slack = 1_000_000 + int(row[DUR]) // 1000
             if int(owner[th]) not in lines:  # the reader's own image and those that wait for it
                 lines[int(owner[th])] = self._ancestry(int(owner[th]))
-            mine = lines[int(owner[th])]
+            mine = lines[int(owner[th])] | _downstream(int(owner[th]), feeds)
             # an image started after the read had ended held no end of the pipe: a shell's next child, ending
             # within the slack, was waited for before the shell spawned it (a replay stuck for 10 s)
             during = [j for j in np.nonzero((ends > start) & (ends <= end + slack) & (starts < end))[0].tolist()
@@ -151,6 +156,31 @@ class Tree:
         if roots and meta_t1 > self.ends[roots[0]] and self.ops.proc_threads[roots[0]]:
             pseudo.append((meta_t1, code["EXIT"], self._last_thread(roots[0]), 0, 3))
         return t0
+
+
+def _feeds(pr: np.ndarray, owner: np.ndarray, read_code: int) -> dict[int, set[int]]:
+    """Image -> the images that read a pipe it writes, from the pipe rows `pr`."""
+    img = owner[pr[:, THREAD]]
+    is_r = pr[:, OP] == read_code
+    readers: dict[int, set[int]] = {}
+    for pipe, i in zip(pr[is_r, OBJ].tolist(), img[is_r].tolist()):
+        readers.setdefault(pipe, set()).add(i)
+    out: dict[int, set[int]] = {}
+    for pipe, i in set(zip(pr[~is_r, OBJ].tolist(), img[~is_r].tolist())):
+        out.setdefault(i, set()).update(readers.get(pipe, set()) - {i})
+    return out
+
+
+def _downstream(i: int, feeds: dict[int, set[int]]) -> set[int]:
+    """The images that read what image i writes to pipes, directly or through other images."""
+    out: set[int] = set()
+    todo = list(feeds.get(i, ()))
+    while todo:
+        j = todo.pop()
+        if j not in out and j != i:
+            out.add(j)
+            todo.extend(feeds.get(j, ()))
+    return out
 
 
 def with_pseudo(rows: list[np.ndarray], pseudo: list[_Pseudo]) -> np.ndarray:
