@@ -130,6 +130,7 @@ def test_an_end_of_file_wait_is_never_for_an_image_that_reads_the_readers_output
     names = [n for n, _cat in F.OPS]
     pipe_flag = F.FILE_FLAGS["NOT_A_FILE"][0]
     for _attempt in range(5):  # the shape under test is the usual one; a loaded machine may space the ends out
+        (tmp_path / "step.iolens").unlink(missing_ok=True)
         cap = read_capture(profile(tmp_path, ["sh", "-c", "cat small.txt | (sleep 0.1; exec awk 'NR % 2') "
                                                           "| cat > out.txt"]))
         awk = next(i for i, p in enumerate(cap.processes) if p.argv[:1] == ["awk"])
