@@ -232,6 +232,11 @@ def test_fold_keeps_a_figure_with_its_unit_and_label_and_hangs_its_continuations
     assert fold(f"written to {path} today", 40, "") == ["written to", "  /data/genomics-project/", "  genomics-project/"
                                                     "genomics-project/", "  genomics-project/calls.vcf today"]
     assert fold(f"written to {path} today", 4096, "") == ["written to", f"  {path}", "  today"]
+    # under a deep indent (doctor's 19 columns) a path that would run past 80 moves left until it fits, whole; one
+    # longer than the whole line keeps the indent
+    deep = "/venv/" + "x" * 60 + "/_native"  # 74 columns: 19 + 74 > 80
+    assert fold(f"native parts ok {deep}", 4096, " " * 17) == ["native parts ok", " " * 6 + deep]
+    assert fold(f"native parts ok {deep}{deep}", 4096, " " * 17) == ["native parts ok", " " * 19 + deep + deep]
 
 
 def test_prose_on_a_pipe_wraps_at_80_and_tables_keep_their_width(monkeypatch):

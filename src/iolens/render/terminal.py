@@ -121,6 +121,13 @@ def _breaks(line: str, at: int, hang: int, *, split: bool = False) -> list[int]:
     return out
 
 
+def _room(hang: int, part: int, at: int) -> int:
+    """The indent of a continuation of `part` cells: `hang`, or less where a word longer than the rest of the line
+    (a path) would then run past `at` and fits it with less (it moves left until it fits, whole); one longer than
+    the whole line keeps `hang` (it runs past the width either way)."""
+    return hang if hang + part <= at or part > at else at - part
+
+
 class _Prose:
     """Text wrapped at its spaces to the width it is given, each continuation under the line's own indent and two
     more spaces (as `fold()`).  A word longer than a line (a path) starts a line of its own and stays whole there
@@ -138,7 +145,7 @@ class _Prose:
             hang = min(at // 2, cell_len(line.plain) - cell_len(line.plain.lstrip()) + 2)
             for k, part in enumerate(line.divide(_breaks(line.plain, at, hang, split=self.split))):
                 part.rstrip()
-                lines.append(Text(" " * hang) + part if k else part)
+                lines.append(Text(" " * _room(hang, part.cell_len, at)) + part if k else part)
         out = Text("\n").join(lines)
         out.end, out.no_wrap, out.overflow = self.text.end, True, "ignore"
         yield out
@@ -244,10 +251,13 @@ def fold(text: str, width: int, indent: str = "  ") -> list[str]:
     prose (`_Prose`), each continuation under `indent` and two more spaces (the text's own leading spaces stay on
     its first line); a figure is never parted from its unit nor from a one-word label before it ("profiler
     0.018 s"), a word never at a hyphen, and a word longer than a line (a path) starts a line of its own, whole on
-    a pipe, broken after a separator (, / = : ;) at a terminal's width."""
-    cuts = _breaks(text, prose_width(width), cell_len(indent) + 2, split=not _unbounded(width))
+    a pipe, broken after a separator (, / = : ;) at a terminal's width; under less indent where the indent would
+    push it past the width (`_room`)."""
+    at, hang = prose_width(width), cell_len(indent) + 2
+    cuts = _breaks(text, at, hang, split=not _unbounded(width))
     parts = [text[i:j] for i, j in zip([0, *cuts], [*cuts, len(text)])]
-    return [(part if k == 0 else indent + "  " + part.lstrip()).rstrip() for k, part in enumerate(parts)]
+    return [part.rstrip() if k == 0 else " " * _room(hang, cell_len(part.strip()), at) + part.strip()
+            for k, part in enumerate(parts)]
 
 
 def plain(cell: RenderableType) -> str:
