@@ -266,20 +266,14 @@ IOLENS_COLD static void exe_var(char *var, const char *path, size_t pl)
     }
     size_t el = iolens_strlen(last_prog.exe);
     if (!el) return;
-    char num[24];
-    size_t o = 0;
+    char *o = var + 11, *end = var + EXE_VAR; /* 11 + two numbers of up to 20 digits and their ':' fit */
     iolens_memcpy(var, "IOLENS_EXE=", 11);
-    o = 11;
-    for (int k = 0; k < 2; k++) {
-        uint64_t v = k == 0 ? (uint64_t)iolens_g.pid : pl;
-        int d = 0;
-        do num[d++] = (char)('0' + v % 10);
-        while (v /= 10);
-        while (d) var[o++] = num[--d];
-        var[o++] = ':';
-    }
-    iolens_memcpy(var + o, path, pl);
-    iolens_memcpy(var + o + pl, last_prog.exe, el + 1);
+    o = iolens_put_u64(o, end, (uint64_t)iolens_g.pid);
+    *o++ = ':';
+    o = iolens_put_u64(o, end, pl);
+    *o++ = ':';
+    iolens_memcpy(o, path, pl);
+    iolens_memcpy(o + pl, last_prog.exe, el + 1);
 }
 
 IOLENS_COLD static int loads_in(const char *path, int fd, char *var)

@@ -85,6 +85,17 @@ IOLENS_NOLIBC uint64_t iolens_digits(const char **s)
     return v;
 }
 
+/* v in decimal at o, not past end; the position after it, or 0 when it did not fit */
+IOLENS_NOLIBC char *iolens_put_u64(char *o, const char *end, uint64_t v)
+{
+    char d[20];
+    int n = 0;
+    do d[n++] = (char)('0' + v % 10);
+    while (v /= 10);
+    while (n && o < end) *o++ = d[--n];
+    return n ? 0 : o;
+}
+
 /* getenv over envp (the environment as the image started with it) */
 IOLENS_NOLIBC const char *iolens_getenv_in(char **envp, const char *key)
 {

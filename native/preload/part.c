@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "iolens_schema.h"
+#include "nolibc.h"
 
 /* Set when RLIMIT_FSIZE, the program's own limit, kept the part from growing. */
 #define PART_CHUNK (64u << 10)
@@ -101,24 +102,14 @@ IOLENS_COLD static char *put_str(char *o, const char *end, const char *s)
     return *s ? 0 : o;
 }
 
-IOLENS_COLD static char *put_u64(char *o, const char *end, uint64_t v)
-{
-    char d[20];
-    int n = 0;
-    do d[n++] = (char)('0' + v % 10);
-    while (v /= 10);
-    while (n && o < end) *o++ = d[--n];
-    return n ? 0 : o;
-}
-
 /* DIR/PID-START.part, the start on CLOCK_MONOTONIC (the merge orders parts by it).
  * Formatted by hand: it may run on a fatal signal. Returns its length or -1. */
 IOLENS_COLD int iolens_part_name(uint64_t t_mono)
 {
     struct iolens_state *g = &iolens_g;
     char *o = g->part_path, *end = g->part_path + sizeof g->part_path - 1;
-    if ((o = put_str(o, end, g->dir)) && (o = put_str(o, end, "/")) && (o = put_u64(o, end, (uint64_t)g->pid)) &&
-        (o = put_str(o, end, "-")) && (o = put_u64(o, end, t_mono)) && (o = put_str(o, end, ".part"))) {
+    if ((o = put_str(o, end, g->dir)) && (o = put_str(o, end, "/")) && (o = iolens_put_u64(o, end, (uint64_t)g->pid)) &&
+        (o = put_str(o, end, "-")) && (o = iolens_put_u64(o, end, t_mono)) && (o = put_str(o, end, ".part"))) {
         *o = 0;
         return (int)(o - g->part_path);
     }
